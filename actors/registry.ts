@@ -1,0 +1,70 @@
+// Every live runner process group, kept outside XState: no error path in the actor tree can orphan Python
+// (a root that errors does not stop its invoked children, xstate#5153). Pi exiting kills whatever is left.
+export interface GroupOwner {
+  host: string;
+  owner: string;
+}
+
+const groups = new Map<number, GroupOwner>();
+let hooked = false;
+
+function killAll(): void {
+  for (const pgid of groups.keys()) killGroup(pgid, "SIGKILL");
+  groups.clear();
+}
+
+export function killGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export function registerGroup(pgid: number, owner: GroupOwner): void {
+  if (!hooked) {
+    hooked = true;
+    process.once("exit", killAll);
+  }
+  groups.set(pgid, owner);
+}
+
+export function unregisterGroup(pgid: number): void {
+  groups.delete(pgid);
+}
+
+/** Live process groups, all of them or those of one host. */
+export function liveGroups(host?: string): number[] {
+  return [...groups].filter(([, o]) => host === undefined || o.host === host).map(([pgid]) => pgid);
+}
+
+/** SIGTERM now, SIGKILL after `killMs` if any member survives; the group leaves the registry once it is empty. */
+export function stopGroup(pgid: number, killMs: number): Promise<void> {
+  killGroup(pgid, "SIGTERM");
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const poll = () => {
+      if (!groupAlive(pgid)) {
+        unregisterGroup(pgid);
+        return resolve();
+      }
+      if (Date.now() - started >= killMs) {
+        killGroup(pgid, "SIGKILL");
+        unregisterGroup(pgid);
+        return resolve();
+      }
+      setTimeout(poll, 10).unref();
+    };
+    poll();
+  });
+}

@@ -1,0 +1,620 @@
+"""pi-code-supervisor runner: executes the host's code runs in fresh or session mode.
+
+The contract with the host (file descriptors, frames, signals, ordering of output and `done`, modes, script
+semantics) is docs/protocol.md; read it before changing this file. Standard library only, CPython 3.9-3.13.
+
+Start-up imports only modules that are built in or already loaded, so `ready` comes close to bare interpreter
+start; linecache, traceback, tokenize, pprint and asyncio are imported when first needed.
+"""
+
+import io
+import os
+import sys
+import _ast
+import _signal
+import _thread
+
+PROTOCOL = 1
+MAX_FRAME = 64 << 20
+_SIGINT = _signal.SIGINT
+_SIG_IGN = _signal.SIG_IGN
+_int_handler = _signal.default_int_handler
+_CO_COROUTINE = 0x80
+_PyCF_ONLY_AST = 0x400
+_PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000
+_DRAIN_LIMIT = 0.25
+_STDIN_MSG = "stdin is not available to code_execution"
+
+_RUNNER_FILE = (lambda: None).__code__.co_filename
+_RUNNER_MODULE = sys.modules["__main__"]  # kept alive: __main__ is handed over to user code
+_CTL = -1  # control channel fd, set in _setup
+_MODE = ""
+_wlock = _thread.allocate_lock()
+_run_files = set()  # filenames of every run so far: tracebacks start at the first frame in one of them
+_loop = None  # session event loop, created on the first run that awaits
+
+
+# ---------------------------------------------------------------------------------------------------- frames
+# The json package costs ~5 ms of imports (re, enum); its C accelerator alone is enough for our flat frames.
+try:
+    from _json import encode_basestring_ascii as _jstr, make_scanner as _make_scanner
+
+    class _JsonContext:
+        strict = True
+        object_hook = None
+        object_pairs_hook = None
+        parse_float = float
+        parse_int = int
+        parse_constant = float
+
+    _scan = _make_scanner(_JsonContext())
+
+    def _dumps(obj):
+        parts = []
+        for k, v in obj.items():
+            if v is None:
+                s = "null"
+            elif v is True:
+                s = "true"
+            elif v is False:
+                s = "false"
+            elif type(v) is int:
+                s = str(v)
+            else:
+                s = _jstr(v)
+            parts.append(_jstr(k) + ":" + s)
+        return "{" + ",".join(parts) + "}"
+
+    def _loads(text):
+        text = text.strip(" \t\r\n")
+        try:
+            obj, end = _scan(text, 0)
+        except StopIteration:
+            raise ValueError("not a JSON value") from None
+        if end != len(text):
+            raise ValueError("extra data after the JSON value")
+        return obj
+
+except ImportError:  # not CPython's usual build
+
+    def _dumps(obj):
+        import json
+
+        return json.dumps(obj)
+
+    def _loads(text):
+        import json
+
+        return json.loads(text)
+
+
+def _send(frame):
+    data = _dumps(frame).encode("ascii")
+    data = len(data).to_bytes(4, "big") + data
+    with _wlock:
+        try:
+            while data:
+                data = data[os.write(_CTL, data) :]
+        except OSError:  # the host is gone
+            _orphaned()
+
+
+def _orphaned():
+    """The host died or closed the channel: take the whole process group down so nothing outlives it."""
+    try:
+        pid = os.getpid()
+        if os.getpgid(0) == pid:  # only when we lead our own group (detached), never the caller's group
+            os.killpg(pid, _signal.SIGKILL)
+    finally:
+        os._exit(1)
+
+
+def _fatal(message):
+    try:
+        _send({"type": "fatal", "message": message})
+    finally:
+        os._exit(70)
+
+
+def _read_exact(n):
+    buf = bytearray()
+    while len(buf) < n:
+        try:
+            chunk = os.read(_CTL, min(n - len(buf), 1 << 20))
+        except InterruptedError:
+            continue
+        except OSError:
+            chunk = b""
+        if not chunk:
+            _orphaned()
+        buf += chunk
+    return bytes(buf)
+
+
+def _reader():
+    """Reader thread: host frames -> run queue. Runs only in the main thread (it owns SIGINT)."""
+    try:
+        runs = 0
+        while True:
+            n = int.from_bytes(_read_exact(4), "big")
+            if n > MAX_FRAME:
+                _fatal("frame of %d bytes exceeds the 64 MiB limit" % n)
+            try:
+                msg = _loads(_read_exact(n).decode("utf-8"))
+            except ValueError as e:  # includes UnicodeDecodeError and JSONDecodeError
+                _fatal("bad frame: %s" % e)
+            kind = msg.get("type") if isinstance(msg, dict) else None
+            if kind == "run":
+                if not all(isinstance(msg.get(k), str) for k in ("id", "code", "filename")) or not msg["filename"]:
+                    _fatal("bad run frame: id, code and filename must be strings")
+                runs += 1
+                if _MODE == "fresh" and runs > 1:
+                    _fatal("a fresh runner takes exactly one run")
+                _runs.put(msg)
+            elif kind == "shutdown":
+                os._exit(0)
+            else:
+                _fatal("unknown frame type %r" % (kind,))
+    except BaseException:
+        _fatal("runner reader failed:\n" + _format_own_exc())
+
+
+def _format_own_exc():
+    e = sys.exc_info()[1]
+    try:
+        import traceback
+
+        return traceback.format_exc()
+    except BaseException:
+        return "%s: %s (traceback unavailable)" % (type(e).__name__, e)
+
+
+# ---------------------------------------------------------------------------------------------------- set-up
+class _NoStdin:
+    """sys.stdin: every read fails at once. fileno() stays 0 (/dev/null) for subprocesses."""
+
+    encoding = "utf-8"
+    errors = "strict"
+    newlines = None
+    closed = False
+    name = "<stdin>"
+    mode = "r"
+
+    def _eof(self, *args, **kwargs):
+        raise EOFError(_STDIN_MSG)
+
+    read = readline = readlines = read1 = readinto = __next__ = _eof
+
+    def __iter__(self):
+        return self
+
+    @property
+    def buffer(self):
+        return self
+
+    def fileno(self):
+        return 0
+
+    def isatty(self):
+        return False
+
+    def readable(self):
+        return True
+
+    def writable(self):
+        return False
+
+    def seekable(self):
+        return False
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def _setup(argv):
+    global _CTL, _MODE, _runs
+    if len(argv) != 3 or argv[1] != "--mode" or argv[2] not in ("fresh", "session"):
+        sys.stderr.write("usage: runner.py --mode fresh|session (started by pi-code-supervisor, fd 3 = control)\n")
+        os._exit(2)
+    _MODE = argv[2]
+    # An inherited SIGINT disposition is never trusted; SIGTERM must stay able to stop us.
+    _signal.signal(_SIGINT, _SIG_IGN)
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+    import fcntl
+
+    try:
+        _CTL = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 64)
+    except OSError:
+        sys.stderr.write("runner.py: fd 3 (the control channel) is not open\n")
+        os._exit(2)
+    os.close(3)
+    os.set_blocking(_CTL, True)
+
+    # No userspace buffering beyond a line, so output written before os._exit or a crash reaches the pipe.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
+        except (AttributeError, ValueError, OSError):
+            pass
+    sys.stdin = _NoStdin()
+
+    # sys.path[0] is the runner's directory; user code must import from the start directory instead.
+    start = os.getcwd()
+    if sys.path and sys.path[0] and os.path.realpath(sys.path[0]) == os.path.realpath(os.path.dirname(_RUNNER_FILE)):
+        del sys.path[0]
+    sys.path.insert(0, start)
+
+    import _queue
+
+    _runs = _queue.SimpleQueue()
+    _thread.start_new_thread(_reader, ())
+
+
+def _new_main():
+    import builtins
+
+    mod = type(sys)("__main__")
+    mod.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = mod
+    return mod.__dict__
+
+
+# ---------------------------------------------------------------------------------------------------- runs
+class _Run:
+    __slots__ = ("id", "code", "filename", "g", "stage", "started", "displayed")
+
+    def __init__(self, msg, g):
+        self.id = msg["id"]
+        self.code = msg["code"]
+        self.filename = msg["filename"]
+        self.g = g
+        self.stage = None  # "compile" -> "user" (exceptions from there on are the user's)
+        self.started = False
+        self.displayed = False
+
+
+def _interruptible(fn, *args):
+    """Run fn(*args) with SIGINT raising KeyboardInterrupt; return the exception that ended it, or None.
+
+    Always returns with SIGINT ignored again. The one KeyboardInterrupt the host may send can land anywhere,
+    including in this function, so the handler swap is retried until it sticks and a late interrupt after fn
+    completed is dropped (the work is done). At most two exceptions matter: the user's and one interrupt.
+    """
+    state = [None, False, False]  # exception, called, finished
+    while True:
+        try:
+            try:
+                if not state[1]:
+                    state[1] = True
+                    _signal.signal(_SIGINT, _int_handler)
+                    fn(*args)
+                    state[2] = True
+                _signal.signal(_SIGINT, _SIG_IGN)
+                return state[0]
+            except BaseException as e:
+                if not state[2]:
+                    state[0] = e
+                    state[2] = True
+        except BaseException as e:  # an interrupt inside the handler above
+            if state[0] is None:
+                state[0] = e
+            state[2] = True
+
+
+def _user_phase(r):
+    _send({"type": "started", "id": r.id})
+    r.started = True
+    r.stage = "compile"
+    body, expr = _compile(r.code, r.filename)
+    r.stage = "user"
+    _run_code(body, r.g)
+    if expr is not None:
+        value = _run_code(expr, r.g)
+        if value is not None:
+            r.displayed = _display(value)
+
+
+def _compile(src, filename):
+    """Code for the script, plus code for its last top-level statement when that is a shown expression."""
+    tree = compile(src, filename, "exec", _PyCF_ONLY_AST | _PyCF_ALLOW_TOP_LEVEL_AWAIT, True)
+    body = tree.body
+    expr = None
+    if body and isinstance(body[-1], _ast.Expr) and not _ends_with_semicolon(src, body):
+        expr = compile(_ast.Expression(body.pop().value), filename, "eval", _PyCF_ALLOW_TOP_LEVEL_AWAIT, True)
+    return compile(tree, filename, "exec", _PyCF_ALLOW_TOP_LEVEL_AWAIT, True), expr
+
+
+def _source_lines(src):
+    return io.StringIO(src, newline=None).readlines()  # split like the tokenizer: \n, \r\n and \r
+
+
+def _ends_with_semicolon(src, body):
+    """True when the last significant token is `;` (comments and strings don't count)."""
+    # Tokenize only from the line where the chain of statements sharing the last one's line starts:
+    # such a line begins outside any string or bracket.
+    i = len(body) - 1
+    while i > 0 and body[i - 1].end_lineno >= body[i].lineno:
+        i -= 1
+    tail = "".join(_source_lines(src)[body[i].lineno - 1 :])
+    if ";" not in tail:
+        return False
+    import tokenize
+
+    skip = (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+    for text in (tail, src):
+        try:
+            last = None
+            for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+                if tok.type not in skip:
+                    last = tok
+            return last is not None and last.type == tokenize.OP and last.string == ";"
+        except Exception:  # tokenize may reject what the compiler accepted; then try the whole source
+            continue
+    return False
+
+
+def _run_code(code, g):
+    if code.co_flags & _CO_COROUTINE:
+        return _run_async(eval(code, g))
+    return eval(code, g)
+
+
+def _run_async(coro):
+    global _loop
+    import asyncio
+
+    if _MODE == "session":
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+        loop = _loop
+    else:
+        loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)  # so sync code can reach it via get_event_loop()
+    task = loop.create_task(coro)
+    try:
+        return loop.run_until_complete(task)
+    except KeyboardInterrupt:
+        if not task.done():
+            # Interrupted in the loop or in another task: cancel the user's task so its cleanup runs.
+            # A cleanup that hangs is the host's to escalate (SIGTERM, SIGKILL).
+            task.cancel()
+            try:
+                loop.run_until_complete(task)
+            except BaseException:
+                pass
+        raise
+
+
+def _display(value):
+    if isinstance(value, str):
+        text = value
+    elif type(value) in (int, float, bool, complex):  # pformat would give repr(); skip importing pprint
+        text = repr(value)
+    else:
+        import pprint
+
+        text = pprint.pformat(value, width=120, sort_dicts=False)
+    if not text:
+        return False
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return True
+
+
+def _remember_source(filename, src):
+    import linecache
+
+    lines = _source_lines(src)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[filename] = (len(src), None, lines, filename)  # mtime None: checkcache never drops it
+    _run_files.add(filename)
+
+
+def _user_tb(tb):
+    """The user's part of a traceback: from the first frame of a run's code on, without runner frames."""
+    entries = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    for i, t in enumerate(entries):
+        if t.tb_frame.f_code.co_filename in _run_files:
+            break
+    else:
+        return None
+    keep = [t for t in entries[i:] if t.tb_frame.f_code.co_filename != _RUNNER_FILE]
+    if len(keep) == len(entries) - i:
+        return entries[i]
+    new = None
+    for t in reversed(keep):
+        new = type(t)(new, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return new
+
+
+def _strip_runner_frames(exc):
+    seen = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        e.__traceback__ = _user_tb(e.__traceback__)
+        todo.append(e.__cause__)
+        todo.append(e.__context__)
+
+
+def _stderr():
+    return sys.stderr or sys.__stderr__
+
+
+def _print_exception(e):
+    import traceback
+
+    _strip_runner_frames(e)
+    sys.last_type, sys.last_value, sys.last_traceback = type(e), e, e.__traceback__  # for pdb.pm()
+    if sys.version_info >= (3, 12):
+        sys.last_exc = e
+    try:
+        if sys.excepthook is not sys.__excepthook__:  # a session may install its own
+            sys.excepthook(type(e), e, e.__traceback__)
+        else:
+            traceback.print_exception(type(e), e, e.__traceback__, file=_stderr())
+    except Exception:
+        _write_err("%s: <exception could not be printed>\n" % type(e).__name__)
+
+
+def _write_err(text):
+    try:
+        _stderr().write(text)
+    except Exception:
+        pass
+
+
+def _report(r, exc):
+    """Print the outcome of a run; return (error, exitCode)."""
+    if exc is None:
+        return None, 0
+    if isinstance(exc, KeyboardInterrupt):
+        _print_exception(exc)
+        return "interrupt", 130
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        if code is None:
+            n = 0
+        elif isinstance(code, int):
+            n = int(code)
+        else:
+            _write_err("%s\n" % (code,))
+            n = 1
+        if not -(2**31) <= n < 2**31:
+            n &= 0xFF
+        return "exit", n
+    if r.stage == "compile":
+        import traceback
+
+        try:
+            _write_err("".join(traceback.format_exception_only(type(exc), exc)))
+        except Exception:
+            _write_err("%s: <exception could not be printed>\n" % type(exc).__name__)
+        return "syntax", 1
+    if r.stage == "user":
+        _print_exception(exc)
+        return "exception", 1
+    raise RuntimeError("runner failed before user code ran") from exc
+
+
+def _shutdown_interpreter():
+    """What Py_Finalize does before tearing down: join non-daemon threads, then run atexit handlers."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    except Exception:  # 3.9 re-raises the last handler error after printing it
+        pass
+
+
+def _flush_std():
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            pass
+
+
+def _drain():
+    """Wait (bounded) until the host has read every byte of fd 1 and fd 2."""
+    import fcntl
+    import stat
+    import time
+
+    try:
+        import termios
+
+        outq = getattr(termios, "TIOCOUTQ", None)
+        inq = getattr(termios, "FIONREAD", None)
+    except ImportError:
+        return
+    checks = []
+    for fd in (1, 2):
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            continue
+        req = outq if stat.S_ISSOCK(mode) else inq if stat.S_ISFIFO(mode) else None
+        if req is not None:
+            checks.append((fd, req))
+    deadline = time.monotonic() + _DRAIN_LIMIT
+    delay = 0.0002
+    while checks:
+        pending = []
+        for fd, req in checks:
+            try:
+                if int.from_bytes(fcntl.ioctl(fd, req, b"\0\0\0\0"), sys.byteorder):
+                    pending.append((fd, req))
+            except OSError:
+                pass
+        checks = pending
+        if not checks or time.monotonic() >= deadline:
+            return
+        time.sleep(delay)
+        delay = min(delay * 2, 0.005)
+
+
+def _execute(msg, g):
+    r = _Run(msg, g)
+    sys.argv = [r.filename]
+    _remember_source(r.filename, r.code)
+    exc = _interruptible(_user_phase, r)
+    if not r.started:  # interrupted before `started` went out (a host that signals early)
+        _send({"type": "started", "id": r.id})
+    error, code = _report(r, exc)
+    if _MODE == "fresh":
+        _flush_std()
+        late = _interruptible(_shutdown_interpreter)
+        if late is not None:
+            if isinstance(late, KeyboardInterrupt):
+                _print_exception(late)
+                error, code = "interrupt", 130
+            else:
+                raise RuntimeError("interpreter shutdown emulation failed") from late
+    _flush_std()
+    _drain()
+    _send({"type": "done", "id": r.id, "exitCode": code, "displayedValue": r.displayed, "error": error})
+    return code
+
+
+def _main():
+    _setup(sys.argv)
+    g = _new_main()
+    v = sys.version_info
+    _send(
+        {
+            "type": "ready",
+            "protocol": PROTOCOL,
+            "pid": os.getpid(),
+            "python": "%d.%d.%d" % (v[0], v[1], v[2]),
+            "executable": sys.executable,
+            "mode": _MODE,
+        }
+    )
+    try:
+        import linecache  # every run needs it; import while the host reacts to `ready`
+
+        if _MODE == "fresh":
+            code = _execute(_runs.get(), g)
+            os._exit(code & 0xFF)
+        while True:
+            _execute(_runs.get(), g)
+    except BaseException:
+        _fatal("runner internal error:\n" + _format_own_exc())
+
+
+if __name__ == "__main__":
+    _main()

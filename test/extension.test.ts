@@ -1,0 +1,116 @@
+// The extension loaded into a real Pi agent session, driven by a scripted model: what the model sees and the
+// details the user sees.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import { pidAlive, waitUntil } from "./helpers/procs.ts";
+
+let pi: PiHarness;
+before(async () => {
+  pi = await startPi();
+});
+after(async () => {
+  await pi.dispose();
+});
+
+describe("code_execution in a Pi session", () => {
+  test("is registered with its guidelines", () => {
+    assert.ok(pi.session.getActiveToolNames().includes("code_execution"));
+  });
+
+  test("a fresh run: output then the final value; details describe the run", async () => {
+    const [r] = await pi.callTools([{ code: "print('hello')\n6 * 7" }]);
+    assert.equal(r.isError, false);
+    assert.equal(textOf(r), "hello\n42\n");
+    assert.equal(r.details.status, "success");
+    assert.equal(r.details.exitCode, 0);
+    assert.equal(r.details.displayedValue, true);
+    assert.equal(r.details.stdoutBytes, 9);
+    assert.equal(r.details.stderrBytes, 0);
+    assert.equal(r.details.stdoutTruncated, false);
+    assert.equal(typeof r.details.durationMs, "number");
+    assert.equal(r.details.session, undefined);
+  });
+
+  test("a named session keeps state; the model is told when it starts", async () => {
+    const [a, b] = await pi.callTools([
+      { code: "import math\nradius = 2", session: "geo" },
+      { code: "round(math.pi * radius ** 2, 3)", session: "geo" },
+    ]);
+    assert.match(textOf(a), /\[session "geo" started \(Python 3\.\d+\.\d+\)\]/);
+    assert.deepEqual(a.details.session, { name: "geo", ordinal: 1, isLost: false });
+    assert.equal(textOf(b), "12.566\n");
+  });
+
+  test("errors are tool errors that keep output and details", async () => {
+    const [r] = await pi.callTools([{ code: "print('partial')\nraise ValueError('bad value')" }]);
+    assert.equal(r.isError, true);
+    assert.equal(r.details.status, "runtime_error");
+    assert.match(textOf(r), /^partial\n\[stderr\]\nTraceback \(most recent call last\):\n  File "script\.py", line 2, in <module>/);
+    assert.match(textOf(r), /ValueError: bad value/);
+  });
+
+  test("timeout keeps the session and says so; a swallowed interrupt loses it and says so", async () => {
+    const [set, slow, kept, stubborn, after] = await pi.callTools([
+      { code: "keep = 'me'", session: "t" },
+      { code: "import time\ntime.sleep(60)", session: "t", timeout: 1 },
+      { code: "keep", session: "t" },
+      { code: "import time\nwhile True:\n    try:\n        time.sleep(60)\n    except KeyboardInterrupt:\n        pass", session: "t", timeout: 1 },
+      { code: "'keep' in globals()", session: "t" },
+    ]);
+    assert.equal(set.isError, false);
+    assert.equal(slow.isError, true);
+    assert.equal(slow.details.status, "timeout");
+    assert.match(textOf(slow), /timed out after 1 s: KeyboardInterrupt was raised/);
+    assert.match(textOf(slow), /\[session "t" kept its state\]/);
+    assert.equal(textOf(kept), "me\n");
+    assert.equal(stubborn.details.status, "timeout");
+    assert.equal(stubborn.details.session.isLost, true);
+    assert.match(textOf(stubborn), /session "t" lost its state/);
+    assert.doesNotMatch(textOf(stubborn), /kept its state/);
+    assert.match(textOf(after), /^False\n\[session "t" started anew/);
+    assert.equal(after.details.session.ordinal, 2);
+  });
+
+  test("bad parameters get a validation error naming the parameter", async () => {
+    const [badName, badTimeout, resetAlone] = await pi.callTools([
+      { code: "1", session: "no/slash" },
+      { code: "1", timeout: 0 },
+      { code: "1", reset: true },
+    ]);
+    for (const r of [badName, badTimeout, resetAlone]) assert.equal(r.isError, true);
+    assert.match(textOf(badName), /session/);
+    assert.match(textOf(badTimeout), /timeout/);
+    assert.match(textOf(resetAlone), /reset/);
+  });
+
+  test("sibling calls in one batch run one after another", async () => {
+    const results = await pi.callTools(
+      [
+        { code: "import time\nt0 = time.time()\ntime.sleep(0.3)\nt0", session: "seq" },
+        { code: "import time\ntime.time() - t0 >= 0.3", session: "seq" },
+      ],
+      { batch: true },
+    );
+    assert.equal(results.length, 2);
+    assert.equal(textOf(results[1]), "True\n");
+  });
+
+  test("live updates stream a preview with status running", async () => {
+    const before = pi.events.length;
+    await pi.callTools([{ code: "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.15)" }]);
+    const updates = pi.events.slice(before).filter((e) => e.type === "tool_execution_update");
+    assert.ok(updates.length >= 1, "at least one update");
+    for (const u of updates) assert.deepEqual(u.partialResult.details, { status: "running" });
+    assert.ok(updates.some((u) => /tick 0/.test(u.partialResult.content[0].text)));
+  });
+
+  test("session_shutdown ends every Python process", async () => {
+    const other = await startPi();
+    const [r] = await other.callTools([{ code: "import os, subprocess\nsubprocess.Popen(['sleep', '1000'])\nos.getpid()", session: "bye" }]);
+    const pid = Number(textOf(r).split("\n")[0]);
+    assert.ok(pidAlive(pid));
+    await other.dispose();
+    assert.ok(await waitUntil(() => !pidAlive(pid)), "session process ended with Pi");
+  });
+});

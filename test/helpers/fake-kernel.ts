@@ -1,0 +1,270 @@
+// A scriptable stand-in for the `kernel` actor (the Python process) and a harness that starts the supervisor with
+// it under a SimulatedClock. No process, no real timer: a test advances the clock and sends kernel facts by hand.
+//
+// Every instance of the fake records, in order, the commands it receives (kernel.run, kernel.interrupt,
+// kernel.terminate, kernel.kill, kernel.shutdown) and a final `{type: "stopped"}` when XState stops it (the real
+// kernel's cleanup kills the process group there). Facts (kernel.ready, kernel.started, kernel.done, kernel.exited,
+// kernel.failed) go back to the owner with `sendBack`, exactly as the real kernel does.
+import { SimulatedClock, createActor, fromCallback } from "xstate";
+import type { AnyActorRef, InspectionEvent } from "xstate";
+import type {
+  KernelCommand,
+  KernelFact,
+  KernelInfo,
+  KernelInput,
+  Limits,
+  RunOutcome,
+  RunRequest,
+  RunnerError,
+} from "../../machines/events.ts";
+import { runMachine } from "../../machines/run.ts";
+import { sessionMachine } from "../../machines/session.ts";
+import { supervisorMachine } from "../../machines/supervisor.ts";
+import type { SupervisorEvent } from "../../machines/supervisor.ts";
+
+export type KernelReceived = KernelCommand | { type: "stopped" };
+
+export const KERNEL_INFO: KernelInfo = { pid: 4242, python: "3.11.2", executable: "/usr/bin/python3" };
+
+export interface FakeKernelInstance {
+  /** 0-based, in start order over the whole fake. */
+  readonly index: number;
+  readonly input: KernelInput;
+  /** Commands received, in order, then `{type: "stopped"}` once stopped. */
+  readonly received: KernelReceived[];
+  /** `received` as a list of types. */
+  types(): string[];
+  readonly stopped: boolean;
+  /** Sends a fact to the owner. Throws if the instance was stopped (a test sending to a dead kernel is a bug in
+   * the test; a real late fact is modelled with `sendLate`). */
+  send(fact: KernelFact): void;
+  /** Sends even when stopped (XState drops it: a stopped callback actor's `sendBack` is a no-op). */
+  sendLate(fact: KernelFact): void;
+  ready(at?: number, info?: KernelInfo): void;
+  started(runId: string, at?: number): void;
+  done(runId: string, opts?: { at?: number; exitCode?: number; displayedValue?: boolean; error?: RunnerError }): void;
+  exited(opts?: { at?: number; code?: number | null; signal?: string | null }): void;
+  failed(message: string, at?: number): void;
+}
+
+export interface FakeKernelOptions {
+  /** Time for facts sent without an explicit `at` (the harness passes the simulated clock). */
+  now?: () => number;
+  /** Called when an instance starts (e.g. to answer `kernel.ready` at once). */
+  onStart?: (kernel: FakeKernelInstance) => void;
+  /** Called after each command is recorded (e.g. to answer `kernel.run` with started/done). */
+  onCommand?: (command: KernelCommand, kernel: FakeKernelInstance) => void;
+}
+
+export interface FakeKernelLogEntry {
+  index: number;
+  owner: string;
+  received: KernelReceived;
+}
+
+export function createFakeKernel(options: FakeKernelOptions = {}) {
+  const now = options.now ?? (() => 0);
+  const instances: FakeKernelInstance[] = [];
+  /** Every command to every instance, in global order. */
+  const log: FakeKernelLogEntry[] = [];
+
+  const logic = fromCallback<KernelCommand, KernelInput>(({ input, sendBack, receive }) => {
+    const received: KernelReceived[] = [];
+    let stopped = false;
+    const index = instances.length;
+    const record = (r: KernelReceived) => {
+      received.push(r);
+      log.push({ index, owner: input.owner, received: r });
+    };
+    const instance: FakeKernelInstance = {
+      index,
+      input,
+      received,
+      types: () => received.map((r) => r.type),
+      get stopped() {
+        return stopped;
+      },
+      send(fact) {
+        if (stopped) throw new Error(`fake kernel #${index} (${input.owner}) is stopped; cannot send ${fact.type}`);
+        sendBack(fact);
+      },
+      sendLate(fact) {
+        sendBack(fact);
+      },
+      ready(at = now(), info = KERNEL_INFO) {
+        instance.send({ type: "kernel.ready", at, ...info });
+      },
+      started(runId, at = now()) {
+        instance.send({ type: "kernel.started", at, runId });
+      },
+      done(runId, { at = now(), exitCode = 0, displayedValue = false, error = null } = {}) {
+        instance.send({ type: "kernel.done", at, runId, exitCode, displayedValue, error });
+      },
+      exited({ at = now(), code = null, signal = null } = {}) {
+        instance.send({ type: "kernel.exited", at, code, signal });
+      },
+      failed(message, at = now()) {
+        instance.send({ type: "kernel.failed", at, message });
+      },
+    };
+    instances.push(instance);
+    receive((command) => {
+      record(command);
+      options.onCommand?.(command, instance);
+    });
+    options.onStart?.(instance);
+    return () => {
+      stopped = true;
+      record({ type: "stopped" });
+    };
+  });
+
+  return {
+    logic,
+    instances,
+    log,
+    /** Every instance started for `owner` (`run:<id>` for a fresh run, `session:<name>`), oldest first. */
+    all(owner: string): FakeKernelInstance[] {
+      return instances.filter((k) => k.input.owner === owner);
+    },
+    /** The latest instance for `owner`; throws if there is none. */
+    of(owner: string): FakeKernelInstance {
+      const found = instances.filter((k) => k.input.owner === owner);
+      const last = found[found.length - 1];
+      if (!last) throw new Error(`no fake kernel for ${owner} (have: ${instances.map((k) => k.input.owner).join(", ")})`);
+      return last;
+    },
+  };
+}
+
+export type FakeKernel = ReturnType<typeof createFakeKernel>;
+
+export const TEST_LIMITS: Limits = { interruptWindowMs: 100, graceMs: 1000, killMs: 500 };
+
+/** The supervisor with the fake kernel provided to fresh runs and to sessions (a session run talks to its
+ * session's kernel through the session link, which stays as is). */
+export function provideSupervisor(kernel: FakeKernel) {
+  return supervisorMachine.provide({
+    actors: {
+      run: runMachine.provide({ actors: { kernel: kernel.logic } }),
+      session: sessionMachine.provide({ actors: { kernel: kernel.logic } }),
+    },
+  });
+}
+
+/** One `@xstate.snapshot` of any actor in the tree. */
+export interface TraceEntry {
+  id: string;
+  sessionId: string;
+  value: unknown;
+  status: string;
+  event: string;
+}
+
+export interface HarnessOptions {
+  limits?: Limits;
+  kernel?: Omit<FakeKernelOptions, "now">;
+}
+
+/** Starts the provided supervisor as the root (`systemId: "supervisor"`) with a SimulatedClock and records what a
+ * test wants to assert: emitted outcomes, every snapshot of every actor, every event type delivered anywhere, and
+ * root errors. */
+export function startSupervisor(options: HarnessOptions = {}) {
+  const limits = options.limits ?? TEST_LIMITS;
+  const clock = new SimulatedClock();
+  const kernel = createFakeKernel({ ...options.kernel, now: () => clock.now() });
+  const finished: RunOutcome[] = [];
+  const trace: TraceEntry[] = [];
+  const eventTypes: string[] = [];
+  const errors: unknown[] = [];
+
+  const inspect = (ev: InspectionEvent) => {
+    if (ev.type === "@xstate.event") {
+      eventTypes.push(ev.event.type);
+    } else if (ev.type === "@xstate.snapshot") {
+      const snap = ev.snapshot as { value?: unknown; status: string };
+      trace.push({
+        id: ev.actorRef.id,
+        sessionId: ev.actorRef.sessionId,
+        value: snap.value,
+        status: snap.status,
+        event: ev.event.type,
+      });
+    }
+  };
+
+  const actor = createActor(provideSupervisor(kernel), { systemId: "supervisor", input: { limits }, clock, inspect });
+  actor.on("run.finished", (e) => finished.push(e.outcome));
+  actor.subscribe({ error: (err) => errors.push(err) });
+  actor.start();
+
+  const h = {
+    actor,
+    clock,
+    kernel,
+    limits,
+    finished,
+    trace,
+    eventTypes,
+    errors,
+    now: () => clock.now(),
+    /** Moves simulated time forward (fires due timers in order). */
+    advance(ms: number) {
+      clock.increment(ms);
+    },
+    send(event: SupervisorEvent) {
+      actor.send(event);
+    },
+    /** `run.start` with defaults (`at` = now, 1 s timeout, cwd /work). */
+    start(req: Partial<RunRequest> & { runId: string }) {
+      actor.send({ type: "run.start", at: clock.now(), code: `print(${JSON.stringify(req.runId)})`, cwd: "/work", timeoutMs: 1000, ...req });
+    },
+    cancel(runId: string) {
+      actor.send({ type: "run.cancel", at: clock.now(), runId });
+    },
+    stopSession(name: string) {
+      actor.send({ type: "session.stop", at: clock.now(), name });
+    },
+    shutdown() {
+      actor.send({ type: "supervisor.shutdown", at: clock.now() });
+    },
+    /** A live actor by systemId (`run:<id>`, `session:<name>`), or undefined. */
+    ref(systemId: string): AnyActorRef | undefined {
+      return actor.system.get(systemId);
+    },
+    /** The current state value of a live actor by systemId. */
+    value(systemId: string): unknown {
+      const ref = actor.system.get(systemId);
+      if (!ref) throw new Error(`no live actor ${systemId}`);
+      return (ref.getSnapshot() as { value: unknown }).value;
+    },
+    /** The distinct successive state values of actor `id` (all incarnations in order, or only those of the
+     * `incarnation`-th, 0-based). Consecutive duplicates are collapsed. */
+    values(id: string, incarnation?: number): unknown[] {
+      const sessions = [...new Set(trace.filter((t) => t.id === id).map((t) => t.sessionId))];
+      const wanted = incarnation === undefined ? sessions : [sessions[incarnation]];
+      const out: unknown[] = [];
+      for (const t of trace) {
+        if (t.id !== id || !wanted.includes(t.sessionId)) continue;
+        if (t.status === "stopped") continue;
+        const last = out[out.length - 1];
+        if (JSON.stringify(last) !== JSON.stringify(t.value)) out.push(t.value);
+      }
+      return out;
+    },
+    /** Ids of the root's current children. */
+    children(): string[] {
+      return Object.keys(actor.getSnapshot().children);
+    },
+    /** The last emitted outcome for a run id. */
+    outcome(runId: string): RunOutcome {
+      const found = finished.filter((o) => o.runId === runId);
+      const last = found[found.length - 1];
+      if (!last) throw new Error(`no outcome for ${runId}`);
+      return last;
+    },
+  };
+  return h;
+}
+
+export type Harness = ReturnType<typeof startSupervisor>;

@@ -1,0 +1,106 @@
+// A real Pi agent session, driven offline by pi-ai's scripted faux model (no API key, no network), with this
+// extension loaded the way Pi loads it (from its path, through the resource loader).
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fauxAssistantMessage, fauxProvider, fauxToolCall, type FauxResponseStep } from "@earendil-works/pi-ai";
+import {
+  createAgentSession,
+  DefaultResourceLoader,
+  ModelRuntime,
+  SessionManager,
+  SettingsManager,
+} from "@earendil-works/pi-coding-agent";
+
+export const EXTENSION_PATH = resolve(import.meta.dirname, "../../extension/index.ts");
+
+export interface ToolResultMessage {
+  role: "toolResult";
+  toolCallId: string;
+  toolName: string;
+  content: { type: string; text?: string }[];
+  details: any;
+  isError: boolean;
+}
+
+export interface PiHarness {
+  session: Awaited<ReturnType<typeof createAgentSession>>["session"];
+  faux: ReturnType<typeof fauxProvider>;
+  cwd: string;
+  agentDir: string;
+  events: any[];
+  /** Runs one prompt where the scripted model calls code_execution with each of `calls` in turn (one per turn). */
+  callTools(calls: Record<string, unknown>[], opts?: { batch?: boolean }): Promise<ToolResultMessage[]>;
+  toolResults(): ToolResultMessage[];
+  dispose(): Promise<void>;
+}
+
+export function textOf(m: ToolResultMessage): string {
+  return m.content.map((c) => c.text ?? "").join("");
+}
+
+export async function startPi(options: { cwd?: string; extensionPaths?: string[] } = {}): Promise<PiHarness> {
+  const root = mkdtempSync(join(tmpdir(), "pcs-pi-"));
+  const agentDir = join(root, "agent");
+  const cwd = options.cwd ?? mkdtempSync(join(tmpdir(), "pcs-cwd-"));
+  process.env.PI_CODING_AGENT_DIR = agentDir;
+  process.env.PI_OFFLINE = "1";
+  process.env.PI_SKIP_VERSION_CHECK = "1";
+  process.env.PI_TELEMETRY = "0";
+  const faux = fauxProvider({ provider: "faux" });
+  const modelRuntime = await ModelRuntime.create({ authPath: join(root, "auth.json"), modelsPath: null, refreshOnCreate: false });
+  modelRuntime.registerNativeProvider(faux.provider);
+  const settingsManager = SettingsManager.inMemory({ compaction: { enabled: false }, retry: { enabled: false } });
+  const resourceLoader = new DefaultResourceLoader({
+    cwd,
+    agentDir,
+    settingsManager,
+    noExtensions: true,
+    additionalExtensionPaths: options.extensionPaths ?? [EXTENSION_PATH],
+    noSkills: true,
+    noPromptTemplates: true,
+    noThemes: true,
+    noContextFiles: true,
+  });
+  await resourceLoader.reload();
+  const errors = resourceLoader.getExtensions().errors;
+  if (errors.length) throw new Error(`extension failed to load: ${JSON.stringify(errors)}`);
+  const { session } = await createAgentSession({
+    cwd,
+    agentDir,
+    model: faux.getModel(),
+    thinkingLevel: "off",
+    modelRuntime,
+    resourceLoader,
+    sessionManager: SessionManager.inMemory(cwd),
+    settingsManager,
+  });
+  await session.bindExtensions({ mode: "print" });
+  const events: any[] = [];
+  session.subscribe((e: any) => events.push(e));
+
+  const toolResults = () => (session.messages as any[]).filter((m) => m.role === "toolResult") as ToolResultMessage[];
+
+  return {
+    session,
+    faux,
+    cwd,
+    agentDir,
+    events,
+    toolResults,
+    async callTools(calls, opts = {}) {
+      const before = toolResults().length;
+      const steps: FauxResponseStep[] = opts.batch
+        ? [fauxAssistantMessage(calls.map((c) => fauxToolCall("code_execution", c)), { stopReason: "toolUse" })]
+        : calls.map((c) => fauxAssistantMessage([fauxToolCall("code_execution", c)], { stopReason: "toolUse" }));
+      steps.push(fauxAssistantMessage("done"));
+      faux.setResponses(steps);
+      await session.prompt("run it");
+      return toolResults().slice(before);
+    },
+    async dispose() {
+      await (session as any).extensionRunner?.emit?.({ type: "session_shutdown", reason: "quit" });
+      session.dispose();
+    },
+  };
+}
