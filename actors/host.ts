@@ -97,7 +97,16 @@ export class SupervisorHost {
     const runId = nanoid(12);
     if (this.closed) {
       const at = this.now();
-      const outcome: RunOutcome = { runId, status: "setup_error", displayedValue: false, requestedAt: at, finishedAt: at, durationMs: 0, killed: false, message: "The code_execution supervisor has shut down." };
+      const outcome: RunOutcome = {
+        runId,
+        status: "setup_error",
+        displayedValue: false,
+        requestedAt: at,
+        finishedAt: at,
+        durationMs: 0,
+        killed: false,
+        message: "The code_execution supervisor has shut down.",
+      };
       return Promise.resolve({ outcome, ...new RunOutput().collect() });
     }
     const output = new RunOutput();
@@ -131,7 +140,12 @@ export class SupervisorHost {
       .map(([name, entry]) => {
         const child = snapshot.children[`session:${name}`];
         const s = child?.getSnapshot() as { value?: unknown; context?: { kernel?: { pid: number } } } | undefined;
-        return { name, ...entry, state: String(s?.value ?? "unknown"), ...(s?.context?.kernel ? { pid: s.context.kernel.pid } : {}) };
+        return {
+          name,
+          ...entry,
+          state: String(s?.value ?? "unknown"),
+          ...(s?.context?.kernel ? { pid: s.context.kernel.pid } : {}),
+        };
       });
   }
 
@@ -139,7 +153,9 @@ export class SupervisorHost {
     const entry = this.actor.getSnapshot().context.sessions[name];
     if (!entry || entry.status !== "alive") return Promise.resolve(false);
     this.actor.send({ type: "session.stop", at: this.now(), name });
-    return this.waitFor(() => this.actor.getSnapshot().context.sessions[name]?.status !== "alive", 3000).then(() => true);
+    return this.waitFor(() => this.actor.getSnapshot().context.sessions[name]?.status !== "alive", 3000).then(
+      () => true,
+    );
   }
 
   /** Closes sessions, cancels runs and makes sure no Python process outlives the host. */
@@ -157,7 +173,17 @@ export class SupervisorHost {
     // Runs that did not report within the bound end as cancelled: no caller waits forever.
     for (const [runId, resolve] of this.waiting) {
       const at = this.now();
-      resolve({ runId, status: "cancelled", displayedValue: false, requestedAt: at, finishedAt: at, durationMs: 0, killed: true, stopReason: "cancelled", message: "Pi shut down during the run." });
+      resolve({
+        runId,
+        status: "cancelled",
+        displayedValue: false,
+        requestedAt: at,
+        finishedAt: at,
+        durationMs: 0,
+        killed: true,
+        stopReason: "cancelled",
+        message: "Pi shut down during the run.",
+      });
     }
     this.waiting.clear();
   }

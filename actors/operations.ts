@@ -63,7 +63,15 @@ export const localOperations: ProcessOperations = {
       );
     });
     if (!spawned.ok) return spawned;
-    return ok(wrap(child.pid!, child.stdout!, child.stderr!, child.stdio[3] as unknown as NodeJS.ReadWriteStream & Readable, child));
+    return ok(
+      wrap(
+        child.pid!,
+        child.stdout!,
+        child.stderr!,
+        child.stdio[3] as unknown as NodeJS.ReadWriteStream & Readable,
+        child,
+      ),
+    );
   },
 };
 

@@ -20,7 +20,10 @@ class ChannelBuffer {
       this.chunks.push(keep === chunk.length ? chunk : chunk.subarray(0, keep));
       this.retained += keep;
     }
-    this.tail = chunk.length >= TAIL_BYTES ? chunk.subarray(chunk.length - TAIL_BYTES) : Buffer.concat([this.tail, chunk]).subarray(-TAIL_BYTES);
+    this.tail =
+      chunk.length >= TAIL_BYTES
+        ? chunk.subarray(chunk.length - TAIL_BYTES)
+        : Buffer.concat([this.tail, chunk]).subarray(-TAIL_BYTES);
     return keep;
   }
 
@@ -59,7 +62,10 @@ export class RunOutput {
 
   /** The newest bytes of each channel, starting on a character boundary. */
   preview(maxBytes = TAIL_BYTES): { stdout: string; stderr: string } {
-    return { stdout: tailText(this.channels.stdout.tail, maxBytes), stderr: tailText(this.channels.stderr.tail, maxBytes) };
+    return {
+      stdout: tailText(this.channels.stdout.tail, maxBytes),
+      stderr: tailText(this.channels.stderr.tail, maxBytes),
+    };
   }
 
   collect(): CollectedOutput {

@@ -47,7 +47,9 @@ function probe(command: string, env: NodeJS.ProcessEnv): Promise<Result<PythonIn
       if (!executable || !version) return resolve(fail(`Python interpreter "${command}" did not report itself.`));
       const [major, minor] = version.split(".").map(Number);
       if (major < 3 || (major === 3 && minor < 9)) {
-        return resolve(fail(`Python ${version} at ${executable} is too old: code_execution needs Python 3.9 or newer.`));
+        return resolve(
+          fail(`Python ${version} at ${executable} is too old: code_execution needs Python 3.9 or newer.`),
+        );
       }
       resolve(ok({ executable, version }));
     });

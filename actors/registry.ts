@@ -63,7 +63,7 @@ export function stopGroup(pgid: number, killMs: number): Promise<void> {
         unregisterGroup(pgid);
         return resolve();
       }
-      setTimeout(poll, 10).unref();
+      setTimeout(poll, 10);
     };
     poll();
   });

@@ -72,13 +72,24 @@ export function notices(o: RunOutcome, ctx: NoticeContext): string[] {
   if (s?.started) {
     const version = o.kernel ? ` (Python ${o.kernel.python})` : "";
     if (ctx.reset) lines.push(`[session "${s.name}" was reset: started fresh${version}, no earlier state]`);
-    else if (s.replacedLost) lines.push(`[session "${s.name}" started anew${version}: its previous process was lost, so earlier state is gone]`);
+    else if (s.replacedLost)
+      lines.push(
+        `[session "${s.name}" started anew${version}: its previous process was lost, so earlier state is gone]`,
+      );
     else lines.push(`[session "${s.name}" started${version}]`);
   }
   if (o.status === "setup_error" && o.message) lines.push(`[setup error: ${o.message}]`);
-  const why = o.stopReason === "timeout" ? `timed out after ${seconds(ctx.timeoutMs)}` : o.stopReason === "cancelled" ? "cancelled" : undefined;
+  const why =
+    o.stopReason === "timeout"
+      ? `timed out after ${seconds(ctx.timeoutMs)}`
+      : o.stopReason === "cancelled"
+        ? "cancelled"
+        : undefined;
   if (why) {
-    if (o.killed) lines.push(`[${why}: the code did not stop within the ${seconds(ctx.graceMs)} grace after KeyboardInterrupt, so its process was killed]`);
+    if (o.killed)
+      lines.push(
+        `[${why}: the code did not stop within the ${seconds(ctx.graceMs)} grace after KeyboardInterrupt, so its process was killed]`,
+      );
     else lines.push(`[${why}: KeyboardInterrupt was raised in the code]`);
   }
   if (s?.isLost) {

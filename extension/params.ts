@@ -18,7 +18,9 @@ export function maxTimeoutSeconds(env: NodeJS.ProcessEnv = process.env): number 
 export function codeExecutionSchema(maxTimeout: number) {
   return Type.Object(
     {
-      code: Type.String({ description: "Python source to run. Top-level await is allowed; a final expression's value is shown." }),
+      code: Type.String({
+        description: "Python source to run. Top-level await is allowed; a final expression's value is shown.",
+      }),
       session: Type.Optional(
         Type.String({
           pattern: SESSION_PATTERN,
@@ -48,26 +50,47 @@ export interface CheckedParams {
 }
 
 /** Validates parameters; the error names the parameter and says what is allowed. */
-export function checkParams(params: unknown, maxTimeout: number): { ok: true; value: CheckedParams } | { ok: false; error: string } {
+export function checkParams(
+  params: unknown,
+  maxTimeout: number,
+): { ok: true; value: CheckedParams } | { ok: false; error: string } {
   if (!params || typeof params !== "object") return { ok: false, error: "Parameters must be an object with `code`." };
   const p = params as Record<string, unknown>;
   for (const key of Object.keys(p)) {
-    if (!["code", "session", "reset", "timeout"].includes(key)) return { ok: false, error: `Unknown parameter \`${key}\`.` };
+    if (!["code", "session", "reset", "timeout"].includes(key))
+      return { ok: false, error: `Unknown parameter \`${key}\`.` };
   }
-  if (typeof p.code !== "string") return { ok: false, error: "Parameter `code` is required and must be a string of Python source." };
+  if (typeof p.code !== "string")
+    return { ok: false, error: "Parameter `code` is required and must be a string of Python source." };
   const bytes = Buffer.byteLength(p.code, "utf8");
   if (bytes > MAX_CODE_BYTES) {
-    return { ok: false, error: `Parameter \`code\` is ${bytes} bytes; the limit is ${MAX_CODE_BYTES} bytes. Write large data to a file and read it from the script.` };
+    return {
+      ok: false,
+      error: `Parameter \`code\` is ${bytes} bytes; the limit is ${MAX_CODE_BYTES} bytes. Write large data to a file and read it from the script.`,
+    };
   }
   if (p.session !== undefined && (typeof p.session !== "string" || !new RegExp(SESSION_PATTERN).test(p.session))) {
-    return { ok: false, error: `Parameter \`session\` must be 1-64 characters of A-Z, a-z, 0-9, ".", "_" or "-" (got ${JSON.stringify(p.session)}).` };
+    return {
+      ok: false,
+      error: `Parameter \`session\` must be 1-64 characters of A-Z, a-z, 0-9, ".", "_" or "-" (got ${JSON.stringify(p.session)}).`,
+    };
   }
-  if (p.reset !== undefined && typeof p.reset !== "boolean") return { ok: false, error: "Parameter `reset` must be true or false." };
-  if (p.reset === true && p.session === undefined) return { ok: false, error: "Parameter `reset` needs `session`: only a named session can be reset." };
+  if (p.reset !== undefined && typeof p.reset !== "boolean")
+    return { ok: false, error: "Parameter `reset` must be true or false." };
+  if (p.reset === true && p.session === undefined)
+    return { ok: false, error: "Parameter `reset` needs `session`: only a named session can be reset." };
   let timeout = DEFAULT_TIMEOUT_S;
   if (p.timeout !== undefined) {
-    if (typeof p.timeout !== "number" || !Number.isFinite(p.timeout) || p.timeout < MIN_TIMEOUT_S || p.timeout > maxTimeout) {
-      return { ok: false, error: `Parameter \`timeout\` must be a number of seconds from ${MIN_TIMEOUT_S} to ${maxTimeout} (got ${JSON.stringify(p.timeout)}).` };
+    if (
+      typeof p.timeout !== "number" ||
+      !Number.isFinite(p.timeout) ||
+      p.timeout < MIN_TIMEOUT_S ||
+      p.timeout > maxTimeout
+    ) {
+      return {
+        ok: false,
+        error: `Parameter \`timeout\` must be a number of seconds from ${MIN_TIMEOUT_S} to ${maxTimeout} (got ${JSON.stringify(p.timeout)}).`,
+      };
     }
     timeout = p.timeout;
   }

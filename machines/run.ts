@@ -38,9 +38,7 @@ export interface RunContext extends RunInput {
   outcome?: RunOutcome;
 }
 
-export type RunEvent =
-  | KernelFact
-  | { type: "run.cancel"; at: number; runId?: string };
+export type RunEvent = KernelFact | { type: "run.cancel"; at: number; runId?: string };
 
 /** Placeholder: the real kernel is provided from actors/ (a process) or by the session (a link). */
 const kernelPlaceholder = fromCallback<KernelCommand, KernelInput>(() => {
@@ -207,7 +205,11 @@ export const runMachine = setup({
         "kernel.exited": onExitedBeforeStart,
         "run.cancel": [
           // Nothing was sent to the interpreter yet: stop its process, the script never runs.
-          { guard: ({ context }) => !context.kernelReady, target: "killed", actions: { type: "stopFor", params: "cancelled" } },
+          {
+            guard: ({ context }) => !context.kernelReady,
+            target: "killed",
+            actions: { type: "stopFor", params: "cancelled" },
+          },
           { target: "interrupted", actions: { type: "stopFor", params: "cancelled" } },
         ],
       },

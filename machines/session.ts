@@ -177,9 +177,19 @@ export const sessionMachine = setup({
           {
             guard: "hasActiveRun",
             target: "running",
-            actions: [assign(({ event }) => ({ kernel: { pid: event.pid, python: event.python, executable: event.executable } })), "forwardToRun"],
+            actions: [
+              assign(({ event }) => ({
+                kernel: { pid: event.pid, python: event.python, executable: event.executable },
+              })),
+              "forwardToRun",
+            ],
           },
-          { target: "idle", actions: assign(({ event }) => ({ kernel: { pid: event.pid, python: event.python, executable: event.executable } })) },
+          {
+            target: "idle",
+            actions: assign(({ event }) => ({
+              kernel: { pid: event.pid, python: event.python, executable: event.executable },
+            })),
+          },
         ],
         "session.close": { target: "closing", actions: ["cancelActiveRun"] },
       },
@@ -211,7 +221,9 @@ export const sessionMachine = setup({
         "run.start": busy,
         "session.close": {},
       },
-      after: { killBound: { actions: enqueueActions(({ enqueue }) => enqueue.sendTo("kernel", { type: "kernel.kill" })) } },
+      after: {
+        killBound: { actions: enqueueActions(({ enqueue }) => enqueue.sendTo("kernel", { type: "kernel.kill" })) },
+      },
     },
     lost: {
       type: "final",
@@ -228,7 +240,10 @@ export const sessionMachine = setup({
 function phaseTarget() {
   return [
     { guard: ({ event }: { event: SessionEvent }) => (event as RunPhaseEvent).phase === "running", target: "running" },
-    { guard: ({ event }: { event: SessionEvent }) => (event as RunPhaseEvent).phase === "interrupted", target: "interrupted" },
+    {
+      guard: ({ event }: { event: SessionEvent }) => (event as RunPhaseEvent).phase === "interrupted",
+      target: "interrupted",
+    },
     { guard: ({ event }: { event: SessionEvent }) => (event as RunPhaseEvent).phase === "grace", target: "grace" },
     { target: "killed" },
   ];

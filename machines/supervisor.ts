@@ -2,7 +2,16 @@
 // (`session:<name>`) as children with explicit ids, and announces every outcome as an emitted `run.finished`.
 import { emit, enqueueActions, fromCallback, setup } from "xstate";
 import type { DoneActorEvent } from "xstate";
-import type { CommandEvent, KernelCommand, KernelInput, Limits, RunFinishedEvent, RunOutcome, RunPhaseEvent, RunStartEvent } from "./events.ts";
+import type {
+  CommandEvent,
+  KernelCommand,
+  KernelInput,
+  Limits,
+  RunFinishedEvent,
+  RunOutcome,
+  RunPhaseEvent,
+  RunStartEvent,
+} from "./events.ts";
 import { runMachine } from "./run.ts";
 import { message } from "./message.ts";
 import { sessionMachine, type SessionOutput } from "./session.ts";
@@ -27,10 +36,7 @@ export interface SupervisorContext extends SupervisorInput {
 }
 
 export type SupervisorEvent =
-  | CommandEvent
-  | RunFinishedEvent
-  | RunPhaseEvent
-  | DoneActorEvent<RunOutcome | SessionOutput>;
+  CommandEvent | RunFinishedEvent | RunPhaseEvent | DoneActorEvent<RunOutcome | SessionOutput>;
 
 export type SupervisorEmitted = RunFinishedEvent;
 
@@ -112,7 +118,10 @@ export const supervisorMachine = setup({
         });
       }
       enqueue.assign({
-        sessions: { ...context.sessions, [name]: { ordinal, status: "alive", cwd: alive && !e.reset ? entry!.cwd : e.cwd, busyRunId: e.runId } },
+        sessions: {
+          ...context.sessions,
+          [name]: { ordinal, status: "alive", cwd: alive && !e.reset ? entry!.cwd : e.cwd, busyRunId: e.runId },
+        },
         active: { ...context.active, [e.runId]: name },
       });
     }),
@@ -137,7 +146,9 @@ export const supervisorMachine = setup({
         const entry = context.sessions[out.name];
         // A reset may already have replaced this incarnation.
         if (entry && entry.ordinal === out.ordinal) {
-          enqueue.assign({ sessions: { ...context.sessions, [out.name]: { ordinal: entry.ordinal, status: out.end, cwd: entry.cwd } } });
+          enqueue.assign({
+            sessions: { ...context.sessions, [out.name]: { ordinal: entry.ordinal, status: out.end, cwd: entry.cwd } },
+          });
         }
       }
     }),
@@ -188,7 +199,10 @@ export const supervisorMachine = setup({
         "run.start": [
           {
             guard: "duplicateRun",
-            actions: { type: "refuse", params: ({ event }) => refusal(event, `Run id ${event.runId} is already in use.`) },
+            actions: {
+              type: "refuse",
+              params: ({ event }) => refusal(event, `Run id ${event.runId} is already in use.`),
+            },
           },
           {
             guard: "sessionBusy",
@@ -210,11 +224,11 @@ export const supervisorMachine = setup({
         "run.start": {
           actions: {
             type: "refuse",
-            params: ({ event }) => refusal(event, "Pi is shutting down; the code_execution supervisor accepts no new runs."),
+            params: ({ event }) =>
+              refusal(event, "Pi is shutting down; the code_execution supervisor accepts no new runs."),
           },
         },
       },
     },
   },
 });
-

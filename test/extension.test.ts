@@ -46,7 +46,10 @@ describe("code_execution in a Pi session", () => {
     const [r] = await pi.callTools([{ code: "print('partial')\nraise ValueError('bad value')" }]);
     assert.equal(r.isError, true);
     assert.equal(r.details.status, "runtime_error");
-    assert.match(textOf(r), /^partial\n\[stderr\]\nTraceback \(most recent call last\):\n  File "script\.py", line 2, in <module>/);
+    assert.match(
+      textOf(r),
+      /^partial\n\[stderr\]\nTraceback \(most recent call last\):\n  File "script\.py", line 2, in <module>/,
+    );
     assert.match(textOf(r), /ValueError: bad value/);
   });
 
@@ -55,7 +58,11 @@ describe("code_execution in a Pi session", () => {
       { code: "keep = 'me'", session: "t" },
       { code: "import time\ntime.sleep(60)", session: "t", timeout: 1 },
       { code: "keep", session: "t" },
-      { code: "import time\nwhile True:\n    try:\n        time.sleep(60)\n    except KeyboardInterrupt:\n        pass", session: "t", timeout: 1 },
+      {
+        code: "import time\nwhile True:\n    try:\n        time.sleep(60)\n    except KeyboardInterrupt:\n        pass",
+        session: "t",
+        timeout: 1,
+      },
       { code: "'keep' in globals()", session: "t" },
     ]);
     assert.equal(set.isError, false);
@@ -98,7 +105,9 @@ describe("code_execution in a Pi session", () => {
 
   test("live updates stream a preview with status running", async () => {
     const before = pi.events.length;
-    await pi.callTools([{ code: "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.15)" }]);
+    await pi.callTools([
+      { code: "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.15)" },
+    ]);
     const updates = pi.events.slice(before).filter((e) => e.type === "tool_execution_update");
     assert.ok(updates.length >= 1, "at least one update");
     for (const u of updates) assert.deepEqual(u.partialResult.details, { status: "running" });
@@ -107,7 +116,9 @@ describe("code_execution in a Pi session", () => {
 
   test("session_shutdown ends every Python process", async () => {
     const other = await startPi();
-    const [r] = await other.callTools([{ code: "import os, subprocess\nsubprocess.Popen(['sleep', '1000'])\nos.getpid()", session: "bye" }]);
+    const [r] = await other.callTools([
+      { code: "import os, subprocess\nsubprocess.Popen(['sleep', '1000'])\nos.getpid()", session: "bye" },
+    ]);
     const pid = Number(textOf(r).split("\n")[0]);
     assert.ok(pidAlive(pid));
     await other.dispose();

@@ -31,7 +31,11 @@ describe("final expression", () => {
   test("other values are pretty-printed at width 120 in insertion order", async () => {
     const value = "{'zeta': 1, 'alpha': ['x' * 30] * 4, 'mid': {'b': 2, 'a': 1}}";
     const r = await run(value);
-    const expected = execFileSync("/usr/bin/python3", ["-c", `import pprint; print(pprint.pformat(${value}, width=120, sort_dicts=False))`], { encoding: "utf8" });
+    const expected = execFileSync(
+      "/usr/bin/python3",
+      ["-c", `import pprint; print(pprint.pformat(${value}, width=120, sort_dicts=False))`],
+      { encoding: "utf8" },
+    );
     assert.equal(r.stdout, expected);
     assert.match(r.stdout, /^\{'zeta': 1,\n 'alpha'/, "insertion order, wrapped at 120");
   });
@@ -51,7 +55,10 @@ describe("top-level await", () => {
     assert.equal(r.stdout, "7\n");
   });
   test("a task created in one session run continues in the next run that awaits", async () => {
-    await run("import asyncio\nticks = []\nasync def tick():\n    while True:\n        ticks.append(1)\n        await asyncio.sleep(0.01)\nt = asyncio.create_task(tick())\nawait asyncio.sleep(0.05)", { session: "aw" });
+    await run(
+      "import asyncio\nticks = []\nasync def tick():\n    while True:\n        ticks.append(1)\n        await asyncio.sleep(0.01)\nt = asyncio.create_task(tick())\nawait asyncio.sleep(0.05)",
+      { session: "aw" },
+    );
     const first = await run("len(ticks)", { session: "aw" });
     await new Promise((r) => setTimeout(r, 100));
     const idle = await run("len(ticks)", { session: "aw" });
@@ -60,7 +67,10 @@ describe("top-level await", () => {
     assert.equal(later.stdout, "True\n");
   });
   test("threads keep running between runs", async () => {
-    await run("import threading, time\nn = [0]\ndef spin():\n    while True:\n        n[0] += 1\n        time.sleep(0.01)\nthreading.Thread(target=spin, daemon=True).start()", { session: "th" });
+    await run(
+      "import threading, time\nn = [0]\ndef spin():\n    while True:\n        n[0] += 1\n        time.sleep(0.01)\nthreading.Thread(target=spin, daemon=True).start()",
+      { session: "th" },
+    );
     const a = Number((await run("n[0]", { session: "th" })).stdout);
     await new Promise((r) => setTimeout(r, 150));
     const b = Number((await run("n[0]", { session: "th" })).stdout);
@@ -72,7 +82,9 @@ describe("paths", () => {
   test("relative paths and local imports resolve from cwd; sys.path[0] is cwd; argv[0] names the script", async () => {
     writeFileSync(join(cwd, "helper_mod.py"), "VALUE = 'from helper'\n");
     writeFileSync(join(cwd, "data.txt"), "payload");
-    const r = await run("import sys, helper_mod\nprint(helper_mod.VALUE)\nprint(open('data.txt').read())\nprint(sys.path[0])\nprint(sys.argv[0])");
+    const r = await run(
+      "import sys, helper_mod\nprint(helper_mod.VALUE)\nprint(open('data.txt').read())\nprint(sys.path[0])\nprint(sys.argv[0])",
+    );
     assert.equal(r.stdout, `from helper\npayload\n${cwd}\nscript.py\n`);
   });
   test("a session keeps its current directory across runs", async () => {
@@ -131,7 +143,9 @@ describe("errors", () => {
   });
   test("input() and stdin reads fail promptly with EOFError", async () => {
     const t0 = Date.now();
-    const r = await run("try:\n    input('name? ')\nexcept EOFError as e:\n    print('EOF', type(e).__name__)\nimport sys\ntry:\n    sys.stdin.read()\nexcept EOFError:\n    print('read EOF')");
+    const r = await run(
+      "try:\n    input('name? ')\nexcept EOFError as e:\n    print('EOF', type(e).__name__)\nimport sys\ntry:\n    sys.stdin.read()\nexcept EOFError:\n    print('read EOF')",
+    );
     assert.ok(Date.now() - t0 < 5000);
     assert.match(r.stdout, /EOF EOFError\nread EOF\n$/);
   });
@@ -151,7 +165,9 @@ describe("errors", () => {
 
 describe("output", () => {
   test("raw fd writes, subprocess output and invalid UTF-8 are captured in order", async () => {
-    const r = await run("import os, subprocess, sys\nprint('a')\nos.write(1, b'b\\n')\nsubprocess.run(['echo', 'c'])\nos.write(1, b'\\xff\\n')\nos.write(2, b'err\\n');");
+    const r = await run(
+      "import os, subprocess, sys\nprint('a')\nos.write(1, b'b\\n')\nsubprocess.run(['echo', 'c'])\nos.write(1, b'\\xff\\n')\nos.write(2, b'err\\n');",
+    );
     assert.equal(r.stdout, "a\nb\nc\n\ufffd\n");
     assert.equal(r.stderr, "err\n");
     assert.equal(r.stdoutBytes, 8);
@@ -166,7 +182,10 @@ describe("output", () => {
 describe("deadline and cancellation", () => {
   test("a timeout interrupts, the session keeps its state", async () => {
     await run("value = 42", { session: "to" });
-    const r = await run("import time\nprint('sleeping', flush=True)\ntime.sleep(100)", { session: "to", timeoutMs: 300 });
+    const r = await run("import time\nprint('sleeping', flush=True)\ntime.sleep(100)", {
+      session: "to",
+      timeoutMs: 300,
+    });
     assert.equal(r.outcome.status, "timeout");
     assert.equal(r.outcome.killed, false);
     assert.equal(r.outcome.session?.isLost, false);
@@ -177,7 +196,10 @@ describe("deadline and cancellation", () => {
   test("a swallowed interrupt: grace, then the process tree is killed and the session is lost", async () => {
     const first = await run("import os\nos.getpid()", { session: "sw" });
     const pid = Number(first.stdout);
-    const r = await run("import time\nwhile True:\n    try:\n        time.sleep(10)\n    except KeyboardInterrupt:\n        print('caught', flush=True)", { session: "sw", timeoutMs: 300 });
+    const r = await run(
+      "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except KeyboardInterrupt:\n        print('caught', flush=True)",
+      { session: "sw", timeoutMs: 300 },
+    );
     assert.equal(r.outcome.status, "timeout");
     assert.equal(r.outcome.killed, true);
     assert.equal(r.outcome.session?.isLost, true);
@@ -233,9 +255,19 @@ describe("sessions", () => {
   });
   test("no Python process remains after shutdown", async () => {
     const h = new SupervisorHost();
-    const pids = [];
-    for (const s of ["a", "b"]) pids.push(Number((await h.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: s })).stdout));
-    const bg = Number((await h.run({ code: "import subprocess\nsubprocess.Popen(['sleep', '1000']).pid", cwd, timeoutMs: 5000, session: "a" })).stdout);
+    const pids: number[] = [];
+    for (const s of ["a", "b"])
+      pids.push(Number((await h.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: s })).stdout));
+    const bg = Number(
+      (
+        await h.run({
+          code: "import subprocess\nsubprocess.Popen(['sleep', '1000']).pid",
+          cwd,
+          timeoutMs: 5000,
+          session: "a",
+        })
+      ).stdout,
+    );
     await h.shutdown();
     assert.ok(await waitUntil(() => [...pids, bg].every((p) => !pidAlive(p))), "all processes gone");
   });

@@ -159,6 +159,16 @@ export interface TraceEntry {
   value: unknown;
   status: string;
   event: string;
+  snapshot: unknown;
+}
+
+/** A delayed event (an `after` timer) scheduled by some actor and not yet delivered or cancelled. */
+export interface PendingTimer {
+  actorId: string;
+  sessionId: string;
+  /** `xstate.after.<delay>.<stateId>` */
+  type: string;
+  due: number;
 }
 
 export interface HarnessOptions {
@@ -177,10 +187,20 @@ export function startSupervisor(options: HarnessOptions = {}) {
   const trace: TraceEntry[] = [];
   const eventTypes: string[] = [];
   const errors: unknown[] = [];
+  let timers: PendingTimer[] = [];
 
   const inspect = (ev: InspectionEvent) => {
     if (ev.type === "@xstate.event") {
       eventTypes.push(ev.event.type);
+      timers = timers.filter((t) => !(t.sessionId === ev.actorRef.sessionId && t.type === ev.event.type));
+    } else if (ev.type === "@xstate.action") {
+      const { type, params } = ev.action as { type: string; params: Record<string, unknown> };
+      if (type === "xstate.raise" && typeof params.delay === "number") {
+        const event = params.event as { type: string };
+        timers.push({ actorId: ev.actorRef.id, sessionId: ev.actorRef.sessionId, type: event.type, due: clock.now() + params.delay });
+      } else if (type === "xstate.cancel") {
+        timers = timers.filter((t) => !(t.sessionId === ev.actorRef.sessionId && t.type === params.sendId));
+      }
     } else if (ev.type === "@xstate.snapshot") {
       const snap = ev.snapshot as { value?: unknown; status: string };
       trace.push({
@@ -189,11 +209,14 @@ export function startSupervisor(options: HarnessOptions = {}) {
         value: snap.value,
         status: snap.status,
         event: ev.event.type,
+        snapshot: ev.snapshot,
       });
+      // A stopped actor's timers are cancelled with it.
+      if (snap.status !== "active") timers = timers.filter((t) => t.sessionId !== ev.actorRef.sessionId);
     }
   };
 
-  const actor = createActor(provideSupervisor(kernel), { systemId: "supervisor", input: { limits }, clock, inspect });
+  const actor = createActor(provideSupervisor(kernel), { id: "supervisor", systemId: "supervisor", input: { limits }, clock, inspect });
   actor.on("run.finished", (e) => finished.push(e.outcome));
   actor.subscribe({ error: (err) => errors.push(err) });
   actor.start();
@@ -211,6 +234,17 @@ export function startSupervisor(options: HarnessOptions = {}) {
     /** Moves simulated time forward (fires due timers in order). */
     advance(ms: number) {
       clock.increment(ms);
+    },
+    /** Pending `after` timers of every actor in the tree, soonest first. */
+    timers(): PendingTimer[] {
+      return [...timers].sort((a, b) => a.due - b.due);
+    },
+    /** Advances the clock exactly to the due time of the pending `after` timer whose event is `type` (e.g.
+     * `xstate.after.deadline.run.running`) so that it fires; throws if no such timer is pending. */
+    fire(type: string) {
+      const timer = timers.find((t) => t.type === type);
+      if (!timer) throw new Error(`no pending timer ${type} (pending: ${timers.map((t) => t.type).join(", ") || "none"})`);
+      clock.set(Math.max(clock.now(), timer.due));
     },
     send(event: SupervisorEvent) {
       actor.send(event);

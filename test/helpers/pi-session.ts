@@ -30,7 +30,7 @@ export interface PiHarness {
   agentDir: string;
   events: any[];
   /** Runs one prompt where the scripted model calls code_execution with each of `calls` in turn (one per turn). */
-  callTools(calls: Record<string, unknown>[], opts?: { batch?: boolean }): Promise<ToolResultMessage[]>;
+  callTools(calls: Record<string, any>[], opts?: { batch?: boolean }): Promise<ToolResultMessage[]>;
   toolResults(): ToolResultMessage[];
   dispose(): Promise<void>;
 }
@@ -48,7 +48,11 @@ export async function startPi(options: { cwd?: string; extensionPaths?: string[]
   process.env.PI_SKIP_VERSION_CHECK = "1";
   process.env.PI_TELEMETRY = "0";
   const faux = fauxProvider({ provider: "faux" });
-  const modelRuntime = await ModelRuntime.create({ authPath: join(root, "auth.json"), modelsPath: null, refreshOnCreate: false });
+  const modelRuntime = await ModelRuntime.create({
+    authPath: join(root, "auth.json"),
+    modelsPath: null,
+    refreshOnCreate: false,
+  });
   modelRuntime.registerNativeProvider(faux.provider);
   const settingsManager = SettingsManager.inMemory({ compaction: { enabled: false }, retry: { enabled: false } });
   const resourceLoader = new DefaultResourceLoader({
@@ -91,7 +95,12 @@ export async function startPi(options: { cwd?: string; extensionPaths?: string[]
     async callTools(calls, opts = {}) {
       const before = toolResults().length;
       const steps: FauxResponseStep[] = opts.batch
-        ? [fauxAssistantMessage(calls.map((c) => fauxToolCall("code_execution", c)), { stopReason: "toolUse" })]
+        ? [
+            fauxAssistantMessage(
+              calls.map((c) => fauxToolCall("code_execution", c)),
+              { stopReason: "toolUse" },
+            ),
+          ]
         : calls.map((c) => fauxAssistantMessage([fauxToolCall("code_execution", c)], { stopReason: "toolUse" }));
       steps.push(fauxAssistantMessage("done"));
       faux.setResponses(steps);
