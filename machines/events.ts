@@ -79,7 +79,7 @@ export interface SessionRef {
   started: boolean;
   /** The session process died or was killed during this run: its state is gone. */
   isLost: boolean;
-  /** A previous incarnation of this session was lost (or reset) before this run started it. */
+  /** A previous incarnation of this session was lost (not reset, not closed) before this run started it. */
   replacedLost?: boolean;
 }
 

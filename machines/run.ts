@@ -122,6 +122,10 @@ const onExitedBeforeStart = settleWith((c, e: Exited) => exitedOutcome(c, e, fal
 const onFailed = settleWith((c, e: Extract<KernelFact, { type: "kernel.failed" }>) =>
   outcomeOf(c, c.stopReason ?? "setup_error", e.at, { message: e.message }),
 );
+/** The kernel broke after user code started: for a session its state is gone with it. */
+const onFailedAfterStart = settleWith((c, e: Extract<KernelFact, { type: "kernel.failed" }>) =>
+  outcomeOf(c, c.stopReason ?? "runtime_error", e.at, { message: e.message, lost: Boolean(c.session) }),
+);
 const report = { type: "report", params: ({ context }: { context: RunContext }) => context.outcome! } as const;
 
 export const runMachine = setup({
@@ -226,6 +230,7 @@ export const runMachine = setup({
       on: {
         "kernel.done": { guard: "isMine", ...onDone },
         "kernel.exited": onExited,
+        "kernel.failed": onFailedAfterStart,
         "run.cancel": { target: "interrupted", actions: { type: "stopFor", params: "cancelled" } },
       },
       after: { deadline: { target: "interrupted", actions: { type: "stopFor", params: "timeout" } } },
@@ -233,20 +238,28 @@ export const runMachine = setup({
     /** One KeyboardInterrupt was sent to the main thread; an interruptible script ends now and keeps its state. */
     interrupted: {
       entry: [{ type: "notifyPhase", params: "interrupted" }, "sendInterrupt"],
-      on: { "kernel.done": { guard: "isMine", ...onStoppedDone }, "kernel.exited": onExited },
+      on: {
+        "kernel.done": { guard: "isMine", ...onStoppedDone },
+        "kernel.exited": onExited,
+        "kernel.failed": onFailedAfterStart,
+      },
       after: { interruptWindow: "grace" },
     },
     /** Still running (cleanup, or the interrupt was caught). No second interrupt: a grace period, then the
      * process tree is stopped. */
     grace: {
       entry: { type: "notifyPhase", params: "grace" },
-      on: { "kernel.done": { guard: "isMine", ...onStoppedDone }, "kernel.exited": onExited },
+      on: {
+        "kernel.done": { guard: "isMine", ...onStoppedDone },
+        "kernel.exited": onExited,
+        "kernel.failed": onFailedAfterStart,
+      },
       after: { grace: "killed" },
     },
     /** SIGTERM to the process group, SIGKILL after a short bound; the run ends when the process is gone. */
     killed: {
       entry: [{ type: "notifyPhase", params: "killed" }, "markKilled", "terminate"],
-      on: { "kernel.exited": onExited, "kernel.failed": onFailed },
+      on: { "kernel.exited": onExited, "kernel.failed": onFailedAfterStart },
       after: { killBound: { actions: "kill" } },
     },
     /** Routes to the final state named by the outcome's status. */

@@ -75,7 +75,7 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
   };
 }
 
-const busy = { actions: "rejectBusy" } as const;
+const busy = { actions: { type: "rejectBusy", params: "busy" } } as const;
 
 export const sessionMachine = setup({
   types: {
@@ -108,7 +108,7 @@ export const sessionMachine = setup({
     toKernel: enqueueActions(({ event, enqueue }) => {
       enqueue.sendTo("kernel", event as KernelCommand);
     }),
-    rejectBusy: enqueueActions(({ context, event, enqueue, system }) => {
+    rejectBusy: enqueueActions(({ context, event, enqueue, system }, why: "busy" | "closing") => {
       const e = event as RunStartEvent;
       const supervisor = system.get("supervisor");
       if (!supervisor) return;
@@ -120,7 +120,10 @@ export const sessionMachine = setup({
         finishedAt: e.at,
         durationMs: 0,
         killed: false,
-        message: `Session "${context.name}" is busy with another run; wait for it to finish.`,
+        message:
+          why === "closing"
+            ? `Session "${context.name}" is closing; run again once it has stopped.`
+            : `Session "${context.name}" is busy with another run; wait for it to finish.`,
         session: { name: context.name, ordinal: context.ordinal, started: false, isLost: false },
       };
       enqueue.sendTo(supervisor, message({ type: "run.finished", outcome }));
@@ -192,6 +195,9 @@ export const sessionMachine = setup({
           },
         ],
         "session.close": { target: "closing", actions: ["cancelActiveRun"] },
+        // The interpreter never started (missing, bad cwd): nothing was lost.
+        "kernel.failed": { target: "closed", actions: "forwardToRun" },
+        "run.phase": phaseTarget(),
       },
     },
     /** Alive, no run: SIGINT is ignored in the process, threads may keep running. */
@@ -218,7 +224,7 @@ export const sessionMachine = setup({
         "kernel.exited": { target: "closed", actions: "forwardToRun" },
         "kernel.failed": { target: "closed", actions: "forwardToRun" },
         "xstate.done.actor.*": { actions: "releaseRun" },
-        "run.start": busy,
+        "run.start": { actions: { type: "rejectBusy", params: "closing" } },
         "session.close": {},
       },
       after: {

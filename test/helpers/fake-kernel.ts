@@ -197,14 +197,14 @@ export function startSupervisor(options: HarnessOptions = {}) {
       const { type, params } = ev.action as { type: string; params: Record<string, unknown> };
       if (type === "xstate.raise" && typeof params.delay === "number") {
         const event = params.event as { type: string };
-        timers.push({ actorId: ev.actorRef.id, sessionId: ev.actorRef.sessionId, type: event.type, due: clock.now() + params.delay });
+        timers.push({ actorId: (ev.actorRef as AnyActorRef).id, sessionId: ev.actorRef.sessionId, type: event.type, due: clock.now() + params.delay });
       } else if (type === "xstate.cancel") {
         timers = timers.filter((t) => !(t.sessionId === ev.actorRef.sessionId && t.type === params.sendId));
       }
     } else if (ev.type === "@xstate.snapshot") {
       const snap = ev.snapshot as { value?: unknown; status: string };
       trace.push({
-        id: ev.actorRef.id,
+        id: (ev.actorRef as AnyActorRef).id,
         sessionId: ev.actorRef.sessionId,
         value: snap.value,
         status: snap.status,
@@ -240,10 +240,13 @@ export function startSupervisor(options: HarnessOptions = {}) {
       return [...timers].sort((a, b) => a.due - b.due);
     },
     /** Advances the clock exactly to the due time of the pending `after` timer whose event is `type` (e.g.
-     * `xstate.after.deadline.run.running`) so that it fires; throws if no such timer is pending. */
+     * `xstate.after.deadline.run.running`) so that it fires; throws if no such timer is pending or if another
+     * timer would fire first. */
     fire(type: string) {
-      const timer = timers.find((t) => t.type === type);
+      const timer = timers.findLast((t) => t.type === type);
       if (!timer) throw new Error(`no pending timer ${type} (pending: ${timers.map((t) => t.type).join(", ") || "none"})`);
+      const earlier = timers.filter((t) => t !== timer && t.due < timer.due);
+      if (earlier.length) throw new Error(`${type} is due at ${timer.due}, after ${earlier.map((t) => t.type).join(", ")}`);
       clock.set(Math.max(clock.now(), timer.due));
     },
     send(event: SupervisorEvent) {
