@@ -4,13 +4,12 @@ The contract with the host (file descriptors, frames, signals, ordering of outpu
 semantics) is docs/protocol.md; read it before changing this file. Standard library only, CPython 3.9-3.13.
 
 Start-up imports only modules that are built in or already loaded, so `ready` comes close to bare interpreter
-start; linecache, traceback, tokenize, pprint and asyncio are imported when first needed.
+start; linecache (5-15 ms on 3.9-3.12), traceback, tokenize, pprint and asyncio are imported when first needed.
 """
 
 import io
 import os
 import sys
-import _ast
 import _signal
 import _thread
 
@@ -30,8 +29,9 @@ _RUNNER_MODULE = sys.modules["__main__"]  # kept alive: __main__ is handed over 
 _CTL = -1  # control channel fd, set in _setup
 _MODE = ""
 _wlock = _thread.allocate_lock()
-_run_files = set()  # filenames of every run so far: tracebacks start at the first frame in one of them
-_loop = None  # session event loop, created on the first run that awaits
+_sources = {}  # filename -> linecache entry, for every run so far; tracebacks start in one of these files
+_loop = None  # the event loop, created on the first run that awaits; a session keeps it
+_PID = os.getpid()  # a forked child that returns from user code must not speak for us
 
 
 # ---------------------------------------------------------------------------------------------------- frames
@@ -69,8 +69,8 @@ try:
         text = text.strip(" \t\r\n")
         try:
             obj, end = _scan(text, 0)
-        except StopIteration:
-            raise ValueError("not a JSON value") from None
+        except Exception:  # the scanner only knows JSONDecodeError once json.decoder is imported
+            raise ValueError("malformed JSON") from None
         if end != len(text):
             raise ValueError("extra data after the JSON value")
         return obj
@@ -89,6 +89,8 @@ except ImportError:  # not CPython's usual build
 
 
 def _send(frame):
+    if os.getpid() != _PID:
+        return
     data = _dumps(frame).encode("ascii")
     data = len(data).to_bytes(4, "big") + data
     with _wlock:
@@ -132,7 +134,7 @@ def _read_exact(n):
 
 
 def _reader():
-    """Reader thread: host frames -> run queue. Runs only in the main thread (it owns SIGINT)."""
+    """Reader thread: host frames -> run queue. Runs execute in the main thread, the one SIGINT interrupts."""
     try:
         runs = 0
         while True:
@@ -215,7 +217,7 @@ class _NoStdin:
 
 
 def _setup(argv):
-    global _CTL, _MODE, _runs
+    global _CTL, _MODE
     if len(argv) != 3 or argv[1] != "--mode" or argv[2] not in ("fresh", "session"):
         sys.stderr.write("usage: runner.py --mode fresh|session (started by pi-code-supervisor, fd 3 = control)\n")
         os._exit(2)
@@ -246,7 +248,12 @@ def _setup(argv):
     if sys.path and sys.path[0] and os.path.realpath(sys.path[0]) == os.path.realpath(os.path.dirname(_RUNNER_FILE)):
         del sys.path[0]
     sys.path.insert(0, start)
+    if "linecache" not in sys.modules:
+        sys.meta_path.insert(0, _LinecacheWatch)
 
+
+def _start_reader():
+    global _runs
     import _queue
 
     _runs = _queue.SimpleQueue()
@@ -310,15 +317,34 @@ def _user_phase(r):
     r.stage = "compile"
     body, expr = _compile(r.code, r.filename)
     r.stage = "user"
-    _run_code(body, r.g)
-    if expr is not None:
-        value = _run_code(expr, r.g)
-        if value is not None:
-            r.displayed = _display(value)
+    if (body.co_flags | (expr.co_flags if expr is not None else 0)) & _CO_COROUTINE:
+        # Any top-level await: the whole script runs as one task on the loop, so the body can create tasks
+        # (a running loop) that the final expression or a later run awaits.
+        value = _run_async(_script(body, expr, r.g))
+    else:
+        # No await anywhere: no loop is running, so the script may call asyncio.run() itself.
+        eval(body, r.g)
+        value = eval(expr, r.g) if expr is not None else None
+    if value is not None:
+        r.displayed = _display(value)
+
+
+async def _script(body, expr, g):
+    result = eval(body, g)
+    if body.co_flags & _CO_COROUTINE:
+        await result
+    if expr is None:
+        return None
+    value = eval(expr, g)
+    if expr.co_flags & _CO_COROUTINE:
+        value = await value
+    return value
 
 
 def _compile(src, filename):
     """Code for the script, plus code for its last top-level statement when that is a shown expression."""
+    import _ast
+
     tree = compile(src, filename, "exec", _PyCF_ONLY_AST | _PyCF_ALLOW_TOP_LEVEL_AWAIT, True)
     body = tree.body
     expr = None
@@ -356,22 +382,13 @@ def _ends_with_semicolon(src, body):
     return False
 
 
-def _run_code(code, g):
-    if code.co_flags & _CO_COROUTINE:
-        return _run_async(eval(code, g))
-    return eval(code, g)
-
-
 def _run_async(coro):
     global _loop
     import asyncio
 
-    if _MODE == "session":
-        if _loop is None:
-            _loop = asyncio.new_event_loop()
-        loop = _loop
-    else:
-        loop = asyncio.new_event_loop()
+    if _loop is None:
+        _loop = asyncio.new_event_loop()
+    loop = _loop
     asyncio.set_event_loop(loop)  # so sync code can reach it via get_event_loop()
     task = loop.create_task(coro)
     try:
@@ -388,15 +405,25 @@ def _run_async(coro):
         raise
 
 
-def _display(value):
-    if isinstance(value, str):
-        text = value
-    elif type(value) in (int, float, bool, complex):  # pformat would give repr(); skip importing pprint
-        text = repr(value)
-    else:
-        import pprint
+_PLAIN_REPR = (dict, list, tuple, set, frozenset, int, float, complex, bool, bytes)
 
-        text = pprint.pformat(value, width=120, sort_dicts=False)
+
+def _display_text(value):
+    if isinstance(value, str):
+        return value
+    # pformat gives exactly repr() for a builtin value whose repr fits the width and is not recursive
+    # ("..." marks recursion); skip importing pprint (10+ ms: dataclasses, inspect) for those.
+    if type(value) in _PLAIN_REPR and (not hasattr(value, "__len__") or len(value) <= 60):
+        text = repr(value)
+        if len(text) <= 120 and "..." not in text:
+            return text
+    import pprint
+
+    return pprint.pformat(value, width=120, sort_dicts=False)
+
+
+def _display(value):
+    text = _display_text(value)
     if not text:
         return False
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -404,13 +431,46 @@ def _display(value):
 
 
 def _remember_source(filename, src):
-    import linecache
-
     lines = _source_lines(src)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
-    linecache.cache[filename] = (len(src), None, lines, filename)  # mtime None: checkcache never drops it
-    _run_files.add(filename)
+    entry = _sources[filename] = (len(src), None, lines, filename)  # mtime None: checkcache never drops it
+    linecache = sys.modules.get("linecache")
+    if linecache is not None and hasattr(linecache, "cache"):
+        linecache.cache[filename] = entry
+    # else _LinecacheWatch hands it over when something imports linecache
+
+
+class _LinecacheWatch:
+    """Meta path finder for one module: when linecache is first imported (by a traceback, warnings, inspect,
+    ...), it gets the sources of the runs so far. Importing it eagerly would cost every run 5-15 ms."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "linecache":
+            return None
+        try:
+            sys.meta_path.remove(cls)
+            for finder in sys.meta_path:
+                find = getattr(finder, "find_spec", None)
+                spec = find(name, path, target) if find is not None else None
+                if spec is not None:
+                    break
+            else:
+                return None
+            loader = spec.loader
+            if loader is None or isinstance(loader, type):
+                return spec  # a class-level loader can't be wrapped; _remember_source and _print_exception catch up
+            real_exec = loader.exec_module
+
+            def exec_module(module):
+                real_exec(module)
+                module.cache.update(_sources)
+
+            loader.exec_module = exec_module
+            return spec
+        except Exception:  # never break the user's import; the normal finders take over
+            return None
 
 
 def _user_tb(tb):
@@ -420,7 +480,7 @@ def _user_tb(tb):
         entries.append(tb)
         tb = tb.tb_next
     for i, t in enumerate(entries):
-        if t.tb_frame.f_code.co_filename in _run_files:
+        if t.tb_frame.f_code.co_filename in _sources:
             break
     else:
         return None
@@ -451,8 +511,11 @@ def _stderr():
 
 
 def _print_exception(e):
+    import linecache
     import traceback
 
+    for filename, entry in _sources.items():  # user code may have cleared the cache
+        linecache.cache.setdefault(filename, entry)
     _strip_runner_frames(e)
     sys.last_type, sys.last_value, sys.last_traceback = type(e), e, e.__traceback__  # for pdb.pm()
     if sys.version_info >= (3, 12):
@@ -510,7 +573,23 @@ def _shutdown_interpreter():
     """What Py_Finalize does before tearing down: join non-daemon threads, then run atexit handlers."""
     threading = sys.modules.get("threading")
     if threading is not None:
-        threading._shutdown()
+        # 3.13 reports an interrupted join as unraisable and goes on; we want it to end the wait.
+        swallowed = []
+        hook = sys.unraisablehook
+
+        def catch_interrupt(u):
+            if isinstance(u.exc_value, KeyboardInterrupt):
+                swallowed.append(u.exc_value)
+            else:
+                hook(u)
+
+        sys.unraisablehook = catch_interrupt
+        try:
+            threading._shutdown()
+        finally:
+            sys.unraisablehook = hook
+        if swallowed:
+            raise swallowed[0]
     import atexit
 
     try:
@@ -572,18 +651,24 @@ def _execute(msg, g):
     sys.argv = [r.filename]
     _remember_source(r.filename, r.code)
     exc = _interruptible(_user_phase, r)
+    if os.getpid() != _PID:  # user code forked and the child ran off the end of the script: exit like Python
+        code = _report(r, exc)[1]
+        _flush_std()
+        os._exit(code & 0xFF)
     if not r.started:  # interrupted before `started` went out (a host that signals early)
         _send({"type": "started", "id": r.id})
     error, code = _report(r, exc)
     if _MODE == "fresh":
         _flush_std()
         late = _interruptible(_shutdown_interpreter)
-        if late is not None:
-            if isinstance(late, KeyboardInterrupt):
-                _print_exception(late)
-                error, code = "interrupt", 130
-            else:
-                raise RuntimeError("interpreter shutdown emulation failed") from late
+        if isinstance(late, KeyboardInterrupt):
+            _print_exception(late)
+            error, code = "interrupt", 130
+        elif late is not None:  # like Py_Finalize: report and go on, the run's outcome stands
+            import traceback
+
+            _write_err("Exception ignored in interpreter shutdown:\n")
+            _write_err("".join(traceback.format_exception(type(late), late, late.__traceback__)))
     _flush_std()
     _drain()
     _send({"type": "done", "id": r.id, "exitCode": code, "displayedValue": r.displayed, "error": error})
@@ -604,9 +689,11 @@ def _main():
             "mode": _MODE,
         }
     )
-    try:
-        import linecache  # every run needs it; import while the host reacts to `ready`
+    # Work that can wait until the host reacts to `ready` (frames sent meanwhile wait in the socket).
+    _start_reader()
+    import _ast  # first use initialises the AST types (~1 ms); every run needs them
 
+    try:
         if _MODE == "fresh":
             code = _execute(_runs.get(), g)
             os._exit(code & 0xFF)

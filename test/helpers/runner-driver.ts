@@ -1,20 +1,21 @@
 // Test driver for runtime-py/runner.py: spawns a real Python runner the way the host does (docs/protocol.md),
 // speaks the frame protocol on fd 3 and collects fd 1/2 bytes. No mocks: real processes, pipes and signals.
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import type { Socket } from 'node:net';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import type { Socket } from "node:net";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
-export const RUNNER_PATH = fileURLToPath(new URL('../../runtime-py/runner.py', import.meta.url));
-export const PYTHON = '/usr/bin/python3';
+export const RUNNER_PATH = fileURLToPath(new URL("../../runtime-py/runner.py", import.meta.url));
+/** The interpreter most tests use; PCS_TEST_PYTHON overrides it (e.g. to try the suite on another version). */
+export const PYTHON = process.env.PCS_TEST_PYTHON ?? "/usr/bin/python3";
 export const MAX_FRAME = 64 * 1024 * 1024;
 
-export type Mode = 'fresh' | 'session';
-export type RunError = null | 'syntax' | 'exception' | 'exit' | 'interrupt';
+export type Mode = "fresh" | "session";
+export type RunError = null | "syntax" | "exception" | "exit" | "interrupt";
 export type Frame = { type: string; [key: string]: unknown };
 export type DoneFrame = Frame & {
-  type: 'done';
+  type: "done";
   id: string;
   exitCode: number;
   displayedValue: boolean;
@@ -38,7 +39,7 @@ export type StartOptions = {
 };
 
 export function encodeFrame(value: unknown): Buffer {
-  const body = Buffer.from(JSON.stringify(value), 'utf8');
+  const body = Buffer.from(JSON.stringify(value), "utf8");
   const head = Buffer.alloc(4);
   head.writeUInt32BE(body.length);
   return Buffer.concat([head, body]);
@@ -55,8 +56,8 @@ export class FrameDecoder {
       const n = this.buf.readUInt32BE(0);
       if (n > MAX_FRAME) throw new Error(`frame of ${n} bytes exceeds the limit`);
       if (this.buf.length < 4 + n) break;
-      const frame = JSON.parse(this.buf.subarray(4, 4 + n).toString('utf8')) as Frame;
-      if (typeof frame !== 'object' || frame === null || typeof frame.type !== 'string') {
+      const frame = JSON.parse(this.buf.subarray(4, 4 + n).toString("utf8")) as Frame;
+      if (typeof frame !== "object" || frame === null || typeof frame.type !== "string") {
         throw new Error(`bad frame: ${JSON.stringify(frame)}`);
       }
       out.push(frame);
@@ -69,7 +70,7 @@ export class FrameDecoder {
 type Waiter = { match: (f: Frame) => boolean; resolve: (f: Frame) => void; reject: (e: Error) => void };
 
 function matcher(match: FrameMatch): (f: Frame) => boolean {
-  return typeof match === 'string' ? (f) => f.type === match : match;
+  return typeof match === "string" ? (f) => f.type === match : match;
 }
 
 /** True while `pid` exists and is not a zombie. */
@@ -80,14 +81,14 @@ export function isAlive(pid: number): boolean {
     return false;
   }
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
   } catch {
     return false;
   }
 }
 
-export async function waitUntil(cond: () => boolean, timeoutMs = 3000, what = 'condition'): Promise<void> {
+export async function waitUntil(cond: () => boolean, timeoutMs = 3000, what = "condition"): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!cond()) {
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
@@ -108,6 +109,8 @@ export class RunnerDriver {
   ready: Frame | null = null;
   exit: ExitInfo | null = null;
   readonly exited: Promise<ExitInfo>;
+  /** Resolves once fd 1 and fd 2 both reached end-of-file (every process holding them is gone). */
+  readonly outputEnded: Promise<void>;
   /** Set when the runner sent malformed frames or the control channel failed. */
   protocolError: Error | null = null;
 
@@ -121,11 +124,11 @@ export class RunnerDriver {
   private runCount = 0;
 
   private constructor(opts: StartOptions) {
-    const mode = opts.mode ?? 'session';
+    const mode = opts.mode ?? "session";
     const command = opts.command ?? opts.python ?? PYTHON;
-    const args = opts.args ?? [RUNNER_PATH, '--mode', mode];
+    const args = opts.args ?? [RUNNER_PATH, "--mode", mode];
     this.child = spawn(command, args, {
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      stdio: ["ignore", "pipe", "pipe", "pipe"],
       detached: true,
       cwd: opts.cwd,
       env: opts.env ?? process.env,
@@ -134,15 +137,17 @@ export class RunnerDriver {
     this.pid = this.child.pid;
     this.control = this.child.stdio[3] as Socket;
     const decoder = new FrameDecoder();
-    this.child.stdout!.on('data', (c: Buffer) => {
+    const ended = (s: NodeJS.ReadableStream) => new Promise<void>((r) => s.once("close", () => r()));
+    this.outputEnded = Promise.all([ended(this.child.stdout!), ended(this.child.stderr!)]).then(() => undefined);
+    this.child.stdout!.on("data", (c: Buffer) => {
       this.stdoutChunks.push(c);
       this.stdoutLen += c.length;
     });
-    this.child.stderr!.on('data', (c: Buffer) => {
+    this.child.stderr!.on("data", (c: Buffer) => {
       this.stderrChunks.push(c);
       this.stderrLen += c.length;
     });
-    this.control.on('data', (c: Buffer) => {
+    this.control.on("data", (c: Buffer) => {
       let frames: Frame[];
       try {
         frames = decoder.push(c);
@@ -154,12 +159,12 @@ export class RunnerDriver {
     });
     const closed = () => {
       this.controlClosed = true;
-      this.rejectAll(new Error('control channel closed'));
+      this.rejectAll(new Error("control channel closed"));
     };
-    this.control.on('close', closed);
-    this.control.on('error', () => closed());
+    this.control.on("close", closed);
+    this.control.on("error", () => closed());
     this.exited = new Promise((resolve) => {
-      this.child.on('exit', (code, signal) => {
+      this.child.on("exit", (code, signal) => {
         this.exit = { code, signal };
         resolve(this.exit);
       });
@@ -170,7 +175,7 @@ export class RunnerDriver {
     const d = new RunnerDriver(opts);
     if (opts.waitReady ?? true) {
       try {
-        d.ready = await d.waitFrame('ready', opts.timeoutMs ?? 5000);
+        d.ready = await d.waitFrame("ready", opts.timeoutMs ?? 5000);
       } catch (e) {
         await d.close();
         throw new Error(`runner did not become ready: ${(e as Error).message}\nstderr: ${d.stderrText()}`);
@@ -204,7 +209,7 @@ export class RunnerDriver {
     const m = matcher(match);
     const i = this.unclaimed.findIndex(m);
     if (i >= 0) return Promise.resolve(this.unclaimed.splice(i, 1)[0]);
-    if (this.controlClosed) return Promise.reject(new Error('control channel closed'));
+    if (this.controlClosed) return Promise.reject(new Error("control channel closed"));
     if (this.protocolError) return Promise.reject(this.protocolError);
     return new Promise((resolve, reject) => {
       const w: Waiter = {
@@ -237,28 +242,39 @@ export class RunnerDriver {
     const id = opts.id ?? `r${this.runCount}`;
     const filename = opts.filename ?? `<run-${this.runCount}>`;
     const mark = { id, out: this.stdoutLen, err: this.stderrLen };
-    this.send({ type: 'run', id, code, filename });
+    this.send({ type: "run", id, code, filename });
     return mark;
   }
 
   /** Waits for the run's `done`; output is everything received on fd 1/2 since the mark. */
   async finishRun(mark: { id: string; out: number; err: number }, timeoutMs = 10000): Promise<RunResult> {
-    const done = (await this.waitFrame((f) => f.type === 'done' && f.id === mark.id, timeoutMs)) as DoneFrame;
+    const done = (await this.waitFrame((f) => f.type === "done" && f.id === mark.id, timeoutMs)) as DoneFrame;
     const stdoutBytes = this.stdoutBytes().subarray(mark.out);
     const stderrBytes = this.stderrBytes().subarray(mark.err);
     return {
       done,
       stdoutBytes,
       stderrBytes,
-      stdout: stdoutBytes.toString('utf8'),
-      stderr: stderrBytes.toString('utf8'),
+      stdout: stdoutBytes.toString("utf8"),
+      stderr: stderrBytes.toString("utf8"),
     };
   }
 
   async run(code: string, opts: { id?: string; filename?: string; timeoutMs?: number } = {}): Promise<RunResult> {
     const mark = this.startRun(code, opts);
-    await this.waitFrame((f) => f.type === 'started' && f.id === mark.id, opts.timeoutMs ?? 10000);
+    await this.waitFrame((f) => f.type === "started" && f.id === mark.id, opts.timeoutMs ?? 10000);
     return this.finishRun(mark, opts.timeoutMs);
+  }
+
+  /** Stop reading fd 1 and fd 2 (the bytes stay in the kernel buffer), as a slow host would. */
+  pauseOutput(): void {
+    this.child.stdout!.pause();
+    this.child.stderr!.pause();
+  }
+
+  resumeOutput(): void {
+    this.child.stdout!.resume();
+    this.child.stderr!.resume();
   }
 
   stdoutBytes(): Buffer {
@@ -270,11 +286,11 @@ export class RunnerDriver {
   }
 
   stdoutText(): string {
-    return this.stdoutBytes().toString('utf8');
+    return this.stdoutBytes().toString("utf8");
   }
 
   stderrText(): string {
-    return this.stderrBytes().toString('utf8');
+    return this.stderrBytes().toString("utf8");
   }
 
   /** Signal the runner's pid (what the host does for SIGINT). */
@@ -303,7 +319,7 @@ export class RunnerDriver {
   /** Kills the process group (if still there) and waits for the exit. Safe to call twice. */
   async close(): Promise<ExitInfo> {
     try {
-      process.kill(-this.pid, 'SIGKILL'); // also background children left in the group
+      process.kill(-this.pid, "SIGKILL"); // also background children left in the group
     } catch {
       // group already gone
     }
