@@ -629,7 +629,10 @@ def _drain():
         req = outq if stat.S_ISSOCK(mode) else inq if stat.S_ISFIFO(mode) else None
         if req is not None:
             checks.append((fd, req))
-    deadline = time.monotonic() + _DRAIN_LIMIT
+    start = time.monotonic()
+    deadline = start + _DRAIN_LIMIT
+    # The host reads within tens of microseconds: spin briefly (yielding the CPU) before backing off to sleeps.
+    spin_until = start + 0.0005
     delay = 0.0002
     while checks:
         pending = []
@@ -640,8 +643,12 @@ def _drain():
             except OSError:
                 pass
         checks = pending
-        if not checks or time.monotonic() >= deadline:
+        now = time.monotonic()
+        if not checks or now >= deadline:
             return
+        if now < spin_until:
+            os.sched_yield()
+            continue
         time.sleep(delay)
         delay = min(delay * 2, 0.005)
 
