@@ -22,12 +22,16 @@ export interface KernelDeps {
   killMs: number;
   /** Which host owns the processes (two Pi sessions in one process must not stop each other's). */
   hostId: string;
+  /** Sees every fact just before the owner (`input.owner`) receives it: the recorder logs it as an input. */
+  onFact?: (owner: string, fact: KernelFact) => void;
 }
 
 export function createKernelLogic(deps: KernelDeps) {
   return fromCallback<KernelCommand, KernelInput>(({ input, sendBack, receive }) => {
     const send = (fact: KernelFact) => {
-      if (!stopped) sendBack(fact);
+      if (stopped) return;
+      deps.onFact?.(input.owner, fact);
+      sendBack(fact);
     };
     let proc: RunnerHandle | undefined;
     let stopped = false;
@@ -66,11 +70,14 @@ export function createKernelLogic(deps: KernelDeps) {
       }
       p.onStdout((chunk) => currentRun && deps.output(currentRun, "stdout", chunk));
       p.onStderr((chunk) => currentRun && deps.output(currentRun, "stderr", chunk));
-      p.onProtocolError((message) => {
-        // A corrupt control channel cannot be trusted again: the process is stopped and reported as exited.
+      let broken: string | undefined;
+      const breakWith = (why: string) => {
+        // A corrupt control channel cannot be trusted again: the process tree is killed; its exit (after the
+        // output drained) reports why.
+        broken ??= why;
         p.signalGroup("SIGKILL");
-        void message;
-      });
+      };
+      p.onProtocolError((message) => breakWith(`the runner broke the control protocol (${message})`));
       p.onFrame((frame) => {
         const at = deps.now();
         switch (frame.type) {
@@ -106,13 +113,13 @@ export function createKernelLogic(deps: KernelDeps) {
             });
           }
           case "fatal":
-            p.signalGroup("SIGKILL");
-            return;
+            return breakWith(`the runner failed: ${String(frame.message ?? "no reason given")}`);
         }
       });
       p.onExit((exit) => {
         currentRun = undefined;
-        end({ type: "kernel.exited", at: deps.now(), code: exit.code, signal: exit.signal });
+        if (broken) end({ type: "kernel.failed", at: deps.now(), message: `${broken}; its process was killed` });
+        else end({ type: "kernel.exited", at: deps.now(), code: exit.code, signal: exit.signal });
       });
     })();
 

@@ -2,6 +2,8 @@
 // short notices that tell the truth about the session's state.
 import type { RunOutcome } from "../machines/events.ts";
 import type { RunResult } from "../actors/host.ts";
+import type { OutputRef } from "../actors/artifacts.ts";
+import { completeText, headTailText, type ArtifactOutcome } from "./preview.ts";
 
 export interface CodeExecutionDetails {
   status: RunOutcome["status"];
@@ -14,14 +16,18 @@ export interface CodeExecutionDetails {
   stderrTruncated: boolean;
   displayedValue: boolean;
   session?: { name: string; ordinal: number; isLost: boolean };
+  /** The saved script (code_execution_source reads it; code_execution reruns it). */
+  sourceId?: string;
+  /** The saved transcript, when the text above is a preview (code_execution_output reads it). */
+  output?: OutputRef;
 }
 
 export type RunningDetails = { status: "running" };
 
-/** Model-visible output bound; past it the head of stdout and the tail (where tracebacks are) are kept. */
-export const MAX_TEXT_BYTES = 48 * 1024;
-
-export function detailsOf(result: RunResult): CodeExecutionDetails {
+export function detailsOf(
+  result: RunResult,
+  saved: { sourceId?: string; output?: OutputRef } = {},
+): CodeExecutionDetails {
   const o = result.outcome;
   return {
     status: o.status,
@@ -34,25 +40,14 @@ export function detailsOf(result: RunResult): CodeExecutionDetails {
     stderrTruncated: result.stderrTruncated,
     displayedValue: o.displayedValue,
     ...(o.session ? { session: { name: o.session.name, ordinal: o.session.ordinal, isLost: o.session.isLost } } : {}),
+    ...(saved.sourceId ? { sourceId: saved.sourceId } : {}),
+    ...(saved.output ? { output: saved.output } : {}),
   };
 }
 
 export function transcript(stdout: string, stderr: string): string {
   if (!stderr) return stdout;
   return `${stdout}${stdout && !stdout.endsWith("\n") ? "\n" : ""}[stderr]\n${stderr}`;
-}
-
-/** Keeps the head and the tail of `text` within `maxBytes`, saying exactly how much was left out. */
-export function headTail(text: string, maxBytes = MAX_TEXT_BYTES): string {
-  const bytes = Buffer.from(text, "utf8");
-  if (bytes.length <= maxBytes) return text;
-  const half = Math.floor((maxBytes - 100) / 2);
-  let headEnd = half;
-  while (headEnd > 0 && (bytes[headEnd] & 0xc0) === 0x80) headEnd--;
-  let tailStart = bytes.length - half;
-  while (tailStart < bytes.length && (bytes[tailStart] & 0xc0) === 0x80) tailStart++;
-  const omitted = tailStart - headEnd;
-  return `${bytes.subarray(0, headEnd).toString("utf8")}\n[... ${omitted} bytes of output omitted ...]\n${bytes.subarray(tailStart).toString("utf8")}`;
 }
 
 function seconds(ms: number): string {
@@ -93,14 +88,18 @@ export function notices(o: RunOutcome, ctx: NoticeContext): string[] {
     else lines.push(`[${why}: KeyboardInterrupt was raised in the code]`);
   }
   if (s?.isLost) {
-    const how = o.killed
-      ? "its process was killed"
-      : o.signal
-        ? `its process died (${o.signal})`
-        : `its process exited (exit code ${o.exitCode ?? "unknown"})`;
+    const how = o.message
+      ? o.message
+      : o.killed
+        ? "its process was killed"
+        : o.signal
+          ? `its process died (${o.signal})`
+          : `its process exited (exit code ${o.exitCode ?? "unknown"})`;
     lines.push(`[session "${s.name}" lost its state: ${how}; the next run starts a new process]`);
   } else if (s && why && o.status !== "setup_error") {
     lines.push(`[session "${s.name}" kept its state]`);
+  } else if (!s && o.message && o.status !== "setup_error") {
+    lines.push(`[${o.message}]`);
   } else if (!s && o.status === "runtime_error" && o.signal) {
     lines.push(`[process died (${o.signal})]`);
   }
@@ -110,11 +109,19 @@ export function notices(o: RunOutcome, ctx: NoticeContext): string[] {
   return lines;
 }
 
-export function resultText(result: RunResult, ctx: NoticeContext): string {
-  const out = headTail(transcript(result.stdout, result.stderr));
+/**
+ * The model-visible text, at most 20 KiB: the whole output then the notices when they fit (`complete`);
+ * otherwise the head-tail preview, which needs the saved artifact (`artifact`) for its last line.
+ */
+export function resultText(
+  result: RunResult,
+  ctx: NoticeContext,
+  artifact?: ArtifactOutcome,
+): { complete: true; text: string } | { complete: false; text: string } {
   const lines = notices(result.outcome, ctx);
-  if (lines.length === 0) return out || "[no output]";
-  return `${out}${out && !out.endsWith("\n") ? "\n" : ""}${lines.join("\n")}`;
+  const text = completeText(result.capture, lines);
+  if (text !== undefined) return { complete: true, text };
+  return { complete: false, text: headTailText(result.capture, lines, artifact ?? { ok: false, error: "not saved" }) };
 }
 
 /** A bounded live view of both channels while the run executes. */

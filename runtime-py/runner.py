@@ -22,6 +22,7 @@ _CO_COROUTINE = 0x80
 _PyCF_ONLY_AST = 0x400
 _PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000
 _DRAIN_LIMIT = 0.25
+_OUT_FDS = []
 _STDIN_MSG = "stdin is not available to code_execution"
 
 _RUNNER_FILE = (lambda: None).__code__.co_filename
@@ -234,6 +235,14 @@ def _setup(argv):
         os._exit(2)
     os.close(3)
     os.set_blocking(_CTL, True)
+    # Private duplicates of fd 1 and 2, so the output drain still works when user code closes or redirects them.
+    global _OUT_FDS
+    _OUT_FDS = []
+    for fd in (1, 2):
+        try:
+            _OUT_FDS.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64))
+        except OSError:
+            pass
 
     # No userspace buffering beyond a line, so output written before os._exit or a crash reaches the pipe.
     for stream in (sys.stdout, sys.stderr):
@@ -621,7 +630,7 @@ def _drain():
     except ImportError:
         return
     checks = []
-    for fd in (1, 2):
+    for fd in _OUT_FDS:
         try:
             mode = os.fstat(fd).st_mode
         except OSError:
@@ -653,7 +662,25 @@ def _drain():
         delay = min(delay * 2, 0.005)
 
 
+def _restore_std_fds():
+    """A previous run may have closed fd 0-2: reopen them so this run's output still reaches the host."""
+    for fd, dup in ((1, _OUT_FDS[0] if _OUT_FDS else None), (2, _OUT_FDS[1] if len(_OUT_FDS) > 1 else None)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            if dup is not None:
+                os.dup2(dup, fd, inheritable=True)
+    try:
+        os.fstat(0)
+    except OSError:
+        null = os.open(os.devnull, os.O_RDONLY)
+        if null != 0:
+            os.dup2(null, 0, inheritable=True)
+            os.close(null)
+
+
 def _execute(msg, g):
+    _restore_std_fds()
     r = _Run(msg, g)
     sys.argv = [r.filename]
     _remember_source(r.filename, r.code)

@@ -108,9 +108,12 @@ describe("start-up and process layout", () => {
     assertDone(r, { error: null });
     const info = JSON.parse(r.stdout);
     assert.equal(info.fd3, false);
-    assert.equal(info.high.length, 1);
-    assert.deepEqual(info.high[0], { fd: info.high[0].fd, cloexec: true, socket: true });
-    assert.ok(!info.child.includes(info.high[0].fd), `child inherited ${info.child}`);
+    // The control channel plus the runner's private duplicates of fd 1 and 2 (for the output drain).
+    assert.equal(info.high.length, 3);
+    for (const h of info.high) {
+      assert.deepEqual(h, { fd: h.fd, cloexec: true, socket: true });
+      assert.ok(!info.child.includes(h.fd), `child inherited ${info.child}`);
+    }
     assert.ok(!info.child.includes(3), `child inherited ${info.child}`);
     assert.equal(info.stdin, "/dev/null");
   });
