@@ -22,6 +22,7 @@ _CO_COROUTINE = 0x80
 _PyCF_ONLY_AST = 0x400
 _PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000
 _DRAIN_LIMIT = 0.25
+_DRAIN_STALL_LIMIT = 30.0
 _OUT_FDS = []
 _STDIN_MSG = "stdin is not available to code_execution"
 
@@ -639,21 +640,30 @@ def _drain():
         if req is not None:
             checks.append((fd, req))
     start = time.monotonic()
-    deadline = start + _DRAIN_LIMIT
+    # Two ways to wait too long: a writer that keeps adding to the queue (a subprocess still printing: give up
+    # after _DRAIN_LIMIT) and a host that is merely slow to read (the queue only shrinks or stands still: keep
+    # waiting, up to _DRAIN_STALL_LIMIT, since giving up then would hand this run's output to the next one).
+    churn_deadline = start + _DRAIN_LIMIT
+    stall_deadline = start + _DRAIN_STALL_LIMIT
     # The host reads within tens of microseconds: spin briefly (yielding the CPU) before backing off to sleeps.
     spin_until = start + 0.0005
     delay = 0.0002
+    last = {}
+    churn = False
     while checks:
         pending = []
         for fd, req in checks:
             try:
-                if int.from_bytes(fcntl.ioctl(fd, req, b"\0\0\0\0"), sys.byteorder):
-                    pending.append((fd, req))
+                n = int.from_bytes(fcntl.ioctl(fd, req, b"\0\0\0\0"), sys.byteorder)
             except OSError:
-                pass
+                continue
+            if n:
+                pending.append((fd, req))
+                churn = churn or n > last.get(fd, n)
+                last[fd] = n
         checks = pending
         now = time.monotonic()
-        if not checks or now >= deadline:
+        if not checks or now >= stall_deadline or (churn and now >= churn_deadline):
             return
         if now < spin_until:
             os.sched_yield()

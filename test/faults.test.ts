@@ -58,9 +58,12 @@ describe("the runner dies or stops mid-run", () => {
   });
 
   test("os._exit in the middle of output: every byte written before it arrives", async () => {
-    const r = await run("import os, sys\nfor i in range(1000):\n    sys.stdout.write(f'{i:04d}\\n')\nsys.stdout.flush()\nos.write(1, b'raw-end')\nos._exit(9)", {
-      session: "ox",
-    });
+    const r = await run(
+      "import os, sys\nfor i in range(1000):\n    sys.stdout.write(f'{i:04d}\\n')\nsys.stdout.flush()\nos.write(1, b'raw-end')\nos._exit(9)",
+      {
+        session: "ox",
+      },
+    );
     assert.equal(r.outcome.exitCode, 9);
     assert.equal(r.outcome.session?.isLost, true);
     assert.equal(r.stdoutBytes, 5000 + 7);
@@ -95,7 +98,10 @@ describe("a broken control channel", () => {
   }
 
   test("closing the control channel ends the runner (it cannot outlive its host's channel)", async () => {
-    const r = await run(`${findControl}os.close(fd)\nimport time\ntime.sleep(5)`, { session: "closectl", timeoutMs: 3000 });
+    const r = await run(`${findControl}os.close(fd)\nimport time\ntime.sleep(5)`, {
+      session: "closectl",
+      timeoutMs: 3000,
+    });
     assert.equal(r.outcome.session?.isLost, true);
     await stillServing("closectl");
   });
@@ -194,7 +200,11 @@ describe("abort storms", () => {
       ["before spawn", -1, "import time\ntime.sleep(30)"],
       ["during start", 2, "import time\ntime.sleep(30)"],
       ["during output", 150, "import sys\nwhile True:\n    sys.stdout.write('y' * 1000 + '\\n')"],
-      ["during grace", 150, "import time\nwhile True:\n    try:\n        time.sleep(30)\n    except KeyboardInterrupt:\n        pass"],
+      [
+        "during grace",
+        150,
+        "import time\nwhile True:\n    try:\n        time.sleep(30)\n    except KeyboardInterrupt:\n        pass",
+      ],
     ];
     const results = await Promise.all(
       cases.map(async ([, delay, code], i) => {
