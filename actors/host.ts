@@ -3,15 +3,22 @@
 import { nanoid } from "nanoid";
 import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
 import { DEFAULT_LIMITS, type Limits, type RunOutcome } from "../machines/events.ts";
-import { runMachine } from "../machines/run.ts";
-import { sessionMachine } from "../machines/session.ts";
-import { supervisorMachine, type SessionEntry } from "../machines/supervisor.ts";
+import type { CommandEvent } from "../machines/events.ts";
+import type { supervisorMachine, SessionEntry } from "../machines/supervisor.ts";
 import { createKernelLogic } from "./kernel.ts";
+import { createDispatchLogic, type RunBridge } from "./bridge.ts";
+import type { NestedCallRecord } from "../machines/tool-events.ts";
 import { localOperations, type ProcessOperations } from "./operations.ts";
 import { RunOutput, type CollectedOutput } from "./output.ts";
 import { pythonCommand, resolvePython, type PythonInfo } from "./python.ts";
 import { liveGroups, stopGroup } from "./registry.ts";
+import { supervisorWith, tapCommands } from "./system.ts";
+import type { Clock } from "./observe.ts";
 import type { Result } from "./result.ts";
+import { createInstallLogic, removeSessionPackages, type InstallProgress } from "./dependencies.ts";
+import { InterpreterResolver, knownInterpreter, runnerEnv, type Interpreter } from "./interpreter.ts";
+import { watchModules } from "./module-watch.ts";
+import { finishOutcome, prepareRun, refusedOutcome, SessionBook, type SessionHistory } from "./prepare.ts";
 
 export interface HostOptions {
   limits?: Partial<Limits>;
@@ -22,6 +29,19 @@ export interface HostOptions {
   now?: () => number;
   /** A synchronous observer of every inspection event of the actor system. */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /** The clock of the actor system's timers (the recorder numbers them; see actors/observe.ts). */
+  clock?: Clock;
+  /** Taps on the machines' inputs from outside, called just before delivery (facts from boundary actors are
+   * seen through `inspect`, see actors/observe.ts). */
+  onCommand?: (event: CommandEvent) => void;
+  onStop?: () => void;
+  onOutput?: (runId: string, channel: string, chunk: Uint8Array) => void;
+  /** Interpreter discovery and the python_set_interpreter selection (default: discovery with default settings). */
+  interpreter?: InterpreterResolver;
+  /** Where PEP 723 environments (fresh runs) and session package directories go (defaults: actors/dependencies.ts). */
+  packages?: { envRoot?: string; sessionRoot?: string };
+  /** Whether sessions watch and reload their local modules (read when each session starts; default on). */
+  moduleReload?: () => boolean;
 }
 
 export interface RunRequestInput {
@@ -36,51 +56,90 @@ export interface RunCallbacks {
   signal?: AbortSignal;
   /** Called (throttled by the caller) whenever the run writes output. */
   onOutput?: (output: RunOutput) => void;
+  /** Dependency installation progress (each installer line). */
+  onProgress?: (progress: InstallProgress) => void;
+  /** The Pi tools the code may call, and how (actors/bridge.ts); without it no tool is exposed. */
+  bridge?: RunBridge;
 }
 
 export interface RunResult extends CollectedOutput {
   outcome: RunOutcome;
 }
 
-export interface SessionInfo extends SessionEntry {
+export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "ordinal">> {
   name: string;
   state: string;
   pid?: number;
+  /** The interpreter's version, from its runner. */
+  pythonVersion?: string;
 }
 
 export class SupervisorHost {
   readonly actor: Actor<typeof supervisorMachine>;
-  readonly limits: Limits;
+  /** The escalation bounds for new runs (settings may change them: `setLimits`). */
+  limits: Limits;
+  readonly interpreter: InterpreterResolver;
+  /** Things a user should know that no single run reports (a PYTHONPATH left out, ...). */
+  readonly warnings = new Set<string>();
+  private readonly options: HostOptions;
+  private readonly initialLimits: Limits;
+  private readonly progress = new Map<string, (p: InstallProgress) => void>();
+  private readonly book = new SessionBook();
+  /** Requests are prepared (interpreter, metadata) one at a time, so they reach the supervisor in call order. */
+  private queue: Promise<unknown> = Promise.resolve();
   private readonly outputs = new Map<string, RunOutput>();
   private readonly waiting = new Map<string, (outcome: RunOutcome) => void>();
+  private readonly bridges = new Map<string, RunBridge>();
+  /** Nested-call records of unfinished runs, by seq (the supervisor emits each as its call ends). */
+  private readonly nestedCalls = new Map<string, NestedCallRecord[]>();
   private readonly now: () => number;
   private closed = false;
   readonly id = nanoid(8);
 
   constructor(options: HostOptions = {}) {
+    this.options = options;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.initialLimits = this.limits;
     this.now = options.now ?? Date.now;
     const env = options.env ?? (() => process.env);
+    this.interpreter = options.interpreter ?? new InterpreterResolver({ env });
+    const host = this;
     const kernel = createKernelLogic({
       ops: options.ops ?? localOperations,
       python: options.python ?? (() => resolvePython(pythonCommand(env()), env())),
-      env,
-      output: (runId, channel, chunk) => this.outputs.get(runId)?.write(channel, chunk),
+      env: (input) => this.runnerEnvFor(env(), input.python),
+      watchModules: (cwd) => ((options.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
+      output: (runId, channel, chunk) => {
+        options.onOutput?.(runId, channel, chunk);
+        this.outputs.get(runId)?.write(channel, chunk);
+      },
       now: this.now,
-      killMs: this.limits.killMs,
+      get killMs() {
+        return host.limits.killMs;
+      },
       hostId: this.id,
     });
-    const machine = supervisorMachine.provide({
-      actors: {
-        run: runMachine.provide({ actors: { kernel } }),
-        session: sessionMachine.provide({ actors: { kernel } }),
-      },
+    const install = createInstallLogic({
+      env,
+      now: this.now,
+      hostId: this.id,
+      killMs: () => this.limits.killMs,
+      progress: (runId, p) => this.progress.get(runId)?.(p),
+      ...options.packages,
     });
+    const dispatch = createDispatchLogic({ bridgeFor: (runId) => this.bridges.get(runId), now: this.now });
+    const machine = supervisorWith(kernel, { dispatch, install });
     this.actor = createActor(machine, {
       id: "supervisor",
       systemId: "supervisor",
       input: { limits: this.limits },
       ...(options.inspect ? { inspect: options.inspect } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
+    tapCommands(this.actor, options.onCommand, options.onStop);
+    this.actor.on("run.nested_call", ({ runId, record }) => {
+      const records = this.nestedCalls.get(runId);
+      if (records) records[record.seq - 1] = record;
     });
     this.actor.on("run.finished", ({ outcome }) => {
       const resolve = this.waiting.get(outcome.runId);
@@ -112,25 +171,88 @@ export class SupervisorHost {
     const output = new RunOutput();
     if (callbacks.onOutput) output.onWrite(() => callbacks.onOutput!(output));
     this.outputs.set(runId, output);
+    const bridge = callbacks.bridge;
+    if (bridge) this.bridges.set(runId, bridge);
+    this.nestedCalls.set(runId, []);
+    if (callbacks.onProgress) this.progress.set(runId, callbacks.onProgress);
     const finished = new Promise<RunOutcome>((resolve) => this.waiting.set(runId, resolve));
     const cancel = () => this.actor.send({ type: "run.cancel", at: this.now(), runId });
-    callbacks.signal?.addEventListener("abort", cancel, { once: true });
+    const requestedAt = this.now();
+    // The interpreter and the script's metadata are settled first, one request at a time (call order holds).
+    const prepared = this.queue.then(() =>
+      prepareRun(request, this.options.python ? undefined : () => this.interpreter.resolve(request.cwd)),
+    );
+    this.queue = prepared;
+    let notes: string[] = [];
+    void prepared.then((p) => {
+      if (this.closed || !p.ok) {
+        // Refused before any actor exists: the outcome is the host's own.
+        const resolve = this.waiting.get(runId);
+        this.waiting.delete(runId);
+        return resolve?.(refusedOutcome(runId, request, requestedAt, this.now(), p.ok ? undefined : p.error));
+      }
+      notes = p.value.notes;
+      callbacks.signal?.addEventListener("abort", cancel, { once: true });
+      this.send(request, runId, requestedAt, p.value, bridge);
+      if (callbacks.signal?.aborted) cancel();
+    });
+    return finished.then((outcome) => {
+      callbacks.signal?.removeEventListener("abort", cancel);
+      this.outputs.delete(runId);
+      this.bridges.delete(runId);
+      const nestedCalls = (this.nestedCalls.get(runId) ?? []).filter(Boolean);
+      this.nestedCalls.delete(runId);
+      if (nestedCalls.length) outcome = { ...outcome, nestedCalls };
+      this.progress.delete(runId);
+      this.book.record(outcome);
+      // Not a spread: that would decode the retained output (up to 64 MiB) whether or not anyone reads it.
+      const result = Object.assign(output.collect(), { outcome });
+      result.outcome = finishOutcome(outcome, result.capture.stderr.tail, notes);
+      return result;
+    });
+  }
+
+  private send(
+    request: RunRequestInput,
+    runId: string,
+    at: number,
+    p: { interpreter?: Interpreter; dependencies?: string[] },
+    bridge: RunBridge | undefined,
+  ): void {
+    const python = p.interpreter?.executable;
     this.actor.send({
       type: "run.start",
-      at: this.now(),
+      at,
       runId,
       code: request.code,
       cwd: request.cwd,
       timeoutMs: request.timeoutMs,
       ...(request.session !== undefined ? { session: request.session } : {}),
       ...(request.reset ? { reset: true } : {}),
+      ...(bridge ? { bridge: { callerId: bridge.callerId, tools: bridge.tools.map((t) => t.spec) } } : {}),
+      ...(python ? { python } : {}),
+      ...(p.dependencies ? { dependencies: p.dependencies } : {}),
+      ...(sameLimits(this.limits, this.initialLimits) ? {} : { limits: this.limits }),
     });
-    if (callbacks.signal?.aborted) cancel();
-    return finished.then((outcome) => {
-      callbacks.signal?.removeEventListener("abort", cancel);
-      this.outputs.delete(runId);
-      return { outcome, ...output.collect() };
-    });
+  }
+
+  /** New escalation bounds: they apply to runs requested from now on (and to sessions they start). */
+  setLimits(limits: Partial<Limits>): void {
+    this.limits = { ...this.limits, ...limits };
+  }
+
+  /** The runner's environment: a PYTHONPATH built for another interpreter is left out (and said so once), and a
+   * virtual environment's interpreter gets its bin/ first on PATH. */
+  private runnerEnvFor(base: NodeJS.ProcessEnv, python: string | undefined): NodeJS.ProcessEnv {
+    const info = python ? knownInterpreter(python) : undefined;
+    if (!info) return base;
+    const { env, dropped } = runnerEnv(base, info);
+    if (dropped) {
+      this.warnings.add(
+        `PYTHONPATH is not passed to Python ${info.version} (${python}): its entry ${dropped} belongs to another Python version`,
+      );
+    }
+    return env;
   }
 
   sessions(): SessionInfo[] {
@@ -139,14 +261,26 @@ export class SupervisorHost {
       .filter(([, entry]) => entry.status === "alive")
       .map(([name, entry]) => {
         const child = snapshot.children[`session:${name}`];
-        const s = child?.getSnapshot() as { value?: unknown; context?: { kernel?: { pid: number } } } | undefined;
+        const s = child?.getSnapshot() as
+          { value?: unknown; context?: { kernel?: { pid: number; python: string } } } | undefined;
+        const history = this.book.get(name, entry.ordinal);
         return {
           name,
           ...entry,
           state: String(s?.value ?? "unknown"),
-          ...(s?.context?.kernel ? { pid: s.context.kernel.pid } : {}),
+          ...(s?.context?.kernel ? { pid: s.context.kernel.pid, pythonVersion: s.context.kernel.python } : {}),
+          ...(history
+            ? { startedAt: history.startedAt, ...(history.lastRun ? { lastRun: history.lastRun } : {}) }
+            : {}),
         };
       });
+  }
+
+  /** Stops a session and starts it again empty: same name and working directory, the current interpreter. */
+  async restartSession(name: string, timeoutMs = 60_000): Promise<RunResult | undefined> {
+    const entry = this.actor.getSnapshot().context.sessions[name];
+    if (!entry || entry.status !== "alive") return undefined;
+    return this.run({ code: "", cwd: entry.cwd, timeoutMs, session: name, reset: true });
   }
 
   stopSession(name: string): Promise<boolean> {
@@ -170,6 +304,7 @@ export class SupervisorHost {
     }, bound);
     this.actor.stop();
     await this.killEverything();
+    await removeSessionPackages(this.id, this.options.packages?.sessionRoot);
     // Runs that did not report within the bound end as cancelled: no caller waits forever.
     for (const [runId, resolve] of this.waiting) {
       const at = this.now();
@@ -199,4 +334,8 @@ export class SupervisorHost {
       poll();
     });
   }
+}
+
+function sameLimits(a: Limits, b: Limits): boolean {
+  return a.interruptWindowMs === b.interruptWindowMs && a.graceMs === b.graceMs && a.killMs === b.killMs;
 }

@@ -9,29 +9,31 @@ import type { PythonInfo } from "./python.ts";
 import { registerGroup, stopGroup } from "./registry.ts";
 import type { Result } from "./result.ts";
 import type { Channel } from "./output.ts";
+import { sendToolResult, toolFrameFact } from "./bridge-frames.ts";
+import type { ModuleWatch } from "./module-watch.ts";
+import { ok } from "./result.ts";
 
 export const RUNNER_PATH = fileURLToPath(new URL("../runtime-py/runner.py", import.meta.url));
 
 export interface KernelDeps {
   ops: ProcessOperations;
   python: () => Promise<Result<PythonInfo>>;
-  env: () => NodeJS.ProcessEnv;
+  /** The runner's environment, for its interpreter (actors/interpreter.ts `runnerEnv`). */
+  env: (input: KernelInput) => NodeJS.ProcessEnv;
+  /** A session's local-module watcher (actors/module-watch.ts); none when module reload is off. */
+  watchModules?: (cwd: string) => ModuleWatch | undefined;
   /** Output of the run currently executing; output with no run (between runs) is dropped. */
   output: (runId: string, channel: Channel, chunk: Buffer) => void;
   now: () => number;
   killMs: number;
   /** Which host owns the processes (two Pi sessions in one process must not stop each other's). */
   hostId: string;
-  /** Sees every fact just before the owner (`input.owner`) receives it: the recorder logs it as an input. */
-  onFact?: (owner: string, fact: KernelFact) => void;
 }
 
 export function createKernelLogic(deps: KernelDeps) {
   return fromCallback<KernelCommand, KernelInput>(({ input, sendBack, receive }) => {
     const send = (fact: KernelFact) => {
-      if (stopped) return;
-      deps.onFact?.(input.owner, fact);
-      sendBack(fact);
+      if (!stopped) sendBack(fact);
     };
     let proc: RunnerHandle | undefined;
     let stopped = false;
@@ -48,8 +50,11 @@ export function createKernelLogic(deps: KernelDeps) {
       send(fact);
     };
 
+    const modules = input.mode === "session" ? deps.watchModules?.(input.cwd) : undefined;
+
     void (async () => {
-      const python = await deps.python();
+      // A named interpreter was validated before the run was requested; else the host's default.
+      const python = input.python ? ok({ executable: input.python, version: "" }) : await deps.python();
       if (stopped) return;
       if (!python.ok) return end({ type: "kernel.failed", at: deps.now(), message: python.error });
       if (abandoned) return end({ type: "kernel.exited", at: deps.now(), code: null, signal: null });
@@ -57,7 +62,7 @@ export function createKernelLogic(deps: KernelDeps) {
         executable: python.value.executable,
         args: [RUNNER_PATH, "--mode", input.mode],
         cwd: input.cwd,
-        env: deps.env(),
+        env: deps.env(input),
       });
       if (!started.ok) return end({ type: "kernel.failed", at: deps.now(), message: started.error });
       const p = started.value;
@@ -110,7 +115,16 @@ export function createKernelLogic(deps: KernelDeps) {
               exitCode: Number(frame.exitCode ?? 1),
               displayedValue: frame.displayedValue === true,
               error: (frame.error ?? null) as Extract<KernelFact, { type: "kernel.done" }>["error"],
+              ...doneExtras(frame, modules),
             });
+          }
+          case "tool.call":
+          case "tool.cancel": {
+            // The tool bridge: only the executing run may call; other frames are answered without a fact.
+            const fact = toolFrameFact(frame, at, startedRun);
+            if (fact.ok) return send(fact.value);
+            if (fact.error) p.send(fact.error);
+            return;
           }
           case "fatal":
             return breakWith(`the runner failed: ${String(frame.message ?? "no reason given")}`);
@@ -127,7 +141,17 @@ export function createKernelLogic(deps: KernelDeps) {
       switch (command.type) {
         case "kernel.run":
           currentRun = command.runId;
-          proc?.send({ type: "run", id: command.runId, code: command.code, filename: command.filename });
+          proc?.send({
+            type: "run",
+            id: command.runId,
+            code: command.code,
+            filename: command.filename,
+            ...(command.tools ? { tools: command.tools } : {}),
+            ...runExtras(command, modules),
+          });
+          return;
+        case "kernel.tool_result":
+          if (proc) sendToolResult(proc, command);
           return;
         case "kernel.interrupt":
           // SIGINT only once the runner has installed its handler for this run; before that it is deferred.
@@ -152,7 +176,30 @@ export function createKernelLogic(deps: KernelDeps) {
     return () => {
       // The owner ended (run finished, session closed or reset, supervisor stopped): the process tree goes too.
       stopped = true;
+      modules?.close();
       if (proc && !ended) void stopGroup(proc.pid, deps.killMs);
     };
   });
+}
+
+/** Optional run-frame fields: package directories, installed modules to check, changed local modules to reload. */
+function runExtras(command: Extract<KernelCommand, { type: "kernel.run" }>, modules: ModuleWatch | undefined) {
+  const reload = modules?.take() ?? [];
+  return {
+    ...(command.sysPath?.length ? { sysPath: command.sysPath } : {}),
+    ...(command.checkLoaded?.length ? { checkLoaded: command.checkLoaded } : {}),
+    ...(reload.length ? { reload } : {}),
+  };
+}
+
+const strings = (v: unknown): string[] | undefined =>
+  Array.isArray(v) && v.length > 0 ? v.filter((x): x is string => typeof x === "string") : undefined;
+
+/** What `done` says besides the outcome: modules reloaded or already loaded; newly imported local modules are
+ * handed to the watcher. */
+function doneExtras(frame: Record<string, unknown>, modules: ModuleWatch | undefined) {
+  modules?.track(frame.modules);
+  const reloaded = strings(frame.reloaded);
+  const alreadyLoaded = strings(frame.alreadyLoaded);
+  return { ...(reloaded ? { reloaded } : {}), ...(alreadyLoaded ? { alreadyLoaded } : {}) };
 }

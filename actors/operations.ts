@@ -32,6 +32,8 @@ export interface RunnerHandle {
   signal(signal: NodeJS.Signals): Result<void>;
   /** Signal the runner's whole process group. */
   signalGroup(signal: NodeJS.Signals): Result<void>;
+  /** Drop every listener (the handle moves to a new owner, which attaches its own). */
+  detach(): void;
 }
 
 export interface ProcessOperations {
@@ -134,6 +136,9 @@ function wrap(
     onFrame: (fn) => void listeners.frame.push(fn),
     onProtocolError: (fn) => void listeners.protocol.push(fn),
     onExit: (fn) => void listeners.exit.push(fn),
+    detach() {
+      for (const list of Object.values(listeners)) list.length = 0;
+    },
     send(frame) {
       if (exit || control.destroyed) return fail("runner is not running");
       try {

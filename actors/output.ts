@@ -3,28 +3,70 @@
 
 /** Bytes retained per run (both channels together); past it output is drained and counted, not kept. */
 export const RETAIN_LIMIT = 64 * 1024 * 1024;
-const TAIL_BYTES = 4096;
+/** The first and the last bytes of each channel kept whatever the retention: the final preview's head and tail
+ * (a traceback written after the retention filled up still reaches the model). */
+export const WINDOW_BYTES = 20 * 1024;
+const LIVE_BYTES = 4096;
 
 export type Channel = "stdout" | "stderr";
+
+/** One channel as emitted: exact counts, the retained prefix, and its first and last bytes. */
+export interface ChannelCapture {
+  emittedBytes: number;
+  /** Lines as a text editor counts them: line breaks, plus one for a final line without a break. */
+  emittedLines: number;
+  endsWithNewline: boolean;
+  retainedBytes: number;
+  /** The retained prefix, in order (shared, not copied). */
+  chunks: readonly Buffer[];
+  /** The first min(emittedBytes, WINDOW_BYTES) bytes. */
+  head: Buffer;
+  /** The last min(emittedBytes, WINDOW_BYTES) bytes. */
+  tail: Buffer;
+}
 
 class ChannelBuffer {
   chunks: Buffer[] = [];
   retained = 0;
   emitted = 0;
-  tail: Buffer = Buffer.alloc(0);
+  newlines = 0;
+  lastByte = -1;
+  private head: Buffer | undefined;
+  private headLength = 0;
+  private readonly tail = new Ring(WINDOW_BYTES);
 
   write(chunk: Buffer, room: number): number {
+    if (chunk.length === 0) return 0;
     this.emitted += chunk.length;
+    this.newlines += countNewlines(chunk);
+    this.lastByte = chunk[chunk.length - 1];
+    if (this.headLength < WINDOW_BYTES) {
+      this.head ??= Buffer.allocUnsafe(WINDOW_BYTES);
+      this.headLength += chunk.copy(this.head, this.headLength, 0, WINDOW_BYTES - this.headLength);
+    }
+    this.tail.write(chunk);
     const keep = Math.min(chunk.length, Math.max(0, room));
     if (keep > 0) {
       this.chunks.push(keep === chunk.length ? chunk : chunk.subarray(0, keep));
       this.retained += keep;
     }
-    this.tail =
-      chunk.length >= TAIL_BYTES
-        ? chunk.subarray(chunk.length - TAIL_BYTES)
-        : Buffer.concat([this.tail, chunk]).subarray(-TAIL_BYTES);
     return keep;
+  }
+
+  liveTail(): Buffer {
+    return this.tail.last(LIVE_BYTES);
+  }
+
+  capture(): ChannelCapture {
+    return {
+      emittedBytes: this.emitted,
+      emittedLines: this.newlines + (this.emitted > 0 && this.lastByte !== 0x0a ? 1 : 0),
+      endsWithNewline: this.lastByte === 0x0a,
+      retainedBytes: this.retained,
+      chunks: this.chunks,
+      head: Buffer.from(this.head?.subarray(0, this.headLength) ?? []),
+      tail: this.tail.last(WINDOW_BYTES),
+    };
   }
 
   text(): string {
@@ -32,13 +74,74 @@ class ChannelBuffer {
   }
 }
 
+/** The newest `size` bytes written, in a fixed buffer: O(chunk) per write however small the chunks are. */
+class Ring {
+  private buf: Buffer | undefined;
+  private end = 0;
+  private full = false;
+  private readonly size: number;
+  constructor(size: number) {
+    this.size = size;
+  }
+
+  write(chunk: Buffer): void {
+    const size = this.size;
+    const buf = (this.buf ??= Buffer.allocUnsafe(size));
+    if (chunk.length >= size) {
+      chunk.copy(buf, 0, chunk.length - size);
+      this.end = 0;
+      this.full = true;
+      return;
+    }
+    const first = chunk.copy(buf, this.end, 0, Math.min(chunk.length, size - this.end));
+    if (first < chunk.length) {
+      this.end = chunk.copy(buf, 0, first);
+      this.full = true;
+    } else {
+      this.end += first;
+      if (this.end === size) {
+        this.end = 0;
+        this.full = true;
+      }
+    }
+  }
+
+  /** A copy of the newest `n` bytes (fewer if fewer were written). */
+  last(n: number): Buffer {
+    if (!this.buf) return Buffer.alloc(0);
+    const ordered = this.full
+      ? Buffer.concat([this.buf.subarray(this.end), this.buf.subarray(0, this.end)])
+      : Buffer.from(this.buf.subarray(0, this.end));
+    return ordered.length > n ? ordered.subarray(ordered.length - n) : ordered;
+  }
+}
+
+/** Counts 0x0a bytes: `indexOf` is fastest for long lines, a byte loop for very short ones. */
+export function countNewlines(bytes: Buffer): number {
+  let n = 0;
+  let i = bytes.indexOf(0x0a);
+  const dense = bytes.length >> 5;
+  while (i !== -1) {
+    n += 1;
+    if (n > dense) {
+      for (let j = i + 1; j < bytes.length; j++) if (bytes[j] === 0x0a) n += 1;
+      return n;
+    }
+    i = bytes.indexOf(0x0a, i + 1);
+  }
+  return n;
+}
+
 export interface CollectedOutput {
+  /** Retained stdout, decoded (invalid UTF-8 replaced). */
   stdout: string;
   stderr: string;
   stdoutBytes: number;
   stderrBytes: number;
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
+  /** Both channels as emitted: the material of the preview and of the output artifact. */
+  capture: { stdout: ChannelCapture; stderr: ChannelCapture };
 }
 
 export class RunOutput {
@@ -61,24 +164,31 @@ export class RunOutput {
   }
 
   /** The newest bytes of each channel, starting on a character boundary. */
-  preview(maxBytes = TAIL_BYTES): { stdout: string; stderr: string } {
+  preview(maxBytes = LIVE_BYTES): { stdout: string; stderr: string } {
     return {
-      stdout: tailText(this.channels.stdout.tail, maxBytes),
-      stderr: tailText(this.channels.stderr.tail, maxBytes),
+      stdout: tailText(this.channels.stdout.liveTail(), maxBytes),
+      stderr: tailText(this.channels.stderr.liveTail(), maxBytes),
     };
   }
 
+  /** The run's output. `stdout`/`stderr` are decoded on first read: up to 64 MiB of text nobody may need. */
   collect(): CollectedOutput {
     const { stdout, stderr } = this.channels;
     this.listeners = [];
-    return {
-      stdout: stdout.text(),
-      stderr: stderr.text(),
-      stdoutBytes: stdout.emitted,
-      stderrBytes: stderr.emitted,
-      stdoutTruncated: stdout.emitted > stdout.retained,
-      stderrTruncated: stderr.emitted > stderr.retained,
+    const lazy = (channel: ChannelBuffer) => {
+      let text: string | undefined;
+      return { enumerable: true, get: () => (text ??= channel.text()) };
     };
+    return Object.defineProperties(
+      {
+        stdoutBytes: stdout.emitted,
+        stderrBytes: stderr.emitted,
+        stdoutTruncated: stdout.emitted > stdout.retained,
+        stderrTruncated: stderr.emitted > stderr.retained,
+        capture: { stdout: stdout.capture(), stderr: stderr.capture() },
+      },
+      { stdout: lazy(stdout), stderr: lazy(stderr) },
+    ) as CollectedOutput;
   }
 }
 

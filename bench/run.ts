@@ -11,13 +11,13 @@ import { resolvePython } from "../actors/python.ts";
 const quick = process.argv.includes("--quick");
 const N = (full: number) => (quick ? Math.max(5, Math.floor(full / 5)) : full);
 
-function stats(xs: number[]) {
+export function stats(xs: number[]) {
   const s = [...xs].sort((a, b) => a - b);
   const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
   return { n: s.length, min: s[0], p50: q(0.5), p90: q(0.9), p99: q(0.99), max: s[s.length - 1] };
 }
-const fmt = (ms: number) => (ms < 1 ? `${(ms * 1000).toFixed(0)} us` : `${ms.toFixed(2)} ms`);
-function line(name: string, xs: number[], baseline?: { name: string; p50: number }) {
+export const fmt = (ms: number) => (ms < 1 ? `${(ms * 1000).toFixed(0)} us` : `${ms.toFixed(2)} ms`);
+export function line(name: string, xs: number[], baseline?: { name: string; p50: number }) {
   const st = stats(xs);
   const ratio = baseline ? `  = ${(st.p50 / baseline.p50).toFixed(2)}x ${baseline.name}` : "";
   console.log(
@@ -37,7 +37,7 @@ async function timeSpawn(exe: string, args: string[]): Promise<number> {
 }
 
 /** Round trip of one small message over a raw Node<->Python pipe (the floor for any protocol). */
-async function pipeEcho(exe: string, n: number): Promise<number[]> {
+export async function pipeEcho(exe: string, n: number): Promise<number[]> {
   const code =
     "import sys\nr=sys.stdin.buffer\nw=sys.stdout.buffer\nwhile True:\n    l=r.readline()\n    if not l: break\n    w.write(l); w.flush()";
   const p = spawn(exe, ["-S", "-c", code], { stdio: ["pipe", "pipe", "inherit"] });
@@ -152,4 +152,5 @@ async function main() {
   }
 }
 
-await main();
+// Other benchmarks import the helpers above; only running this file runs these benchmarks.
+if (import.meta.main) await main();

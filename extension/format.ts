@@ -1,11 +1,21 @@
 // What the model and the user see of a run: output first (stdout, then stderr after a `[stderr]` line), then
 // short notices that tell the truth about the session's state.
 import type { RunOutcome } from "../machines/events.ts";
+import type { NestedCallRecord } from "../machines/tool-events.ts";
 import type { RunResult } from "../actors/host.ts";
 import type { OutputRef } from "../actors/artifacts.ts";
 import { completeText, headTailText, type ArtifactOutcome } from "./preview.ts";
+import {
+  extraDetails,
+  hintNotices,
+  preludeNotices,
+  replacedNotice,
+  sessionState,
+  type ExtraDetails,
+  type SessionState,
+} from "./notices.ts";
 
-export interface CodeExecutionDetails {
+export interface CodeExecutionDetails extends ExtraDetails {
   status: RunOutcome["status"];
   exitCode?: number;
   signal?: string;
@@ -15,11 +25,13 @@ export interface CodeExecutionDetails {
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
   displayedValue: boolean;
-  session?: { name: string; ordinal: number; isLost: boolean };
+  session?: { name: string; ordinal: number; isLost: boolean; state: SessionState };
   /** The saved script (code_execution_source reads it; code_execution reruns it). */
   sourceId?: string;
   /** The saved transcript, when the text above is a preview (code_execution_output reads it). */
   output?: OutputRef;
+  /** Every Pi tool call the code attempted, in start order (machines/tool-events.ts). */
+  nestedCalls?: NestedCallRecord[];
 }
 
 export type RunningDetails = { status: "running" };
@@ -39,9 +51,20 @@ export function detailsOf(
     stdoutTruncated: result.stdoutTruncated,
     stderrTruncated: result.stderrTruncated,
     displayedValue: o.displayedValue,
-    ...(o.session ? { session: { name: o.session.name, ordinal: o.session.ordinal, isLost: o.session.isLost } } : {}),
+    ...(o.session
+      ? {
+          session: {
+            name: o.session.name,
+            ordinal: o.session.ordinal,
+            isLost: o.session.isLost,
+            state: sessionState(o) ?? "continued",
+          },
+        }
+      : {}),
+    ...extraDetails(o),
     ...(saved.sourceId ? { sourceId: saved.sourceId } : {}),
     ...(saved.output ? { output: saved.output } : {}),
+    ...(o.nestedCalls ? { nestedCalls: o.nestedCalls } : {}),
   };
 }
 
@@ -67,20 +90,25 @@ export function notices(o: RunOutcome, ctx: NoticeContext): string[] {
   if (s?.started) {
     const version = o.kernel ? ` (Python ${o.kernel.python})` : "";
     if (ctx.reset) lines.push(`[session "${s.name}" was reset: started fresh${version}, no earlier state]`);
+    else if (s.replaced) lines.push(replacedNotice(s, version)!);
     else if (s.replacedLost)
       lines.push(
         `[session "${s.name}" started anew${version}: its previous process was lost, so earlier state is gone]`,
       );
     else lines.push(`[session "${s.name}" started${version}]`);
   }
+  lines.push(...preludeNotices(o));
   if (o.status === "setup_error" && o.message) lines.push(`[setup error: ${o.message}]`);
+  if (o.status === "policy_error") lines.push(policyNotice(o.nestedCalls ?? []));
   const why =
     o.stopReason === "timeout"
       ? `timed out after ${seconds(ctx.timeoutMs)}`
       : o.stopReason === "cancelled"
         ? "cancelled"
         : undefined;
-  if (why) {
+  if (why && o.stage === "install") {
+    lines.push(`[${why} during dependency installation: the code did not run]`);
+  } else if (why) {
     if (o.killed)
       lines.push(
         `[${why}: the code did not stop within the ${seconds(ctx.graceMs)} grace after KeyboardInterrupt, so its process was killed]`,
@@ -98,7 +126,7 @@ export function notices(o: RunOutcome, ctx: NoticeContext): string[] {
     lines.push(`[session "${s.name}" lost its state: ${how}; the next run starts a new process]`);
   } else if (s && why && o.status !== "setup_error") {
     lines.push(`[session "${s.name}" kept its state]`);
-  } else if (!s && o.message && o.status !== "setup_error") {
+  } else if (!s && o.message && o.status !== "setup_error" && o.stage !== "install") {
     lines.push(`[${o.message}]`);
   } else if (!s && o.status === "runtime_error" && o.signal) {
     lines.push(`[process died (${o.signal})]`);
@@ -106,7 +134,17 @@ export function notices(o: RunOutcome, ctx: NoticeContext): string[] {
   if (o.status === "runtime_error" && o.exitCode !== undefined && o.exitCode !== 1 && !o.signal) {
     lines.push(`[exit code ${o.exitCode}]`);
   }
+  lines.push(...hintNotices(o));
   return lines;
+}
+
+/** Which nested calls a policy blocked: the run fails with policy_error even when the code caught the error. */
+function policyNotice(calls: readonly NestedCallRecord[]): string {
+  const blocked = calls.filter((c) => c.status === "blocked");
+  const first = blocked[0];
+  const what = first?.error?.text.slice(0, 300) || `${first?.registeredName ?? "a nested tool call"} was blocked`;
+  const more = blocked.length > 1 ? ` (and ${blocked.length - 1} more blocked calls)` : "";
+  return `[policy error: ${what}${more}; the run counts as failed even if the code caught the error]`;
 }
 
 /**

@@ -7,6 +7,7 @@ export const SESSION_PATTERN = "^[A-Za-z0-9._-]{1,64}$";
 export const DEFAULT_TIMEOUT_S = 60;
 export const MIN_TIMEOUT_S = 1;
 export const MAX_CODE_BYTES = 8 * 1024 * 1024;
+export const SOURCE_ID_PATTERN = "^[0-9a-f]{12}$";
 
 /** The timeout ceiling: 3600 s unless PI_CODE_EXECUTION_MAX_TIMEOUT sets another (seconds, >= 1). */
 export function maxTimeoutSeconds(env: NodeJS.ProcessEnv = process.env): number {
@@ -15,12 +16,22 @@ export function maxTimeoutSeconds(env: NodeJS.ProcessEnv = process.env): number 
   return Number.isFinite(n) && n >= MIN_TIMEOUT_S ? Math.floor(n) : 3600;
 }
 
-export function codeExecutionSchema(maxTimeout: number) {
+export function codeExecutionSchema(maxTimeout: number, defaultTimeout: number = DEFAULT_TIMEOUT_S) {
   return Type.Object(
     {
-      code: Type.String({
-        description: "Python source to run. Top-level await is allowed; a final expression's value is shown.",
-      }),
+      code: Type.Optional(
+        Type.String({
+          description:
+            "Python source to run. Top-level await is allowed; a final expression's value is shown. Give `code` or `sourceId`, not both.",
+        }),
+      ),
+      sourceId: Type.Optional(
+        Type.String({
+          pattern: SOURCE_ID_PATTERN,
+          description:
+            "Rerun the exact saved script with this ID (12 hex characters, from an earlier call's `sourceId`) instead of `code`.",
+        }),
+      ),
       session: Type.Optional(
         Type.String({
           pattern: SESSION_PATTERN,
@@ -32,7 +43,7 @@ export function codeExecutionSchema(maxTimeout: number) {
         Type.Number({
           minimum: MIN_TIMEOUT_S,
           maximum: maxTimeout,
-          description: `Seconds before the run is interrupted (default ${DEFAULT_TIMEOUT_S}, ${MIN_TIMEOUT_S}..${maxTimeout}).`,
+          description: `Seconds before the run is interrupted (default ${defaultTimeout}, ${MIN_TIMEOUT_S}..${maxTimeout}); dependency installation counts.`,
         }),
       ),
     },
@@ -43,7 +54,9 @@ export function codeExecutionSchema(maxTimeout: number) {
 export type CodeExecutionParams = Static<ReturnType<typeof codeExecutionSchema>>;
 
 export interface CheckedParams {
-  code: string;
+  /** Exactly one of `code` and `sourceId`. */
+  code?: string;
+  sourceId?: string;
   session?: string;
   reset: boolean;
   timeoutMs: number;
@@ -53,16 +66,28 @@ export interface CheckedParams {
 export function checkParams(
   params: unknown,
   maxTimeout: number,
+  defaultTimeout: number = DEFAULT_TIMEOUT_S,
 ): { ok: true; value: CheckedParams } | { ok: false; error: string } {
-  if (!params || typeof params !== "object") return { ok: false, error: "Parameters must be an object with `code`." };
+  if (!params || typeof params !== "object")
+    return { ok: false, error: "Parameters must be an object with `code` or `sourceId`." };
   const p = params as Record<string, unknown>;
   for (const key of Object.keys(p)) {
-    if (!["code", "session", "reset", "timeout"].includes(key))
+    if (!["code", "sourceId", "session", "reset", "timeout"].includes(key))
       return { ok: false, error: `Unknown parameter \`${key}\`.` };
   }
-  if (typeof p.code !== "string")
-    return { ok: false, error: "Parameter `code` is required and must be a string of Python source." };
-  const bytes = Buffer.byteLength(p.code, "utf8");
+  if (p.code !== undefined && p.sourceId !== undefined)
+    return { ok: false, error: "Give either `code` or `sourceId`, not both." };
+  if (p.sourceId !== undefined && (typeof p.sourceId !== "string" || !new RegExp(SOURCE_ID_PATTERN).test(p.sourceId)))
+    return {
+      ok: false,
+      error: `Parameter \`sourceId\` must be 12 lowercase hex characters from an earlier result (got ${JSON.stringify(p.sourceId)}).`,
+    };
+  if (p.sourceId === undefined && typeof p.code !== "string")
+    return {
+      ok: false,
+      error: "Parameter `code` (a string of Python source) or `sourceId` (a saved script's ID) is required.",
+    };
+  const bytes = typeof p.code === "string" ? Buffer.byteLength(p.code, "utf8") : 0;
   if (bytes > MAX_CODE_BYTES) {
     return {
       ok: false,
@@ -79,7 +104,7 @@ export function checkParams(
     return { ok: false, error: "Parameter `reset` must be true or false." };
   if (p.reset === true && p.session === undefined)
     return { ok: false, error: "Parameter `reset` needs `session`: only a named session can be reset." };
-  let timeout = DEFAULT_TIMEOUT_S;
+  let timeout = Math.min(defaultTimeout, maxTimeout);
   if (p.timeout !== undefined) {
     if (
       typeof p.timeout !== "number" ||
@@ -97,7 +122,7 @@ export function checkParams(
   return {
     ok: true,
     value: {
-      code: p.code,
+      ...(typeof p.code === "string" ? { code: p.code } : { sourceId: p.sourceId as string }),
       ...(typeof p.session === "string" ? { session: p.session } : {}),
       reset: p.reset === true,
       timeoutMs: Math.round(timeout * 1000),

@@ -1,7 +1,9 @@
 // Typed event unions shared by the machines. Every event carries its own timestamp `at` (ms since the epoch, from
 // the boundary that produced it): machines never read a clock, so recorded events replay exactly.
+import type { BridgeRequest, NestedCallRecord, ToolCallFact, ToolResultCommand, ToolSpec } from "./tool-events.ts";
 
-export type RunStatus = "success" | "runtime_error" | "setup_error" | "timeout" | "cancelled";
+/** `policy_error`: a nested tool call was blocked by a policy, even if the script caught the error. */
+export type RunStatus = "success" | "runtime_error" | "setup_error" | "timeout" | "cancelled" | "policy_error";
 export type StopReason = "timeout" | "cancelled";
 
 /** Escalation bounds, in ms. `interruptWindow`: how long an interrupted run may take to end before the grace
@@ -22,6 +24,14 @@ export interface RunRequest {
   /** Named session, or undefined for a fresh process. */
   session?: string;
   reset?: boolean;
+  /** The interpreter's executable (`sys.executable`); a session never mixes interpreters or working directories. */
+  python?: string;
+  /** PEP 723 dependencies to install before the code runs (normalized requirement strings). */
+  dependencies?: string[];
+  /** The escalation bounds for this run, when they differ from the supervisor's (settings changed). */
+  limits?: Limits;
+  /** Pi tools the code may call (machines/tool-events.ts); absent: none. */
+  bridge?: BridgeRequest;
 }
 
 // ---- commands (extension -> supervisor) ----
@@ -49,13 +59,30 @@ export type KernelFact =
       exitCode: number;
       displayedValue: boolean;
       error: RunnerError;
+      /** Local modules reloaded before the run because their files changed. */
+      reloaded?: string[];
+      /** Of `checkLoaded`, the modules the session had already imported (they keep their loaded version). */
+      alreadyLoaded?: string[];
     }
   | { type: "kernel.exited"; at: number; code: number | null; signal: string | null }
-  | { type: "kernel.failed"; at: number; message: string };
+  | { type: "kernel.failed"; at: number; message: string }
+  | ToolCallFact;
 
 // ---- commands (owner -> kernel actor) ----
 export type KernelCommand =
-  | { type: "kernel.run"; runId: string; code: string; filename: string }
+  | {
+      type: "kernel.run";
+      runId: string;
+      code: string;
+      filename: string;
+      /** Package directories to put on the session's sys.path before the run. */
+      sysPath?: string[];
+      /** Top-level modules just installed: the runner reports those the session had already imported. */
+      checkLoaded?: string[];
+      /** The tools Python may call in this run (a session's earlier ones are replaced). */
+      tools?: ToolSpec[];
+    }
+  | ToolResultCommand
   | { type: "kernel.interrupt"; runId: string }
   | { type: "kernel.terminate" }
   | { type: "kernel.kill" }
@@ -66,6 +93,45 @@ export interface KernelInput {
   cwd: string;
   /** `session:<name>` or `run:<id>`: whom the process belongs to (for the process registry and logs). */
   owner: string;
+  /** The interpreter to start (else the host's default). */
+  python?: string;
+}
+
+// ---- the dependency installer (run -> install actor -> run) ----
+export interface InstallInput {
+  runId: string;
+  /** `install:<runId>`: how the recorder and replay address its facts. */
+  owner: string;
+  mode: "fresh" | "session";
+  python?: string;
+  dependencies: string[];
+  cwd: string;
+  session?: { name: string; ordinal: number };
+}
+
+/** What an installation produced: the environment and what it holds. */
+export interface InstallSummary {
+  installer: "uv" | "pip";
+  /** The requirements as given. */
+  requirements: string[];
+  /** Reused a cached environment (fresh runs) or found everything already installed. */
+  cached: boolean;
+  /** Fresh runs: the environment's interpreter. */
+  python?: string;
+  /** Sessions: the package directory added to sys.path. */
+  sysPath?: string;
+  /** Top-level modules of the installed distributions. */
+  modules: string[];
+}
+
+export type InstallFact =
+  | ({ type: "install.done"; at: number } & InstallSummary)
+  | { type: "install.failed"; at: number; message: string; hint?: Hint };
+
+/** A stable hint id and its advice (the journal records the ids). */
+export interface Hint {
+  id: string;
+  text: string;
 }
 
 // ---- run -> owner notifications ----
@@ -81,6 +147,14 @@ export interface SessionRef {
   isLost: boolean;
   /** A previous incarnation of this session was lost (not reset, not closed) before this run started it. */
   replacedLost?: boolean;
+  /** A live incarnation was replaced because this run's interpreter or working directory differs from it. */
+  replaced?: SessionReplacement;
+}
+
+export interface SessionReplacement {
+  reason: "interpreter" | "cwd";
+  /** The previous incarnation's interpreter or working directory. */
+  from: string;
 }
 
 /** The final record of a run, in serializable data only. */
@@ -100,6 +174,19 @@ export interface RunOutcome {
   message?: string;
   session?: SessionRef;
   kernel?: KernelInfo;
+  /** Dependencies installed (or found installed) before the run. */
+  install?: InstallSummary;
+  /** The run ended during dependency installation, before its code ran. */
+  stage?: "install";
+  /** Local modules reloaded before the run. */
+  reloaded?: string[];
+  /** Installed modules the session had already imported: they keep their loaded version. */
+  alreadyLoaded?: string[];
+  hints?: Hint[];
+  /** Notices the host adds (PEP 723 settings without effect in a session, ...). */
+  notes?: string[];
+  /** Every nested tool call the code attempted, in start order (absent when there were none). */
+  nestedCalls?: NestedCallRecord[];
 }
 
 export type RunFinishedEvent = { type: "run.finished"; outcome: RunOutcome };

@@ -2,7 +2,11 @@
 // session run talks to its session's kernel through `kernel` provided as the session link. Either way the run
 // sees the same kernel facts and sends the same kernel commands, so one machine describes both.
 import { assign, enqueueActions, fromCallback, sendParent, sendTo, setup } from "xstate";
+import type { AnyActorRef, DoneActorEvent, EventObject } from "xstate";
 import type {
+  InstallFact,
+  InstallInput,
+  InstallSummary,
   KernelCommand,
   KernelFact,
   KernelInfo,
@@ -12,8 +16,12 @@ import type {
   RunOutcome,
   RunPhase,
   RunStatus,
+  SessionReplacement,
   StopReason,
 } from "./events.ts";
+import type { BridgeRequest, NestedCallRecord, ToolCallFact, ToolCallOutput } from "./tool-events.ts";
+import { toolCallMachine } from "./tool-call.ts";
+import * as calls from "./run-calls.ts";
 
 export interface RunInput {
   runId: string;
@@ -23,7 +31,13 @@ export interface RunInput {
   timeoutMs: number;
   requestedAt: number;
   limits: Limits;
-  session?: { name: string; ordinal: number; started: boolean; replacedLost?: boolean };
+  session?: { name: string; ordinal: number; started: boolean; replacedLost?: boolean; replaced?: SessionReplacement };
+  /** The interpreter (else the host's default). */
+  python?: string;
+  /** PEP 723 dependencies, installed before the code runs. */
+  dependencies?: string[];
+  /** Pi tools the code may call; each call is a `tool:<runId>:<seq>` child (machines/run-calls.ts). */
+  bridge?: BridgeRequest;
 }
 
 export interface RunContext extends RunInput {
@@ -36,14 +50,47 @@ export interface RunContext extends RunInput {
   kernel?: KernelInfo;
   message?: string;
   outcome?: RunOutcome;
+  /** Set once the dependencies are installed. */
+  install?: InstallSummary;
+  /** The run ended during dependency installation. */
+  stage?: "install";
+  /** Nested tool calls (machines/run-calls.ts); absent until the first one. */
+  callCount?: number;
+  open?: calls.CallsContext["open"];
+  blocked?: number;
 }
 
-export type RunEvent = KernelFact | { type: "run.cancel"; at: number; runId?: string };
+export type RunEvent =
+  | KernelFact
+  | InstallFact
+  | { type: "run.cancel"; at: number; runId?: string }
+  | DoneActorEvent<ToolCallOutput>;
+
+type CallFact = Extract<ToolCallFact, { type: "kernel.tool_call" }>;
 
 /** Placeholder: the real kernel is provided from actors/ (a process) or by the session (a link). */
 const kernelPlaceholder = fromCallback<KernelCommand, KernelInput>(() => {
   throw new Error("run: the `kernel` actor must be provided");
 });
+
+/** Placeholder: the dependency installer is provided from actors/ (uv or pip). */
+const installPlaceholder = fromCallback<{ type: string }, InstallInput>(() => {
+  throw new Error("run: the `install` actor must be provided");
+});
+
+/** A fresh run with dependencies starts its process only once they are installed (it runs the environment's
+ * interpreter); a session run's kernel is its session's link, there from the start. */
+const mustInstall = (c: RunContext) => (c.dependencies?.length ?? 0) > 0 && c.install === undefined;
+
+function kernelInput(c: RunContext): KernelInput {
+  const python = c.install?.python ?? c.python;
+  return {
+    mode: c.session ? "session" : "fresh",
+    cwd: c.cwd,
+    owner: c.session ? `session:${c.session.name}` : `run:${c.runId}`,
+    ...(python ? { python } : {}),
+  };
+}
 
 function outcomeOf(
   context: RunContext,
@@ -64,6 +111,8 @@ function outcomeOf(
     ...(context.message ? { message: context.message } : {}),
     ...(context.kernel ? { kernel: context.kernel } : {}),
     ...(context.session ? { session: { ...context.session, isLost: Boolean(lost) } } : {}),
+    ...(context.install ? { install: context.install } : {}),
+    ...(context.stage ? { stage: context.stage } : {}),
     ...rest,
   };
 }
@@ -76,6 +125,8 @@ function finishedOutcome(context: RunContext, e: Done): RunOutcome {
   return outcomeOf(context, e.exitCode === 0 ? "success" : "runtime_error", e.at, {
     exitCode: e.exitCode,
     displayedValue: e.displayedValue,
+    ...(e.reloaded?.length ? { reloaded: e.reloaded } : {}),
+    ...(e.alreadyLoaded?.length ? { alreadyLoaded: e.alreadyLoaded } : {}),
   });
 }
 
@@ -84,6 +135,8 @@ function stoppedOutcome(context: RunContext, e: Done): RunOutcome {
   return outcomeOf(context, context.stopReason ?? "cancelled", e.at, {
     exitCode: e.exitCode,
     displayedValue: e.displayedValue,
+    ...(e.reloaded?.length ? { reloaded: e.reloaded } : {}),
+    ...(e.alreadyLoaded?.length ? { alreadyLoaded: e.alreadyLoaded } : {}),
   });
 }
 
@@ -127,6 +180,25 @@ const onFailedAfterStart = settleWith((c, e: Extract<KernelFact, { type: "kernel
   outcomeOf(c, c.stopReason ?? "runtime_error", e.at, { message: e.message, lost: Boolean(c.session) }),
 );
 const report = { type: "report", params: ({ context }: { context: RunContext }) => context.outcome! } as const;
+/** Installation failed: the code never ran. */
+const onInstallFailed = settleWith((c, e: Extract<InstallFact, { type: "install.failed" }>) =>
+  outcomeOf(c, "setup_error", e.at, {
+    message: e.message,
+    stage: "install",
+    ...(e.hint ? { hints: [e.hint] } : {}),
+  }),
+);
+/** The deadline or a cancellation during installation: the installer is stopped with the state (a session's
+ * process never ran anything of this run, so it keeps its state). */
+const stopInstall = (reason: StopReason) =>
+  settleWith((c, e: { at?: number }) =>
+    outcomeOf({ ...c, stopReason: reason, stage: "install" }, reason, reason === "timeout" ? c.deadlineAt : (e.at ?? c.now), {
+      message:
+        reason === "timeout"
+          ? `dependency installation did not finish within the ${c.timeoutMs / 1000} s timeout; the code did not run`
+          : "cancelled during dependency installation; the code did not run",
+    }),
+  );
 
 export const runMachine = setup({
   types: {
@@ -135,14 +207,21 @@ export const runMachine = setup({
     events: {} as RunEvent,
     output: {} as RunOutcome,
   },
-  actors: { kernel: kernelPlaceholder },
+  actors: { kernel: kernelPlaceholder, install: installPlaceholder, toolCall: toolCallMachine },
   actions: {
     sendRun: sendTo("kernel", ({ context }): KernelCommand => ({
       type: "kernel.run",
       runId: context.runId,
       code: context.code,
       filename: context.filename,
+      ...(context.session && context.install?.sysPath
+        ? { sysPath: [context.install.sysPath], checkLoaded: context.install.modules }
+        : {}),
+      ...(context.bridge ? { tools: context.bridge.tools } : {}),
     })),
+    spawnKernel: enqueueActions(({ context, enqueue }) => {
+      enqueue.spawnChild("kernel", { id: "kernel", input: kernelInput(context) });
+    }),
     sendInterrupt: sendTo("kernel", ({ context }): KernelCommand => ({
       type: "kernel.interrupt",
       runId: context.runId,
@@ -158,6 +237,51 @@ export const runMachine = setup({
     settle: assign((_, outcome: RunOutcome) => ({ outcome })),
     stopFor: assign((_, reason: StopReason) => ({ stopReason: reason })),
     noteTime: assign({ now: ({ event }) => ("at" in event ? event.at : 0) }),
+    /** A nested tool call while user code runs: its actor is spawned, or it is refused at once. */
+    startCall: enqueueActions(({ context, event, enqueue, system }) => {
+      const step = calls.startCall(context, event as CallFact);
+      enqueue.assign({ callCount: step.callCount });
+      if (step.kind === "refuse") {
+        enqueue.sendTo("kernel", step.reply);
+        return recordCall(enqueue, system, context.runId, step.record);
+      }
+      enqueue.spawnChild("toolCall", { id: step.id, systemId: step.id, input: step.input });
+      enqueue.assign({ open: step.open });
+    }),
+    refuseCall: enqueueActions(({ context, event, enqueue, system }, why: calls.RefusalReason) => {
+      const step = calls.refuseCall(context, event as CallFact, why);
+      enqueue.assign({ callCount: step.callCount });
+      if (step.kind !== "refuse") return;
+      enqueue.sendTo("kernel", step.reply);
+      recordCall(enqueue, system, context.runId, step.record);
+    }),
+    /** Python stopped waiting for a call (its task was cancelled): the dispatch is aborted. */
+    cancelCall: enqueueActions(({ context, event, enqueue }) => {
+      const e = event as Extract<ToolCallFact, { type: "kernel.tool_cancel" }>;
+      const child = calls.openChild(context, e.callId);
+      if (child) enqueue.sendTo(child, { type: "tool.cancel", at: e.at });
+    }),
+    cancelCalls: enqueueActions(({ context, event, enqueue }) => {
+      const at = "at" in event && typeof event.at === "number" ? event.at : context.now;
+      for (const child of calls.openChildren(context)) enqueue.sendTo(child, { type: "tool.cancel", at });
+    }),
+    finishCall: enqueueActions(({ context, event, enqueue, system }) => {
+      const done = event as DoneActorEvent<ToolCallOutput>;
+      if (!done.actorId.startsWith("tool:")) return;
+      enqueue.stopChild(done.actorId);
+      const { reply, ...rest } = calls.finishCall(context, done.output);
+      enqueue.assign(rest);
+      enqueue.sendTo("kernel", reply);
+      recordCall(enqueue, system, context.runId, done.output.record);
+    }),
+    /** Open calls that did not report within the bound are recorded as cancelled (they die with the run). */
+    abandonCalls: enqueueActions(({ context, enqueue, system }) => {
+      const at = (context.outcome?.finishedAt ?? context.now) + context.limits.graceMs;
+      for (const record of calls.abandonCalls(context, at, context.limits.graceMs))
+        recordCall(enqueue, system, context.runId, record);
+      enqueue.assign({ open: {} });
+    }),
+    markPolicy: assign(({ context }) => ({ outcome: { ...context.outcome!, status: "policy_error" as const } })),
     /** The outcome goes to the supervisor directly: the owner (a session) may end in the same step. */
     report: enqueueActions(({ system, enqueue }, outcome: RunOutcome) => {
       const supervisor = system.get("supervisor");
@@ -168,7 +292,10 @@ export const runMachine = setup({
   guards: {
     isMine: ({ context, event }) => !("runId" in event) || event.runId === undefined || event.runId === context.runId,
     kernelReady: ({ context }) => context.kernelReady,
+    mustInstall: ({ context }) => mustInstall(context),
     is: ({ context }, status: RunStatus) => context.outcome?.status === status,
+    hasOpenCalls: ({ context }) => calls.hasOpenCalls(context),
+    policyViolated: ({ context }) => calls.policyViolated(context),
   },
   delays: {
     deadline: ({ context }) => Math.max(0, context.deadlineAt - context.now),
@@ -186,19 +313,63 @@ export const runMachine = setup({
     killed: false,
   }),
   entry: enqueueActions(({ enqueue, context }) => {
-    enqueue.spawnChild("kernel", {
-      id: "kernel",
-      input: {
-        mode: context.session ? "session" : "fresh",
-        cwd: context.cwd,
-        owner: context.session ? `session:${context.session.name}` : `run:${context.runId}`,
-      },
-    });
+    if (context.session || !mustInstall(context)) enqueue({ type: "spawnKernel" });
   }),
-  initial: "starting",
+  // Nested tool calls: refused unless user code is running (`running` starts them); ended calls answer the runner.
+  on: {
+    "kernel.tool_call": { guard: "isMine", actions: { type: "refuseCall", params: "stopping" } },
+    "kernel.tool_cancel": { guard: "isMine", actions: "cancelCall" },
+    "xstate.done.actor.*": { actions: "finishCall" },
+  },
+  initial: "preparing",
   states: {
+    /** Transient: a script with PEP 723 dependencies installs them first. */
+    preparing: { always: [{ guard: "mustInstall", target: "installing" }, { target: "starting" }] },
+    /** The dependencies are being installed (uv or pip); the deadline covers this. A session run's kernel may
+     * report ready meanwhile; the run is sent once installation is done. */
+    installing: {
+      invoke: {
+        id: "install",
+        src: "install",
+        input: ({ context }): InstallInput => ({
+          runId: context.runId,
+          owner: `install:${context.runId}`,
+          mode: context.session ? "session" : "fresh",
+          dependencies: context.dependencies ?? [],
+          cwd: context.cwd,
+          ...(context.python ? { python: context.python } : {}),
+          ...(context.session ? { session: { name: context.session.name, ordinal: context.session.ordinal } } : {}),
+        }),
+      },
+      on: {
+        "install.done": {
+          target: "starting",
+          actions: [
+            assign(({ event }) => {
+              const { type: _t, at, ...summary } = event;
+              return { install: summary, now: at };
+            }),
+            enqueueActions(({ context, enqueue }) => {
+              if (!context.session) enqueue({ type: "spawnKernel" });
+            }),
+          ],
+        },
+        "install.failed": onInstallFailed,
+        "kernel.ready": {
+          actions: assign(({ event }) => ({ kernelReady: true, now: event.at, kernel: pick(event) })),
+        },
+        "kernel.failed": onFailed,
+        "kernel.exited": onExitedBeforeStart,
+        "run.cancel": stopInstall("cancelled"),
+      },
+      after: { deadline: stopInstall("timeout") },
+    },
     /** Waiting for the interpreter to be ready and to confirm that the script is about to run. */
     starting: {
+      // After installation, a session's process may already be up: the run goes out at once.
+      entry: enqueueActions(({ context, enqueue }) => {
+        if (context.kernelReady) enqueue("sendRun");
+      }),
       on: {
         "kernel.ready": {
           actions: [assign(({ event }) => ({ kernelReady: true, now: event.at, kernel: pick(event) })), "sendRun"],
@@ -232,12 +403,13 @@ export const runMachine = setup({
         "kernel.exited": onExited,
         "kernel.failed": onFailedAfterStart,
         "run.cancel": { target: "interrupted", actions: { type: "stopFor", params: "cancelled" } },
+        "kernel.tool_call": { guard: "isMine", actions: "startCall" },
       },
       after: { deadline: { target: "interrupted", actions: { type: "stopFor", params: "timeout" } } },
     },
     /** One KeyboardInterrupt was sent to the main thread; an interruptible script ends now and keeps its state. */
     interrupted: {
-      entry: [{ type: "notifyPhase", params: "interrupted" }, "sendInterrupt"],
+      entry: [{ type: "notifyPhase", params: "interrupted" }, "sendInterrupt", "cancelCalls"],
       on: {
         "kernel.done": { guard: "isMine", ...onStoppedDone },
         "kernel.exited": onExited,
@@ -262,9 +434,12 @@ export const runMachine = setup({
       on: { "kernel.exited": onExited, "kernel.failed": onFailedAfterStart },
       after: { killBound: { actions: "kill" } },
     },
-    /** Routes to the final state named by the outcome's status. */
+    /** Routes to the final state named by the outcome's status, once no nested call is open; a blocked call makes
+     * it `policy_error`. */
     finished: {
       always: [
+        { guard: "hasOpenCalls", target: "draining" },
+        { guard: "policyViolated", target: "policy_error", actions: "markPolicy" },
         { guard: { type: "is", params: "success" }, target: "success" },
         { guard: { type: "is", params: "runtime_error" }, target: "runtime_error" },
         { guard: { type: "is", params: "timeout" }, target: "timeout" },
@@ -277,9 +452,30 @@ export const runMachine = setup({
     setup_error: { type: "final", entry: report },
     timeout: { type: "final", entry: report },
     cancelled: { type: "final", entry: report },
+    policy_error: { type: "final", entry: report },
+    /** The outcome is known but nested calls are open: they are cancelled, and their `after` handlers and finish
+     * observations get up to the grace period to complete before the run reports. */
+    draining: {
+      entry: "cancelCalls",
+      always: { guard: ({ context }) => !calls.hasOpenCalls(context), target: "finished" },
+      on: { "kernel.tool_call": { guard: "isMine", actions: { type: "refuseCall", params: "ended" } } },
+      after: { grace: { target: "finished", actions: "abandonCalls" } },
+    },
   },
   output: ({ context }) => context.outcome!,
 });
+
+/** A call's terminal record goes to the supervisor, which emits it for the host (machines/run-calls.ts). */
+function recordCall(
+  enqueue: { sendTo: (to: AnyActorRef, event: EventObject) => void },
+  system: { get: (id: string) => AnyActorRef | undefined },
+  runId: string,
+  record: NestedCallRecord,
+) {
+  const supervisor = system.get("supervisor");
+  const event: calls.NestedCallEvent = { type: "run.nested_call", runId, record };
+  if (supervisor) enqueue.sendTo(supervisor, event);
+}
 
 function pick(e: KernelInfo): KernelInfo {
   return { pid: e.pid, python: e.python, executable: e.executable };

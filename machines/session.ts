@@ -11,6 +11,7 @@ import type {
   RunOutcome,
   RunPhaseEvent,
   RunStartEvent,
+  SessionReplacement,
 } from "./events.ts";
 import { runMachine, type RunInput } from "./run.ts";
 import { message } from "./message.ts";
@@ -24,6 +25,10 @@ export interface SessionInput {
   firstRun?: RunStartEvent;
   /** The previous incarnation of this session was lost. */
   replacedLost?: boolean;
+  /** The interpreter the process runs (else the host's default). */
+  python?: string;
+  /** This incarnation replaced a live one whose interpreter or working directory differed. */
+  replaced?: SessionReplacement;
 }
 
 export interface SessionContext extends SessionInput {
@@ -65,13 +70,17 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     cwd: context.cwd,
     timeoutMs: e.timeoutMs,
     requestedAt: e.at,
-    limits: context.limits,
+    limits: e.limits ?? context.limits,
     session: {
       name: context.name,
       ordinal: context.ordinal,
       started: first,
       ...(first && context.replacedLost ? { replacedLost: true } : {}),
+      ...(first && context.replaced ? { replaced: context.replaced } : {}),
     },
+    ...(context.python ? { python: context.python } : {}),
+    ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
+    ...(e.bridge ? { bridge: e.bridge } : {}),
   };
 }
 
@@ -150,7 +159,12 @@ export const sessionMachine = setup({
   entry: enqueueActions(({ context, enqueue }) => {
     enqueue.spawnChild("kernel", {
       id: "kernel",
-      input: { mode: "session", cwd: context.cwd, owner: `session:${context.name}` },
+      input: {
+        mode: "session",
+        cwd: context.cwd,
+        owner: `session:${context.name}`,
+        ...(context.python ? { python: context.python } : {}),
+      },
     });
     if (context.firstRun) enqueue({ type: "spawnRun", params: context.firstRun });
   }),
@@ -162,6 +176,10 @@ export const sessionMachine = setup({
     "kernel.kill": { actions: "toKernel" },
     "kernel.started": { actions: "forwardToRun" },
     "kernel.done": { actions: "forwardToRun" },
+    // The tool bridge: the active run's calls and their answers.
+    "kernel.tool_call": { actions: "forwardToRun" },
+    "kernel.tool_cancel": { actions: "forwardToRun" },
+    "kernel.tool_result": { actions: "toKernel" },
     // The process is gone: so is every variable in it.
     "kernel.exited": { target: ".lost", actions: "forwardToRun" },
     "kernel.failed": { target: ".lost", actions: "forwardToRun" },

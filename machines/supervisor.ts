@@ -11,8 +11,10 @@ import type {
   RunOutcome,
   RunPhaseEvent,
   RunStartEvent,
+  SessionReplacement,
 } from "./events.ts";
 import { runMachine } from "./run.ts";
+import type { NestedCallEvent } from "./run-calls.ts";
 import { message } from "./message.ts";
 import { sessionMachine, type SessionOutput } from "./session.ts";
 
@@ -25,6 +27,8 @@ export interface SessionEntry {
   /** `alive` while its actor exists; `lost` or `closed` after it ended. */
   status: "alive" | "lost" | "closed";
   cwd: string;
+  /** The interpreter's executable, when the host named one. */
+  python?: string;
   /** The run the session is executing, if any. */
   busyRunId?: string;
 }
@@ -36,9 +40,14 @@ export interface SupervisorContext extends SupervisorInput {
 }
 
 export type SupervisorEvent =
-  CommandEvent | RunFinishedEvent | RunPhaseEvent | DoneActorEvent<RunOutcome | SessionOutput>;
+  | CommandEvent
+  | RunFinishedEvent
+  | RunPhaseEvent
+  | NestedCallEvent
+  | DoneActorEvent<RunOutcome | SessionOutput>;
 
-export type SupervisorEmitted = RunFinishedEvent;
+/** `run.nested_call`: one nested tool call's terminal record, passed on as it ends (machines/run-calls.ts). */
+export type SupervisorEmitted = RunFinishedEvent | NestedCallEvent;
 
 const kernelPlaceholder = fromCallback<KernelCommand, KernelInput>(() => {
   throw new Error("supervisor: the `kernel` actor must be provided");
@@ -87,7 +96,10 @@ export const supervisorMachine = setup({
           cwd: e.cwd,
           timeoutMs: e.timeoutMs,
           requestedAt: e.at,
-          limits: context.limits,
+          limits: e.limits ?? context.limits,
+          ...(e.python ? { python: e.python } : {}),
+          ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
+          ...(e.bridge ? { bridge: e.bridge } : {}),
         },
       });
       enqueue.assign({ active: { ...context.active, [e.runId]: null } });
@@ -97,8 +109,18 @@ export const supervisorMachine = setup({
       const id = `session:${name}`;
       const entry = context.sessions[name];
       const alive = entry?.status === "alive" && system.get(id) !== undefined;
+      // One process never mixes interpreters or working directories: a run that differs replaces it.
+      const replaced: SessionReplacement | undefined =
+        !alive || e.reset
+          ? undefined
+          : entry!.python !== e.python
+            ? { reason: "interpreter", from: entry!.python ?? "the default interpreter" }
+            : entry!.cwd !== e.cwd
+              ? { reason: "cwd", from: entry!.cwd }
+              : undefined;
+      const keep = alive && !e.reset && !replaced;
       let ordinal = entry?.ordinal ?? 0;
-      if (alive && !e.reset) {
+      if (keep) {
         enqueue.sendTo(system.get(id)!, e);
       } else {
         // Reset stops the old process (its kernel's cleanup kills the process group) and starts anew.
@@ -111,16 +133,24 @@ export const supervisorMachine = setup({
             name,
             ordinal,
             cwd: e.cwd,
-            limits: context.limits,
+            limits: e.limits ?? context.limits,
             firstRun: e,
             ...(entry?.status === "lost" ? { replacedLost: true } : {}),
+            ...(e.python ? { python: e.python } : {}),
+            ...(replaced ? { replaced } : {}),
           },
         });
       }
       enqueue.assign({
         sessions: {
           ...context.sessions,
-          [name]: { ordinal, status: "alive", cwd: alive && !e.reset ? entry!.cwd : e.cwd, busyRunId: e.runId },
+          [name]: {
+            ordinal,
+            status: "alive",
+            cwd: keep ? entry!.cwd : e.cwd,
+            ...((keep ? entry!.python : e.python) ? { python: keep ? entry!.python : e.python } : {}),
+            busyRunId: e.runId,
+          },
         },
         active: { ...context.active, [e.runId]: name },
       });
@@ -147,7 +177,15 @@ export const supervisorMachine = setup({
         // A reset may already have replaced this incarnation.
         if (entry && entry.ordinal === out.ordinal) {
           enqueue.assign({
-            sessions: { ...context.sessions, [out.name]: { ordinal: entry.ordinal, status: out.end, cwd: entry.cwd } },
+            sessions: {
+              ...context.sessions,
+              [out.name]: {
+                ordinal: entry.ordinal,
+                status: out.end,
+                cwd: entry.cwd,
+                ...(entry.python ? { python: entry.python } : {}),
+              },
+            },
           });
         }
       }
@@ -190,6 +228,7 @@ export const supervisorMachine = setup({
   on: {
     "run.cancel": { actions: "cancel" },
     "run.finished": { actions: "announce" },
+    "run.nested_call": { actions: emit(({ event }) => event as NestedCallEvent) },
     "xstate.done.actor.*": { actions: "release" },
     "session.stop": { actions: { type: "closeSession", params: ({ event }) => event.name } },
   },

@@ -62,6 +62,8 @@ try:
                 s = "false"
             elif type(v) is int:
                 s = str(v)
+            elif type(v) is list:  # of strings, or of lists of strings
+                s = "[" + ",".join(_jstr(x) if type(x) is str else "[" + ",".join(map(_jstr, x)) + "]" for x in v) + "]"
             else:
                 s = _jstr(v)
             parts.append(_jstr(k) + ":" + s)
@@ -91,9 +93,13 @@ except ImportError:  # not CPython's usual build
 
 
 def _send(frame):
+    _write_frame(_dumps(frame).encode("ascii"))
+
+
+def _write_frame(data):
+    """Send one frame whose UTF-8 JSON body is `data` (also the tool bridge's writer)."""
     if os.getpid() != _PID:
         return
-    data = _dumps(frame).encode("ascii")
     data = len(data).to_bytes(4, "big") + data
     with _wlock:
         try:
@@ -154,7 +160,12 @@ def _reader():
                 runs += 1
                 if _MODE == "fresh" and runs > 1:
                     _fatal("a fresh runner takes exactly one run")
+                if "tools" in msg and _bad_tools(msg["tools"]):
+                    _fatal("bad run frame: tools must be a list of {name, python, signature} strings")
                 _runs.put(msg)
+            elif kind == "tool.result":
+                if _bridge is not None:
+                    _bridge.deliver(msg)
             elif kind == "shutdown":
                 os._exit(0)
             else:
@@ -324,6 +335,7 @@ def _interruptible(fn, *args):
 def _user_phase(r):
     _send({"type": "started", "id": r.id})
     r.started = True
+    _prepare_run()
     r.stage = "compile"
     body, expr = _compile(r.code, r.filename)
     r.stage = "user"
@@ -494,7 +506,7 @@ def _user_tb(tb):
             break
     else:
         return None
-    keep = [t for t in entries[i:] if t.tb_frame.f_code.co_filename != _RUNNER_FILE]
+    keep = [t for t in entries[i:] if t.tb_frame.f_code.co_filename not in _OWN_FILES]
     if len(keep) == len(entries) - i:
         return entries[i]
     new = None
@@ -690,10 +702,14 @@ def _restore_std_fds():
 
 
 def _execute(msg, g):
+    global _current
+    _current = msg
     _restore_std_fds()
     r = _Run(msg, g)
     sys.argv = [r.filename]
     _remember_source(r.filename, r.code)
+    if "tools" in msg or _tools_seen:  # a session drops its earlier tools when a run brings none
+        _tools_begin(r.id, msg.get("tools") or [], g)
     exc = _interruptible(_user_phase, r)
     if os.getpid() != _PID:  # user code forked and the child ran off the end of the script: exit like Python
         code = _report(r, exc)[1]
@@ -713,10 +729,197 @@ def _execute(msg, g):
 
             _write_err("Exception ignored in interpreter shutdown:\n")
             _write_err("".join(traceback.format_exception(type(late), late, late.__traceback__)))
+    _tools_end(r.id)
     _flush_std()
     _drain()
-    _send({"type": "done", "id": r.id, "exitCode": code, "displayedValue": r.displayed, "error": error})
+    done = {"type": "done", "id": r.id, "exitCode": code, "displayedValue": r.displayed, "error": error}
+    done.update(_run_extras())
+    _send(done)
     return code
+
+
+# ---------------------------------------------------------------------------------------------------- packages, reloads
+# Optional run-frame fields (docs/protocol.md, "Packages and local modules"): `sysPath` (package directories to put
+# on sys.path), `checkLoaded` (installed top-level modules: report those already imported), `reload` (local modules
+# whose files changed). `done` then carries `reloaded`, `alreadyLoaded` and, in session mode, `modules`.
+_current = {}  # the run frame being executed
+_extras = {}  # what _prepare_run found, for the run's `done`
+_seen_modules = set()  # module names already considered for `modules`
+
+
+def _prepare_run():
+    """After `started`, before the user's code compiles: output and interrupts belong to the run."""
+    global _extras
+    _extras = {}
+    msg = _current
+    try:
+        paths = msg.get("sysPath")
+        if paths:
+            added = [p for p in paths if type(p) is str and p not in sys.path]
+            if added:
+                sys.path[1:1] = added  # after the start directory: local modules still win
+                import importlib
+
+                importlib.invalidate_caches()
+        check = msg.get("checkLoaded")
+        if check:
+            loaded = [m for m in check if type(m) is str and m in sys.modules]
+            if loaded:
+                _extras["alreadyLoaded"] = loaded
+        names = msg.get("reload")
+        if names:
+            _extras["reloaded"] = _reload([n for n in names if type(n) is str])
+    except Exception:
+        _write_err("[pi-code-supervisor: preparing the run failed]\n" + _format_own_exc())
+
+
+def _reload(names):
+    import importlib
+
+    done = []
+    for name in names:
+        mod = sys.modules.get(name)
+        if mod is None:
+            continue
+        try:
+            importlib.reload(mod)
+            done.append(name)
+        except Exception as e:  # a KeyboardInterrupt or SystemExit ends the run like the user's own code
+            _write_err("[module %s changed on disk but could not be reloaded (%s: %s); the old version stays]\n" % (name, type(e).__name__, e))
+    return done
+
+
+def _run_extras():
+    """Fields for `done`: what _prepare_run found, and the modules imported from files since the last run."""
+    out = {k: v for k, v in _extras.items() if v}
+    if _MODE == "session":
+        try:
+            new = set(list(sys.modules)) - _seen_modules
+            _seen_modules.update(new)
+            skip = os.path.dirname(os.__file__) + os.sep  # the standard library
+            found = []
+            for name in new:
+                f = getattr(sys.modules.get(name), "__file__", None)
+                if type(f) is str and f.endswith(".py") and not f.startswith(skip) and "-packages" not in f:
+                    try:  # the host compares it once its watch is set up, so an edit made meanwhile is not missed
+                        found.append([name, f, str(os.stat(f).st_mtime_ns)])
+                    except OSError:
+                        pass
+            if found:
+                out["modules"] = found
+        except Exception:
+            pass
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- tool bridge
+# A run frame's `tools` become async functions in the user's globals (docs/protocol.md, "Tool bridge"). Installing
+# them is cheap and stays here; calls and results live in runtime-py/bridge.py, loaded by the first call (so a run
+# that never calls a tool never compiles it). Frames of both files are runner frames in user tracebacks.
+_bridge = None
+_OWN_FILES = {_RUNNER_FILE}
+_TOOLS_HELPER = "available_tools"
+_tools_run = None  # the run whose code may call tools now (None between runs)
+_tool_signatures = []
+_tools_installed = set()  # names _tools_begin bound in the user's globals
+_tools_seen = False  # some run had tools: later runs refresh them
+
+
+def _load_bridge():
+    global _bridge
+    if _bridge is None:
+        import _frozen_importlib as bootstrap
+        import _frozen_importlib_external as external
+
+        path = os.path.join(os.path.dirname(_RUNNER_FILE), "bridge.py")
+        loader = external.SourceFileLoader("_pcs_bridge", path)
+        mod = bootstrap.module_from_spec(bootstrap.spec_from_loader("_pcs_bridge", loader))
+        _OWN_FILES.add(mod.__file__)
+        loader.exec_module(mod)
+        mod.attach(_write_frame, _PID)
+        _bridge = mod
+    return _bridge
+
+
+class _ToolList(list):
+    """available_tools(): one signature per tool, shown one per line."""
+
+    def __repr__(self):
+        return "\n".join(self) if self else "no agent tools are exposed"
+
+    __str__ = __repr__
+
+
+def available_tools():
+    """The agent tools this run's code can await, one signature each (required parameters first)."""
+    return _ToolList(_tool_signatures)
+
+
+available_tools.__pcs_tool__ = ""
+
+
+def _is_tool(value):
+    return type(value) is type(available_tools) and getattr(value, "__pcs_tool__", None) is not None
+
+
+def _tool_function(spec):
+    name, python, signature = spec["name"], spec["python"], spec["signature"]
+
+    async def tool(*args, **kwargs):
+        if args:
+            given = "%d positional given" % len(args)
+            raise TypeError("%s() takes keyword arguments only (%s); call it as %s" % (python, given, signature))
+        return await _load_bridge().call(_tools_run, name, python, kwargs)
+
+    tool.__name__ = tool.__qualname__ = python
+    tool.__module__ = "__main__"
+    doc = spec.get("description")
+    tool.__doc__ = signature + ("\n\n" + doc if isinstance(doc, str) and doc else "")
+    tool.__pcs_tool__ = name
+    return tool
+
+
+def _tools_begin(run_id, tools, g):
+    """Install this run's tools; remove earlier ones no longer exposed. A name the user bound is left alone."""
+    global _tools_run, _tool_signatures, _tools_installed, _tools_seen
+    _tools_seen = True
+    wanted = {t["python"]: t for t in tools}
+    for key in _tools_installed:
+        if key not in wanted and _is_tool(g.get(key)):
+            del g[key]  # other references to it stay usable (the host refuses tools no longer exposed)
+    installed = set()
+    signatures = []
+    for python, spec in wanted.items():
+        if python in g and not _is_tool(g[python]):
+            signatures.append(spec["signature"] + "  # shadowed: %s is bound to another value here" % python)
+            continue
+        g[python] = _tool_function(spec)
+        installed.add(python)
+        signatures.append(spec["signature"])
+    if _TOOLS_HELPER not in g or _is_tool(g[_TOOLS_HELPER]):
+        g[_TOOLS_HELPER] = available_tools
+    _tool_signatures = signatures
+    _tools_installed = installed
+    _tools_run = run_id
+
+
+def _tools_end(run_id):
+    """The run is over: no more calls for it; those still waiting fail."""
+    global _tools_run
+    _tools_run = None
+    if _bridge is not None:
+        _bridge.end(run_id)
+
+
+def _bad_tools(tools):
+    if not isinstance(tools, list):
+        return True
+    for t in tools:
+        if not isinstance(t, dict) or not all(isinstance(t.get(k), str) for k in ("name", "python", "signature")):
+            return True
+        if not t["python"].isidentifier():
+            return True
+    return False
 
 
 def _main():

@@ -14,3 +14,19 @@ export PATH="$NODE_DIR/bin:$PATH"
 export npm_config_nodedir="$NODE_DIR"
 echo "node $(node --version) at $(command -v node)"
 if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+# The inspector's browser test drives Debian's chromium headless (test/inspector.test.ts); installed when root.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+  else
+    echo "note: chromium is missing; install it (apt-get install chromium) for test/inspector.test.ts" >&2
+  fi
+fi
+# The end-to-end terminal test runs interactive pi in tmux (test/tmux.test.ts); installed when root.
+if ! command -v tmux >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux
+  else
+    echo "note: tmux is missing; install it (apt-get install tmux) for test/tmux.test.ts" >&2
+  fi
+fi

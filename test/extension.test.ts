@@ -38,7 +38,7 @@ describe("code_execution in a Pi session", () => {
       { code: "round(math.pi * radius ** 2, 3)", session: "geo" },
     ]);
     assert.match(textOf(a), /\[session "geo" started \(Python 3\.\d+\.\d+\)\]/);
-    assert.deepEqual(a.details.session, { name: "geo", ordinal: 1, isLost: false });
+    assert.deepEqual(a.details.session, { name: "geo", ordinal: 1, isLost: false, state: "started" });
     assert.equal(textOf(b), "12.566\n");
   });
 

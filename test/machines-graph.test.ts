@@ -102,6 +102,9 @@ const RUN_EVENTS = {
   "kernel.exited": [{ type: "kernel.exited", at: 40, code: 1, signal: null }],
   "kernel.failed": [{ type: "kernel.failed", at: 40, message: "fatal: bad frame" }],
   "run.cancel": [{ type: "run.cancel", at: 5, runId: RUN_ID }],
+  // Nested tool calls spawn children of their own: test/tool-call-machine.test.ts drives them.
+  "kernel.tool_call": [],
+  "kernel.tool_cancel": [],
 } satisfies Record<string, Array<KernelFact | { type: "run.cancel"; at: number; runId: string }>>;
 
 const RUN_STATES = [
@@ -323,6 +326,10 @@ const SESSION_EVENTS: Table = {
   "run.phase": (["running", "interrupted", "grace", "killed"] as const).map((phase) => ({ type: "run.phase", runId: "s1", phase })),
   "session.close": [{ type: "session.close", at: 60 }],
   "xstate.done.actor.*": [{ type: "xstate.done.actor.run:s1", actorId: "run:s1", output: undefined }],
+  // The tool bridge only passes through the session (test/tool-call-machine.test.ts).
+  "kernel.tool_call": [],
+  "kernel.tool_cancel": [],
+  "kernel.tool_result": [],
 };
 
 describe("session and supervisor graphs", () => {
@@ -362,6 +369,7 @@ describe("session and supervisor graphs", () => {
         "run.start": [{ ...FIRST_RUN, session: undefined }, FIRST_RUN],
         "run.cancel": [{ type: "run.cancel", at: 1, runId: "s1" }],
         "run.finished": [],
+        "run.nested_call": [],
         "session.stop": [{ type: "session.stop", at: 1, name: "s" }],
         "supervisor.shutdown": [{ type: "supervisor.shutdown", at: 2 }],
       }),

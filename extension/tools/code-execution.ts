@@ -2,8 +2,16 @@
 // maps the outcome to the model-visible text and details.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import type { SupervisorHost } from "../../actors/host.ts";
-import { checkParams, codeExecutionSchema, maxTimeoutSeconds } from "../params.ts";
-import { detailsOf, liveText, resultText, type CodeExecutionDetails, type RunningDetails } from "../format.ts";
+import { checkParams, codeExecutionSchema, DEFAULT_TIMEOUT_S, maxTimeoutSeconds } from "../params.ts";
+import { detailsOf, resultText, type CodeExecutionDetails } from "../format.ts";
+import { liveUpdates } from "../live.ts";
+import { codeExecutionRenderers } from "../render.ts";
+import { saveOutputArtifact, type OutputRef } from "../../actors/artifacts.ts";
+import { saveSource } from "../../actors/sources.ts";
+import type { ArtifactOutcome } from "../preview.ts";
+import type { JournalLink } from "../journal.ts";
+import { resolveSource } from "./source.ts";
+import { createRunBridge, outerUsage } from "../bridge.ts";
 
 const DESCRIPTION = [
   "Run Python code and get its output.",
@@ -12,72 +20,104 @@ const DESCRIPTION = [
   "`reset: true` restarts the session empty. The value of a final expression is printed (end it with `;` to suppress).",
   "Top-level `await` works. stdin is not available. On timeout or cancel the code gets one KeyboardInterrupt; if it does",
   "not stop within a short grace the process is killed and a session loses its state (the result says which).",
+  "Results show at most 20 KiB: longer output is previewed (head and tail) and saved under an `outputId`.",
+  "Each script is saved under a `sourceId`; pass `sourceId` instead of `code` to rerun that exact script.",
 ].join(" ");
 
 const GUIDELINES = [
   "Use code_execution with a `session` name when later steps need earlier variables or imports; omit it for one-off scripts.",
   "Relative paths and local imports in code_execution resolve from the working directory; print what you need to see.",
   "If a code_execution result says a session lost its state, re-create what you need before relying on earlier variables.",
+  "Older code_execution scripts may appear as `sourceId` references; read one with code_execution_source, or rerun it by passing the sourceId.",
 ];
 
-/** Updates while a run streams output are throttled to this interval. */
-const UPDATE_INTERVAL_MS = 100;
+export interface CodeExecutionToolOptions {
+  /** Default and largest `timeout`, in seconds (settings; read at registration: re-register when they change). */
+  timeouts?: { defaultSeconds: number; maxSeconds: number };
+}
 
-export function registerCodeExecutionTool(pi: ExtensionAPI, getHost: () => SupervisorHost): void {
-  const maxTimeout = maxTimeoutSeconds();
+export function registerCodeExecutionTool(
+  pi: ExtensionAPI,
+  getHost: () => SupervisorHost,
+  journal: JournalLink,
+  options: CodeExecutionToolOptions = {},
+): void {
+  const maxTimeout = options.timeouts?.maxSeconds ?? maxTimeoutSeconds();
+  const defaultTimeout = options.timeouts?.defaultSeconds ?? DEFAULT_TIMEOUT_S;
   pi.registerTool({
+    ...codeExecutionRenderers,
     name: "code_execution",
     label: "Python",
     description: DESCRIPTION,
     promptSnippet: "Run Python in a fresh process or a named persistent session",
     promptGuidelines: GUIDELINES,
-    parameters: codeExecutionSchema(maxTimeout),
+    parameters: codeExecutionSchema(maxTimeout, defaultTimeout),
     executionMode: "sequential",
-    async execute(_toolCallId, params, signal, onUpdate, ctx) {
-      const checked = checkParams(params, maxTimeout);
-      if (!checked.ok) throw new Error(checked.error);
-      const p = checked.value;
-      const supervisor = getHost();
-      let last = 0;
-      let timer: NodeJS.Timeout | undefined;
-      const result = await supervisor.run(
-        {
-          code: p.code,
-          cwd: ctx.cwd,
-          timeoutMs: p.timeoutMs,
-          ...(p.session ? { session: p.session } : {}),
-          reset: p.reset,
-        },
-        {
-          ...(signal ? { signal } : {}),
-          ...(onUpdate
-            ? {
-                onOutput: (output) => {
-                  const push = () => {
-                    timer = undefined;
-                    last = Date.now();
-                    onUpdate({
-                      content: [{ type: "text", text: liveText(output.preview()) }],
-                      details: { status: "running" } as RunningDetails as never,
-                    });
-                  };
-                  if (timer) return;
-                  const wait = UPDATE_INTERVAL_MS - (Date.now() - last);
-                  if (wait <= 0) push();
-                  else timer = setTimeout(push, wait);
-                },
-              }
-            : {}),
-        },
-      );
-      if (timer) clearTimeout(timer);
-      const details: CodeExecutionDetails = detailsOf(result);
-      const text = resultText(result, { timeoutMs: p.timeoutMs, graceMs: supervisor.limits.graceMs, reset: p.reset });
-      return {
-        content: [{ type: "text", text }],
-        details,
-        ...(result.outcome.status !== "success" ? { isError: true } : {}),
-      };
+    async execute(toolCallId, params, signal, onUpdate, ctx) {
+      return journal.record("code_execution", toolCallId, journalArguments(params), ctx, async (note) => {
+        const checked = checkParams(params, maxTimeout, defaultTimeout);
+        if (!checked.ok) throw new Error(checked.error);
+        const p = checked.value;
+        // A sourceId reruns the exact verified script; new code is saved while it runs (off the start-up path).
+        const code = p.sourceId !== undefined ? await resolveSource(p.sourceId, ctx) : p.code!;
+        const saving: Promise<string | undefined> =
+          p.sourceId !== undefined ? Promise.resolve(p.sourceId) : saveSource(code).catch(() => undefined);
+        const supervisor = getHost();
+        // The Pi tools this run's Python may await (extension/bridge.ts), as callable at this moment.
+        const bridge = createRunBridge(pi, ctx, toolCallId);
+        const live = onUpdate ? liveUpdates(onUpdate, p.session ? { session: p.session } : {}) : undefined;
+        const result = await supervisor.run(
+          {
+            code,
+            cwd: ctx.cwd,
+            timeoutMs: p.timeoutMs,
+            ...(p.session ? { session: p.session } : {}),
+            reset: p.reset,
+          },
+          {
+            bridge,
+            ...(signal ? { signal } : {}),
+            ...(live ? { onOutput: live.onOutput, onProgress: live.onProgress } : {}),
+          },
+        );
+        live?.stop();
+        note.runId = result.outcome.runId;
+        const noticeCtx = { timeoutMs: p.timeoutMs, graceMs: supervisor.limits.graceMs, reset: p.reset };
+        let rendered = resultText(result, noticeCtx);
+        let output: OutputRef | undefined;
+        if (!rendered.complete) {
+          // The preview leaves output out: save the transcript so it can be read back without rerunning.
+          const saved: ArtifactOutcome = await saveOutputArtifact(result.capture).then(
+            (ref) => ({ ok: true as const, ref }),
+            (e: Error) => ({ ok: false as const, error: e.message.slice(0, 300) }),
+          );
+          if (saved.ok) output = saved.ref;
+          rendered = resultText(result, noticeCtx, saved);
+        }
+        const sourceId = await saving;
+        const details: CodeExecutionDetails = detailsOf(result, {
+          ...(sourceId ? { sourceId } : {}),
+          ...(output ? { output } : {}),
+        });
+        journal.run(result, {
+          toolCallId,
+          ...(sourceId ? { sourceId } : {}),
+          ...(output ? { outputId: output.outputId } : {}),
+        });
+        const usage = outerUsage(result.outcome.nestedCalls);
+        return {
+          content: [{ type: "text" as const, text: rendered.text }],
+          details,
+          ...(usage ? { usage: usage as never } : {}),
+          ...(result.outcome.status !== "success" ? { isError: true } : {}),
+        };
+      });
     },
   });
+}
+
+/** What the journal keeps of the parameters: never the script text (the run's source_id names it). */
+function journalArguments(params: Record<string, unknown>): Record<string, unknown> {
+  const { code, ...rest } = params;
+  return typeof code === "string" ? { ...rest, codeBytes: Buffer.byteLength(code, "utf8") } : rest;
 }

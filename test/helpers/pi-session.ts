@@ -39,11 +39,20 @@ export function textOf(m: ToolResultMessage): string {
   return m.content.map((c) => c.text ?? "").join("");
 }
 
-export async function startPi(options: { cwd?: string; extensionPaths?: string[] } = {}): Promise<PiHarness> {
+export async function startPi(
+  options: {
+    cwd?: string;
+    extensionPaths?: string[];
+    /** A scripted UI (every ExtensionUIContext method) bound in `rpc` mode, so commands and statuses can be seen. */
+    uiContext?: Record<string, unknown>;
+  } = {},
+): Promise<PiHarness> {
   const root = mkdtempSync(join(tmpdir(), "pcs-pi-"));
   const agentDir = join(root, "agent");
   const cwd = options.cwd ?? mkdtempSync(join(tmpdir(), "pcs-cwd-"));
   process.env.PI_CODING_AGENT_DIR = agentDir;
+  // Tests never write to the user's journal; a test that checks the journal sets its own path first.
+  process.env.PI_CODE_EXECUTION_JOURNAL ??= join(root, "journal.sqlite");
   process.env.PI_OFFLINE = "1";
   process.env.PI_SKIP_VERSION_CHECK = "1";
   process.env.PI_TELEMETRY = "0";
@@ -79,7 +88,9 @@ export async function startPi(options: { cwd?: string; extensionPaths?: string[]
     sessionManager: SessionManager.inMemory(cwd),
     settingsManager,
   });
-  await session.bindExtensions({ mode: "print" });
+  await session.bindExtensions(
+    options.uiContext ? { mode: "rpc", uiContext: options.uiContext as never } : { mode: "print" },
+  );
   const events: any[] = [];
   session.subscribe((e: any) => events.push(e));
 

@@ -237,12 +237,15 @@ export class RunnerDriver {
   }
 
   /** Sends a run; returns its id and the stdout/stderr byte offsets at that moment. */
-  startRun(code: string, opts: { id?: string; filename?: string } = {}): { id: string; out: number; err: number } {
+  startRun(
+    code: string,
+    opts: { id?: string; filename?: string; extra?: Record<string, unknown> } = {},
+  ): { id: string; out: number; err: number } {
     this.runCount += 1;
     const id = opts.id ?? `r${this.runCount}`;
     const filename = opts.filename ?? `<run-${this.runCount}>`;
     const mark = { id, out: this.stdoutLen, err: this.stderrLen };
-    this.send({ type: "run", id, code, filename });
+    this.send({ type: "run", id, code, filename, ...opts.extra });
     return mark;
   }
 
@@ -260,7 +263,10 @@ export class RunnerDriver {
     };
   }
 
-  async run(code: string, opts: { id?: string; filename?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+  async run(
+    code: string,
+    opts: { id?: string; filename?: string; timeoutMs?: number; extra?: Record<string, unknown> } = {},
+  ): Promise<RunResult> {
     const mark = this.startRun(code, opts);
     await this.waitFrame((f) => f.type === "started" && f.id === mark.id, opts.timeoutMs ?? 10000);
     return this.finishRun(mark, opts.timeoutMs);

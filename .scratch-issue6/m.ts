@@ -1,0 +1,12 @@
+import { SupervisorHost } from "../actors/host.ts";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+const cwd = mkdtempSync(join(tmpdir(), "m-"));
+writeFileSync(join(cwd, "helper.py"), "VALUE = 1\n");
+const host = new SupervisorHost();
+const keep = setInterval(() => {}, 1000);
+const r = await host.run({ code: "import helper\nprint(helper.VALUE)", cwd, timeoutMs: 20000, session: "s" });
+console.log(r.outcome.status, r.stdout, r.stderr, r.outcome.message);
+await host.shutdown();
+clearInterval(keep);

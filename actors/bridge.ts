@@ -1,0 +1,366 @@
+// The tool bridge's effects: the `dispatch` actor each nested call (machines/tool-call.ts) spawns, and the fixed
+// lifecycle it runs. The Pi side (which tools, how they validate, Pi's hooked dispatch, the event bus) comes in a
+// `RunBridge` built by the extension for each run (extension/bridge.ts); nothing here knows Pi.
+//
+// Lifecycle, in this order: 1 the `nested_tool_start` observation; 2 validation; 3 the legacy `code_execution:tool_call`
+// interception event; 4 the registration's `before`; 5 dispatch (the registration's dispatcher, else Pi's hooked
+// executeTool); 6 the registration's `after` (once, whatever happened); 7 the `nested_tool_finish` observation with the
+// terminal record, which also goes to the run. A validation failure skips 3-5; a block skips what follows it up to 6.
+import { performance } from "node:perf_hooks";
+import { fromCallback } from "xstate";
+import type {
+  DispatchCommand,
+  DispatchEvent,
+  DispatchInput,
+  NestedCallRecord,
+  NestedCallStatus,
+  ToolReply,
+  ToolSpec,
+} from "../machines/tool-events.ts";
+import { isoTime } from "../machines/tool-records.ts";
+import type { Result } from "./result.ts";
+import {
+  errorMessage,
+  MAX_RESULT_BYTES,
+  previewOf,
+  resultText,
+  usageOf,
+  utf8Bytes,
+  type ToolResultLike,
+} from "./tool-results.ts";
+
+export const NESTED_TOOL_START_EVENT = "code_execution:nested_tool_start";
+export const NESTED_TOOL_FINISH_EVENT = "code_execution:nested_tool_finish";
+export const LEGACY_TOOL_CALL_EVENT = "code_execution:tool_call";
+
+/** What `before`, `after` and a registration's dispatcher get: stable ids, names and the call's signal. */
+export interface NestedCall {
+  /** The outer code_execution tool call. */
+  parentToolCallId: string;
+  /** `tool:<runId>:<seq>`: the nested call's actor, stable for its whole life. */
+  childToolCallId: string;
+  runId: string;
+  seq: number;
+  /** The name registered in Pi: use it (or `toolName`) for name-based checks. */
+  registeredName: string;
+  /** Alias of `registeredName`. */
+  toolName: string;
+  /** The normalized Python name (only a lookup name). */
+  pythonName: string;
+  startedAt: string;
+  cwd: string;
+  /** The prepared, validated input. */
+  input: Record<string, unknown>;
+  /** Aborted when the call is cancelled (the run's deadline or cancellation, or Python stopped waiting). */
+  signal: AbortSignal;
+}
+
+export interface NestedCallOutcome extends NestedCall {
+  status: NestedCallStatus;
+  durationMs: number;
+  /** The terminal record (the one attached to the run and sent with the finish observation). */
+  record: NestedCallRecord;
+  result?: ToolResultLike;
+  error?: string;
+}
+
+/** A registration's lifecycle handlers (extension/host-api.ts documents them for other extensions). */
+export interface NestedCallHooks {
+  /** Throw (or return `{block: true, reason}`) to block the call: Python gets a RuntimeError, the run a policy_error. */
+  before?: (call: NestedCall) => unknown;
+  /** Once per call, for every outcome. Errors are recorded as `hookError`; the status stands. */
+  after?: (outcome: NestedCallOutcome) => unknown;
+  /** Runs the tool instead of Pi's hooked dispatch. */
+  dispatch?: (call: NestedCall) => ToolResultLike | Promise<ToolResultLike>;
+}
+
+/** The mutable legacy interception event: a handler may set `block` and `reason`, or replace `input`. Handlers run
+ * synchronously (an event bus emit), so only what they do before their first `await` counts. */
+export interface LegacyToolCallEvent {
+  toolCallId: string;
+  parentToolCallId: string;
+  childToolCallId: string;
+  runId: string;
+  toolName: string;
+  registeredName: string;
+  pythonName: string;
+  input: Record<string, unknown>;
+  cwd: string;
+  signal: AbortSignal;
+  block?: boolean;
+  reason?: string;
+}
+
+/** One tool Python may call in a run. */
+export interface BridgeTool {
+  spec: ToolSpec;
+  /** Prepares and validates arguments against the tool's schema: the prepared input, or why they are invalid. */
+  validate(args: Record<string, unknown>): Result<Record<string, unknown>>;
+  hooks?: NestedCallHooks;
+}
+
+/** Pi's hooked dispatch of one call. `blocked`: a tool_call hook refused it; `invalid`: Pi's validation did (after a
+ * legacy handler changed the input). `toolCallId`: Pi's nested call id. */
+export interface DispatchOutcome {
+  result: ToolResultLike;
+  isError: boolean;
+  blocked?: boolean;
+  invalid?: boolean;
+  toolCallId?: string;
+}
+
+/** Everything a run's nested calls need from the extension. */
+export interface RunBridge {
+  /** The outer Pi tool call. */
+  callerId: string;
+  cwd: string;
+  tools: BridgeTool[];
+  /** The shared event bus (Pi's `pi.events.emit`): observations and the legacy event. */
+  emit(channel: string, payload: unknown): void;
+  /** Runs a tool through Pi's hooked dispatch (validation, every tool_call and tool_result hook). */
+  execute(name: string, input: Record<string, unknown>, signal: AbortSignal): Promise<DispatchOutcome>;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+class Aborted extends Error {}
+
+/** Monotonic milliseconds since `t0`, to the microsecond. */
+const elapsed = (t0: number) => Math.round((performance.now() - t0) * 1000) / 1000;
+
+/** Waits for `work`, or stops waiting when `signal` aborts (the work itself is not undone). */
+function abortable<T>(work: Promise<T> | T, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new Aborted("cancelled"));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new Aborted("cancelled"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    Promise.resolve(work).then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function blockOf(value: unknown): string | undefined {
+  if (isObject(value) && value.block === true) return typeof value.reason === "string" ? value.reason : "";
+  return undefined;
+}
+
+interface Ending {
+  status: NestedCallStatus;
+  text?: string;
+  result?: ToolResultLike;
+  dispatcher?: "pi" | "registration";
+  toolCallId?: string;
+}
+
+/** Runs one nested call through the lifecycle. Never rejects: every failure is a status in the returned record. */
+export async function runNestedCall(
+  bridge: RunBridge | undefined,
+  input: DispatchInput,
+  signal: AbortSignal,
+  onValidated: () => void,
+): Promise<{ record: NestedCallRecord; reply: ToolReply }> {
+  const t0 = performance.now();
+  const tool = bridge?.tools.find((t) => t.spec.name === input.name);
+  const call: NestedCall = {
+    parentToolCallId: input.parentId,
+    childToolCallId: input.childId,
+    runId: input.runId,
+    seq: input.seq,
+    registeredName: input.name,
+    toolName: input.name,
+    pythonName: input.python,
+    startedAt: isoTime(input.at),
+    cwd: bridge?.cwd ?? "",
+    input: input.args,
+    signal,
+  };
+  const base = {
+    parentId: input.parentId,
+    childId: input.childId,
+    runId: input.runId,
+    seq: input.seq,
+    registeredName: input.name,
+    pythonName: input.python,
+    startedAt: call.startedAt,
+    input: previewOf(JSON.stringify(input.args)),
+  };
+  const emit = (channel: string, payload: unknown) => {
+    try {
+      bridge?.emit(channel, payload);
+    } catch {
+      // an observer's failure never changes the call
+    }
+  };
+  emit(NESTED_TOOL_START_EVENT, { ...base, toolName: input.name });
+
+  let end: Ending;
+  try {
+    end = await intercepted(bridge, tool, call, signal, onValidated);
+  } catch (e) {
+    end =
+      signal.aborted || e instanceof Aborted ? { status: "cancelled" } : { status: "failed", text: errorMessage(e) };
+  }
+  let text = end.status === "succeeded" || end.status === "failed" ? resultText(end.result) : "";
+  if (end.status === "succeeded" && utf8Bytes(text) > MAX_RESULT_BYTES) {
+    end = {
+      ...end,
+      status: "failed",
+      text: `${input.python}: the result is ${utf8Bytes(text)} bytes; the bridge passes at most ${MAX_RESULT_BYTES >> 20} MiB. Ask the tool for less.`,
+    };
+    text = "";
+  }
+  const errorText =
+    end.status === "succeeded"
+      ? undefined
+      : end.status === "cancelled"
+        ? `${input.python}: cancelled (the run is stopping or the call was cancelled); effects that already happened stay`
+        : end.status === "blocked"
+          ? `${input.name} was blocked${end.text ? `: ${end.text}` : ""}`
+          : end.text || text || `${input.name} failed`;
+  const usage = usageOf(end.result);
+  const record: NestedCallRecord = {
+    ...base,
+    durationMs: 0,
+    status: end.status,
+    ...(end.dispatcher ? { dispatcher: end.dispatcher } : {}),
+    ...(end.toolCallId ? { toolCallId: end.toolCallId } : {}),
+    ...(end.status === "succeeded" ? { result: previewOf(text) } : {}),
+    ...(errorText !== undefined ? { error: previewOf(errorText) } : {}),
+    ...(usage ? { usage } : {}),
+  };
+  if (tool?.hooks?.after) {
+    try {
+      await tool.hooks.after({
+        ...call,
+        status: end.status,
+        durationMs: elapsed(t0),
+        record: { ...record, durationMs: elapsed(t0) },
+        ...(end.result ? { result: end.result } : {}),
+        ...(errorText !== undefined ? { error: errorText } : {}),
+      });
+    } catch (e) {
+      record.hookError = previewOf(errorMessage(e)).text;
+    }
+  }
+  record.durationMs = elapsed(t0);
+  emit(NESTED_TOOL_FINISH_EVENT, { ...record });
+  const reply: ToolReply =
+    end.status === "succeeded"
+      ? { status: "ok", text }
+      : {
+          status: end.status === "failed" ? "error" : end.status,
+          text: errorText!,
+        };
+  return { record, reply };
+}
+
+/** Steps 2-5: validation, the legacy event, `before`, dispatch. */
+async function intercepted(
+  bridge: RunBridge | undefined,
+  tool: BridgeTool | undefined,
+  call: NestedCall,
+  signal: AbortSignal,
+  onValidated: () => void,
+): Promise<Ending> {
+  if (!bridge || !tool)
+    return { status: "invalid", text: `${call.registeredName} is not exposed to Python in this run` };
+  const checked = tool.validate(call.input);
+  if (!checked.ok) return { status: "invalid", text: checked.error };
+  call.input = checked.value;
+  onValidated();
+  if (signal.aborted) return { status: "cancelled" };
+
+  const legacy: LegacyToolCallEvent = {
+    toolCallId: call.parentToolCallId,
+    parentToolCallId: call.parentToolCallId,
+    childToolCallId: call.childToolCallId,
+    runId: call.runId,
+    toolName: call.registeredName,
+    registeredName: call.registeredName,
+    pythonName: call.pythonName,
+    input: call.input,
+    cwd: call.cwd,
+    signal,
+  };
+  bridge.emit(LEGACY_TOOL_CALL_EVENT, legacy);
+  if (legacy.block) return { status: "blocked", text: legacy.reason ?? "" };
+  if (legacy.input !== call.input) {
+    if (!isObject(legacy.input))
+      return { status: "invalid", text: "a code_execution:tool_call handler replaced the input with a non-object" };
+    call.input = legacy.input;
+  }
+
+  if (tool.hooks?.before) {
+    try {
+      const answer = await abortable(tool.hooks.before(call), signal);
+      const reason = blockOf(answer);
+      if (reason !== undefined) return { status: "blocked", text: reason };
+    } catch (e) {
+      if (signal.aborted || e instanceof Aborted) return { status: "cancelled" };
+      return { status: "blocked", text: errorMessage(e) };
+    }
+  }
+  if (signal.aborted) return { status: "cancelled" };
+
+  if (tool.hooks?.dispatch) {
+    const result = await abortable(tool.hooks.dispatch(call), signal);
+    const isError = !isObject(result) || result.isError === true;
+    return {
+      status: isError ? "failed" : "succeeded",
+      result: isObject(result) ? result : {},
+      dispatcher: "registration",
+    };
+  }
+  const out = await abortable(bridge.execute(call.registeredName, call.input, signal), signal);
+  const ended: Ending = {
+    status: out.blocked
+      ? "blocked"
+      : out.invalid
+        ? "invalid"
+        : out.isError
+          ? signal.aborted
+            ? "cancelled"
+            : "failed"
+          : "succeeded",
+    result: out.result,
+    dispatcher: "pi",
+    ...(out.toolCallId ? { toolCallId: out.toolCallId } : {}),
+  };
+  if (out.blocked || out.invalid) ended.text = resultText(out.result);
+  return ended;
+}
+
+export interface DispatchDeps {
+  bridgeFor(runId: string): RunBridge | undefined;
+  now(): number;
+}
+
+/** The `dispatch` actor: one call's lifecycle. `dispatch.cancel` (or being stopped with its run) aborts the call's
+ * signal; the lifecycle then still runs `after` and the finish observation. */
+export function createDispatchLogic(deps: DispatchDeps) {
+  return fromCallback<DispatchCommand, DispatchInput>(({ input, sendBack, receive }) => {
+    const controller = new AbortController();
+    let live = true;
+    const back = (event: DispatchEvent) => {
+      if (live) sendBack(event);
+    };
+    receive((command) => {
+      if (command.type === "dispatch.cancel") controller.abort(new Error("cancelled"));
+    });
+    void runNestedCall(deps.bridgeFor(input.runId), input, controller.signal, () =>
+      back({ type: "dispatch.validated", at: deps.now() }),
+    ).then(({ record, reply }) => back({ type: "dispatch.finished", at: deps.now(), record, reply }));
+    return () => {
+      live = false;
+      controller.abort(new Error("the run ended"));
+    };
+  });
+}

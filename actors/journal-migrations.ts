@@ -1,0 +1,135 @@
+// The journal's schema, as ordered migrations. `PRAGMA user_version` holds the number of migrations applied;
+// each migration runs in one transaction with the version bump. Never edit a released migration: add one.
+// docs/journal.md documents the tables.
+
+export interface Migration {
+  version: number;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE tool_calls (
+        id INTEGER PRIMARY KEY,
+        tool_call_id TEXT,
+        tool TEXT NOT NULL,
+        pi_session_id TEXT,
+        cwd TEXT,
+        started_at INTEGER NOT NULL,
+        finished_at INTEGER NOT NULL,
+        duration_ms INTEGER NOT NULL,
+        outcome TEXT NOT NULL CHECK (outcome IN ('ok', 'tool_error', 'error')),
+        error TEXT,
+        arguments TEXT NOT NULL,
+        run_id TEXT
+      );
+      CREATE INDEX tool_calls_started ON tool_calls (started_at);
+      CREATE INDEX tool_calls_tool ON tool_calls (tool, started_at);
+
+      CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        tool_call_id TEXT,
+        pi_session_id TEXT,
+        status TEXT NOT NULL,
+        requested_at INTEGER NOT NULL,
+        finished_at INTEGER NOT NULL,
+        duration_ms INTEGER NOT NULL,
+        exit_code INTEGER,
+        signal TEXT,
+        killed INTEGER NOT NULL,
+        stop_reason TEXT,
+        message TEXT,
+        stdout_bytes INTEGER NOT NULL,
+        stderr_bytes INTEGER NOT NULL,
+        stdout_truncated INTEGER NOT NULL,
+        stderr_truncated INTEGER NOT NULL,
+        source_id TEXT,
+        output_id TEXT,
+        session_name TEXT,
+        session_ordinal INTEGER,
+        session_started INTEGER,
+        is_lost INTEGER,
+        python_version TEXT,
+        python_executable TEXT,
+        hint_ids TEXT NOT NULL DEFAULT '[]'
+      );
+      CREATE INDEX runs_requested ON runs (requested_at);
+      CREATE INDEX runs_session ON runs (session_name, session_ordinal);
+      CREATE INDEX runs_source ON runs (source_id);
+
+      CREATE TABLE session_events (
+        id INTEGER PRIMARY KEY,
+        at INTEGER NOT NULL,
+        pi_session_id TEXT,
+        session_name TEXT NOT NULL,
+        ordinal INTEGER NOT NULL,
+        event TEXT NOT NULL CHECK (event IN ('started', 'reset', 'lost', 'closed')),
+        detail TEXT
+      );
+      CREATE INDEX session_events_name ON session_events (session_name, at);
+
+      CREATE TABLE nested_calls (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        call_id TEXT,
+        tool TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        finished_at INTEGER,
+        duration_ms INTEGER,
+        status TEXT NOT NULL,
+        error TEXT
+      );
+      CREATE INDEX nested_calls_run ON nested_calls (run_id);
+    `,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
+
+/** The columns the journal inserts, per table, in the current schema. */
+export const COLUMNS = {
+  tool_calls: [
+    "tool_call_id",
+    "tool",
+    "pi_session_id",
+    "cwd",
+    "started_at",
+    "finished_at",
+    "duration_ms",
+    "outcome",
+    "error",
+    "arguments",
+    "run_id",
+  ],
+  runs: [
+    "run_id",
+    "tool_call_id",
+    "pi_session_id",
+    "status",
+    "requested_at",
+    "finished_at",
+    "duration_ms",
+    "exit_code",
+    "signal",
+    "killed",
+    "stop_reason",
+    "message",
+    "stdout_bytes",
+    "stderr_bytes",
+    "stdout_truncated",
+    "stderr_truncated",
+    "source_id",
+    "output_id",
+    "session_name",
+    "session_ordinal",
+    "session_started",
+    "is_lost",
+    "python_version",
+    "python_executable",
+    "hint_ids",
+  ],
+  session_events: ["at", "pi_session_id", "session_name", "ordinal", "event", "detail"],
+  nested_calls: ["run_id", "call_id", "tool", "started_at", "finished_at", "duration_ms", "status", "error"],
+} as const;

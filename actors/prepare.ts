@@ -1,0 +1,139 @@
+// What the host settles before a run is requested: the interpreter (discovered and validated, so the request names
+// an executable and a session never mixes interpreters) and the script's PEP 723 metadata (dependencies to
+// install; requires-python checked for fresh runs, noted as without effect in a session). Also the bookkeeping the
+// machines do not keep because it needs a clock: when each session started and how its last run went.
+import type { Hint, RunOutcome } from "../machines/events.ts";
+import { runHints } from "./hints.ts";
+import { describeSource, type Interpreter } from "./interpreter.ts";
+import { parseScriptMetadata, satisfiesRequiresPython } from "./pep723.ts";
+import { fail, ok, type Result } from "./result.ts";
+
+export interface PreparedRun {
+  interpreter?: Interpreter;
+  dependencies?: string[];
+  /** Notices about the script's metadata for the result. */
+  notes: string[];
+}
+
+export interface PrepareFailure {
+  message: string;
+  hints?: Hint[];
+}
+
+export async function prepareRun(
+  request: { code: string; cwd: string; session?: string },
+  interpreter: (() => Promise<Result<Interpreter>>) | undefined,
+): Promise<Result<PreparedRun, PrepareFailure>> {
+  const meta = parseScriptMetadata(request.code);
+  if (!meta.ok) {
+    return fail({
+      message: `invalid PEP 723 metadata: ${meta.error}; the code did not run`,
+      hints: [
+        {
+          id: "pep723_syntax",
+          text: 'A PEP 723 block looks like:\n# /// script\n# dependencies = ["requests<3", "rich"]\n# ///',
+        },
+      ],
+    });
+  }
+  const found = interpreter ? await interpreter() : undefined;
+  if (found && !found.ok) return fail({ message: found.error });
+  const py = found?.ok ? found.value : undefined;
+  const notes: string[] = [];
+  const m = meta.value;
+  if (m?.requiresPython !== undefined) {
+    if (request.session !== undefined) {
+      notes.push(
+        `[PEP 723: requires-python (${m.requiresPython}) has no effect in a session; session "${request.session}" runs Python ${py?.version ?? "as started"}]`,
+      );
+    } else if (py && satisfiesRequiresPython(py.version, m.requiresPython) === false) {
+      return fail({
+        message:
+          `the script requires Python ${m.requiresPython} (PEP 723 requires-python), but the interpreter is Python ` +
+          `${py.version} at ${py.executable} (${describeSource(py.source)}); the code did not run`,
+        hints: [
+          {
+            id: "requires_python",
+            text: "Choose a matching interpreter with the python_set_interpreter tool (or Pi's --python flag, or PI_PYTHON).",
+          },
+        ],
+      });
+    }
+  }
+  const others = (m?.otherKeys ?? []).filter((k) => k !== "tool");
+  if (others.length && request.session !== undefined) {
+    notes.push(`[PEP 723: ${others.join(", ")} has no effect in a session]`);
+  }
+  return ok({
+    ...(py ? { interpreter: py } : {}),
+    ...(m && m.dependencies.length ? { dependencies: m.dependencies } : {}),
+    notes,
+  });
+}
+
+export interface SessionHistory {
+  ordinal: number;
+  startedAt: number;
+  lastRun?: { at: number; status: RunOutcome["status"]; durationMs: number };
+}
+
+/** Session start times and last runs, from the outcomes the host sees. */
+export class SessionBook {
+  private readonly book = new Map<string, SessionHistory>();
+
+  record(outcome: RunOutcome): void {
+    const s = outcome.session;
+    if (!s) return;
+    const prev = this.book.get(s.name);
+    const entry: SessionHistory =
+      s.started || !prev || prev.ordinal !== s.ordinal ? { ordinal: s.ordinal, startedAt: outcome.requestedAt } : prev;
+    // A run refused before it reached the session (busy, closing) is not the session's last run.
+    if (!(outcome.status === "setup_error" && !outcome.kernel && !s.started)) {
+      entry.lastRun = { at: outcome.finishedAt, status: outcome.status, durationMs: outcome.durationMs };
+    }
+    this.book.set(s.name, entry);
+  }
+
+  get(name: string, ordinal: number): SessionHistory | undefined {
+    const h = this.book.get(name);
+    return h && h.ordinal === ordinal ? h : undefined;
+  }
+}
+
+/** The outcome of a request refused before it reached the supervisor (bad metadata, no interpreter, shut down). */
+export function refusedOutcome(
+  runId: string,
+  request: { session?: string },
+  requestedAt: number,
+  at: number,
+  failure: PrepareFailure | undefined,
+): RunOutcome {
+  return {
+    runId,
+    status: "setup_error",
+    displayedValue: false,
+    requestedAt,
+    finishedAt: at,
+    durationMs: Math.max(0, at - requestedAt),
+    killed: false,
+    message: failure ? failure.message : "The code_execution supervisor has shut down.",
+    ...(failure?.hints ? { hints: failure.hints } : {}),
+    ...(request.session !== undefined
+      ? { session: { name: request.session, ordinal: 0, started: false, isLost: false } }
+      : {}),
+  };
+}
+
+/** The outcome with the run-time hints read from its stderr tail, and the metadata notices. */
+export function finishOutcome(outcome: RunOutcome, stderrTail: Buffer, notes: string[]): RunOutcome {
+  const hints = runHints(stderrTail.toString("utf8"), {
+    ...(outcome.session ? { session: outcome.session.name } : {}),
+    ...(outcome.kernel ? { python: `Python ${outcome.kernel.python} (${outcome.kernel.executable})` } : {}),
+  }).filter((h) => h.id !== "module_not_found" || outcome.status === "runtime_error");
+  if (!hints.length && !notes.length) return outcome;
+  return {
+    ...outcome,
+    ...(hints.length ? { hints: [...(outcome.hints ?? []), ...hints] } : {}),
+    ...(notes.length ? { notes } : {}),
+  };
+}

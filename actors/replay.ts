@@ -1,0 +1,366 @@
+// Deterministic replay of a recorded event log: the log's inputs go into fresh machines, the kernel actor is a
+// stub (`.provide()`) through which the recorded kernel facts are re-delivered, and a manual clock fires timers by
+// their recorded number. The replayed trace is then compared with the recorded one, record by record; the first
+// difference is reported with its actor, event, expected and actual state.
+import { readFileSync } from "node:fs";
+import {
+  createActor,
+  fromCallback,
+  type AnyActorRef,
+  type EventObject,
+  type InspectionEvent,
+  type Snapshot,
+} from "xstate";
+import type { SupervisorInput } from "../machines/supervisor.ts";
+import type { Clock } from "./observe.ts";
+import { supervisorWith, type BoundaryActors } from "./system.ts";
+import {
+  actorName,
+  BOUNDARY_IDS,
+  BoundaryTracker,
+  canonical,
+  INPUT_KINDS,
+  LOG_FORMAT,
+  LOG_VERSION,
+  stateLabel,
+  TraceEncoder,
+  TRACE_KINDS,
+  type InputRecord,
+  type LogRecord,
+  type TraceRecord,
+} from "./trace.ts";
+
+export interface LogLine {
+  /** 1-based line number in the file. */
+  line: number;
+  record: LogRecord;
+}
+
+export interface Divergence {
+  /** Position in the trace (0-based) and the log line of the expected record, if any. */
+  index: number;
+  line?: number;
+  /** The input after which the traces differ (undefined: during start-up). */
+  input?: { line: number; summary: string };
+  actor?: string;
+  event?: string;
+  expected?: TraceRecord;
+  actual?: TraceRecord;
+  message: string;
+}
+
+export interface ReplayReport {
+  identical: boolean;
+  inputs: number;
+  trace: number;
+  divergence?: Divergence;
+  /** The log could not be replayed at all (unknown format, no start, corrupt line). */
+  error?: string;
+}
+
+export function parseLog(text: string): { lines: LogLine[]; error?: string } {
+  const lines: LogLine[] = [];
+  const raw = text.split("\n");
+  for (let i = 0; i < raw.length; i++) {
+    const s = raw[i].trim();
+    if (!s) continue;
+    try {
+      lines.push({ line: i + 1, record: JSON.parse(s) as LogRecord });
+    } catch {
+      // A process killed mid-write leaves a partial last line: tolerated there, an error anywhere else.
+      if (raw.slice(i + 1).some((r) => r.trim())) return { lines, error: `line ${i + 1} is not JSON` };
+    }
+  }
+  return { lines };
+}
+
+/** One input, as a person reads it. */
+export function summarize(record: InputRecord): string {
+  switch (record.k) {
+    case "cmd": {
+      const e = record.event as { type: string; runId?: string; session?: string; name?: string };
+      const target = e.session ? ` session ${e.session}` : e.name ? ` ${e.name}` : "";
+      return `command ${e.type}${e.runId ? ` run:${e.runId}` : ""}${target}`;
+    }
+    case "fact":
+      return `fact ${record.event.type} ${record.from} -> ${record.to}`;
+    case "timer":
+      return `timer #${record.n} fired`;
+    case "stop":
+      return "supervisor stopped";
+  }
+}
+
+function describe(r: TraceRecord | undefined): string {
+  if (!r) return "nothing";
+  switch (r.k) {
+    case "actor":
+      return `actor ${r.id} created`;
+    case "event":
+      return `event ${(r.event as { type?: string })?.type} to ${r.to}${r.from ? ` from ${r.from}` : ""}`;
+    case "snap":
+      return `${r.id} in state "${stateLabel(r.value) || r.status}" (${r.status}) after ${r.cause}`;
+    case "set":
+      return `timer #${r.n} armed for ${r.ms} ms`;
+    case "clear":
+      return `timer #${r.n} cancelled`;
+  }
+}
+
+function actorOf(r: TraceRecord | undefined): string | undefined {
+  if (!r) return undefined;
+  return r.k === "actor" || r.k === "snap" ? r.id : r.k === "event" ? r.to : undefined;
+}
+
+function eventOf(r: TraceRecord | undefined): string | undefined {
+  if (!r) return undefined;
+  return r.k === "snap" ? r.cause : r.k === "event" ? (r.event as { type?: string })?.type : undefined;
+}
+
+/** A clock that fires nothing by itself: `fire(n)` runs the n-th timer armed, as the recording says. */
+export class ManualClock implements Clock {
+  next = 1;
+  private readonly pending = new Map<number, () => void>();
+  private readonly onTimer: (r: TraceRecord) => void;
+  constructor(onTimer: (r: TraceRecord) => void) {
+    this.onTimer = onTimer;
+  }
+  setTimeout(fn: () => void, ms: number): number {
+    const n = this.next++;
+    this.pending.set(n, fn);
+    this.onTimer({ k: "set", n, ms });
+    return n;
+  }
+  clearTimeout(n: number): void {
+    if (this.pending.delete(n)) this.onTimer({ k: "clear", n });
+  }
+  fire(n: number): boolean {
+    const fn = this.pending.get(n);
+    if (!fn) return false;
+    this.pending.delete(n);
+    fn();
+    return true;
+  }
+}
+
+/** A boundary actor on replay (kernel, installer, tool dispatcher): no process, no effect. It registers, under its
+ * own explicit name, a way to deliver the recorded facts to its parent, as the live actor did with `sendBack`;
+ * facts the live actor sent synchronously while starting or handling an event are sent at that same point. */
+function stubBoundary(
+  senders: Map<string, (fact: EventObject) => void>,
+  handling: (self: AnyActorRef, deliver: (fact: EventObject) => void) => void,
+) {
+  return fromCallback<EventObject, unknown>(({ self, sendBack, receive }) => {
+    const name = actorName(self);
+    const deliver = (fact: EventObject) => sendBack(fact);
+    senders.set(name, deliver);
+    handling(self, deliver);
+    receive(() => {
+      // Commands to the boundary appear in the trace as events; what the world did is in the recorded facts.
+      handling(self, deliver);
+    });
+    return () => {
+      if (senders.get(name) === deliver) senders.delete(name);
+    };
+  });
+}
+
+interface Traced {
+  record: TraceRecord;
+  key: string;
+  line?: number;
+  input?: number;
+}
+
+export function replayRecords(lines: LogLine[]): ReplayReport {
+  const header = lines[0]?.record;
+  if (!header || header.k !== "header" || header.format !== LOG_FORMAT) {
+    return { identical: false, inputs: 0, trace: 0, error: "not a pi-code-supervisor event log (no header)" };
+  }
+  if (header.v > LOG_VERSION) {
+    return { identical: false, inputs: 0, trace: 0, error: `log format v${header.v} is newer than this replay (v1)` };
+  }
+  const start = lines.find((l) => l.record.k === "start" || l.record.k === "checkpoint");
+  if (!start) return { identical: false, inputs: 0, trace: 0, error: "the log has no start or checkpoint record" };
+  const origin = start.record as Extract<LogRecord, { k: "start" | "checkpoint" }>;
+  if (origin.k === "checkpoint" && !origin.quiescent) {
+    return {
+      identical: false,
+      inputs: 0,
+      trace: 0,
+      error:
+        "this segment was rotated while timers were pending, so it cannot be replayed exactly; replay the previous segment",
+    };
+  }
+
+  const inputs: { line: number; record: InputRecord }[] = [];
+  const expected: Traced[] = [];
+  for (const { line, record } of lines) {
+    if (origin.k === "checkpoint" && line <= start.line) continue;
+    if (INPUT_KINDS.has(record.k)) inputs.push({ line, record: record as InputRecord });
+    else if (TRACE_KINDS.has(record.k)) {
+      const r = record as TraceRecord;
+      expected.push({ record: r, key: canonical(r), line, input: inputs.length - 1 });
+    }
+  }
+
+  const actual: Traced[] = [];
+  let recording = origin.k === "start";
+  let current = -1;
+  const push = (r: TraceRecord) => {
+    if (!recording) return;
+    // Compared as the recorder wrote it: through JSON.
+    const record = JSON.parse(JSON.stringify(r)) as TraceRecord;
+    actual.push({ record, key: canonical(record), input: current });
+  };
+  const senders = new Map<string, (fact: EventObject) => void>();
+  const clock = new ManualClock(push);
+  let encoder = new TraceEncoder();
+  const tracker = new BoundaryTracker();
+  const inspect = (ev: InspectionEvent) => {
+    tracker.observe(ev);
+    const r = encoder.encode(ev);
+    if (r) push(r);
+  };
+  // Facts sent inside a boundary actor's start or event handling, per actor name, in recorded order.
+  const nested = new Map<string, number[]>();
+  inputs.forEach(({ record }, i) => {
+    if (record.k === "fact" && record.during !== undefined)
+      nested.set(record.from, [...(nested.get(record.from) ?? []), i]);
+  });
+  const delivered = new Set<number>();
+  const stub = stubBoundary(senders, (self, deliver) => {
+    const queue = nested.get(actorName(self));
+    const n = tracker.during(self);
+    while (queue?.length && (inputs[queue[0]].record as { during?: number }).during === n) {
+      const i = queue.shift()!;
+      const outer = current;
+      current = i;
+      delivered.add(i);
+      deliver((inputs[i].record as { event: EventObject }).event);
+      current = outer;
+    }
+  });
+  const others = Object.fromEntries(BOUNDARY_IDS.filter((id) => id !== "kernel").map((id) => [id, stub]));
+  const machine = supervisorWith(stub, others as BoundaryActors);
+  let problem: string | undefined;
+  try {
+    const actor = createActor(machine, {
+      id: "supervisor",
+      systemId: "supervisor",
+      ...(origin.k === "start"
+        ? { input: origin.input as SupervisorInput }
+        : { input: undefined as never, snapshot: origin.snapshot as Snapshot<unknown> }),
+      inspect,
+      clock,
+    });
+    if (origin.k === "checkpoint") clock.next = origin.nextTimer;
+    actor.subscribe({ error: (e) => (problem ??= `the supervisor errored: ${String(e)}`) });
+    actor.start();
+    // A checkpoint starts a fresh encoder in the recorder too (the first snapshots after it carry full contexts),
+    // and boundary actors count received events from there.
+    if (!recording) {
+      encoder = new TraceEncoder();
+      tracker.reset();
+    }
+    recording = true;
+    for (let i = 0; i < inputs.length && !problem; i++) {
+      current = i;
+      const { record } = inputs[i];
+      if (record.k === "fact" && record.during !== undefined) {
+        // Delivered by its stub while handling the recorded event; if that never happened, the traces differ.
+        if (!delivered.has(i)) problem = `${record.from} never handled its event #${record.during} in replay`;
+      } else if (record.k === "cmd") actor.send(record.event);
+      else if (record.k === "fact") {
+        const deliver = senders.get(record.from);
+        if (!deliver) problem = `no actor ${record.from} exists to deliver ${record.event.type}`;
+        else deliver(record.event);
+      } else if (record.k === "stop") actor.stop();
+      else if (!clock.fire(record.n)) problem = `timer #${record.n} is not pending`;
+      if (problem) problem = `at line ${inputs[i].line} (${summarize(record)}): ${problem}`;
+    }
+    // A log that ends without the host stopping the supervisor (a rotated segment, a live log): stop unobserved.
+    recording = false;
+    actor.stop();
+  } catch (e) {
+    problem = `replay threw: ${e instanceof Error ? e.message : String(e)}`;
+  }
+
+  const divergence = firstDifference(expected, actual, inputs);
+  if (divergence) return { identical: false, inputs: inputs.length, trace: expected.length, divergence };
+  if (problem) {
+    return {
+      identical: false,
+      inputs: inputs.length,
+      trace: expected.length,
+      divergence: { index: actual.length, message: problem },
+    };
+  }
+  return { identical: true, inputs: inputs.length, trace: expected.length };
+}
+
+function firstDifference(
+  expected: Traced[],
+  actual: Traced[],
+  inputs: { line: number; record: InputRecord }[],
+): Divergence | undefined {
+  const n = Math.max(expected.length, actual.length);
+  for (let i = 0; i < n; i++) {
+    const e = expected[i];
+    const a = actual[i];
+    if (e && a && e.key === a.key) continue;
+    const at = e?.input ?? a?.input ?? -1;
+    const input = at >= 0 ? { line: inputs[at].line, summary: summarize(inputs[at].record) } : undefined;
+    const actor = actorOf(e?.record) ?? actorOf(a?.record);
+    const event = eventOf(e?.record) ?? eventOf(a?.record);
+    const where = input ? `after input at line ${input.line} (${input.summary})` : "during start-up";
+    const sameSubject = e && a && e.record.k === a.record.k && actorOf(e.record) === actorOf(a.record);
+    const detail =
+      sameSubject && e.record.k === "snap" && a.record.k === "snap"
+        ? `${a.record.id} on ${e.record.cause}: expected state "${stateLabel(e.record.value) || e.record.status}" (${e.record.status}), actual "${stateLabel(a.record.value) || a.record.status}" (${a.record.status})` +
+          (stateLabel(e.record.value) === stateLabel(a.record.value) && e.record.status === a.record.status
+            ? " (same state, different context or children)"
+            : "")
+        : `expected ${describe(e?.record)}, actual ${describe(a?.record)}`;
+    return {
+      index: i,
+      ...(e?.line !== undefined ? { line: e.line } : {}),
+      ...(input ? { input } : {}),
+      ...(actor ? { actor } : {}),
+      ...(event ? { event } : {}),
+      ...(e ? { expected: e.record } : {}),
+      ...(a ? { actual: a.record } : {}),
+      message: `first divergence at trace record ${i + 1}${e?.line ? ` (log line ${e.line})` : ""}, ${where}: ${detail}`,
+    };
+  }
+  return undefined;
+}
+
+export function replayFile(path: string): ReplayReport {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    return { identical: false, inputs: 0, trace: 0, error: `cannot read ${path}: ${(e as Error).message}` };
+  }
+  const parsed = parseLog(text);
+  if (parsed.error) return { identical: false, inputs: 0, trace: 0, error: parsed.error };
+  return replayRecords(parsed.lines);
+}
+
+/** The report as the CLI prints it. */
+export function formatReport(report: ReplayReport, verbose = false): string {
+  if (report.error) return `error: ${report.error}`;
+  if (report.identical) return `identical (${report.inputs} inputs, ${report.trace} trace records)`;
+  const d = report.divergence!;
+  const out = [d.message];
+  if (d.actor) out.push(`  actor:    ${d.actor}`);
+  if (d.event) out.push(`  event:    ${d.event}`);
+  out.push(`  expected: ${d.expected ? describe(d.expected) : "nothing (the replay did more)"}`);
+  out.push(`  actual:   ${d.actual ? describe(d.actual) : "nothing (the replay stopped short)"}`);
+  if (verbose) {
+    out.push(`  expected record: ${d.expected ? JSON.stringify(d.expected) : "-"}`);
+    out.push(`  actual record:   ${d.actual ? JSON.stringify(d.actual) : "-"}`);
+  }
+  return out.join("\n");
+}

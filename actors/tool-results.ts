@@ -1,0 +1,72 @@
+// What Python receives from a tool: its result flattened to text (images as a short note, structured content as a
+// trailing `structuredContent:` block when the text is not JSON already), bounded in size.
+import { preview as boundedPreview } from "../machines/tool-records.ts";
+import type { Preview } from "../machines/tool-events.ts";
+
+/** The part of a Pi tool result the bridge reads (AgentToolResult, loosely typed: other extensions return it). */
+export interface ToolResultLike {
+  content?: unknown;
+  isError?: boolean;
+  details?: unknown;
+  structuredContent?: unknown;
+  usage?: unknown;
+}
+
+/** A result larger than this is not handed to Python (the frame must stay within the 64 MiB protocol limit even
+ * when JSON escaping inflates it); the call fails with a message saying so. */
+export const MAX_RESULT_BYTES = 32 * 1024 * 1024;
+
+export const utf8Bytes = (text: string) => Buffer.byteLength(text, "utf8");
+
+/** A 4 KiB preview with an exact byte count, measured natively. */
+export const previewOf = (text: string): Preview => boundedPreview(text, undefined, utf8Bytes);
+
+function isJsonText(text: string): boolean {
+  const t = text.trim();
+  if (!t || !'{["-0123456789tfn'.includes(t[0]!)) return false;
+  try {
+    JSON.parse(t);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function blockText(block: unknown): string | undefined {
+  if (!block || typeof block !== "object") return undefined;
+  const b = block as { type?: unknown; text?: unknown; mimeType?: unknown; data?: unknown };
+  if (b.type === "text") return typeof b.text === "string" ? b.text : "";
+  if (b.type === "image") {
+    const bytes = typeof b.data === "string" ? Math.floor((b.data.length * 3) / 4) : 0;
+    return `[image: ${typeof b.mimeType === "string" ? b.mimeType : "unknown type"}, about ${bytes} bytes; not shown to Python]`;
+  }
+  return typeof b.type === "string" ? `[${b.type} content; not shown to Python]` : undefined;
+}
+
+/** The text Python gets for a result. */
+export function resultText(result: ToolResultLike | undefined): string {
+  const content = Array.isArray(result?.content) ? result.content : [];
+  const text = content
+    .map(blockText)
+    .filter((t): t is string => t !== undefined)
+    .join("\n");
+  if (result?.structuredContent === undefined || isJsonText(text)) return text;
+  let structured: string | undefined;
+  try {
+    structured = JSON.stringify(result.structuredContent);
+  } catch {
+    structured = undefined;
+  }
+  if (structured === undefined) return text;
+  return `${text}${text ? "\n\n" : ""}structuredContent:\n${structured}`;
+}
+
+/** Usage as a plain object, when the tool reported one. */
+export function usageOf(result: ToolResultLike | undefined): Record<string, unknown> | undefined {
+  const u = result?.usage;
+  return u && typeof u === "object" && !Array.isArray(u) ? (u as Record<string, unknown>) : undefined;
+}
+
+export function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

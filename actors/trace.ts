@@ -1,0 +1,267 @@
+// The vocabulary shared by the recorder, replay and the inspector: explicit actor names, bounded serializable
+// copies of events and contexts, and the log's record kinds. Live recording and replay both reduce inspection
+// events with these functions, so a recorded trace and a replayed one compare field by field.
+import type { AnyActorRef, InspectionEvent } from "xstate";
+import type { CommandEvent, KernelFact } from "../machines/events.ts";
+
+export const LOG_FORMAT = "pi-code-supervisor.log";
+export const LOG_VERSION = 1;
+
+/** Long strings (code, messages) are cut in trace records; inputs keep them whole. */
+export const TRACE_STRING_LIMIT = 240;
+
+const names = new WeakMap<object, string>();
+
+/** The explicit name of an actor: ids containing `:` (`supervisor` children such as `session:<name>`, `run:<id>`,
+ * `tool:<runId>:<n>`) are unique in the system; other ids (`kernel`) are scoped by their parent's name. XState's
+ * `sessionId` counter is never used: it depends on everything created before in the process. */
+export function actorName(ref: AnyActorRef): string {
+  const cached = names.get(ref);
+  if (cached) return cached;
+  const parent = ref._parent;
+  const name = !parent || ref.id.includes(":") ? ref.id : `${actorName(parent)}/${ref.id}`;
+  names.set(ref, name);
+  return name;
+}
+
+function isActorRef(value: object): value is AnyActorRef {
+  return typeof (value as { send?: unknown }).send === "function" && "sessionId" in value;
+}
+
+/** A JSON-safe copy: strings over `limit` are cut (with their length), errors become `{error, message}`,
+ * actor refs become `{actor: name}`, functions and cycles are named, `undefined` fields are dropped. */
+export function compact(value: unknown, limit = TRACE_STRING_LIMIT, depth = 0, seen = new Set<object>()): unknown {
+  switch (typeof value) {
+    case "string":
+      return value.length > limit ? `${value.slice(0, limit)}…[${value.length} chars]` : value;
+    case "number":
+      return Number.isFinite(value) ? value : String(value);
+    case "bigint":
+      return String(value);
+    case "function":
+      return `[function ${value.name || "anonymous"}]`;
+    case "symbol":
+      return String(value);
+    case "object":
+      break;
+    default:
+      return value;
+  }
+  if (value === null) return null;
+  const object = value as object;
+  if (object instanceof Error) return { error: object.name, message: compact(object.message, limit) };
+  if (isActorRef(object)) return { actor: actorName(object) };
+  if (seen.has(object) || depth > 12) return "[…]";
+  seen.add(object);
+  try {
+    if (Array.isArray(object)) return object.map((v) => compact(v, limit, depth + 1, seen) ?? null);
+    if (object instanceof Map) return compact(Object.fromEntries(object), limit, depth + 1, seen);
+    if (object instanceof Set) return compact([...object], limit, depth + 1, seen);
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(object)) {
+      if (v !== undefined) out[k] = compact(v, limit, depth + 1, seen);
+    }
+    return out;
+  } finally {
+    seen.delete(object);
+  }
+}
+
+// ---- log records ----
+
+/** The system's observable behaviour: compared record by record on replay. */
+export type TraceRecord =
+  | { k: "actor"; id: string; parent?: string }
+  | { k: "event"; to: string; from?: string; event: unknown }
+  | {
+      k: "snap";
+      id: string;
+      cause: string;
+      status: string;
+      value?: unknown;
+      context?: unknown;
+      /** Context keys changed since this actor's previous snapshot (see TraceEncoder), and keys removed. */
+      delta?: Record<string, unknown>;
+      removed?: string[];
+      children?: string[];
+      error?: unknown;
+    }
+  /** A timer armed by the system (an `after` delay or a delayed send), numbered in creation order. */
+  | { k: "set"; n: number; ms: number }
+  | { k: "clear"; n: number };
+
+/** The children that stand for the outside world (processes, installers, Pi's tools): callback actors provided
+ * from actors/. Everything they send back to their parent is a fact, recorded as an input and re-delivered on
+ * replay by a stub under the same name. They talk to their parent through `sendBack` only. */
+export const BOUNDARY_IDS: readonly string[] = ["kernel", "install", "dispatch"];
+
+/** Which event each boundary actor is handling right now, from the inspection stream: an event delivered to it
+ * opens the window, its next snapshot closes it. A fact sent inside the window is part of that event's processing
+ * (a callback that calls `sendBack` synchronously in its start or in `receive`), not a separate input. */
+export class BoundaryTracker {
+  private received = new WeakMap<object, number>();
+  private readonly handling = new WeakMap<object, number>();
+  /** Counts start again (a rotated segment starts from a checkpoint, where replay restores the actors anew). */
+  reset(): void {
+    this.received = new WeakMap();
+  }
+  observe(ev: InspectionEvent): void {
+    if (ev.type === "@xstate.event") {
+      const target = ref(ev.actorRef);
+      if (!BOUNDARY_IDS.includes(target.id) || ev.sourceRef === ev.actorRef) return;
+      const n = (this.received.get(target) ?? 0) + 1;
+      this.received.set(target, n);
+      this.handling.set(target, n);
+    } else if (ev.type === "@xstate.snapshot") {
+      this.handling.delete(ref(ev.actorRef));
+    }
+  }
+  during(actor: object): number | undefined {
+    return this.handling.get(actor);
+  }
+}
+
+/** What drives the machines: replay feeds exactly these, in this order. */
+export type InputRecord =
+  | { k: "cmd"; event: CommandEvent }
+  /** A fact from boundary actor `from` to its parent `to`. `during: n`: sent synchronously while `from` handled
+   * the n-th event it received (1 is its start, `xstate.init`); replay then delivers it at that same point. */
+  | { k: "fact"; to: string; from: string; event: KernelFact | { type: string }; during?: number }
+  | { k: "timer"; n: number }
+  /** The host stopped the root actor (Pi shut down). */
+  | { k: "stop" };
+
+export interface HeaderRecord {
+  k: "header";
+  format: typeof LOG_FORMAT;
+  v: number;
+  segment: number;
+  /** The file this segment continues (rotation), by base name. */
+  continues?: string;
+  piSession?: string;
+  pid: number;
+  startedAt: number;
+  versions: Record<string, string>;
+}
+
+export type LogRecord = (
+  | HeaderRecord
+  /** The root actor was created with this input (first segment). */
+  | { k: "start"; input: unknown }
+  /** A rotated segment starts from the supervisor's persisted snapshot, taken when no timer was pending. */
+  | { k: "checkpoint"; snapshot: unknown; nextTimer: number; quiescent: boolean }
+  | TraceRecord
+  | InputRecord
+  /** Output written by a run (metadata only; output does not drive the machines). */
+  | { k: "out"; run: string; ch: string; bytes: number; chunks: number }
+  | { k: "end"; reason: string; next?: string }
+) & { at?: number };
+
+export const INPUT_KINDS = new Set(["cmd", "fact", "timer", "stop"]);
+export const TRACE_KINDS = new Set(["actor", "event", "snap", "set", "clear"]);
+
+function stateOf(snapshot: any): Pick<Extract<TraceRecord, { k: "snap" }>, "status" | "value" | "context"> {
+  return {
+    status: String(snapshot?.status ?? "unknown"),
+    ...(snapshot && "value" in snapshot ? { value: compact(snapshot.value) } : {}),
+    ...(snapshot && "context" in snapshot && snapshot.context !== undefined
+      ? { context: compact(snapshot.context) }
+      : {}),
+  };
+}
+
+/** Inspection events type their refs loosely; they are always full actor refs. */
+export function ref(actor: unknown): AnyActorRef {
+  return actor as AnyActorRef;
+}
+
+/** Reduces an inspection event to its trace record, read synchronously (the snapshot as of this event).
+ * Microsteps and actions are left out: they follow from the same inputs and would only inflate logs. */
+export function traceOf(ev: InspectionEvent): TraceRecord | undefined {
+  switch (ev.type) {
+    case "@xstate.actor": {
+      const parent = ref(ev.actorRef)._parent;
+      return { k: "actor", id: actorName(ref(ev.actorRef)), ...(parent ? { parent: actorName(parent) } : {}) };
+    }
+    case "@xstate.event":
+      return {
+        k: "event",
+        to: actorName(ref(ev.actorRef)),
+        ...(ev.sourceRef ? { from: actorName(ref(ev.sourceRef)) } : {}),
+        event: compact(ev.event),
+      };
+    case "@xstate.snapshot": {
+      const snapshot = ev.snapshot as any;
+      const children =
+        snapshot && typeof snapshot.children === "object" && snapshot.children
+          ? Object.values(snapshot.children as Record<string, AnyActorRef>).map(actorName)
+          : undefined;
+      return {
+        k: "snap",
+        id: actorName(ref(ev.actorRef)),
+        cause: ev.event.type,
+        ...stateOf(snapshot),
+        ...(children && children.length ? { children } : {}),
+        ...(snapshot?.status === "error" ? { error: compact(snapshot.error) } : {}),
+      };
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** Reduces inspection events to trace records, writing a snapshot's context in full only the first time for each
+ * actor: after that a snapshot carries `delta` (the top-level keys whose value changed) and `removed` (keys gone),
+ * or neither when the context is unchanged. The recorder and replay each use one from the same starting point, so
+ * the encoding itself is compared too. */
+export class TraceEncoder {
+  private readonly contexts = new Map<string, Map<string, string>>();
+  encode(ev: InspectionEvent): TraceRecord | undefined {
+    const r = traceOf(ev);
+    if (r?.k === "actor") this.contexts.delete(r.id);
+    if (r?.k !== "snap" || r.context === undefined) return r;
+    const context = r.context;
+    const keys = isRecord(context)
+      ? new Map(Object.entries(context).map(([k, v]) => [k, JSON.stringify(v)]))
+      : new Map([["", JSON.stringify(context)]]);
+    const previous = this.contexts.get(r.id);
+    this.contexts.set(r.id, keys);
+    if (!previous || !isRecord(context) || previous.has("")) return r;
+    delete r.context;
+    const delta: Record<string, unknown> = {};
+    for (const [k, json] of keys) if (previous.get(k) !== json) delta[k] = context[k];
+    const removed = [...previous.keys()].filter((k) => !keys.has(k));
+    if (Object.keys(delta).length) r.delta = delta;
+    if (removed.length) r.removed = removed;
+    return r;
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Canonical JSON (sorted keys) of a record without its wall-clock time: what replay compares. */
+export function canonical(record: object): string {
+  const { at: _at, ...rest } = record as { at?: number };
+  return JSON.stringify(rest, (_k, v) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.keys(v as object)
+            .sort()
+            .map((key) => [key, (v as Record<string, unknown>)[key]]),
+        )
+      : v,
+  );
+}
+
+/** A state value as people read it: `running`, or `parent.child` for nested states. */
+export function stateLabel(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value && typeof value === "object") {
+    return Object.entries(value as Record<string, unknown>)
+      .map(([k, v]) => (v && (typeof v === "string" || typeof v === "object") ? `${k}.${stateLabel(v)}` : k))
+      .join(",");
+  }
+  return value === undefined ? "" : String(value);
+}

@@ -1,0 +1,196 @@
+// The extension's link to the journal: created on first use, records each tool invocation around its execute
+// function, each run, and each session lifecycle transition it reads from the supervisor's snapshots. A journal
+// problem is told to the user once (Pi's UI when there is one, else stderr) and never reaches a result.
+import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
+import type { SupervisorHost, RunResult } from "../actors/host.ts";
+import { Journal, journalPath, type JournalOptions } from "../actors/journal.ts";
+import type { SessionEntry } from "../machines/supervisor.ts";
+
+export interface JournalSettings {
+  /** A database path, or `off`. Default: `PI_CODE_EXECUTION_JOURNAL`, else the XDG data directory. */
+  path?: string;
+  load?: JournalOptions["load"];
+  /** Where the one notice goes; default Pi's UI notification, or stderr without a UI. */
+  onNotice?: (message: string) => void;
+}
+
+type Outcome = "ok" | "tool_error" | "error";
+
+export class JournalLink {
+  private readonly path: string | undefined;
+  private readonly settings: JournalSettings;
+  private journal: Journal | undefined;
+  private ctx: ExtensionContext | undefined;
+  private piSessionId: string | undefined;
+  private closed = false;
+
+  constructor(settings: JournalSettings = {}) {
+    this.settings = settings;
+    this.path = settings.path === "off" ? undefined : (settings.path ?? journalPath());
+  }
+
+  /** The journal, opened on first use; undefined when it is off. */
+  get(): Journal | undefined {
+    if (!this.path || this.closed) return undefined;
+    return (this.journal ??= new Journal(this.path, {
+      onNotice: (m) => this.notice(m),
+      ...(this.settings.load ? { load: this.settings.load } : {}),
+    }));
+  }
+
+  /** The context notices go to, and Pi's session ID for the rows. */
+  private remember(ctx: ExtensionContext): void {
+    this.ctx = ctx;
+    try {
+      this.piSessionId = ctx.sessionManager.getSessionId();
+    } catch {
+      // Not every context has a session manager; the column stays empty.
+    }
+  }
+
+  /**
+   * Runs a tool's execute function and records the invocation (outcome, duration, arguments without script
+   * text). The result or the error passes through unchanged.
+   */
+  async record<T extends { content: unknown; isError?: boolean }>(
+    tool: string,
+    toolCallId: string,
+    args: Record<string, unknown>,
+    ctx: ExtensionContext,
+    execute: (note: { runId?: string }) => Promise<T>,
+  ): Promise<T> {
+    const startedAt = Date.now();
+    const note: { runId?: string } = {};
+    this.remember(ctx);
+    const log = (outcome: Outcome, error?: string) => {
+      try {
+        this.get()?.toolCall({
+          toolCallId,
+          tool,
+          ...(this.piSessionId ? { piSessionId: this.piSessionId } : {}),
+          cwd: ctx.cwd,
+          startedAt,
+          finishedAt: Date.now(),
+          outcome,
+          ...(error !== undefined ? { error } : {}),
+          arguments: args,
+          ...(note.runId ? { runId: note.runId } : {}),
+        });
+      } catch {
+        // The journal never changes a result.
+      }
+    };
+    try {
+      const result = await execute(note);
+      log(result.isError ? "tool_error" : "ok");
+      return result;
+    } catch (e) {
+      log("error", e instanceof Error ? e.message : String(e));
+      throw e;
+    }
+  }
+
+  run(result: RunResult, extra: { toolCallId: string; sourceId?: string; outputId?: string }): void {
+    try {
+      const journal = this.get();
+      if (!journal) return;
+      const o = result.outcome;
+      journal.run({
+        runId: o.runId,
+        toolCallId: extra.toolCallId,
+        ...(this.piSessionId ? { piSessionId: this.piSessionId } : {}),
+        status: o.status,
+        requestedAt: o.requestedAt,
+        finishedAt: o.finishedAt,
+        durationMs: o.durationMs,
+        ...(o.exitCode !== undefined ? { exitCode: o.exitCode } : {}),
+        ...(o.signal ? { signal: o.signal } : {}),
+        killed: o.killed,
+        ...(o.stopReason ? { stopReason: o.stopReason } : {}),
+        ...(o.message ? { message: o.message } : {}),
+        stdoutBytes: result.stdoutBytes,
+        stderrBytes: result.stderrBytes,
+        stdoutTruncated: result.stdoutTruncated,
+        stderrTruncated: result.stderrTruncated,
+        ...(extra.sourceId ? { sourceId: extra.sourceId } : {}),
+        ...(extra.outputId ? { outputId: extra.outputId } : {}),
+        ...(o.session
+          ? {
+              sessionName: o.session.name,
+              sessionOrdinal: o.session.ordinal,
+              sessionStarted: o.session.started,
+              isLost: o.session.isLost,
+            }
+          : {}),
+        ...(o.kernel ? { pythonVersion: o.kernel.python, pythonExecutable: o.kernel.executable } : {}),
+        hintIds: hintIdsOf(o),
+      });
+    } catch {
+      // The journal never changes a result.
+    }
+  }
+
+  /** Records session transitions (started, reset, lost, closed) by comparing the supervisor's snapshots. */
+  watch(host: SupervisorHost): void {
+    if (!this.path) return;
+    let prev: Record<string, SessionEntry> = host.actor.getSnapshot().context.sessions;
+    host.actor.subscribe({
+      next: (snapshot) => {
+        const sessions = snapshot.context.sessions;
+        if (sessions === prev) return;
+        try {
+          for (const [name, entry] of Object.entries(sessions)) this.transition(name, prev[name], entry);
+        } catch {
+          // The journal never disturbs the supervisor.
+        }
+        prev = sessions;
+      },
+      error: () => {},
+    });
+  }
+
+  private transition(name: string, before: SessionEntry | undefined, after: SessionEntry): void {
+    const event = (ordinal: number, kind: "started" | "reset" | "lost" | "closed", detail?: string) =>
+      this.get()?.sessionEvent({
+        at: Date.now(),
+        ...(this.piSessionId ? { piSessionId: this.piSessionId } : {}),
+        sessionName: name,
+        ordinal,
+        event: kind,
+        ...(detail ? { detail } : {}),
+      });
+    if (!before || before.ordinal !== after.ordinal) {
+      if (before?.status === "alive") event(before.ordinal, "reset");
+      if (after.status === "alive")
+        event(after.ordinal, "started", before?.status === "lost" ? "replaces a lost process" : undefined);
+      return;
+    }
+    if (before.status !== after.status && after.status !== "alive") event(after.ordinal, after.status);
+  }
+
+  /** Writes what is queued and closes the journal (Pi's session_shutdown). */
+  async close(): Promise<void> {
+    const j = this.journal;
+    this.closed = true;
+    this.journal = undefined;
+    await j?.close();
+  }
+
+  /** For tests and shutdown: resolves when everything recorded so far is written. */
+  async flush(): Promise<void> {
+    await this.journal?.flush();
+  }
+
+  private notice(message: string): void {
+    if (this.settings.onNotice) return this.settings.onNotice(message);
+    const ctx = this.ctx;
+    if (ctx?.hasUI) ctx.ui.notify(message, "warning");
+    else process.stderr.write(`${message}\n`);
+  }
+}
+
+/** Hint ids, once run outcomes carry hints (the hints issue); none until then. */
+function hintIdsOf(outcome: RunResult["outcome"]): string[] {
+  const hints = (outcome as { hints?: { id?: unknown }[] }).hints;
+  return Array.isArray(hints) ? hints.map((h) => String(h?.id ?? "")).filter(Boolean) : [];
+}

@@ -1,0 +1,60 @@
+// Wiring of interpreter selection, settings and session visibility into Pi's lifecycle: the --python flag, the
+// python_set_interpreter tool, the /code-status, /code-restart and /code-sessions commands, the footer status, the
+// widget after /tree, and settings changes reaching the tool (timeouts) and the host (limits) while Pi runs.
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import type { SupervisorHost } from "../actors/host.ts";
+import { registerCodeStatusCommand } from "./commands/code-status.ts";
+import { registerSessionCommands } from "./commands/code-sessions.ts";
+import { PYTHON_FLAG, type CodeEnvironment } from "./environment.ts";
+import type { SessionStatus } from "./status.ts";
+import { registerSetInterpreterTool } from "./tools/set-interpreter.ts";
+
+export interface LifecycleLinks {
+  environment: CodeEnvironment;
+  status: SessionStatus;
+  getHost: () => SupervisorHost;
+  peekHost: () => SupervisorHost | undefined;
+  /** Registers code_execution again with new timeouts (its schema states them). */
+  reregisterTool: (timeouts: { defaultSeconds: number; maxSeconds: number }) => void;
+  /** Opens the live inspector (the `inspector.autoStart` setting; `--code-inspect` does the same). */
+  startInspector?: (ctx: ExtensionContext, port: number) => Promise<void>;
+}
+
+export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void {
+  const { environment, status, peekHost } = links;
+  pi.registerFlag(PYTHON_FLAG, {
+    type: "string",
+    description: "Python interpreter for code_execution (path, venv python or command; python_set_interpreter overrides it)",
+  });
+  registerSetInterpreterTool(pi, environment, peekHost);
+  registerCodeStatusCommand(pi, environment, peekHost);
+  registerSessionCommands(pi, links.getHost, peekHost);
+
+  let timeouts = JSON.stringify(environment.timeouts());
+  environment.onChange(() => {
+    const next = environment.timeouts();
+    if (JSON.stringify(next) === timeouts) return;
+    timeouts = JSON.stringify(next);
+    links.reregisterTool(next);
+  });
+
+  pi.on("session_start", async (_event, ctx) => {
+    await environment.start(ctx.cwd);
+    environment.restoreSelection(ctx);
+    status.setUI(ctx);
+    status.update(peekHost());
+    const inspector = environment.settings().values.inspector;
+    if (inspector.autoStart && links.startInspector) await links.startInspector(ctx, inspector.port);
+  });
+  pi.on("session_tree", async (_event, ctx) => {
+    environment.restoreSelection(ctx);
+    status.setUI(ctx);
+    status.showTreeWidget(peekHost());
+  });
+  // The widget has said its piece once the conversation moves on.
+  pi.on("agent_start", async () => status.clearWidget());
+  pi.on("session_shutdown", async () => {
+    status.detach();
+    await environment.close();
+  });
+}

@@ -1,0 +1,83 @@
+// The `python_set_interpreter` tool: selects the interpreter code_execution uses (ahead of --python, PI_PYTHON and
+// virtual-environment discovery), or clears the selection. It is validated first (a directory is refused with the
+// interpreter inside it named). Sessions running another interpreter are stopped at once: their namespaces are
+// gone, and the result says so. The selection is kept in the result's details, so it follows the session branch.
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
+import type { SupervisorHost } from "../../actors/host.ts";
+import { describeSource, validateInterpreter } from "../../actors/interpreter.ts";
+import { SET_INTERPRETER_TOOL, type CodeEnvironment } from "../environment.ts";
+import { setInterpreterRenderers } from "../render.ts";
+
+export interface SetInterpreterDetails {
+  /** The executable now selected; absent when the selection was cleared. */
+  selected?: string;
+  version?: string;
+  /** Sessions stopped because they ran another interpreter. */
+  stoppedSessions: string[];
+}
+
+export function registerSetInterpreterTool(
+  pi: ExtensionAPI,
+  environment: CodeEnvironment,
+  peekHost: () => SupervisorHost | undefined,
+): void {
+  pi.registerTool({
+    ...setInterpreterRenderers,
+    name: SET_INTERPRETER_TOOL,
+    label: "Python interpreter",
+    description:
+      "Choose the Python interpreter code_execution uses: a path (absolute, relative to the working directory, or ~), " +
+      "a virtual environment's python, or a command on PATH such as python3.12. Omit `interpreter` to go back to " +
+      "automatic discovery (--python, PI_PYTHON, $VIRTUAL_ENV, .venv/venv, python3). Running sessions on another " +
+      "interpreter are stopped: their variables are gone and their next run starts an empty namespace.",
+    promptSnippet: "Select the Python interpreter for code_execution",
+    parameters: Type.Object(
+      {
+        interpreter: Type.Optional(
+          Type.String({ description: "Path or command of a Python 3.9+ interpreter; omit to clear the selection." }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    executionMode: "sequential",
+    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
+      const wanted = params.interpreter?.trim();
+      let selected: string | undefined;
+      let version: string | undefined;
+      if (wanted) {
+        const probe = await validateInterpreter(wanted, ctx.cwd);
+        if (!probe.ok) throw new Error(`${probe.error}. The selection is unchanged.`);
+        selected = probe.value.executable;
+        version = probe.value.version;
+      }
+      environment.interpreter.select(selected);
+      const now = await environment.interpreter.resolve(ctx.cwd);
+      const host = peekHost();
+      const target = now.ok ? now.value.executable : undefined;
+      const stale = (host?.sessions() ?? []).filter((s) => s.python !== target);
+      await Promise.all(stale.map((s) => host!.stopSession(s.name)));
+      const lines: string[] = [];
+      if (now.ok) {
+        const v = now.value;
+        lines.push(
+          selected
+            ? `code_execution now uses Python ${v.version} at ${v.executable} (selected here; ahead of --python, PI_PYTHON and virtual environments).`
+            : `Selection cleared: code_execution uses Python ${v.version} at ${v.executable} (${describeSource(v.source)}).`,
+        );
+      } else lines.push(`Selection cleared, but discovery finds no usable interpreter: ${now.error}`);
+      if (stale.length) {
+        const names = stale.map((s) => `"${s.name}"`).join(", ");
+        lines.push(
+          `Stopped session${stale.length === 1 ? "" : "s"} ${names}: ${stale.length === 1 ? "its" : "their"} namespace is gone; the next run in ${stale.length === 1 ? "it" : "each"} starts empty on the new interpreter.`,
+        );
+      } else lines.push("No session was running another interpreter; fresh runs and new sessions use it from now on.");
+      const details: SetInterpreterDetails = {
+        ...(selected ? { selected } : {}),
+        ...(version ?? (now.ok ? now.value.version : undefined) ? { version: version ?? (now.ok ? now.value.version : "") } : {}),
+        stoppedSessions: stale.map((s) => s.name),
+      };
+      return { content: [{ type: "text" as const, text: lines.join("\n") }], details };
+    },
+  });
+}

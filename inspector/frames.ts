@@ -1,0 +1,158 @@
+// Inspection events as `@statelyai/inspect` wire frames (`@xstate.actor`, `@xstate.event`, `@xstate.snapshot`),
+// built synchronously so each frame carries the snapshot of its own moment. Actors are named by their explicit
+// ids (`supervisor`, `session:<name>`, `run:<id>`, `<parent>/kernel`), which also serve as `sessionId`, so a tree
+// rebuilt from `sessionId`/`parentId` is the same in every process and in a replayed log.
+import type { AnyActorRef, InspectionEvent } from "xstate";
+import { actorName, compact, ref } from "../actors/trace.ts";
+
+/** The @statelyai/inspect release whose wire format these frames follow (its receivers check `_version`). */
+export const STATELY_WIRE_VERSION = "0.7.2";
+export const ROOT_ID = "supervisor";
+/** Strings in frames are cut here: enough to read code and messages, bounded for a busy page. */
+const FRAME_STRING_LIMIT = 4000;
+
+export interface SerializedSnapshot {
+  status: string;
+  value?: unknown;
+  context?: unknown;
+  children?: Record<string, { id: string; xstate$$type: 1 }>;
+  tags?: string[];
+  output?: unknown;
+  error?: unknown;
+}
+
+interface FrameBase {
+  rootId: string;
+  /** Milliseconds since the epoch, as a string (the Stately format). */
+  createdAt: string;
+  id: null;
+  _version: string;
+}
+
+export interface ActorFrame extends FrameBase {
+  type: "@xstate.actor";
+  name: string;
+  sessionId: string;
+  parentId?: string;
+  definition?: string;
+  snapshot: SerializedSnapshot;
+}
+
+export interface EventFrame extends FrameBase {
+  type: "@xstate.event";
+  event: unknown;
+  sessionId: string;
+  sourceId?: string;
+}
+
+export interface SnapshotFrame extends FrameBase {
+  type: "@xstate.snapshot";
+  event: unknown;
+  snapshot: SerializedSnapshot;
+  sessionId: string;
+}
+
+export type Frame = ActorFrame | EventFrame | SnapshotFrame;
+
+const base = (at: number): FrameBase => ({
+  rootId: ROOT_ID,
+  createdAt: String(at),
+  id: null,
+  _version: STATELY_WIRE_VERSION,
+});
+
+export function serializeSnapshot(snapshot: any): SerializedSnapshot {
+  if (!snapshot || typeof snapshot !== "object") return { status: "active" };
+  const out: SerializedSnapshot = { status: String(snapshot.status ?? "active") };
+  if ("value" in snapshot) out.value = compact(snapshot.value, FRAME_STRING_LIMIT);
+  if (snapshot.context !== undefined) out.context = compact(snapshot.context, FRAME_STRING_LIMIT);
+  if (snapshot.children && typeof snapshot.children === "object") {
+    out.children = Object.fromEntries(
+      Object.entries(snapshot.children as Record<string, AnyActorRef>).map(([key, child]) => [
+        key,
+        { id: actorName(child), xstate$$type: 1 as const },
+      ]),
+    );
+  }
+  if (snapshot.tags) out.tags = [...(snapshot.tags as Iterable<string>)];
+  if (snapshot.output !== undefined) out.output = compact(snapshot.output, FRAME_STRING_LIMIT);
+  if (snapshot.error !== undefined) out.error = compact(snapshot.error, FRAME_STRING_LIMIT);
+  return out;
+}
+
+const definitions = new WeakMap<object, string>();
+
+/** The machine config as JSON (functions as `{type: name}`), computed once per logic: what the Stately
+ * Inspector draws. Callback actors have no config and get `{id}` as in @statelyai/inspect. */
+function definitionOf(actor: AnyActorRef): string {
+  const logic = (actor as { logic?: { config?: unknown } }).logic;
+  const config = logic?.config;
+  if (!logic || !config || typeof config !== "object") return JSON.stringify({ id: actor.id });
+  const cached = definitions.get(logic);
+  if (cached) return cached;
+  const seen = new WeakSet<object>();
+  const json = JSON.stringify(config, (_k, v) => {
+    if (typeof v === "function") return { type: v.name || "anonymous" };
+    if (v && typeof v === "object") {
+      if (seen.has(v)) return undefined;
+      seen.add(v);
+    }
+    return v;
+  });
+  definitions.set(logic, json);
+  return json;
+}
+
+export function actorFrame(actor: AnyActorRef, at: number, snapshot?: unknown): ActorFrame {
+  const parent = actor._parent;
+  return {
+    type: "@xstate.actor",
+    name: actor.id,
+    sessionId: actorName(actor),
+    ...(parent ? { parentId: actorName(parent) } : {}),
+    definition: definitionOf(actor),
+    snapshot: serializeSnapshot(snapshot),
+    ...base(at),
+  };
+}
+
+/** The frame of one inspection event, or undefined for kinds the wire format does not carry. At
+ * `@xstate.actor` time XState has not computed the initial snapshot yet; the init snapshot frame follows. */
+export function frameOf(ev: InspectionEvent, at = Date.now()): Frame | undefined {
+  switch (ev.type) {
+    case "@xstate.actor":
+      return actorFrame(ref(ev.actorRef), at);
+    case "@xstate.event":
+      return {
+        type: "@xstate.event",
+        event: compact(ev.event, FRAME_STRING_LIMIT),
+        sessionId: actorName(ref(ev.actorRef)),
+        ...(ev.sourceRef ? { sourceId: actorName(ref(ev.sourceRef)) } : {}),
+        ...base(at),
+      };
+    case "@xstate.snapshot":
+      return {
+        type: "@xstate.snapshot",
+        event: compact(ev.event, FRAME_STRING_LIMIT),
+        snapshot: serializeSnapshot(ev.snapshot),
+        sessionId: actorName(ref(ev.actorRef)),
+        ...base(at),
+      };
+    default:
+      return undefined;
+  }
+}
+
+/** `@xstate.actor` frames for the live tree, parents first, each with its current snapshot: what a client that
+ * connects late needs to show the present. */
+export function treeFrames(root: AnyActorRef | undefined, at = Date.now()): ActorFrame[] {
+  const frames: ActorFrame[] = [];
+  const visit = (actor: AnyActorRef) => {
+    const snapshot = actor.getSnapshot() as { status?: string; children?: Record<string, AnyActorRef> } | undefined;
+    if (snapshot?.status === "stopped") return;
+    frames.push(actorFrame(actor, at, snapshot));
+    for (const child of Object.values(snapshot?.children ?? {})) visit(child);
+  };
+  if (root) visit(root);
+  return frames;
+}

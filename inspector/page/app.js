@@ -1,0 +1,234 @@
+// The inspector page: live mode (frames from the server's WebSocket) and log mode (a recorded JSONL log opened
+// from disk or from the server, stepped through record by record).
+import { applyFrame, createModel, modelAt, stepsFromLog } from "./model.js";
+import { renderDetails, renderTimeline, TreeView } from "./view.js";
+
+const $ = (id) => document.getElementById(id);
+const base = location.pathname.endsWith("/") ? location.pathname : `${location.pathname}/`;
+const state = {
+  mode: "live",
+  live: createModel(),
+  model: undefined,
+  info: { live: false, readOnly: true, log: null },
+  selected: "supervisor",
+  steps: [],
+  position: 0,
+  logName: "",
+  connected: false,
+};
+state.model = state.live;
+
+const tree = new TreeView($("tree"), (id) => {
+  state.selected = id;
+  tree.select(state.model, id);
+  rendered.id = undefined;
+  renderSoon();
+});
+
+let detailsTimer;
+let timelineTimer;
+let rendered = { id: undefined, rev: -1, model: undefined };
+/** The tree is updated on every frame; details at most every 50 ms (and only when the selected actor changed),
+ * the timeline at most every 200 ms: the page's main thread stays free for the next frame. */
+function renderSoon() {
+  detailsTimer ??= setTimeout(() => {
+    detailsTimer = undefined;
+    drawDetails();
+  }, 50);
+  timelineTimer ??= setTimeout(() => {
+    timelineTimer = undefined;
+    drawTimeline();
+  }, 200);
+}
+
+/** Stepping through a log redraws at once: one step, one render. */
+function renderNow() {
+  drawDetails();
+  drawTimeline();
+}
+
+function drawDetails() {
+  const a = state.model.actors.get(state.selected);
+  if (rendered.id === state.selected && rendered.model === state.model && rendered.rev === (a?.rev ?? 0)) return;
+  rendered = { id: state.selected, rev: a?.rev ?? 0, model: state.model };
+  renderDetails($("details"), state.model, state.selected, {
+    actions: !state.info.readOnly,
+    replaying: state.mode !== "live",
+    onStop: stopSession,
+  });
+}
+
+function drawTimeline() {
+  const now = state.mode === "live" && state.connected ? Date.now() : undefined;
+  renderTimeline($("timeline"), state.model, now);
+}
+
+function setStatus(text, kind) {
+  const el = $("status");
+  el.textContent = text;
+  el.dataset.kind = kind;
+}
+
+// ---- live ----
+
+let socket;
+let retries = 0;
+function connect() {
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${base}ws`;
+  socket = new WebSocket(url);
+  socket.onopen = () => {
+    retries = 0;
+    state.connected = true;
+    if (state.mode === "live") setStatus("live", "live");
+  };
+  socket.onmessage = (message) => {
+    let frame;
+    try {
+      frame = JSON.parse(message.data);
+    } catch {
+      return;
+    }
+    const changed = applyFrame(state.live, frame);
+    if (state.mode === "live") {
+      tree.update(state.live, changed.length ? [...changed, ...parentsOf(state.live, changed)] : undefined);
+      renderSoon();
+    }
+  };
+  socket.onclose = () => {
+    state.connected = false;
+    if (state.mode === "live") setStatus("disconnected: Pi or the inspector stopped", "off");
+    if (retries++ < 5) setTimeout(connect, 500 * retries);
+  };
+}
+
+function parentsOf(model, ids) {
+  const out = [];
+  for (const id of ids) {
+    const p = model.actors.get(id)?.parentId;
+    if (p && !ids.includes(p)) out.push(p);
+  }
+  return out;
+}
+
+async function stopSession(name) {
+  const res = await fetch(`${base}api/sessions/${encodeURIComponent(name)}/stop`, { method: "POST" });
+  const body = await res.json().catch(() => ({}));
+  $("verdict").textContent = res.ok
+    ? `stop ${name}: ${body.stopped ? "stopped" : "not running"}`
+    : (body.error ?? `stop failed (${res.status})`);
+}
+
+function showLive() {
+  state.mode = "live";
+  state.model = state.live;
+  document.body.dataset.mode = "live";
+  setStatus(state.connected ? "live" : "disconnected", state.connected ? "live" : "off");
+  tree.update(state.model);
+  renderNow();
+}
+
+// ---- recorded logs ----
+
+function openLog(text, name) {
+  const { steps, header, error } = stepsFromLog(text);
+  if (error) {
+    setStatus(`cannot open ${name}: ${error}`, "off");
+    return false;
+  }
+  state.mode = "log";
+  state.steps = steps;
+  state.logName = name;
+  state.logText = text;
+  document.body.dataset.mode = "log";
+  $("slider").max = String(steps.length);
+  setStatus(`log ${name}${header?.piSession ? ` · Pi session ${header.piSession}` : ""}`, "log");
+  $("verdict").textContent = "";
+  goTo(steps.length);
+  if (!state.model.actors.has(state.selected)) {
+    state.selected = "supervisor";
+    tree.select(state.model, state.selected);
+    renderNow();
+  }
+  return true;
+}
+
+function goTo(position) {
+  state.position = Math.max(0, Math.min(position, state.steps.length));
+  state.model = modelAt(state.steps, state.position);
+  $("slider").value = String(state.position);
+  const step = state.steps[state.position - 1];
+  $("position").textContent = `${state.position} / ${state.steps.length}`;
+  $("step").textContent = step ? `line ${step.line}: ${step.text}` : "start of log";
+  tree.update(state.model);
+  renderNow();
+}
+
+function nextInput(direction) {
+  let p = state.position + direction;
+  while (p > 0 && p <= state.steps.length && !state.steps[p - 1].input) p += direction;
+  goTo(p);
+}
+
+async function verify() {
+  $("verdict").textContent = "replaying…";
+  const res = await fetch(`${base}api/replay`, { method: "POST", body: state.logText });
+  const report = await res.json();
+  if (!res.ok) {
+    $("verdict").textContent = report.error ?? `replay failed (${res.status})`;
+    $("verdict").dataset.kind = "bad";
+    return;
+  }
+  $("verdict").textContent = report.error
+    ? `cannot replay: ${report.error}`
+    : report.identical
+      ? `identical (${report.inputs} inputs, ${report.trace} trace records)`
+      : report.divergence.message;
+  $("verdict").dataset.kind = report.identical ? "ok" : "bad";
+}
+
+$("open").addEventListener("click", () => $("file").click());
+$("file").addEventListener("change", async () => {
+  const file = $("file").files?.[0];
+  if (file) openLog(await file.text(), file.name);
+  $("file").value = "";
+});
+$("session-log").addEventListener("click", async () => {
+  const res = await fetch(`${base}api/log`);
+  if (res.ok) openLog(await res.text(), state.info.log?.split("/").pop() ?? "session log");
+});
+$("live").addEventListener("click", showLive);
+$("first").addEventListener("click", () => goTo(0));
+$("prev").addEventListener("click", () => goTo(state.position - 1));
+$("next").addEventListener("click", () => goTo(state.position + 1));
+$("last").addEventListener("click", () => goTo(state.steps.length));
+$("prev-input").addEventListener("click", () => nextInput(-1));
+$("next-input").addEventListener("click", () => nextInput(1));
+$("slider").addEventListener("input", () => goTo(Number($("slider").value)));
+$("verify").addEventListener("click", verify);
+document.addEventListener("keydown", (e) => {
+  if (state.mode !== "log" || e.target instanceof HTMLInputElement) return;
+  if (e.key === "ArrowRight") goTo(state.position + 1);
+  if (e.key === "ArrowLeft") goTo(state.position - 1);
+});
+setInterval(() => state.mode === "live" && state.connected && renderSoon(), 1000);
+
+const info = await fetch(`${base}api/info`).then((r) => r.json());
+state.info = info;
+document.body.dataset.actions = info.readOnly ? "read-only" : "enabled";
+$("access").textContent = info.readOnly ? "read-only" : "actions enabled";
+$("session-log").hidden = !info.log;
+$("live").hidden = !info.live;
+if (info.live) {
+  showLive();
+  connect();
+} else if (info.log) {
+  const res = await fetch(`${base}api/log`);
+  openLog(await res.text(), info.log.split("/").pop());
+} else {
+  setStatus("no live session: open a recorded log", "off");
+  document.body.dataset.mode = "log";
+}
+// A small handle for tests and the devtools console: the log's steps and a way to jump to one.
+window.inspector = { steps: () => state.steps.map((s) => s.text), goTo, openLog, mode: () => state.mode };
+// Tests and tools can tell when the page is wired up.
+document.body.dataset.ready = "true";

@@ -1,0 +1,321 @@
+// The inspector page's model: the actor tree rebuilt from @statelyai/inspect frames (live from the WebSocket, or
+// converted from a recorded JSONL log). Plain ES module, no DOM: the page and Node tests both use it.
+
+const MAX_EVENTS = 40;
+const MAX_ACTORS = 400;
+
+export function createModel() {
+  return { actors: new Map(), order: [], start: undefined, end: undefined, version: 0 };
+}
+
+/** A state value as people read it: `running`, or `parent.child` for nested states. */
+export function stateLabel(value) {
+  if (typeof value === "string") return value;
+  if (value && typeof value === "object") {
+    return Object.entries(value)
+      .map(([k, v]) => (v && (typeof v === "string" || typeof v === "object") ? `${k}.${stateLabel(v)}` : k))
+      .join(",");
+  }
+  return "";
+}
+
+/** The actor's entry; created as a placeholder when a frame names an actor whose creation frame was not seen
+ * (a page that connected late, after the server's history lost it). */
+function entry(model, id, at, placeholder = false) {
+  let a = model.actors.get(id);
+  if (!a) {
+    a = {
+      id,
+      placeholder,
+      name: id.split("/").pop(),
+      parentId: undefined,
+      kind: "callback",
+      status: "active",
+      label: "",
+      value: undefined,
+      context: undefined,
+      createdAt: at,
+      endedAt: undefined,
+      history: [],
+      events: [],
+      incarnation: 1,
+    };
+    model.actors.set(id, a);
+    model.order.push(id);
+    prune(model);
+  }
+  return a;
+}
+
+function labelOf(a) {
+  return a.kind === "machine" && a.value !== undefined ? stateLabel(a.value) : a.status;
+}
+
+function note(a, at) {
+  const label = labelOf(a);
+  // A machine between its creation and its first snapshot has no state yet.
+  if (a.kind === "machine" && a.value === undefined && a.status === "active") return;
+  const last = a.history[a.history.length - 1];
+  if (!last || last.label !== label || last.status !== a.status) a.history.push({ at, label, status: a.status });
+  a.label = label;
+  if ((a.status === "done" || a.status === "stopped" || a.status === "error") && a.endedAt === undefined) {
+    a.endedAt = at;
+  }
+}
+
+function applySnapshot(model, a, snapshot, at, cause) {
+  if (!snapshot) return;
+  if (snapshot.value !== undefined) {
+    a.kind = "machine";
+    a.value = snapshot.value;
+  }
+  if (snapshot.context !== undefined) a.context = snapshot.context;
+  if (snapshot.status) a.status = snapshot.status;
+  if (snapshot.error !== undefined) a.error = snapshot.error;
+  note(a, at);
+  // A child that left the parent's children without finishing was stopped (a reset, or its owner ended). A child
+  // released because it finished reports its own final snapshot right after its parent's.
+  if (snapshot.children && a.kind === "machine") {
+    const present = new Set(Object.values(snapshot.children).map((c) => c.id));
+    const finished = typeof cause === "string" && cause.startsWith("xstate.done.actor.") ? cause.slice(18) : "";
+    for (const other of model.actors.values()) {
+      if (other.parentId === a.id && !present.has(other.id) && other.status === "active" && other.id !== finished) {
+        other.status = "stopped";
+        note(other, at);
+      }
+    }
+  }
+}
+
+/** Applies one frame; returns the ids of the actors it changed. */
+export function applyFrame(model, frame) {
+  const at = Number(frame.createdAt) || Date.now();
+  model.start ??= at;
+  model.end = Math.max(model.end ?? at, at);
+  model.version += 1;
+  const id = frame.sessionId;
+  if (!id) return [];
+  const changed = applyTo(model, frame, id, at);
+  for (const c of changed) {
+    const a = model.actors.get(c);
+    if (a) a.rev = (a.rev ?? 0) + 1;
+  }
+  return changed;
+}
+
+function applyTo(model, frame, id, at) {
+  switch (frame.type) {
+    case "@xstate.actor": {
+      const known = model.actors.has(id) && !model.actors.get(id).placeholder;
+      const a = entry(model, id, at);
+      a.placeholder = false;
+      if (known) {
+        // The same explicit id created again: a new incarnation (a reset, or a session started after it was lost).
+        a.incarnation += 1;
+        a.endedAt = undefined;
+        a.context = undefined;
+        a.value = undefined;
+        a.history.push({ at, label: "(new)", status: "active", restart: true });
+      }
+      a.name = frame.name ?? a.name;
+      a.parentId = frame.parentId;
+      a.createdAt = a.incarnation > 1 ? a.createdAt : at;
+      if (typeof frame.definition === "string" && frame.definition.includes('"states"')) a.kind = "machine";
+      a.status = "active";
+      const snapshot = frame.snapshot ?? {};
+      // A creation frame has no state yet (XState computes it right after); the init snapshot follows.
+      if (snapshot.value !== undefined || snapshot.context !== undefined) applySnapshot(model, a, snapshot, at);
+      else if (a.kind !== "machine") a.label = a.status = snapshot.status ?? "active";
+      return [id];
+    }
+    case "@xstate.event": {
+      const a = entry(model, id, at, true);
+      const type = frame.event && typeof frame.event === "object" ? String(frame.event.type) : String(frame.event);
+      a.events.push({ at, type, from: frame.sourceId, event: frame.event });
+      if (a.events.length > MAX_EVENTS) a.events.splice(0, a.events.length - MAX_EVENTS);
+      return [id];
+    }
+    case "@xstate.snapshot": {
+      const a = entry(model, id, at, true);
+      applySnapshot(model, a, frame.snapshot, at, frame.event?.type);
+      return [id];
+    }
+    default:
+      return [];
+  }
+}
+
+/** Keeps the model bounded: the oldest finished actors (and their descendants) go first. */
+function prune(model) {
+  if (model.actors.size <= MAX_ACTORS) return;
+  for (const id of [...model.order]) {
+    if (model.actors.size <= MAX_ACTORS * 0.9) break;
+    const a = model.actors.get(id);
+    if (!a || a.endedAt === undefined || !a.parentId) continue;
+    remove(model, id);
+  }
+}
+
+function remove(model, id) {
+  for (const other of [...model.actors.values()]) if (other.parentId === id) remove(model, other.id);
+  model.actors.delete(id);
+  const i = model.order.indexOf(id);
+  if (i >= 0) model.order.splice(i, 1);
+}
+
+export function childrenOf(model, id) {
+  return model.order.filter((c) => model.actors.get(c)?.parentId === id);
+}
+
+export function roots(model) {
+  return model.order.filter((id) => {
+    const p = model.actors.get(id)?.parentId;
+    return !p || !model.actors.has(p);
+  });
+}
+
+// ---- recorded logs ----
+
+function inputText(r) {
+  switch (r.k) {
+    case "cmd": {
+      const e = r.event ?? {};
+      return `command ${e.type}${e.runId ? ` run:${e.runId}` : ""}${e.session ? ` session:${e.session}` : ""}${e.name ? ` ${e.name}` : ""}`;
+    }
+    case "fact":
+      return `fact ${r.event?.type} → ${r.to}`;
+    case "timer":
+      return `timer #${r.n} fired`;
+    case "stop":
+      return "supervisor stopped";
+    default:
+      return r.k;
+  }
+}
+
+function frame(type, at, fields) {
+  return { type, rootId: "supervisor", createdAt: String(at ?? 0), id: null, _version: "0.7.2", ...fields };
+}
+
+/** Frames for a persisted snapshot (a rotated segment's checkpoint): the tree as it was. */
+function checkpointFrames(persisted, at, id = "supervisor", parentId = undefined, out = []) {
+  if (!persisted || typeof persisted !== "object") return out;
+  out.push(
+    frame("@xstate.actor", at, {
+      name: id.split("/").pop(),
+      sessionId: id,
+      ...(parentId ? { parentId } : {}),
+      ...(persisted.value !== undefined ? { definition: '{"states":{}}' } : {}),
+      snapshot: { status: persisted.status ?? "active", value: persisted.value, context: persisted.context },
+    }),
+  );
+  for (const [key, child] of Object.entries(persisted.children ?? {})) {
+    const childId = key.includes(":") ? key : `${id}/${key}`;
+    checkpointFrames(child?.snapshot, at, childId, id, out);
+  }
+  return out;
+}
+
+/** Converts a recorded log (JSONL text) into replay steps: each trace record becomes a frame, each input a
+ * marker. `{header, steps, error}`; a step is `{line, at, text, frame?, input?}`. */
+export function stepsFromLog(text) {
+  const steps = [];
+  // Contexts are written whole once per actor, then as deltas of top-level keys (actors/trace.ts, TraceEncoder).
+  const contexts = new Map();
+  let header;
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const s = lines[i].trim();
+    if (!s) continue;
+    let r;
+    try {
+      r = JSON.parse(s);
+    } catch {
+      if (lines.slice(i + 1).some((l) => l.trim())) return { header, steps, error: `line ${i + 1} is not JSON` };
+      continue;
+    }
+    const line = i + 1;
+    const at = r.at;
+    switch (r.k) {
+      case "header":
+        header ??= r;
+        break;
+      case "checkpoint":
+        for (const f of checkpointFrames(r.snapshot, at))
+          steps.push({ line, at, text: `checkpoint ${f.sessionId}`, frame: f });
+        break;
+      case "actor":
+        contexts.delete(r.id);
+        steps.push({
+          line,
+          at,
+          text: `actor ${r.id} created`,
+          frame: frame("@xstate.actor", at, {
+            name: r.id.split("/").pop(),
+            sessionId: r.id,
+            ...(r.parent ? { parentId: r.parent } : {}),
+            snapshot: { status: "active" },
+          }),
+        });
+        break;
+      case "event":
+        steps.push({
+          line,
+          at,
+          text: `event ${r.event?.type} → ${r.to}${r.from ? ` from ${r.from}` : ""}`,
+          frame: frame("@xstate.event", at, {
+            sessionId: r.to,
+            ...(r.from ? { sourceId: r.from } : {}),
+            event: r.event,
+          }),
+        });
+        break;
+      case "snap": {
+        const children = r.children ? Object.fromEntries(r.children.map((c) => [c, { id: c, xstate$$type: 1 }])) : {};
+        const snapshot = { status: r.status, children };
+        if (r.value !== undefined) snapshot.value = r.value;
+        if (r.context !== undefined) contexts.set(r.id, r.context);
+        else if (r.delta || r.removed) {
+          const next = { ...(contexts.get(r.id) ?? {}), ...(r.delta ?? {}) };
+          for (const k of r.removed ?? []) delete next[k];
+          contexts.set(r.id, next);
+        }
+        if (contexts.has(r.id)) snapshot.context = contexts.get(r.id);
+        if (r.error !== undefined) snapshot.error = r.error;
+        steps.push({
+          line,
+          at,
+          text: `${r.id} → ${stateLabel(r.value) || r.status} (${r.cause})`,
+          frame: frame("@xstate.snapshot", at, { sessionId: r.id, event: { type: r.cause }, snapshot }),
+        });
+        break;
+      }
+      case "cmd":
+      case "fact":
+      case "timer":
+      case "stop":
+        steps.push({ line, at, text: `input: ${inputText(r)}`, input: r });
+        break;
+      default:
+        break;
+    }
+  }
+  if (!header || header.format !== "pi-code-supervisor.log") {
+    return { header, steps: [], error: "not a pi-code-supervisor event log" };
+  }
+  return { header, steps };
+}
+
+/** The model after the first `count` steps. */
+export function modelAt(steps, count) {
+  const model = createModel();
+  for (let i = 0; i < count && i < steps.length; i++) {
+    const step = steps[i];
+    if (step.frame) applyFrame(model, step.frame);
+    else if (step.at !== undefined) {
+      model.start ??= step.at;
+      model.end = Math.max(model.end ?? step.at, step.at);
+    }
+  }
+  return model;
+}

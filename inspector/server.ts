@@ -1,0 +1,252 @@
+// The live inspector: a local HTTP + WebSocket server for the page in inspector/page/. It binds to loopback only
+// (any other address is refused), every URL carries an unguessable token, the Host and Origin headers must be its
+// own (no DNS rebinding, no cross-site use), and it is read-only unless the caller offers the stop-session action.
+// The WebSocket streams @statelyai/inspect frames (inspector/frames.ts): recent history, the live tree, then
+// every frame as it happens.
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { WebSocketServer, type WebSocket } from "ws";
+import type { SystemObserver } from "../actors/observe.ts";
+import { parseLog, replayRecords } from "../actors/replay.ts";
+import { fail, ok, type Result } from "../actors/result.ts";
+import { frameOf, treeFrames } from "./frames.ts";
+
+export interface InspectorOptions {
+  /** The live system; without it the inspector only shows recorded logs. */
+  observer?: SystemObserver;
+  /** Bind address: loopback only (`127.0.0.1` by default, `::1`, `localhost`). */
+  host?: string;
+  /** 0 or absent: a free port. */
+  port?: number;
+  /** Default: 32 random bytes, base64url. */
+  token?: string;
+  /** Offered only when given: stops a named session from the page (behind the same token). */
+  stopSession?: (name: string) => Promise<boolean>;
+  /** The log the page can open from the server (the live session's own log, or the log given to the CLI). */
+  logPath?: () => string | undefined;
+  /** Frames kept for pages that connect later. */
+  historyFrames?: number;
+  /** The largest log the page may ask the server to replay. Replay runs on the server's event loop, so inside Pi
+   * the default stays small (4 MiB); the standalone CLI allows more. */
+  replayLimitBytes?: number;
+}
+
+export interface Inspector {
+  url: string;
+  host: string;
+  port: number;
+  token: string;
+  readOnly: boolean;
+  clients(): number;
+  close(): Promise<void>;
+}
+
+const PAGE_FILES: Record<string, string> = {
+  "": "index.html",
+  "index.html": "index.html",
+  "app.js": "app.js",
+  "model.js": "model.js",
+  "view.js": "view.js",
+  "style.css": "style.css",
+};
+const TYPES: Record<string, string> = {
+  html: "text/html; charset=utf-8",
+  js: "text/javascript; charset=utf-8",
+  css: "text/css; charset=utf-8",
+};
+/** A page that cannot keep up is dropped rather than buffered without bound in Pi's memory. */
+const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+function sameToken(given: string, token: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export async function startInspector(options: InspectorOptions = {}): Promise<Result<Inspector>> {
+  const requested = options.host ?? "127.0.0.1";
+  if (!isLoopback(requested)) {
+    return fail(`refusing to bind the inspector to ${requested}: it serves loopback addresses only`);
+  }
+  const bindHost = requested.toLowerCase() === "localhost" ? "127.0.0.1" : requested.replace(/^\[|\]$/g, "");
+  const token = options.token ?? randomBytes(32).toString("base64url");
+  const readOnly = !options.stopSession;
+  const history: { text: string; actor?: string }[] = [];
+  const historyLimit = options.historyFrames ?? 5000;
+  const sockets = new Set<Socket>();
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+  let port = 0;
+
+  const origin = () => `http://${bindHost.includes(":") ? `[${bindHost}]` : bindHost}:${port}`;
+  /** Host must name this server (a DNS-rebinding page would send its own name); Origin, when sent, too. */
+  const trusted = (req: IncomingMessage): boolean => {
+    const hostHeader = req.headers.host ?? "";
+    const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(hostHeader);
+    if (!m || !isLoopback(m[1]) || Number(m[2] ?? 80) !== port) return false;
+    const o = req.headers.origin;
+    if (o === undefined) return true;
+    try {
+      const u = new URL(o);
+      return isLoopback(u.hostname) && Number(u.port) === port;
+    } catch {
+      return false;
+    }
+  };
+  /** `/<token>/rest` → `rest`, or undefined when the token is missing or wrong. */
+  const route = (url: string | undefined): string | undefined => {
+    const path = (url ?? "/").split("?")[0];
+    const m = /^\/([^/]+)\/(.*)$/.exec(path);
+    if (!m || !sameToken(decodeURIComponent(m[1]), token)) return undefined;
+    return m[2];
+  };
+
+  const broadcast = (text: string, actor?: string) => {
+    history.push({ text, ...(actor ? { actor } : {}) });
+    if (history.length > historyLimit) history.splice(0, history.length - historyLimit);
+    for (const client of wss.clients) send(client, text);
+  };
+  const send = (client: WebSocket, text: string) => {
+    if (client.readyState !== client.OPEN) return;
+    if (client.bufferedAmount > MAX_BUFFERED_BYTES) return client.terminate();
+    client.send(text);
+  };
+  const unsubscribe = options.observer?.on({
+    inspection: (ev) => {
+      // Every frame goes to the history (from the inspector's start) and to each connected page.
+      const frame = frameOf(ev);
+      if (frame) broadcast(JSON.stringify(frame), frame.type === "@xstate.actor" ? frame.sessionId : undefined);
+    },
+  });
+
+  const respond = (res: ServerResponse, status: number, type: string, body: string | Buffer) => {
+    res.writeHead(status, {
+      "content-type": type,
+      "cache-control": "no-store",
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+      "content-security-policy":
+        "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'",
+    });
+    res.end(body);
+  };
+  const json = (res: ServerResponse, status: number, value: unknown) =>
+    respond(res, status, "application/json; charset=utf-8", JSON.stringify(value));
+
+  const server = createServer(async (req, res) => {
+    try {
+      if (!trusted(req)) return respond(res, 421, "text/plain", "misdirected request\n");
+      const rest = route(req.url);
+      if (rest === undefined) return respond(res, 403, "text/plain", "forbidden: open the URL with its token\n");
+      if (req.method === "GET" && rest in PAGE_FILES) {
+        const file = PAGE_FILES[rest];
+        const body = await readFile(new URL(`./page/${file}`, import.meta.url));
+        return respond(res, 200, TYPES[file.split(".").pop()!], body);
+      }
+      if (req.method === "GET" && rest === "api/info") {
+        const log = options.logPath?.();
+        return json(res, 200, { live: Boolean(options.observer), readOnly, log: log ?? null });
+      }
+      if (req.method === "GET" && rest === "api/log") {
+        const log = options.logPath?.();
+        if (!log) return json(res, 404, { error: "no log" });
+        return respond(res, 200, "application/x-ndjson; charset=utf-8", await readFile(log));
+      }
+      if (req.method === "POST" && rest === "api/replay") {
+        const body = await readBody(req, options.replayLimitBytes ?? 4 * 1024 * 1024);
+        if (body === undefined) {
+          return json(res, 413, {
+            error: "this log is too large to replay here; use: npx pi-code-supervisor replay <log>",
+          });
+        }
+        const parsed = parseLog(body);
+        if (parsed.error) return json(res, 200, { identical: false, error: parsed.error });
+        return json(res, 200, replayRecords(parsed.lines));
+      }
+      const stop = /^api\/sessions\/([A-Za-z0-9._-]{1,64})\/stop$/.exec(rest);
+      if (req.method === "POST" && stop) {
+        if (!options.stopSession) return json(res, 403, { error: "this inspector is read-only" });
+        return json(res, 200, { stopped: await options.stopSession(stop[1]) });
+      }
+      return respond(res, 404, "text/plain", "not found\n");
+    } catch (e) {
+      return json(res, 500, { error: e instanceof Error ? e.message : String(e) });
+    }
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  server.on("upgrade", (req, socket, head) => {
+    if (!trusted(req) || route(req.url) !== "ws") {
+      socket.end("HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (client) => {
+      // History first, then the actors of the live tree whose creation the history no longer holds (with their
+      // current snapshot), then live frames. An `@xstate.actor` frame for a known id thus always means a new actor.
+      const created = new Set<string>();
+      for (const h of history) {
+        send(client, h.text);
+        if (h.actor) created.add(h.actor);
+      }
+      for (const frame of treeFrames(options.observer?.root)) {
+        if (!created.has(frame.sessionId)) send(client, JSON.stringify(frame));
+      }
+      client.on("message", () => {
+        // The stream is one-way; messages from the page are ignored.
+      });
+    });
+  });
+
+  const listening = await new Promise<Result<number>>((resolve) => {
+    server.once("error", (e: NodeJS.ErrnoException) =>
+      resolve(fail(`the inspector cannot listen on ${bindHost}:${options.port ?? 0}: ${e.code ?? e.message}`)),
+    );
+    server.listen(options.port ?? 0, bindHost, () => resolve(ok((server.address() as AddressInfo).port)));
+  });
+  if (!listening.ok) {
+    unsubscribe?.();
+    return listening;
+  }
+  port = listening.value;
+
+  return ok({
+    url: `${origin()}/${token}/`,
+    host: bindHost,
+    port,
+    token,
+    readOnly,
+    clients: () => wss.clients.size,
+    close: () =>
+      new Promise<void>((resolve) => {
+        unsubscribe?.();
+        for (const client of wss.clients) client.terminate();
+        wss.close();
+        server.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+      }),
+  });
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        resolve(undefined);
+        req.destroy();
+      } else chunks.push(chunk);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}

@@ -1,0 +1,186 @@
+"""pi-code-supervisor tool bridge: calls from Python to Pi tools over the runner's control channel, and results.
+
+Loaded by runner.py (never imported by user code) on the first tool call; runner.py installs the tool functions.
+See docs/protocol.md, "Tool bridge". Standard library only.
+
+A call is bound to the run executing when it is made: the coroutine may run on any asyncio loop in any thread of the
+run's process (the reader thread hands the answer to that loop). When the run ends, calls still waiting fail.
+"""
+
+import os
+import _thread
+
+MAX_ARGS = 8 << 20  # bytes of JSON arguments per call
+MAX_PENDING = 1024  # calls waiting for an answer, over all runs and threads
+_PREVIEW = 200  # characters of a non-JSON result shown in json()'s error
+_MARK = "structuredContent:"
+_ENDED = "the run that made this tool call ended before it was answered"
+
+_write = None  # runner's frame writer: bytes -> None (set by attach)
+_pid = None
+_lock = _thread.allocate_lock()
+_pending = {}  # call id -> (loop, future, run id)
+_seq = 0
+
+
+def attach(write_frame, pid):
+    global _write, _pid
+    _write = write_frame
+    _pid = pid
+
+
+# ---------------------------------------------------------------------------------------------------- results
+class ToolResult(str):
+    """A tool's result text. `json()` parses it: the whole text, or else a trailing `structuredContent:` block."""
+
+    tool = "tool"
+
+    def json(self):
+        """Parse the text as JSON (a new object each call). ValueError names the tool and shows the text's start."""
+        import json
+
+        try:
+            return json.loads(self)
+        except ValueError:
+            pass
+        block = _structured_block(self)
+        if block is not None:
+            try:
+                return json.loads(block)
+            except ValueError:
+                pass
+        start = str(self[:_PREVIEW])
+        more = "..." if len(self) > _PREVIEW else ""
+        raise ValueError("%s returned text that is not JSON: %r%s" % (self.tool, start, more)) from None
+
+    def __reduce__(self):  # pickles (multiprocessing, copy) as a plain str: this class is not importable
+        return (str, (str(self),))
+
+
+def _structured_block(text):
+    """The JSON after a last `structuredContent:` line (MCP style), or None."""
+    i = text.rfind("\n" + _MARK)
+    if i >= 0:
+        body = text[i + 1 + len(_MARK) :]
+    elif text.startswith(_MARK):
+        body = text[len(_MARK) :]
+    else:
+        return None
+    body = body.strip()
+    if body.startswith("```"):  # a fenced block: ```json ... ```
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+        if body.rstrip().endswith("```"):
+            body = body.rstrip()[:-3]
+    return body
+
+
+# ---------------------------------------------------------------------------------------------------- calls
+def _encode(frame, python):
+    import json
+
+    try:
+        text = json.dumps(frame, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except ValueError as e:
+        if "Out of range float" in str(e):
+            raise ValueError(
+                "%s(): NaN and Infinity are not valid JSON, so they cannot be passed to a tool" % python
+            ) from None
+        raise ValueError("%s(): the arguments cannot be encoded as JSON (%s)" % (python, e)) from None
+    except TypeError as e:
+        raise TypeError(
+            "%s(): arguments must be JSON values (str, int, float, bool, None, list, dict): %s" % (python, e)
+        ) from None
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: let JSON escape them
+        data = json.dumps(frame, allow_nan=False, separators=(",", ":")).encode("ascii")
+    if len(data) > MAX_ARGS:
+        raise ValueError(
+            "%s(): the arguments are %d bytes of JSON; the limit is %d MiB. Pass a path to a file instead."
+            % (python, len(data), MAX_ARGS >> 20)
+        )
+    return data
+
+
+async def call(run, name, python, kwargs):
+    """One call of tool `name` for run `run` (the run executing when the call began, or None)."""
+    global _seq
+    if os.getpid() != _pid:
+        raise RuntimeError("%s(): tool calls work only in the run's own process, not in a forked child" % python)
+    if run is None:
+        raise RuntimeError("%s(): no code_execution run is active; tool calls work only while a run executes" % python)
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    with _lock:
+        if len(_pending) >= MAX_PENDING:
+            raise RuntimeError(
+                "%s(): %d tool calls are already waiting; limit the concurrency (e.g. asyncio.Semaphore)"
+                % (python, MAX_PENDING)
+            )
+        _seq += 1
+        cid = "c%d" % _seq
+    data = _encode({"type": "tool.call", "id": cid, "run": run, "name": name, "args": kwargs}, python)
+    fut = loop.create_future()
+    with _lock:
+        _pending[cid] = (loop, fut, run)
+    try:
+        _write(data)
+        status, text = await fut
+    except BaseException:
+        # Cancelled (asyncio, or the run's KeyboardInterrupt cancelling its task): the host aborts the dispatch.
+        with _lock:
+            waiting = _pending.pop(cid, None) is not None
+        if waiting:
+            _write(('{"type":"tool.cancel","id":"%s","run":%s}' % (cid, _quote(run))).encode("utf-8"))
+        raise
+    if status == "ok":
+        result = ToolResult(text)
+        result.tool = python
+        return result
+    if status == "invalid":
+        raise TypeError(text)
+    raise RuntimeError(text)
+
+
+def _quote(s):
+    import json
+
+    return json.dumps(s)
+
+
+def _settle(fut, status, text):
+    if not fut.done():
+        fut.set_result((status, text))
+
+
+def deliver(msg):
+    """Reader thread: a `tool.result` frame. Late answers (the call was cancelled) are dropped."""
+    with _lock:
+        entry = _pending.pop(msg.get("id"), None)
+    if entry is None:
+        return
+    loop, fut, _ = entry
+    status = msg.get("status")
+    text = msg.get("text")
+    if not isinstance(status, str):
+        status = "error"
+    if not isinstance(text, str):
+        text = ""
+    try:
+        loop.call_soon_threadsafe(_settle, fut, status, text)
+    except RuntimeError:  # that loop was closed
+        pass
+
+
+def end(run_id):
+    """The run is over: its calls still waiting fail (in their own loops, whenever those run next)."""
+    with _lock:
+        gone = [(cid, e) for cid, e in _pending.items() if e[2] == run_id]
+        for cid, _ in gone:
+            del _pending[cid]
+    for _, (loop, fut, _run_id) in gone:
+        try:
+            loop.call_soon_threadsafe(_settle, fut, "cancelled", _ENDED)
+        except RuntimeError:
+            pass

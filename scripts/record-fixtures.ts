@@ -1,0 +1,156 @@
+// Re-records the replay fixtures (test/fixtures/replay/*.jsonl) from real runs against real Python. Run it after a
+// deliberate change to a machine, then review the diff and commit:
+//   source scripts/env.sh && node scripts/record-fixtures.ts [name...]
+// Each scenario checks the outcomes it is meant to show, and each new file must replay identical before it is
+// written over the old one.
+import assert from "node:assert/strict";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { SupervisorHost, type RunRequestInput } from "../actors/host.ts";
+import { SystemObserver } from "../actors/observe.ts";
+import { Recorder } from "../actors/recorder.ts";
+import { formatReport, replayFile } from "../actors/replay.ts";
+
+export const FIXTURE_DIR = resolve(import.meta.dirname, "../test/fixtures/replay");
+/** Pi tools for nested calls (from the tool bridge's tests); the nested-calls scenario needs the bridge. */
+export const BRIDGE_TOOLS = resolve(import.meta.dirname, "../test/fixtures/bridge-tools.ts");
+
+type Run = (code: string, extra?: Partial<RunRequestInput>, signal?: AbortSignal) => ReturnType<SupervisorHost["run"]>;
+
+const scenarios: Record<string, (run: Run) => Promise<void>> = {
+  /** A timeout interrupts a session run; the code stops at KeyboardInterrupt and the session keeps its globals. */
+  "interrupt-keeps-state": async (run) => {
+    assert.equal((await run("counter = 41", { session: "demo" })).outcome.status, "success");
+    const slow = await run("import time\nprint('working', flush=True)\ntime.sleep(60)", {
+      session: "demo",
+      timeoutMs: 1000,
+    });
+    assert.equal(slow.outcome.status, "timeout");
+    assert.equal(slow.outcome.session?.isLost, false);
+    const after = await run("counter + 1", { session: "demo" });
+    assert.equal(after.stdout, "42\n");
+  },
+  /** Code that swallows the interrupt: grace, then the process group is killed and the session is lost. */
+  "swallowed-interrupt-lost": async (run) => {
+    await run("kept = 1", { session: "stubborn" });
+    const r = await run(
+      "import time\nwhile True:\n    try:\n        time.sleep(60)\n    except KeyboardInterrupt:\n        print('ignoring', flush=True)",
+      { session: "stubborn", timeoutMs: 1000 },
+    );
+    assert.equal(r.outcome.status, "timeout");
+    assert.equal(r.outcome.killed, true);
+    assert.equal(r.outcome.session?.isLost, true);
+    const next = await run("'kept' in globals()", { session: "stubborn" });
+    assert.equal(next.stdout, "False\n");
+  },
+  /** os._exit ends the process: the run reports it and the session is lost. */
+  "os-exit-lost": async (run) => {
+    await run("y = 2", { session: "exiting" });
+    const r = await run("import os\nos._exit(3)", { session: "exiting" });
+    assert.equal(r.outcome.status, "runtime_error");
+    assert.equal(r.outcome.exitCode, 3);
+    assert.equal(r.outcome.session?.isLost, true);
+  },
+  /** reset stops the session's process and starts it empty. */
+  reset: async (run) => {
+    await run("z = 3", { session: "fresh-start" });
+    const r = await run("'z' in globals()", { session: "fresh-start", reset: true });
+    assert.equal(r.stdout, "False\n");
+    assert.equal(r.outcome.session?.ordinal, 2);
+  },
+  /** Fresh processes: a success, an error, and a cancellation (Pi's abort). */
+  "fresh-runs": async (run) => {
+    assert.equal((await run("print('hello')")).outcome.status, "success");
+    assert.equal((await run("1 / 0")).outcome.status, "runtime_error");
+    const abort = new AbortController();
+    const pending = run("import time\nprint('start', flush=True)\ntime.sleep(60)", {}, abort.signal);
+    setTimeout(() => abort.abort(), 400);
+    assert.equal((await pending).outcome.status, "cancelled");
+  },
+};
+
+/** Scenarios that need a real Pi session (nested tool calls go through Pi's hooked tool dispatch). */
+const piScenarios: Record<string, { needs: string; calls: Record<string, unknown>[] }> = {
+  "nested-calls": {
+    needs: BRIDGE_TOOLS,
+    calls: [
+      {
+        session: "nest",
+        code: [
+          "import asyncio",
+          "info = await json_info(name='a', count=2)",
+          "print(info)",
+          "print(await asyncio.gather(slow_tool(ms=120, tag='a'), slow_tool(ms=40, tag='b')))",
+          "try:",
+          "    await fail_tool()",
+          "except Exception as e:",
+          "    print(type(e).__name__)",
+        ].join("\n"),
+      },
+    ],
+  },
+};
+
+export const scenarioNames = (): string[] => [
+  ...Object.keys(scenarios),
+  ...Object.entries(piScenarios)
+    .filter(([, s]) => existsSync(s.needs))
+    .map(([name]) => name),
+];
+
+async function recordInPi(name: string, outDir: string): Promise<string> {
+  const { EXTENSION_PATH, startPi } = await import("../test/helpers/pi-session.ts");
+  const scenario = piScenarios[name];
+  const pi = await startPi({ extensionPaths: [EXTENSION_PATH, scenario.needs] });
+  try {
+    await pi.callTools(scenario.calls);
+  } finally {
+    await pi.dispose();
+  }
+  const logs = join(pi.agentDir, "pi-code-supervisor", "logs");
+  const files = readdirSync(logs);
+  assert.equal(files.length, 1, "one log, one segment");
+  const report = replayFile(join(logs, files[0]));
+  if (!report.identical) throw new Error(`${name}: the new recording does not replay: ${formatReport(report, true)}`);
+  mkdirSync(outDir, { recursive: true });
+  const target = join(outDir, `${name}.jsonl`);
+  copyFileSync(join(logs, files[0]), target);
+  return target;
+}
+
+export async function recordScenario(name: string, outDir: string): Promise<string> {
+  if (piScenarios[name]) return recordInPi(name, outDir);
+  const scenario = scenarios[name];
+  if (!scenario) throw new Error(`unknown scenario ${name}; known: ${scenarioNames().join(", ")}`);
+  const cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-fixture-cwd-")));
+  const logs = mkdtempSync(join(tmpdir(), "pcs-fixture-log-"));
+  const observer = new SystemObserver();
+  const recorder = new Recorder(observer, { dir: logs, piSession: `fixture-${name}` });
+  const host = new SupervisorHost(observer.hostOptions());
+  try {
+    await scenario((code, extra = {}, signal) =>
+      host.run({ code, cwd, timeoutMs: 20_000, ...extra }, signal ? { signal } : {}),
+    );
+  } finally {
+    await host.shutdown();
+    recorder.close("shutdown");
+    rmSync(cwd, { recursive: true, force: true });
+  }
+  assert.equal(recorder.segments().length, 1, "a fixture is one segment");
+  const report = replayFile(recorder.path);
+  if (!report.identical) throw new Error(`${name}: the new recording does not replay: ${formatReport(report, true)}`);
+  mkdirSync(outDir, { recursive: true });
+  const target = join(outDir, `${name}.jsonl`);
+  copyFileSync(recorder.path, target);
+  rmSync(logs, { recursive: true, force: true });
+  return target;
+}
+
+if (import.meta.main) {
+  const names = process.argv.slice(2).length ? process.argv.slice(2) : scenarioNames();
+  for (const name of names) {
+    const path = await recordScenario(name, FIXTURE_DIR);
+    console.log(`recorded ${path}: ${formatReport(replayFile(path))}`);
+  }
+}

@@ -1,0 +1,188 @@
+// The commands, the footer status and the /tree widget through a real Pi session bound to a scripted UI context
+// (a plain object with every ExtensionUIContext method, in rpc mode): what the user is shown, and that the
+// commands act on real sessions without going through the model.
+import assert from "node:assert/strict";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import { pidAlive, waitUntil } from "./helpers/procs.ts";
+
+interface ScriptedUI {
+  ui: Record<string, unknown>;
+  notices: { text: string; level?: string }[];
+  statuses: Map<string, string | undefined>;
+  statusHistory: (string | undefined)[];
+  widgets: Map<string, unknown>;
+  /** Answers for select(), in order; each gets the title and options and returns the choice. */
+  selects: ((title: string, options: string[]) => string | undefined)[];
+  selectCalls: { title: string; options: string[] }[];
+}
+
+function scriptedUI(): ScriptedUI {
+  const s: ScriptedUI = {
+    ui: {},
+    notices: [],
+    statuses: new Map(),
+    statusHistory: [],
+    widgets: new Map(),
+    selects: [],
+    selectCalls: [],
+  };
+  const theme = { fg: (_c: string, t: string) => t, bg: (_c: string, t: string) => t, bold: (t: string) => t };
+  s.ui = {
+    select: async (title: string, options: string[]) => {
+      s.selectCalls.push({ title, options });
+      return s.selects.shift()?.(title, options);
+    },
+    confirm: async () => false,
+    input: async () => undefined,
+    notify: (text: string, level?: string) => s.notices.push({ text, ...(level ? { level } : {}) }),
+    onTerminalInput: () => () => {},
+    setStatus: (key: string, text: string | undefined) => {
+      s.statuses.set(key, text);
+      if (key === "code-execution") s.statusHistory.push(text);
+    },
+    setWorkingMessage: () => {},
+    setWorkingVisible: () => {},
+    setWorkingIndicator: () => {},
+    setHiddenThinkingLabel: () => {},
+    setWidget: (key: string, content: unknown) => s.widgets.set(key, content),
+    setFooter: () => {},
+    setHeader: () => {},
+    setTitle: () => {},
+    custom: async () => undefined,
+    pasteToEditor: () => {},
+    setEditorText: () => {},
+    getEditorText: () => "",
+    editor: async () => undefined,
+    addAutocompleteProvider: () => {},
+    setEditorComponent: () => {},
+    getEditorComponent: () => undefined,
+    theme,
+    getAllThemes: () => [],
+    getTheme: () => undefined,
+    setTheme: () => ({ success: false }),
+    getToolsExpanded: () => false,
+    setToolsExpanded: () => {},
+  };
+  return s;
+}
+
+let pi: PiHarness;
+let ui: ScriptedUI;
+const lastNotice = () => ui.notices.at(-1)?.text ?? "";
+const command = async (text: string) => {
+  const before = ui.notices.length;
+  await pi.session.prompt(text);
+  assert.ok(ui.notices.length > before, `${text} showed something`);
+  return lastNotice();
+};
+
+before(async () => {
+  ui = scriptedUI();
+  pi = await startPi({ uiContext: ui.ui });
+});
+after(async () => {
+  await pi.dispose();
+});
+
+describe("/code-status", () => {
+  test("with no session: the interpreter, settings with their sources, no warnings", async () => {
+    const text = await command("/code-status");
+    assert.match(text, /^Python 3\.\d+\.\d+: \/\S+\n  from /);
+    assert.match(text, /Live sessions: none/);
+    assert.match(text, /Settings \(value, source\):\n  defaultTimeout +60 +default/);
+    assert.match(text, /maxTimeout +3600 +default/);
+    assert.match(text, /venvDiscovery\.dirNames +\[".venv","venv"\] +default/);
+    assert.match(text, /Warnings: none/);
+    assert.equal(ui.statuses.get("code-execution"), undefined, "no footer status without sessions");
+  });
+
+  test("project settings show their file; malformed values show as warnings", async () => {
+    const file = join(pi.cwd, ".pi", "pi-code-execution", "settings.json");
+    mkdirSync(join(pi.cwd, ".pi", "pi-code-execution"), { recursive: true });
+    writeFileSync(file, JSON.stringify({ maxTimeout: 900, killGraceMs: "soon" }));
+    // The watcher reloads the file; /code-status shows what is in force.
+    let text = "";
+    for (let i = 0; i < 100 && !/maxTimeout +900/.test(text); i++) {
+      if (i) await new Promise((r) => setTimeout(r, 100));
+      text = await command("/code-status");
+    }
+    assert.match(text, new RegExp(`maxTimeout +900 +project ${file.replace(/[.]/g, "\\.")}`));
+    assert.match(text, /Warnings:\n  - project settings \(.*\): killGraceMs must be an integer/);
+  });
+});
+
+describe("sessions: footer status, /code-status, /code-restart, /code-sessions, the /tree widget", () => {
+  test("the footer counts live sessions and says which is busy", async () => {
+    await pi.callTools([
+      { code: "x = 1", session: "alpha" },
+      { code: "import time\ntime.sleep(0.3)\ny = 2", session: "beta" },
+    ]);
+    assert.equal(ui.statuses.get("code-execution"), "2 Python sessions · idle");
+    assert.ok(ui.statusHistory.includes("1 Python session · busy: alpha"), ui.statusHistory.join(" | "));
+    assert.ok(ui.statusHistory.includes("2 Python sessions · busy: beta"), ui.statusHistory.join(" | "));
+  });
+
+  test("/code-status lists each live session with state, pid, cwd, age and last run", async () => {
+    const text = await command("/code-status");
+    assert.match(text, /Live sessions \(2\):/);
+    assert.match(text, /  alpha +idle +pid \d+ +Python 3\.\d+\.\d+ +up \d+s +last run \d+s ago: success\n    cwd \//);
+    assert.match(text, /  beta +idle +pid \d+/);
+  });
+
+  test("/code-restart <name> starts the session again, empty", async () => {
+    const [before] = await pi.callTools([{ code: "import os\nos.getpid()", session: "alpha" }]);
+    const oldPid = Number(textOf(before).trim());
+    const text = await command("/code-restart alpha");
+    assert.match(text, /^Session "alpha" restarted: Python 3\.\d+\.\d+, pid \d+; its namespace is empty\.$/);
+    assert.ok(await waitUntil(() => !pidAlive(oldPid)), "the old process is gone");
+    const [after] = await pi.callTools([{ code: "import os\nprint('x' in globals())\nos.getpid()", session: "alpha" }]);
+    assert.match(textOf(after), /^False\n\d+\n$/);
+    assert.notEqual(Number(textOf(after).split("\n")[1]), oldPid);
+    const missing = await command("/code-restart nosuch");
+    assert.match(missing, /No live session "nosuch" \(live: alpha, beta\)/);
+  });
+
+  test("after /tree navigation a widget lists the sessions that did not rewind; the next turn clears it", async () => {
+    const firstUser = pi.session.sessionManager.getEntries().find((e: any) => e.type === "message" && e.message.role === "user");
+    assert.ok(firstUser);
+    await pi.session.navigateTree(firstUser.id);
+    const widget = ui.widgets.get("code-execution-sessions") as string[] | undefined;
+    assert.ok(Array.isArray(widget), "widget shown");
+    assert.match(widget[0], /Python sessions did not rewind with the conversation/);
+    assert.ok(widget.some((l) => /alpha +idle +pid \d+/.test(l)));
+    assert.ok(widget.some((l) => /beta +idle/.test(l)));
+    await pi.callTools([{ code: "1" }]);
+    assert.equal(ui.widgets.get("code-execution-sessions"), undefined, "cleared once the conversation moves on");
+  });
+
+  test("/code-sessions picks one session to stop, then all", async () => {
+    ui.selects.push((_title, options) => options.find((o) => o.startsWith("beta")));
+    const one = await command("/code-sessions");
+    assert.match(ui.selectCalls.at(-1)!.title, /Stop which Python session\?/);
+    assert.deepEqual(
+      ui.selectCalls.at(-1)!.options.map((o) => o.split(" ")[0]),
+      ["alpha", "beta", "all"],
+    );
+    assert.match(one, /^Stopped session "beta": its state is gone/);
+    assert.equal(ui.statuses.get("code-execution"), "1 Python session · idle");
+    await pi.callTools([{ code: "z = 3", session: "gamma" }]);
+    ui.selects.push((_title, options) => options.find((o) => o.startsWith("all")));
+    const all = await command("/code-sessions");
+    assert.match(all, /^Stopped sessions "alpha", "gamma": their state is gone/);
+    assert.equal(ui.statuses.get("code-execution"), undefined, "the footer clears with the last session");
+    const none = await command("/code-sessions");
+    assert.equal(none, "No Python sessions are running.");
+  });
+
+  test("a cancelled pick changes nothing", async () => {
+    await pi.callTools([{ code: "keep = 1", session: "delta" }]);
+    ui.selects.push(() => undefined);
+    const text = await command("/code-sessions");
+    assert.equal(text, "Nothing was changed.");
+    const [still] = await pi.callTools([{ code: "keep", session: "delta" }]);
+    assert.equal(textOf(still), "1\n");
+  });
+});

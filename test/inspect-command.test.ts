@@ -1,0 +1,83 @@
+// `/code-inspect` and `--code-inspect` in Pi: the command starts the inspector of the session's supervisor and
+// prints its URL (and the session's event log); the flag does the same at start-up, through the real `pi` CLI.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { describe, test } from "node:test";
+import { startPi } from "./helpers/pi-session.ts";
+
+/** Resolves with the first frame a WebSocket receives. */
+function firstFrame(url: string): Promise<any> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    ws.onmessage = (m) => {
+      ws.close();
+      resolve(JSON.parse(String(m.data)));
+    };
+    ws.onerror = () => reject(new Error(`cannot connect to ${url}`));
+  });
+}
+
+describe("in Pi", () => {
+  test("/code-inspect starts the inspector and prints its URL; /code-inspect stop stops it", async () => {
+    const pi = await startPi();
+    const printed: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string) => (printed.push(String(chunk)), true)) as typeof process.stderr.write;
+    try {
+      await pi.session.prompt("/code-inspect");
+    } finally {
+      process.stderr.write = write;
+    }
+    const url = /Inspector: (http:\/\/127\.0\.0\.1:\d+\/\S+\/)/.exec(printed.join(""))?.[1];
+    assert.ok(url, printed.join(""));
+    assert.match(printed.join(""), /read-only/);
+    assert.match(printed.join(""), /Event log: .*pi-code-supervisor\/logs\/.*\.jsonl/);
+    const info = (await fetch(`${url}api/info`).then((r) => r.json())) as { live: boolean; readOnly: boolean };
+    assert.equal(info.live, true);
+    assert.equal(info.readOnly, true);
+    const frame = await firstFrame(`${url.replace("http", "ws")}ws`);
+    assert.equal(frame.sessionId, "supervisor", "the live tree is there before any run");
+    await pi.session.prompt("/code-inspect stop");
+    await assert.rejects(fetch(`${url}api/info`));
+    await pi.dispose();
+  });
+
+  test("--code-inspect starts it with Pi and prints the URL", () => {
+    const root = resolve(import.meta.dirname, "..");
+    const agentDir = join(tmpdir(), `pcs-flag-${process.pid}`);
+    const r = spawnSync(
+      join(root, "node_modules/.bin/pi"),
+      [
+        "-p",
+        "--no-session",
+        "-ne",
+        "-e",
+        join(root, "test/helpers/faux-cli-driver.ts"),
+        "-e",
+        join(root, "extension/index.ts"),
+        "--provider",
+        "faux",
+        "--model",
+        "faux-1",
+        "--code-inspect",
+        "--",
+        "hello",
+      ],
+      {
+        encoding: "utf8",
+        env: {
+          ...process.env,
+          PI_CODING_AGENT_DIR: agentDir,
+          PI_OFFLINE: "1",
+          PI_SKIP_VERSION_CHECK: "1",
+          PI_TELEMETRY: "0",
+        },
+        timeout: 60_000,
+      },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /Inspector: http:\/\/127\.0\.0\.1:\d+\/[A-Za-z0-9_-]{43}\/ \(read-only/);
+  });
+});

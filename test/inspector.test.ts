@@ -1,0 +1,170 @@
+// The live inspector in a real headless Chromium (Debian's `chromium`): while a real session goes running ->
+// interrupted -> idle and is then killed (interrupted -> grace -> killed -> lost), the page's DOM shows every state
+// within 100 ms of the transition; the stop-session action works from the page; a recorded log opens in the page,
+// steps, and verifies. Screenshots go to test-artifacts/ (not committed).
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { after, before, describe, test } from "node:test";
+import type { InspectionEvent } from "xstate";
+import { SupervisorHost } from "../actors/host.ts";
+import { SystemObserver } from "../actors/observe.ts";
+import { actorName, ref, stateLabel } from "../actors/trace.ts";
+import { startInspector, type Inspector } from "../inspector/server.ts";
+import { FIXTURE_DIR } from "../scripts/record-fixtures.ts";
+import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from "./helpers/chromium.ts";
+
+const ARTIFACTS = resolve(import.meta.dirname, "../test-artifacts");
+/** The issue's bound: a transition is on the page within 100 ms. */
+const BOUND_MS = 100;
+
+let host: SupervisorHost;
+let inspector: Inspector;
+let browser: Browser;
+const transitions: { actor: string; state: string; at: number }[] = [];
+
+before(async () => {
+  assert.ok(
+    chromiumAvailable(),
+    `${CHROMIUM} is missing: apt-get install -y chromium (scripts/setup.sh does, as root)`,
+  );
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const observer = new SystemObserver();
+  observer.on({
+    inspection: (ev: InspectionEvent) => {
+      if (ev.type !== "@xstate.snapshot") return;
+      const snapshot = ev.snapshot as { value?: unknown; status: string };
+      const actor = actorName(ref(ev.actorRef));
+      const state = snapshot.value !== undefined ? stateLabel(snapshot.value) : snapshot.status;
+      const last = transitions.findLast((t) => t.actor === actor);
+      if (last?.state !== state) transitions.push({ actor, state, at: Date.now() });
+    },
+  });
+  host = new SupervisorHost({ ...observer.hostOptions(), limits: { graceMs: 400 } });
+  const started = await startInspector({ observer, stopSession: (name) => host.stopSession(name) });
+  assert.ok(started.ok);
+  inspector = started.value;
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  await host?.shutdown();
+  await inspector?.close();
+});
+
+/** Every DOM change of a tree node's state, with the page's wall-clock time (the same clock as Node's). */
+const RECORD_DOM = `
+  window.__seen = [];
+  new MutationObserver((records) => {
+    const at = Date.now();
+    for (const r of records) {
+      const el = r.target;
+      if (el.tagName === "LI" && el.dataset.actor) window.__seen.push({ actor: el.dataset.actor, state: el.dataset.state, at });
+    }
+  }).observe(document.body, { subtree: true, attributes: true, attributeFilter: ["data-state"] });
+  true`;
+
+const domState = (actor: string) =>
+  browser.page.evaluate<string | null>(`document.querySelector('li[data-actor="${actor}"]')?.dataset.state ?? null`);
+
+describe("live page in Chromium", () => {
+  test("every state of a session reaches the DOM within 100 ms, through an interrupt and a kill", async () => {
+    const page = browser.page;
+    await page.navigate(inspector.url);
+    await page.waitFor(
+      `document.body.dataset.ready === "true" && document.getElementById("status").dataset.kind === "live"`,
+    );
+    await page.evaluate(RECORD_DOM);
+    const cwd = tmpdir();
+    const run = (code: string, signal?: AbortSignal) =>
+      host.run({ code, cwd, timeoutMs: 20_000, session: "live" }, signal ? { signal } : {});
+    const cancelWhenRunning = async (code: string) => {
+      const abort = new AbortController();
+      const pending = run(code, abort.signal);
+      await page.waitFor(`document.querySelector('li[data-actor="session:live"]')?.dataset.state === "running"`);
+      await new Promise((r) => setTimeout(r, 150));
+      abort.abort();
+      return pending;
+    };
+
+    assert.equal((await run("kept = 7")).outcome.status, "success");
+    const interrupted = await cancelWhenRunning("import time\nprint('working', flush=True)\ntime.sleep(60)");
+    assert.equal(interrupted.outcome.status, "cancelled");
+    assert.equal(interrupted.outcome.session?.isLost, false);
+    await page.waitFor(`document.querySelector('li[data-actor="session:live"]')?.dataset.state === "idle"`);
+    const killed = await cancelWhenRunning(
+      "import time\nwhile True:\n    try:\n        time.sleep(60)\n    except KeyboardInterrupt:\n        print('no', flush=True)",
+    );
+    assert.equal(killed.outcome.killed, true);
+    assert.equal(killed.outcome.session?.isLost, true);
+    await page.waitFor(`document.querySelector('li[data-actor="session:live"]')?.dataset.state === "lost"`);
+
+    const expected = transitions.filter((t) => t.actor === "session:live").map((t) => t.state);
+    for (const s of ["running", "interrupted", "idle", "grace", "killed", "lost"]) assert.ok(expected.includes(s), s);
+    const seen = await page.evaluate<{ actor: string; state: string; at: number }[]>("window.__seen");
+    const latencies: string[] = [];
+    let from = 0;
+    for (const t of transitions.filter((t) => t.actor === "session:live")) {
+      const i = seen.findIndex((s, k) => k >= from && s.actor === t.actor && s.state === t.state);
+      assert.ok(i >= 0, `the page showed ${t.state} (seen: ${seen.map((s) => s.state).join(" ")})`);
+      from = i + 1;
+      const latency = seen[i].at - t.at;
+      latencies.push(`${t.state} ${latency} ms`);
+      assert.ok(latency <= BOUND_MS, `${t.state} reached the DOM after ${latency} ms`);
+    }
+    console.log(`# DOM latency per transition: ${latencies.join(", ")}`);
+    assert.equal(await domState("supervisor"), "serving");
+    await page.evaluate(`document.querySelector('li[data-actor="session:live"] .row').click()`);
+    await page.waitFor(`document.querySelector("#details h2")?.textContent === "session:live"`);
+    await page.screenshot(join(ARTIFACTS, "inspector-live.png"));
+    assert.deepEqual(
+      browser.console.filter((l) => l.startsWith("exception")),
+      [],
+    );
+  });
+
+  test("the stop-session action (offered behind the token) stops a session from the page", async () => {
+    const page = browser.page;
+    await host.run({ code: "a = 1", cwd: tmpdir(), timeoutMs: 20_000, session: "stoppable" });
+    await page.waitFor(`document.querySelector('li[data-actor="session:stoppable"]')?.dataset.state === "idle"`);
+    await page.evaluate(`document.querySelector('li[data-actor="session:stoppable"] .row').click()`);
+    await page.waitFor(`document.querySelector('[data-action="stop-session"]')`);
+    await page.evaluate(`document.querySelector('[data-action="stop-session"]').click()`);
+    await page.waitFor(`document.querySelector('li[data-actor="session:stoppable"]')?.dataset.state === "closed"`);
+    assert.equal(
+      host.sessions().find((s) => s.name === "stoppable"),
+      undefined,
+    );
+  });
+});
+
+describe("a recorded log in the page", () => {
+  test("opens from disk, steps through the recorded states, and verifies by replay", async () => {
+    const page = browser.page;
+    await page.evaluate(`document.getElementById("open").click(); true`);
+    await page.setFiles("#file", [join(FIXTURE_DIR, "swallowed-interrupt-lost.jsonl")]);
+    await page.waitFor(`window.inspector.mode() === "log"`);
+    assert.match(
+      await page.evaluate<string>(`document.getElementById("status").textContent`),
+      /swallowed-interrupt-lost/,
+    );
+    assert.equal(await domState("session:stubborn"), "closed", "the end of the log: closed at Pi's shutdown");
+    const steps = await page.evaluate<string[]>("window.inspector.steps()");
+    for (const state of ["interrupted", "grace", "killed", "lost"]) {
+      const i = steps.findIndex((s) => s.startsWith(`session:stubborn → ${state} `));
+      assert.ok(i >= 0, `the log has the step to ${state}`);
+      await page.evaluate(`window.inspector.goTo(${i + 1})`);
+      assert.equal(await domState("session:stubborn"), state);
+    }
+    await page.evaluate(`document.getElementById("next").click()`);
+    assert.match(await page.evaluate<string>(`document.getElementById("step").textContent`), /^line \d+: /);
+    await page.evaluate(`document.getElementById("verify").click()`);
+    await page.waitFor(`document.getElementById("verdict").dataset.kind === "ok"`);
+    assert.match(await page.evaluate<string>(`document.getElementById("verdict").textContent`), /^identical/);
+    await page.screenshot(join(ARTIFACTS, "inspector-log.png"));
+    await page.evaluate(`document.getElementById("live").click()`);
+    assert.equal(await domState("session:live"), "lost", "back to the live tree");
+  });
+});

@@ -1,0 +1,261 @@
+// Interpreter discovery and validation against real interpreters and a real `python -m venv`; a PYTHONPATH for
+// another interpreter left out; sessions never shared across interpreters or working directories (in the machine
+// and with real processes); the python_set_interpreter tool in a real Pi session.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
+import {
+  DEFAULT_VENV_DISCOVERY,
+  discoverInterpreter,
+  findVenv,
+  foreignPythonPath,
+  InterpreterResolver,
+  runnerEnv,
+  validateInterpreter,
+} from "../actors/interpreter.ts";
+import { SupervisorHost } from "../actors/host.ts";
+import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import { startSupervisor } from "./helpers/fake-kernel.ts";
+import { pidAlive, waitUntil } from "./helpers/procs.ts";
+
+const SYSTEM = "/usr/bin/python3";
+const PY312 = "/root/.pyenv/versions/3.12.1/bin/python3";
+const PY38 = "/root/.pyenv/versions/3.8.18/bin/python3";
+const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
+const versionOf = (exe: string) =>
+  execFileSync(exe, ["-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"], { encoding: "utf8" }).trim();
+
+/** A real virtual environment (no pip: fast). */
+function makeVenv(dir: string): string {
+  execFileSync(SYSTEM, ["-m", "venv", "--without-pip", dir]);
+  return join(dir, "bin", "python");
+}
+
+let venvRoot: string;
+let venvPython: string;
+before(() => {
+  venvRoot = tmp("pcs-venv-");
+  venvPython = makeVenv(join(venvRoot, ".venv"));
+});
+
+describe("discovery order", () => {
+  const base = { env: {} as NodeJS.ProcessEnv, venv: DEFAULT_VENV_DISCOVERY };
+
+  test("tool selection, then --python, then PI_PYTHON, then $VIRTUAL_ENV, then .venv, then python3", async () => {
+    const cwd = venvRoot;
+    const otherVenv = tmp("pcs-virtualenv-");
+    makeVenv(otherVenv);
+    const env = { PI_PYTHON: "/from/env/python", VIRTUAL_ENV: otherVenv };
+    const pick = async (input: Partial<Parameters<typeof discoverInterpreter>[0]>) => {
+      const r = await discoverInterpreter({ ...base, cwd, ...input });
+      return [r.source, r.command];
+    };
+    assert.deepEqual(await pick({ env, selected: "/sel/python", flag: "/flag/python" }), ["tool", "/sel/python"]);
+    assert.deepEqual(await pick({ env, flag: "/flag/python" }), ["flag", "/flag/python"]);
+    assert.deepEqual(await pick({ env }), ["PI_PYTHON", "/from/env/python"]);
+    assert.deepEqual(await pick({ env: { VIRTUAL_ENV: otherVenv } }), ["VIRTUAL_ENV", join(otherVenv, "bin", "python")]);
+    assert.deepEqual(await pick({}), ["venv", venvPython]);
+    assert.deepEqual(await pick({ cwd: tmp("pcs-novenv-") }), ["PATH", "python3"]);
+    const stale = await discoverInterpreter({ ...base, cwd: tmp("pcs-novenv-"), env: { VIRTUAL_ENV: "/gone/venv" } });
+    assert.equal(stale.source, "PATH");
+    assert.match(stale.notes.join(), /VIRTUAL_ENV is set to \/gone\/venv, but .* does not exist/);
+  });
+
+  test(".venv/venv in a parent, up to the repository root and no further", async () => {
+    const outer = tmp("pcs-walk-");
+    makeVenv(join(outer, "venv")); // above the repository: never used
+    const repo = join(outer, "repo");
+    mkdirSync(join(repo, ".git"), { recursive: true });
+    const deep = join(repo, "src", "pkg");
+    mkdirSync(deep, { recursive: true });
+    assert.equal(await findVenv(deep, DEFAULT_VENV_DISCOVERY), undefined, "stops after the repository root");
+    const inRepo = makeVenv(join(repo, ".venv"));
+    assert.equal(await findVenv(deep, DEFAULT_VENV_DISCOVERY), inRepo, "found in the repository root");
+    assert.equal(await findVenv(deep, { ...DEFAULT_VENV_DISCOVERY, parentWalk: false }), undefined, "no walk: cwd only");
+    assert.equal(await findVenv(repo, { ...DEFAULT_VENV_DISCOVERY, parentWalk: false }), inRepo);
+    assert.equal(await findVenv(deep, { ...DEFAULT_VENV_DISCOVERY, dirNames: ["env"] }), undefined, "other names");
+    assert.equal(await findVenv(deep, { ...DEFAULT_VENV_DISCOVERY, enabled: false }), undefined, "disabled");
+  });
+});
+
+describe("validation: resolved once to the real executable", () => {
+  test("a bare command on PATH resolves to the interpreter itself, not a shim", async () => {
+    const r = await validateInterpreter("python3", "/");
+    assert.ok(r.ok, r.ok ? "" : r.error);
+    assert.doesNotMatch(r.value.executable, /shims/);
+    assert.equal(r.value.version, versionOf(r.value.executable));
+  });
+
+  test("a relative path resolves from the working directory; a venv's python stays the venv's", async () => {
+    const r = await validateInterpreter(".venv/bin/python", venvRoot);
+    assert.ok(r.ok, r.ok ? "" : r.error);
+    assert.equal(r.value.executable, venvPython);
+    assert.equal(r.value.venv, join(venvRoot, ".venv"));
+  });
+
+  test("a directory is refused with a hint naming the interpreter inside it", async () => {
+    const r = await validateInterpreter(".venv", venvRoot);
+    assert.equal(r.ok, false);
+    assert.match(r.ok ? "" : r.error, /"\.venv" is a directory, not an interpreter; use the interpreter inside it: .*\.venv\/bin\/python3?/);
+  });
+
+  test("missing, not executable, not Python, too old", async () => {
+    const dir = tmp("pcs-bad-");
+    const missing = await validateInterpreter("./nope/python", dir);
+    assert.match(missing.ok ? "" : missing.error, /not found \(.*nope\/python does not exist\)/);
+    writeFileSync(join(dir, "plain"), "x");
+    const plain = await validateInterpreter(join(dir, "plain"), dir);
+    assert.match(plain.ok ? "" : plain.error, /is not executable/);
+    writeFileSync(join(dir, "fake"), "#!/bin/sh\necho hello\n");
+    chmodSync(join(dir, "fake"), 0o755);
+    const fake = await validateInterpreter(join(dir, "fake"), dir);
+    assert.match(fake.ok ? "" : fake.error, /did not report itself as a Python interpreter/);
+    const none = await validateInterpreter("no-such-python-here", dir);
+    assert.match(none.ok ? "" : none.error, /was not found on PATH/);
+    if (existsSync(PY38)) {
+      const old = await validateInterpreter(PY38, dir);
+      assert.match(old.ok ? "" : old.error, /Python 3\.8\.\d+ .* is too old/);
+    }
+  });
+});
+
+describe("a PYTHONPATH built for another interpreter is not inherited", () => {
+  test("detected by a pythonX.Y path segment of another version", () => {
+    assert.equal(foreignPythonPath("/opt/lib/python3.8/site-packages:/src", "3.11.2"), "/opt/lib/python3.8/site-packages");
+    assert.equal(foreignPythonPath("/opt/lib/python3.11/site-packages:/src", "3.11.2"), undefined);
+    assert.equal(foreignPythonPath("/src/mypython3.8stuff", "3.11.2"), undefined);
+    assert.equal(foreignPythonPath(undefined, "3.11.2"), undefined);
+    const { env, dropped } = runnerEnv({ PYTHONPATH: "/x/lib/python2.7", PATH: "/usr/bin" }, { version: "3.11.2", venv: "/v" });
+    assert.equal(env.PYTHONPATH, undefined);
+    assert.equal(dropped, "/x/lib/python2.7");
+    assert.equal(env.VIRTUAL_ENV, "/v");
+    assert.equal(env.PATH, "/v/bin:/usr/bin");
+  });
+
+  test("a run in a directory with .venv uses it, with its bin first and without the foreign PYTHONPATH", async () => {
+    const libs = tmp("pcs-pp-");
+    const host = new SupervisorHost({
+      env: () => ({ ...process.env, PI_PYTHON: "", VIRTUAL_ENV: "", PYTHONPATH: `${libs}/lib/python2.7/site-packages` }),
+    });
+    try {
+      const r = await host.run({
+        code: "import os, sys\nprint(sys.prefix)\nprint(os.environ.get('PYTHONPATH'))\nprint(os.environ['VIRTUAL_ENV'])\nprint(os.environ['PATH'].split(':')[0])",
+        cwd: venvRoot,
+        timeoutMs: 20_000,
+      });
+      assert.equal(r.outcome.status, "success", r.stderr);
+      const venv = join(venvRoot, ".venv");
+      assert.equal(r.stdout, `${venv}\nNone\n${venv}\n${venv}/bin\n`);
+      assert.equal(r.outcome.kernel?.executable, venvPython);
+      assert.match([...host.warnings].join(), /PYTHONPATH is not passed to Python 3\.11\.\d+ .*python2\.7/);
+    } finally {
+      await host.shutdown();
+    }
+  });
+});
+
+describe("sessions never mix interpreters or working directories", () => {
+  test("the supervisor replaces a live session whose interpreter or cwd differs (machine, fake kernel)", () => {
+    const h = startSupervisor();
+    h.start({ runId: "a", session: "s", python: "/py/a", cwd: "/w" });
+    const k1 = h.kernel.of("session:s");
+    assert.deepEqual(k1.input, { mode: "session", cwd: "/w", owner: "session:s", python: "/py/a" });
+    k1.ready();
+    k1.started("a");
+    k1.done("a");
+    h.start({ runId: "b", session: "s", python: "/py/a", cwd: "/w" });
+    assert.equal(h.kernel.all("session:s").length, 1, "same interpreter and cwd: same process");
+    k1.started("b");
+    k1.done("b");
+    h.start({ runId: "c", session: "s", python: "/py/b", cwd: "/w" });
+    assert.ok(k1.stopped, "the old process is stopped");
+    const k2 = h.kernel.of("session:s");
+    assert.equal(k2.input.python, "/py/b");
+    k2.ready();
+    k2.started("c");
+    k2.done("c");
+    const c = h.outcome("c");
+    assert.deepEqual(c.session, { name: "s", ordinal: 2, started: true, isLost: false, replaced: { reason: "interpreter", from: "/py/a" } });
+    h.start({ runId: "d", session: "s", python: "/py/b", cwd: "/elsewhere" });
+    const k3 = h.kernel.of("session:s");
+    assert.notEqual(k3, k2);
+    assert.equal(k3.input.cwd, "/elsewhere");
+    k3.ready();
+    k3.started("d");
+    k3.done("d");
+    assert.deepEqual(h.outcome("d").session?.replaced, { reason: "cwd", from: "/w" });
+    assert.deepEqual(h.actor.getSnapshot().context.sessions.s, { ordinal: 3, status: "alive", cwd: "/elsewhere", python: "/py/b" });
+  });
+
+  test("with real processes: another interpreter or cwd starts a new process and says so", { skip: !existsSync(PY312) && `${PY312} is not installed` }, async () => {
+    const resolver = new InterpreterResolver({ env: () => ({ ...process.env, PI_PYTHON: SYSTEM, VIRTUAL_ENV: "" }) });
+    const host = new SupervisorHost({ interpreter: resolver });
+    const cwd = tmp("pcs-mix-");
+    const other = tmp("pcs-mix-other-");
+    try {
+      const a = await host.run({ code: "import os\nx = 1\nos.getpid()", cwd, timeoutMs: 20_000, session: "s" });
+      assert.equal(a.outcome.kernel?.executable, SYSTEM);
+      const pidA = Number(a.stdout.trim());
+      resolver.select(PY312);
+      const b = await host.run({ code: "import os, sys\nprint('x' in globals(), sys.version_info[:2] >= (3, 12))\nos.getpid()", cwd, timeoutMs: 20_000, session: "s" });
+      assert.equal(b.outcome.status, "success", b.stderr);
+      assert.match(b.stdout, /^False True\n/);
+      assert.deepEqual(b.outcome.session?.replaced, { reason: "interpreter", from: SYSTEM });
+      assert.ok(await waitUntil(() => !pidAlive(pidA)), "the old process is gone");
+      const c = await host.run({ code: "import os\nos.getcwd()", cwd: other, timeoutMs: 20_000, session: "s" });
+      assert.equal(c.stdout, `${other}\n`);
+      assert.equal(c.outcome.session?.replaced?.reason, "cwd");
+      assert.equal(c.outcome.session?.ordinal, 3);
+    } finally {
+      await host.shutdown();
+    }
+  });
+});
+
+describe("python_set_interpreter in a Pi session", { skip: !existsSync(PY312) && `${PY312} is not installed` }, () => {
+  let pi: PiHarness;
+  before(async () => {
+    pi = await startPi();
+  });
+  after(async () => {
+    await pi.dispose();
+  });
+  const setInterpreter = async (args: Record<string, unknown>) => {
+    pi.faux.setResponses([
+      fauxAssistantMessage([fauxToolCall("python_set_interpreter", args)], { stopReason: "toolUse" }),
+      fauxAssistantMessage("done"),
+    ]);
+    await pi.session.prompt("switch");
+    return pi.toolResults().at(-1)!;
+  };
+
+  test("selects, stops sessions on another interpreter (saying so), refuses directories, clears", async () => {
+    assert.ok(pi.session.getActiveToolNames().includes("python_set_interpreter"));
+    const [first] = await pi.callTools([{ code: "import sys\nkeep = 1\nsys.executable", session: "work" }]);
+    const before = textOf(first).split("\n")[0];
+    const dir = await setInterpreter({ interpreter: dirname312() });
+    assert.equal(dir.isError, true);
+    assert.match(textOf(dir), /is a directory, not an interpreter; use the interpreter inside it: .*bin\/python3/);
+    const set = await setInterpreter({ interpreter: PY312 });
+    assert.equal(set.isError, false, textOf(set));
+    assert.match(textOf(set), /code_execution now uses Python 3\.12\.1/);
+    assert.match(textOf(set), /Stopped session "work": its namespace is gone/);
+    assert.deepEqual(set.details.stoppedSessions, ["work"]);
+    const [after] = await pi.callTools([{ code: "import sys\nprint('keep' in globals())\nsys.version_info[:2]", session: "work" }]);
+    assert.match(textOf(after), /^False\n\(3, 12\)\n\[session "work" started \(Python 3\.12\.1\)\]/);
+    const [fresh] = await pi.callTools([{ code: "import sys\nsys.version_info[:2]" }]);
+    assert.match(textOf(fresh), /^\(3, 12\)/);
+    const cleared = await setInterpreter({});
+    assert.match(textOf(cleared), /Selection cleared: code_execution uses Python/);
+    const [back] = await pi.callTools([{ code: "import sys\nsys.executable" }]);
+    assert.equal(textOf(back).split("\n")[0], before);
+  });
+});
+
+function dirname312(): string {
+  return PY312.replace(/\/bin\/python3$/, "");
+}

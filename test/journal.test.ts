@@ -1,0 +1,308 @@
+// The SQLite journal: rows after real runs through a real Pi session, `off`, and every way it can fail
+// (unwritable, corrupt, locked, better-sqlite3 missing, a newer schema) without a run noticing more than one line.
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readdirSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, test } from "node:test";
+import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
+import { Journal, journalPath } from "../actors/journal.ts";
+import { SCHEMA_VERSION } from "../actors/journal-migrations.ts";
+import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+
+const Database = createRequire(import.meta.url)("better-sqlite3");
+const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
+
+/** Captures what is written to stderr (where journal notices go without a UI). */
+function captureStderr(): { lines: () => string[]; restore: () => void } {
+  const original = process.stderr.write.bind(process.stderr);
+  const seen: string[] = [];
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+    seen.push(String(chunk));
+    return original(chunk as never, ...(rest as []));
+  }) as typeof process.stderr.write;
+  return {
+    lines: () =>
+      seen
+        .join("")
+        .split("\n")
+        .filter((l) => l.includes("journal")),
+    restore: () => void (process.stderr.write = original),
+  };
+}
+
+let pi: PiHarness | undefined;
+afterEach(async () => {
+  await pi?.dispose();
+  pi = undefined;
+});
+
+async function callTool(h: PiHarness, name: string, args: Record<string, string | number>) {
+  h.faux.setResponses([
+    fauxAssistantMessage([fauxToolCall(name, args)], { stopReason: "toolUse" }),
+    fauxAssistantMessage("done"),
+  ]);
+  await h.session.prompt("go");
+  return h.toolResults().at(-1)!;
+}
+
+describe("journal location", () => {
+  test("PI_CODE_EXECUTION_JOURNAL, off, XDG_DATA_HOME, ~/.local/share", () => {
+    assert.equal(journalPath({ PI_CODE_EXECUTION_JOURNAL: "/x/j.sqlite" }), "/x/j.sqlite");
+    assert.equal(journalPath({ PI_CODE_EXECUTION_JOURNAL: "off" }), undefined);
+    assert.equal(journalPath({ XDG_DATA_HOME: "/data" }), "/data/pi-code-execution/journal.sqlite");
+    assert.match(journalPath({ XDG_DATA_HOME: "relative" })!, /\/\.local\/share\/pi-code-execution\/journal\.sqlite$/);
+    assert.match(journalPath({})!, /\/\.local\/share\/pi-code-execution\/journal\.sqlite$/);
+  });
+});
+
+describe("journal rows after real runs in a Pi session", () => {
+  test("tool calls, runs and session transitions are recorded", async () => {
+    const dir = tmp("pcs-journal-");
+    const path = join(dir, "journal.sqlite");
+    process.env.PI_CODE_EXECUTION_JOURNAL = path;
+    pi = await startPi();
+    const [fresh, started, , lost, replaced, reset, invalid] = await pi.callTools([
+      { code: "print('hello')" },
+      { code: "x = 1", session: "j" },
+      { code: "raise ValueError('no')", session: "j" },
+      { code: "import os\nos._exit(3)", session: "j" },
+      { code: "print('again')", session: "j" },
+      { code: "print('fresh')", session: "j", reset: true },
+      { code: "1", reset: true },
+    ]);
+    const big = (await pi.callTools([{ code: "print('y' * 40000)" }]))[0];
+    assert.equal(textOf(fresh), "hello\n");
+    assert.equal(lost.details.session.isLost, true);
+    const outputId = big.details.output.outputId;
+    const page = await callTool(pi, "code_execution_output", { outputId, offset: 0, limit: 100 });
+    const source = await callTool(pi, "code_execution_source", { sourceId: fresh.details.sourceId });
+    const missing = await callTool(pi, "code_execution_output", { outputId: "0123456789ab" });
+    assert.equal(missing.isError, true);
+    await pi.dispose();
+    pi = undefined;
+
+    const db = new Database(path, { readonly: true });
+    try {
+      assert.equal(db.pragma("journal_mode", { simple: true }), "wal");
+      assert.equal(db.pragma("user_version", { simple: true }), SCHEMA_VERSION);
+      const calls = db.prepare("SELECT * FROM tool_calls ORDER BY id").all();
+      assert.deepEqual(
+        calls.map((c: any) => [c.tool, c.outcome]),
+        [
+          ["code_execution", "ok"],
+          ["code_execution", "ok"],
+          ["code_execution", "tool_error"],
+          ["code_execution", "tool_error"],
+          ["code_execution", "ok"],
+          ["code_execution", "ok"],
+          ["code_execution", "error"],
+          ["code_execution", "ok"],
+          ["code_execution_output", "ok"],
+          ["code_execution_source", "ok"],
+          ["code_execution_output", "error"],
+        ],
+      );
+      assert.match(calls[6].error, /`reset` needs `session`/);
+      assert.match(calls[10].error, /missing/);
+      assert.equal(calls[0].tool_call_id, fresh.toolCallId);
+      assert.deepEqual(JSON.parse(calls[0].arguments), { codeBytes: 14 }, "never the script text");
+      assert.deepEqual(JSON.parse(calls[8].arguments), { outputId, offset: 0, limit: 100 });
+      assert.ok(calls.every((c: any) => c.duration_ms >= 0 && c.finished_at >= c.started_at && c.pi_session_id));
+      assert.equal(page.isError, false);
+      assert.equal(source.isError, false);
+
+      const runs = db.prepare("SELECT * FROM runs ORDER BY requested_at").all();
+      assert.equal(runs.length, 7, "the invalid call never ran");
+      const [r0, r1, r2, r3, r4, r5, r6] = runs as any[];
+      assert.equal(r0.status, "success");
+      assert.equal(r0.source_id, fresh.details.sourceId);
+      assert.equal(r0.output_id, null);
+      assert.equal(r0.stdout_bytes, 6);
+      assert.equal(r0.session_name, null);
+      assert.equal(r0.tool_call_id, fresh.toolCallId);
+      assert.equal(calls[0].run_id, r0.run_id);
+      assert.match(r0.python_version, /^3\.\d+\.\d+$/);
+      assert.ok(r0.python_executable.length > 0);
+      assert.equal(r0.hint_ids, "[]");
+      assert.ok(runs.every((r: any) => r.pi_session_id === calls[0].pi_session_id));
+      assert.deepEqual([r1.session_name, r1.session_ordinal, r1.session_started, r1.is_lost], ["j", 1, 1, 0]);
+      assert.deepEqual([r2.status, r2.exit_code, r2.session_started], ["runtime_error", 1, 0]);
+      assert.deepEqual([r3.status, r3.exit_code, r3.is_lost], ["runtime_error", 3, 1]);
+      assert.deepEqual([r4.session_ordinal, r4.session_started], [2, 1]);
+      assert.deepEqual([r5.session_ordinal, r5.session_started], [3, 1]);
+      assert.equal(r6.output_id, outputId);
+      assert.equal(r6.stdout_bytes, 40001);
+      assert.equal(started.details.session.ordinal, 1);
+      assert.equal(replaced.details.session.ordinal, 2);
+      assert.equal(reset.details.session.ordinal, 3);
+      assert.equal(invalid.isError, true);
+
+      const events = db.prepare("SELECT session_name, ordinal, event, detail FROM session_events ORDER BY id").all();
+      assert.deepEqual(
+        events.map((e: any) => [e.session_name, e.ordinal, e.event]),
+        [
+          ["j", 1, "started"],
+          ["j", 1, "lost"],
+          ["j", 2, "started"],
+          ["j", 2, "reset"],
+          ["j", 3, "started"],
+          ["j", 3, "closed"],
+        ],
+      );
+      assert.match((events[2] as any).detail, /replaces a lost process/);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe("journal off and journal failures never break a run", () => {
+  test("off: nothing is recorded anywhere", async () => {
+    const data = tmp("pcs-xdg-");
+    process.env.XDG_DATA_HOME = data;
+    process.env.PI_CODE_EXECUTION_JOURNAL = "off";
+    const stderr = captureStderr();
+    try {
+      pi = await startPi();
+      const [r] = await pi.callTools([{ code: "print('unrecorded')" }]);
+      assert.equal(textOf(r), "unrecorded\n");
+      await pi.dispose();
+      pi = undefined;
+    } finally {
+      stderr.restore();
+      delete process.env.XDG_DATA_HOME;
+    }
+    assert.deepEqual(readdirSync(data), []);
+    assert.deepEqual(stderr.lines(), []);
+  });
+
+  test("unwritable: runs succeed and the user is told once", async () => {
+    const blocker = join(tmp("pcs-journal-"), "a-file");
+    writeFileSync(blocker, "not a directory");
+    process.env.PI_CODE_EXECUTION_JOURNAL = join(blocker, "journal.sqlite");
+    const stderr = captureStderr();
+    try {
+      pi = await startPi();
+      const results = await pi.callTools([{ code: "print(1)" }, { code: "print(2)" }, { code: "print(3)" }]);
+      assert.deepEqual(results.map(textOf), ["1\n", "2\n", "3\n"]);
+      assert.ok(results.every((r) => !r.isError && !textOf(r).includes("journal")));
+      await pi.dispose();
+      pi = undefined;
+    } finally {
+      stderr.restore();
+    }
+    const notices = stderr.lines();
+    assert.equal(notices.length, 1, JSON.stringify(notices));
+    assert.match(notices[0], /code_execution journal: .*cannot be used .*runs go on, but are no longer recorded/);
+  });
+
+  test("corrupt: one notice, runs succeed", async () => {
+    const path = join(tmp("pcs-journal-"), "journal.sqlite");
+    writeFileSync(path, "this is not a database".repeat(400));
+    process.env.PI_CODE_EXECUTION_JOURNAL = path;
+    const stderr = captureStderr();
+    try {
+      pi = await startPi();
+      const results = await pi.callTools([{ code: "print('a')" }, { code: "print('b')" }]);
+      assert.deepEqual(results.map(textOf), ["a\n", "b\n"]);
+      await pi.dispose();
+      pi = undefined;
+    } finally {
+      stderr.restore();
+    }
+    assert.equal(stderr.lines().length, 1);
+    assert.match(stderr.lines()[0], /not a database|SQLITE_NOTADB/);
+  });
+});
+
+describe("the Journal itself", () => {
+  const row = (i: number) => ({
+    tool: "code_execution",
+    startedAt: i,
+    finishedAt: i + 1,
+    outcome: "ok" as const,
+    arguments: { i },
+  });
+
+  test("records are written after the current turn, in one batch, and survive reopening", async () => {
+    const path = join(tmp("pcs-journal-"), "sub", "journal.sqlite");
+    const j = new Journal(path);
+    for (let i = 0; i < 100; i++) j.toolCall(row(i));
+    assert.equal(existsSync(path), false, "nothing is written while the caller is still on its turn");
+    await j.flush();
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+    assert.equal(statSync(join(path, "..")).mode & 0o777, 0o700);
+    await j.close();
+    const again = new Journal(path);
+    again.toolCall(row(100));
+    await again.close();
+    const db = new Database(path, { readonly: true });
+    assert.equal(db.prepare("SELECT count(*) n FROM tool_calls").get().n, 101);
+    assert.equal(db.pragma("user_version", { simple: true }), SCHEMA_VERSION);
+    db.close();
+  });
+
+  test("better-sqlite3 not loadable: one notice, records dropped, nothing throws", async () => {
+    const notices: string[] = [];
+    const j = new Journal(join(tmp("pcs-journal-"), "j.sqlite"), {
+      onNotice: (m) => notices.push(m),
+      load: () => Promise.reject(new Error("Cannot find module 'better-sqlite3'")),
+    });
+    j.toolCall(row(1));
+    await j.flush();
+    j.toolCall(row(2));
+    await j.flush();
+    assert.equal(j.enabled, false);
+    assert.equal(notices.length, 1);
+    assert.match(notices[0], /better-sqlite3 cannot be loaded \(Cannot find module/);
+  });
+
+  test("locked by another process's transaction: the batch is dropped with one notice, later writes succeed", async () => {
+    const path = join(tmp("pcs-journal-"), "j.sqlite");
+    const setup = new Journal(path);
+    setup.toolCall(row(0));
+    await setup.close();
+    const holder = new Database(path);
+    holder.exec("BEGIN EXCLUSIVE");
+    const notices: string[] = [];
+    const j = new Journal(path, { onNotice: (m) => notices.push(m) });
+    j.toolCall(row(1));
+    const t0 = performance.now();
+    await j.flush();
+    const waited = performance.now() - t0;
+    j.toolCall(row(2));
+    await j.flush();
+    holder.exec("COMMIT");
+    holder.close();
+    j.toolCall(row(3));
+    await j.close();
+    assert.equal(notices.length, 1, JSON.stringify(notices));
+    assert.match(notices[0], /a write failed \(.*(locked|busy).*\); 1 record\(s\) were dropped/i);
+    assert.ok(waited < 2000, `a locked journal waits briefly (${waited.toFixed(0)} ms)`);
+    const db = new Database(path, { readonly: true });
+    const ids = db
+      .prepare("SELECT started_at FROM tool_calls ORDER BY id")
+      .all()
+      .map((r: any) => r.started_at);
+    db.close();
+    assert.deepEqual(ids, [0, 3]);
+  });
+
+  test("a journal from a newer version is left alone", async () => {
+    const path = join(tmp("pcs-journal-"), "j.sqlite");
+    const db = new Database(path);
+    db.pragma("user_version = 99");
+    db.close();
+    const notices: string[] = [];
+    const j = new Journal(path, { onNotice: (m) => notices.push(m) });
+    j.toolCall(row(1));
+    await j.close();
+    assert.equal(notices.length, 1);
+    assert.match(notices[0], /schema version 99 is newer/);
+    const check = new Database(path, { readonly: true });
+    assert.equal(check.prepare("SELECT count(*) n FROM sqlite_master WHERE name = 'tool_calls'").get().n, 0);
+    check.close();
+  });
+});

@@ -1,0 +1,263 @@
+// Recording and deterministic replay: committed fixtures from real runs replay identical, an altered log reports
+// its first divergence, fresh recordings (real Python, a real Pi session) replay identical, and logs rotate and
+// stay bounded.
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { describe, test } from "node:test";
+import { SupervisorHost } from "../actors/host.ts";
+import { pruneLogDir, DEFAULT_LOG_LIMITS } from "../actors/log-files.ts";
+import { SystemObserver } from "../actors/observe.ts";
+import { Recorder } from "../actors/recorder.ts";
+import { formatReport, parseLog, replayFile, replayRecords } from "../actors/replay.ts";
+import { BRIDGE_TOOLS, FIXTURE_DIR, recordScenario } from "../scripts/record-fixtures.ts";
+import { startPi } from "./helpers/pi-session.ts";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const REQUIRED = ["interrupt-keeps-state", "swallowed-interrupt-lost", "os-exit-lost", "reset", "fresh-runs"];
+const fixture = (name: string) => join(FIXTURE_DIR, `${name}.jsonl`);
+const records = (path: string) =>
+  readFileSync(path, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+
+/** The distinct consecutive states one actor went through, as recorded. */
+function statesOf(path: string, actor: string): string[] {
+  const out: string[] = [];
+  for (const r of records(path)) {
+    if (r.k !== "snap" || r.id !== actor) continue;
+    const s = typeof r.value === "string" ? r.value : r.status;
+    if (out[out.length - 1] !== s) out.push(s);
+  }
+  return out;
+}
+
+function replayText(text: string) {
+  const parsed = parseLog(text);
+  assert.equal(parsed.error, undefined);
+  return replayRecords(parsed.lines);
+}
+
+describe("committed fixtures", () => {
+  test("every required scenario has a fixture", () => {
+    for (const name of REQUIRED) assert.ok(existsSync(fixture(name)), `${name}.jsonl is committed`);
+  });
+
+  for (const file of readdirSync(FIXTURE_DIR).filter((f) => f.endsWith(".jsonl"))) {
+    test(`${file} replays identical`, () => {
+      const report = replayFile(join(FIXTURE_DIR, file));
+      assert.equal(report.identical, true, formatReport(report, true));
+      assert.ok(report.inputs > 5 && report.trace > 50, "a real recording, not an empty one");
+    });
+  }
+
+  test("the fixtures show what they are named for", () => {
+    const interrupt = statesOf(fixture("interrupt-keeps-state"), "session:demo");
+    assert.deepEqual(interrupt.slice(0, 6), ["starting", "running", "idle", "running", "interrupted", "idle"]);
+    const swallowed = statesOf(fixture("swallowed-interrupt-lost"), "session:stubborn");
+    const i = swallowed.indexOf("interrupted");
+    assert.deepEqual(swallowed.slice(i, i + 4), ["interrupted", "grace", "killed", "lost"]);
+    assert.ok(statesOf(fixture("os-exit-lost"), "session:exiting").includes("lost"));
+    const timers = records(fixture("swallowed-interrupt-lost")).filter((r) => r.k === "timer");
+    assert.ok(timers.length >= 3, "deadline, interrupt window and grace fired as recorded timers");
+    const reset = records(fixture("reset")).filter((r) => r.k === "actor" && r.id === "session:fresh-start");
+    assert.equal(reset.length, 2, "reset created the session anew under the same explicit id");
+    const ids = new Set(records(fixture("fresh-runs")).flatMap((r) => (r.id ? [r.id] : r.to ? [r.to] : [])));
+    for (const id of ids) assert.match(id, /^(supervisor|session:[^/]+|run:[^/]+)(\/kernel)?$/, "explicit ids only");
+  });
+});
+
+describe("divergence", () => {
+  test("an altered input (a timer that never fired) is reported at the first difference", () => {
+    const lines = readFileSync(fixture("interrupt-keeps-state"), "utf8").split("\n");
+    const timerLine = lines.findIndex((l) => l.includes('"k":"timer"'));
+    assert.ok(timerLine > 0);
+    const altered = lines.filter((_, i) => i !== timerLine).join("\n");
+    const report = replayText(altered);
+    assert.equal(report.identical, false);
+    const d = report.divergence!;
+    assert.match(d.message, /first divergence/);
+    assert.ok(d.actor, "names the actor");
+    assert.ok(d.expected && d.actual, "shows what was recorded and what replay did");
+    assert.match(formatReport(report), /expected: .*\n\s+actual:/);
+  });
+
+  test("an altered recorded state names the actor, the event, and both states", () => {
+    const text = readFileSync(fixture("os-exit-lost"), "utf8");
+    const lines = text.split("\n");
+    const lostLine = lines.findIndex((l) => l.includes('"id":"session:exiting"') && l.includes('"value":"lost"'));
+    assert.ok(lostLine > 0, "the fixture records the session as lost");
+    lines[lostLine] = lines[lostLine]
+      .replace('"value":"lost"', '"value":"idle"')
+      .replace('"status":"done"', '"status":"active"');
+    const report = replayText(lines.join("\n"));
+    assert.equal(report.identical, false);
+    const d = report.divergence!;
+    assert.equal(d.line, lostLine + 1, "the log line of the altered record");
+    assert.equal(d.actor, "session:exiting");
+    assert.equal(d.event, "kernel.exited");
+    assert.match(d.message, /expected state "idle" \(active\), actual "lost" \(done\)/);
+  });
+
+  test("a log that is not an event log, or is cut mid-file, is refused with a reason", () => {
+    assert.match(replayText('{"k":"nothing"}').error!, /not a pi-code-supervisor event log/);
+    const lines = readFileSync(fixture("reset"), "utf8").split("\n");
+    lines[5] = lines[5].slice(0, 10);
+    assert.match(parseLog(lines.join("\n")).error!, /line 6 is not JSON/);
+    const cut = readFileSync(fixture("reset"), "utf8").slice(0, -40);
+    assert.equal(parseLog(cut).error, undefined, "a partial last line (a killed writer) is tolerated");
+  });
+});
+
+describe("the CLI", () => {
+  const cli = join(ROOT, "bin/pi-code-supervisor.js");
+  test("replay prints identical and exits 0", () => {
+    const out = execFileSync(process.execPath, [cli, "replay", fixture("reset")], { encoding: "utf8" });
+    assert.match(out, /^identical \(\d+ inputs, \d+ trace records\)/);
+  });
+  test("a divergent log prints the divergence and exits 1", () => {
+    const dir = mkdtempSync(join(tmpdir(), "pcs-cli-"));
+    const path = join(dir, "altered.jsonl");
+    writeFileSync(path, readFileSync(fixture("os-exit-lost"), "utf8").replace('"value":"lost"', '"value":"idle"'));
+    const r = spawnSync(process.execPath, [cli, "replay", path], { encoding: "utf8" });
+    assert.equal(r.status, 1);
+    assert.match(r.stdout, /first divergence .*\n\s+actor:\s+session:exiting\n\s+event:\s+kernel.exited/);
+  });
+  test("npx runs the package's bin", () => {
+    const r = spawnSync("npx", ["--no-install", "pi-code-supervisor", "replay", fixture("fresh-runs")], {
+      cwd: ROOT,
+      encoding: "utf8",
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^identical/);
+  });
+});
+
+describe("recording live systems", () => {
+  test("a fresh recording of real runs replays identical (the fixture pipeline end to end)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pcs-rec-"));
+    const path = await recordScenario("reset", dir);
+    const report = replayFile(path);
+    assert.equal(report.identical, true, formatReport(report, true));
+    assert.equal(records(path)[0].k, "header");
+    assert.equal(records(path).at(-1).k, "end");
+  });
+
+  test("logs rotate at quiescent points, every kept segment replays, old segments are deleted", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pcs-rot-"));
+    const observer = new SystemObserver();
+    const recorder = new Recorder(observer, {
+      dir,
+      piSession: "rotation",
+      limits: { segmentBytes: 4000, hardSegmentBytes: 1_000_000, segmentsPerLog: 3 },
+    });
+    const host = new SupervisorHost(observer.hostOptions());
+    for (let i = 0; i < 6; i++) {
+      await host.run({ code: `v = ${i}\nv`, cwd: dir, timeoutMs: 10_000, session: "rot" });
+      await new Promise((r) => setImmediate(r));
+    }
+    await host.shutdown();
+    recorder.close("shutdown");
+    const kept = recorder.segments();
+    assert.equal(kept.length, 3, "bounded to segmentsPerLog");
+    assert.deepEqual(readdirSync(dir).sort(), kept.map((p) => p.split("/").pop()).sort(), "older segments deleted");
+    for (const path of kept) {
+      const [header, checkpoint] = records(path);
+      assert.ok(header.segment > 0 && header.continues, "a continuation names its predecessor");
+      assert.equal(checkpoint.k, "checkpoint");
+      assert.equal(checkpoint.quiescent, true);
+      const report = replayFile(path);
+      assert.equal(report.identical, true, `${path}: ${formatReport(report, true)}`);
+    }
+  });
+
+  test("a segment forced out mid-run says it cannot be replayed exactly", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pcs-hard-"));
+    const observer = new SystemObserver();
+    const recorder = new Recorder(observer, {
+      dir,
+      limits: { segmentBytes: 500, hardSegmentBytes: 500, segmentsPerLog: 1000 },
+    });
+    const host = new SupervisorHost(observer.hostOptions());
+    await host.run({ code: "import time\ntime.sleep(0.3)", cwd: dir, timeoutMs: 10_000 });
+    await host.shutdown();
+    recorder.close();
+    const midRun = recorder.segments().find((p) => records(p)[1]?.quiescent === false);
+    assert.ok(midRun, "some segment started while a timer was pending");
+    assert.match(replayFile(midRun).error!, /cannot be replayed exactly/);
+  });
+
+  test("the log directory keeps the newest files within its bounds", () => {
+    const dir = mkdtempSync(join(tmpdir(), "pcs-prune-"));
+    for (let i = 0; i < 6; i++) {
+      const p = join(dir, `log-${i}.jsonl`);
+      writeFileSync(p, "x".repeat(100));
+      utimesSync(p, 1000 + i, 1000 + i);
+    }
+    pruneLogDir(dir, { ...DEFAULT_LOG_LIMITS, maxFiles: 4 });
+    assert.deepEqual(readdirSync(dir).sort(), ["log-2.jsonl", "log-3.jsonl", "log-4.jsonl", "log-5.jsonl"]);
+    pruneLogDir(dir, { ...DEFAULT_LOG_LIMITS, maxTotalBytes: 250 });
+    assert.deepEqual(readdirSync(dir).sort(), ["log-4.jsonl", "log-5.jsonl"]);
+  });
+
+  test("a recorder that cannot write stops itself; the supervisor runs on", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "pcs-bad-")), "not-a-dir");
+    writeFileSync(file, "");
+    const observer = new SystemObserver();
+    const recorder = new Recorder(observer, { dir: file });
+    const host = new SupervisorHost(observer.hostOptions());
+    const r = await host.run({ code: "print('fine')", cwd: tmpdir(), timeoutMs: 10_000 });
+    await host.shutdown();
+    recorder.close();
+    assert.equal(r.stdout, "fine\n");
+    assert.match(recorder.error!, /EEXIST|ENOTDIR/);
+  });
+
+  test(
+    "nested tool calls (tool:<runId>:<n> and their dispatchers) are recorded and replay identical",
+    { skip: !existsSync(BRIDGE_TOOLS) && "the tool bridge is not in this tree" },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "pcs-nested-"));
+      const path = await recordScenario("nested-calls", dir);
+      const actors = records(path)
+        .filter((r) => r.k === "actor")
+        .map((r) => r.id);
+      assert.ok(
+        actors.some((id: string) => /^tool:[^:]+:\d+$/.test(id)),
+        "tool-call actors with explicit ids",
+      );
+      assert.ok(
+        records(path).some((r) => r.k === "fact" && r.during !== undefined),
+        "a dispatcher answered synchronously while starting: recorded as part of that event",
+      );
+      const report = replayFile(path);
+      assert.equal(report.identical, true, formatReport(report, true));
+    },
+  );
+
+  test("a Pi session records its own log under the agent dir, which replays identical", async () => {
+    const pi = await startPi();
+    const piSession = pi.session.sessionManager.getSessionId();
+    await pi.callTools([
+      { code: "n = 5", session: "pi" },
+      { code: "n * 2", session: "pi" },
+      { code: "print('fresh')" },
+    ]);
+    await pi.dispose();
+    const dir = join(pi.agentDir, "pi-code-supervisor", "logs");
+    const logs = readdirSync(dir);
+    assert.equal(logs.length, 1);
+    assert.ok(logs[0].includes(piSession.replace(/[^A-Za-z0-9-]/g, "").slice(0, 36)), "named after the Pi session");
+    const path = join(dir, logs[0]);
+    assert.equal(records(path)[0].piSession, piSession);
+    const report = replayFile(path);
+    assert.equal(report.identical, true, formatReport(report, true));
+    assert.ok(
+      records(path).some((r) => r.k === "stop"),
+      "the log ends with the supervisor's stop at shutdown",
+    );
+  });
+});

@@ -1,0 +1,160 @@
+// Settings: precedence (default < global file < project file < environment) with each value's source, malformed
+// files and values as warnings with fallback, hot reload of files that do not exist yet, and changes reaching a
+// running Pi session (the tool's timeout bounds, the host's grace) without restarting it.
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { after, describe, test } from "node:test";
+import { globalSettingsPath, loadSettings, projectSettingsPath, SettingsStore } from "../actors/settings.ts";
+import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import { waitUntil } from "./helpers/procs.ts";
+
+function dirs() {
+  const root = mkdtempSync(join(tmpdir(), "pcs-settings-"));
+  const agent = join(root, "agent");
+  const cwd = join(root, "project");
+  mkdirSync(cwd, { recursive: true });
+  return { root, cwd, env: { PI_CODING_AGENT_DIR: agent } as NodeJS.ProcessEnv };
+}
+
+function write(path: string, value: unknown): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, typeof value === "string" ? value : JSON.stringify(value));
+}
+
+describe("precedence and sources", () => {
+  test("defaults, then the global file, then the project file, then the environment", () => {
+    const { cwd, env } = dirs();
+    const none = loadSettings(cwd, env);
+    assert.equal(none.values.defaultTimeout, 60);
+    assert.equal(none.values.maxTimeout, 3600);
+    assert.equal(none.values.interruptGraceMs, 1000);
+    assert.equal(none.values.killGraceMs, 500);
+    assert.deepEqual(none.values.venvDiscovery, { enabled: true, parentWalk: true, dirNames: [".venv", "venv"] });
+    assert.deepEqual(none.sources.maxTimeout, { source: "default" });
+    assert.deepEqual(none.warnings, []);
+
+    write(globalSettingsPath(env), { maxTimeout: 600, defaultTimeout: 30, venvDiscovery: { parentWalk: false } });
+    write(projectSettingsPath(cwd), { defaultTimeout: 45, interruptGraceMs: 250 });
+    const s = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_INTERRUPT_GRACE_MS: "300" });
+    assert.equal(s.values.maxTimeout, 600);
+    assert.deepEqual(s.sources.maxTimeout, { source: "global", where: globalSettingsPath(env) });
+    assert.equal(s.values.defaultTimeout, 45);
+    assert.deepEqual(s.sources.defaultTimeout, { source: "project", where: projectSettingsPath(cwd) });
+    assert.equal(s.values.interruptGraceMs, 300);
+    assert.deepEqual(s.sources.interruptGraceMs, { source: "env", where: "PI_CODE_EXECUTION_INTERRUPT_GRACE_MS" });
+    assert.equal(s.values.venvDiscovery.parentWalk, false);
+    assert.equal(s.values.venvDiscovery.enabled, true);
+    assert.equal(s.sources["venvDiscovery.parentWalk"].source, "global");
+    assert.equal(s.sources["venvDiscovery.dirNames"].source, "default");
+    assert.deepEqual(s.warnings, []);
+  });
+
+  test("environment values are parsed (numbers, booleans, lists)", () => {
+    const { cwd, env } = dirs();
+    const s = loadSettings(cwd, {
+      ...env,
+      PI_CODE_EXECUTION_VENV_PARENT_WALK: "off",
+      PI_CODE_EXECUTION_VENV_DIRS: "env, .env",
+      PI_CODE_EXECUTION_JOURNAL: "off",
+      PI_CODE_EXECUTION_SPARE_RUNNERS: "0",
+      PI_CODE_EXECUTION_INSPECTOR_PORT: "8123",
+    });
+    assert.equal(s.values.venvDiscovery.parentWalk, false);
+    assert.deepEqual(s.values.venvDiscovery.dirNames, ["env", ".env"]);
+    assert.equal(s.values.journal, "off");
+    assert.equal(s.values.spareRunners, false);
+    assert.equal(s.values.inspector.port, 8123);
+  });
+});
+
+describe("malformed settings become warnings and fall back", () => {
+  test("a file that is not JSON is ignored as a whole, with a warning naming it", () => {
+    const { cwd, env } = dirs();
+    write(globalSettingsPath(env), { maxTimeout: 900 });
+    write(projectSettingsPath(cwd), "{ maxTimeout: 5, ");
+    const s = loadSettings(cwd, env);
+    assert.equal(s.values.maxTimeout, 900, "falls back to the global value");
+    assert.equal(s.warnings.length, 1);
+    assert.match(s.warnings[0], /project settings \(.*settings\.json\) are not valid JSON/);
+  });
+
+  test("a bad value falls back to the layer below; an unknown key and a bad environment value warn", () => {
+    const { cwd, env } = dirs();
+    write(globalSettingsPath(env), { killGraceMs: 700 });
+    write(projectSettingsPath(cwd), { killGraceMs: -5, maxTimeout: "lots", venvDiscovery: { dirNames: ["../x"] }, colour: "red" });
+    const s = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_DEFAULT_TIMEOUT: "soon" });
+    assert.equal(s.values.killGraceMs, 700);
+    assert.equal(s.sources.killGraceMs.source, "global");
+    assert.equal(s.values.maxTimeout, 3600);
+    assert.equal(s.values.defaultTimeout, 60);
+    assert.deepEqual(s.values.venvDiscovery.dirNames, [".venv", "venv"]);
+    const all = s.warnings.join("\n");
+    assert.match(all, /killGraceMs must be an integer of milliseconds from 0 to 60000 \(got -5\); using 700 from global/);
+    assert.match(all, /maxTimeout must be a number of seconds.*\(got "lots"\); using 3600 from default/);
+    assert.match(all, /venvDiscovery\.dirNames must be a list of directory names/);
+    assert.match(all, /unknown key "colour" is ignored/);
+    assert.match(all, /PI_CODE_EXECUTION_DEFAULT_TIMEOUT: defaultTimeout must be a number/);
+  });
+
+  test("a default timeout above the maximum is lowered to it, with a warning", () => {
+    const { cwd, env } = dirs();
+    write(projectSettingsPath(cwd), { defaultTimeout: 120, maxTimeout: 90 });
+    const s = loadSettings(cwd, env);
+    assert.equal(s.values.defaultTimeout, 90);
+    assert.match(s.warnings.join("\n"), /defaultTimeout 120 s is above maxTimeout 90 s/);
+  });
+});
+
+describe("hot reload", () => {
+  test("a project file created later, then edited, is picked up by the watcher", async () => {
+    const { cwd, env } = dirs();
+    const store = new SettingsStore(cwd, () => env);
+    const seen: number[] = [];
+    store.onChange((s) => seen.push(s.values.maxTimeout));
+    await store.watch();
+    try {
+      // Neither .pi/ nor pi-code-execution/ exists yet.
+      write(projectSettingsPath(cwd), { maxTimeout: 111 });
+      assert.ok(await waitUntil(() => store.values.maxTimeout === 111, 10_000), "created file seen");
+      write(projectSettingsPath(cwd), { maxTimeout: 222 });
+      assert.ok(await waitUntil(() => store.values.maxTimeout === 222, 10_000), "edit seen");
+      write(globalSettingsPath(env), { interruptGraceMs: 50 });
+      assert.ok(await waitUntil(() => store.values.interruptGraceMs === 50, 10_000), "global file seen");
+      assert.ok(seen.includes(111) && seen.includes(222));
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe("in a running Pi session", () => {
+  let pi: PiHarness;
+  after(async () => {
+    await pi?.dispose();
+  });
+
+  test("new timeout bounds and grace apply without restarting Pi", async () => {
+    pi = await startPi();
+    const [ok] = await pi.callTools([{ code: "print('fine')", timeout: 30 }]);
+    assert.equal(ok.isError, false);
+    write(projectSettingsPath(pi.cwd), { maxTimeout: 5, interruptGraceMs: 200 });
+    // The tool is registered again with the new bound: Pi's own validation refuses a larger timeout.
+    const ceiling = () => {
+      const timeout = (pi.session.getToolDefinition("code_execution")?.parameters as any)?.properties?.timeout;
+      return timeout?.maximum === 5 && /1\.\.5\)/.test(timeout.description);
+    };
+    assert.ok(await waitUntil(ceiling, 10_000), "code_execution was registered again with the new ceiling");
+    const [refused] = await pi.callTools([{ code: "print('too long')", timeout: 30 }]);
+    assert.equal(refused.isError, true);
+    assert.match(textOf(refused), /timeout/);
+    // The host's grace followed the setting: the kill notice names it.
+    const [stubborn] = await pi.callTools([
+      { code: "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except KeyboardInterrupt:\n        pass", timeout: 1 },
+    ]);
+    assert.equal(stubborn.details.status, "timeout");
+    assert.equal(stubborn.details.killed, true);
+    assert.match(textOf(stubborn), /within the 0\.2 s grace/);
+  });
+});
