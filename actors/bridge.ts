@@ -22,7 +22,7 @@ import type { Result } from "./result.ts";
 import {
   errorMessage,
   MAX_RESULT_BYTES,
-  previewOf,
+  PreviewBudget,
   resultText,
   usageOf,
   utf8Bytes,
@@ -125,6 +125,15 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 
 class Aborted extends Error {}
 
+/** One preview budget per run (its bridge), dropped with it. */
+const budgets = new WeakMap<RunBridge, PreviewBudget>();
+function budgetOf(bridge: RunBridge | undefined): PreviewBudget {
+  if (!bridge) return new PreviewBudget();
+  let budget = budgets.get(bridge);
+  if (!budget) budgets.set(bridge, (budget = new PreviewBudget()));
+  return budget;
+}
+
 /** Monotonic milliseconds since `t0`, to the microsecond. */
 const elapsed = (t0: number) => Math.round((performance.now() - t0) * 1000) / 1000;
 
@@ -169,6 +178,7 @@ export async function runNestedCall(
 ): Promise<{ record: NestedCallRecord; reply: ToolReply }> {
   const t0 = performance.now();
   const tool = bridge?.tools.find((t) => t.spec.name === input.name);
+  const budget = budgetOf(bridge);
   const call: NestedCall = {
     parentToolCallId: input.parentId,
     childToolCallId: input.childId,
@@ -190,7 +200,7 @@ export async function runNestedCall(
     registeredName: input.name,
     pythonName: input.python,
     startedAt: call.startedAt,
-    input: previewOf(JSON.stringify(input.args)),
+    input: budget.take(JSON.stringify(input.args)),
   };
   const emit = (channel: string, payload: unknown) => {
     try {
@@ -232,8 +242,8 @@ export async function runNestedCall(
     status: end.status,
     ...(end.dispatcher ? { dispatcher: end.dispatcher } : {}),
     ...(end.toolCallId ? { toolCallId: end.toolCallId } : {}),
-    ...(end.status === "succeeded" ? { result: previewOf(text) } : {}),
-    ...(errorText !== undefined ? { error: previewOf(errorText) } : {}),
+    ...(end.status === "succeeded" ? { result: budget.take(text) } : {}),
+    ...(errorText !== undefined ? { error: budget.take(errorText) } : {}),
     ...(usage ? { usage } : {}),
   };
   if (tool?.hooks?.after) {
@@ -247,7 +257,7 @@ export async function runNestedCall(
         ...(errorText !== undefined ? { error: errorText } : {}),
       });
     } catch (e) {
-      record.hookError = previewOf(errorMessage(e)).text;
+      record.hookError = budget.take(errorMessage(e)).text;
     }
   }
   record.durationMs = elapsed(t0);
@@ -290,7 +300,11 @@ async function intercepted(
     cwd: call.cwd,
     signal,
   };
-  bridge.emit(LEGACY_TOOL_CALL_EVENT, legacy);
+  try {
+    bridge.emit(LEGACY_TOOL_CALL_EVENT, legacy);
+  } catch {
+    // the bus failed (Pi's catches handler errors itself): nothing intercepted the call
+  }
   if (legacy.block) return { status: "blocked", text: legacy.reason ?? "" };
   if (legacy.input !== call.input) {
     if (!isObject(legacy.input))

@@ -34,32 +34,35 @@ export function watchModules(cwd: string): ModuleWatch {
   /** file -> module names (a file can be imported under two names), in import order. */
   const files = new Map<string, string[]>();
   const changed = new Set<string>();
+  /** file -> the modification time last accounted for (the runner's, then each change's). */
+  const known = new Map<string, string>();
   let watcher: FSWatcher | undefined;
   let closed = false;
-  /** Setting up a watch takes a moment: an edit made before it is caught by comparing the mtime the runner saw. */
-  const catchUp = (seen: Map<string, string>) => {
-    const timer = setTimeout(() => {
-      for (const [file, mtime] of seen) {
-        void stat(file, { bigint: true }).then(
-          (st) => {
-            if (!closed && String(st.mtimeNs) !== mtime) onChange(file);
-          },
-          () => {},
-        );
-      }
-    }, CATCH_UP_MS);
-    timer.unref();
-  };
 
-  const onChange = (path: string) => {
-    for (const name of files.get(path) ?? []) changed.add(name);
+  /** A file counts as changed when its mtime differs from the last one accounted for: one edit that produces
+   * several events reloads once. */
+  const check = (path: string) => {
+    if (!files.has(path)) return;
+    void stat(path, { bigint: true }).then(
+      (st) => {
+        const mtime = String(st.mtimeNs);
+        if (closed || known.get(path) === mtime) return;
+        known.set(path, mtime);
+        for (const name of files.get(path) ?? []) changed.add(name);
+      },
+      () => {},
+    );
+  };
+  /** Setting up a watch takes a moment: an edit made before it is caught by comparing the mtime the runner saw. */
+  const catchUp = (added: string[]) => {
+    const timer = setTimeout(() => added.forEach(check), CATCH_UP_MS);
+    timer.unref();
   };
 
   return {
     track(modules) {
       if (closed || !Array.isArray(modules)) return;
       const added: string[] = [];
-      const seen = new Map<string, string>();
       for (const m of modules) {
         if (!Array.isArray(m) || typeof m[0] !== "string" || typeof m[1] !== "string") continue;
         const [name, file, mtime] = m as [string, string, unknown];
@@ -71,16 +74,16 @@ export function watchModules(cwd: string): ModuleWatch {
         }
         files.set(file, [name]);
         added.push(file);
-        if (typeof mtime === "string") seen.set(file, mtime);
+        if (typeof mtime === "string") known.set(file, mtime);
       }
       if (added.length === 0) return;
       if (!watcher) {
         watcher = watch(added, { ignoreInitial: true, atomic: 50 });
-        watcher.on("change", onChange);
-        watcher.on("add", onChange);
+        watcher.on("change", check);
+        watcher.on("add", check);
         watcher.on("error", () => {});
       } else watcher.add(added);
-      catchUp(seen);
+      catchUp(added);
     },
     take() {
       if (changed.size === 0) return [];

@@ -121,10 +121,10 @@ export const SETTING_KEYS: readonly KeySpec[] = [
   { key: "venvDiscovery.dirNames", env: "PI_CODE_EXECUTION_VENV_DIRS", default: [".venv", "venv"], parse: dirNames },
   { key: "journal", env: "PI_CODE_EXECUTION_JOURNAL", default: undefined, parse: journal },
   { key: "spareRunners", env: "PI_CODE_EXECUTION_SPARE_RUNNERS", default: true, parse: boolean },
-  { key: "inspector.autoStart", env: "PI_CODE_EXECUTION_INSPECTOR", default: false, parse: boolean },
+  { key: "inspector.autoStart", env: "PI_CODE_EXECUTION_INSPECT", default: false, parse: boolean },
   {
     key: "inspector.port",
-    env: "PI_CODE_EXECUTION_INSPECTOR_PORT",
+    env: "PI_CODE_EXECUTION_INSPECT_PORT",
     default: 0,
     parse: numberIn(0, 65_535, "port", true),
   },

@@ -1,6 +1,6 @@
 // What Python receives from a tool: its result flattened to text (images as a short note, structured content as a
 // trailing `structuredContent:` block when the text is not JSON already), bounded in size.
-import { preview as boundedPreview } from "../machines/tool-records.ts";
+import { PREVIEW_BYTES, preview as boundedPreview } from "../machines/tool-records.ts";
 import type { Preview } from "../machines/tool-events.ts";
 
 /** The part of a Pi tool result the bridge reads (AgentToolResult, loosely typed: other extensions return it). */
@@ -19,7 +19,21 @@ export const MAX_RESULT_BYTES = 32 * 1024 * 1024;
 export const utf8Bytes = (text: string) => Buffer.byteLength(text, "utf8");
 
 /** A 4 KiB preview with an exact byte count, measured natively. */
-export const previewOf = (text: string): Preview => boundedPreview(text, undefined, utf8Bytes);
+export const previewOf = (text: string, limit = PREVIEW_BYTES): Preview => boundedPreview(text, limit, utf8Bytes);
+
+/** Previews of one run's calls share this many bytes; past it, each keeps only `PREVIEW_FLOOR` bytes, so a script
+ * making thousands of calls leaves a bounded record (the results persist in Pi's session). */
+export const RUN_PREVIEW_BUDGET = 512 * 1024;
+export const PREVIEW_FLOOR = 256;
+
+export class PreviewBudget {
+  private left = RUN_PREVIEW_BUDGET;
+  take(text: string): Preview {
+    const p = previewOf(text, this.left >= PREVIEW_BYTES ? PREVIEW_BYTES : Math.max(PREVIEW_FLOOR, this.left));
+    this.left = Math.max(0, this.left - utf8Bytes(p.text));
+    return p;
+  }
+}
 
 function isJsonText(text: string): boolean {
   const t = text.trim();

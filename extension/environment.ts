@@ -53,7 +53,8 @@ export class CodeEnvironment {
     await this.store?.close();
     this.store = this.newStore(cwd);
     await this.store.watch();
-    if (before && JSON.stringify(before.values) !== JSON.stringify(this.store.get().values)) this.changed(this.store.get());
+    if (before && JSON.stringify(before.values) !== JSON.stringify(this.store.get().values))
+      this.changed(this.store.get());
   }
 
   async close(): Promise<void> {
@@ -89,7 +90,12 @@ export class CodeEnvironment {
     try {
       for (const entry of ctx.sessionManager.getBranch()) {
         if (entry.type !== "message") continue;
-        const m = entry.message as { role: string; toolName?: string; isError?: boolean; details?: { selected?: unknown } };
+        const m = entry.message as {
+          role: string;
+          toolName?: string;
+          isError?: boolean;
+          details?: { selected?: unknown };
+        };
         if (m.role !== "toolResult" || m.toolName !== SET_INTERPRETER_TOOL || m.isError) continue;
         const s = m.details?.selected;
         selected = typeof s === "string" ? s : undefined;

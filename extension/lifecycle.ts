@@ -24,7 +24,8 @@ export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void
   const { environment, status, peekHost } = links;
   pi.registerFlag(PYTHON_FLAG, {
     type: "string",
-    description: "Python interpreter for code_execution (path, venv python or command; python_set_interpreter overrides it)",
+    description:
+      "Python interpreter for code_execution (path, venv python or command; python_set_interpreter overrides it)",
   });
   registerSetInterpreterTool(pi, environment, peekHost);
   registerCodeStatusCommand(pi, environment, peekHost);

@@ -34,7 +34,12 @@ export function liveUpdates(onUpdate: Update, run: { session?: string; requireme
     onProgress: (p: InstallProgress) =>
       schedule(() => ({
         text: `installing dependencies with ${p.installer}${p.package ? `: ${p.package}` : ""}\n${p.line}`,
-        details: { status: "installing", ...session, ...p, ...(run.requirements ? { requirements: run.requirements } : {}) },
+        details: {
+          status: "installing",
+          ...session,
+          ...p,
+          ...(run.requirements ? { requirements: run.requirements } : {}),
+        },
       })),
     stop: () => {
       if (timer) clearTimeout(timer);

@@ -248,7 +248,11 @@ export function renderCodeResult(
   if (options.isPartial) {
     if (d?.status === "installing") {
       const live = d as Extract<LiveDetails, { status: "installing" }>;
-      const pkg = live.package ? ` ${live.package}` : live.requirements?.length ? ` ${live.requirements.join(", ")}` : "";
+      const pkg = live.package
+        ? ` ${live.package}`
+        : live.requirements?.length
+          ? ` ${live.requirements.join(", ")}`
+          : "";
       let line = theme.fg("warning", "⧗ installing dependencies") + theme.fg("toolOutput", pkg);
       if (live.installer) line += theme.fg("muted", ` (${live.installer})`);
       if (time) line += theme.fg("muted", ` · ${time}`);
@@ -281,8 +285,12 @@ export function renderCodeResult(
 /** Renderers for code_execution (spread into its tool definition). */
 export const codeExecutionRenderers = {
   renderCall: (args: CallArgs, theme: Theme, ctx: unknown) => renderCodeCall(args, theme, ctx as RenderContext),
-  renderResult: (result: ToolResultLike, options: { expanded: boolean; isPartial: boolean }, theme: Theme, ctx: unknown) =>
-    renderCodeResult(result, options, theme, ctx as RenderContext),
+  renderResult: (
+    result: ToolResultLike,
+    options: { expanded: boolean; isPartial: boolean },
+    theme: Theme,
+    ctx: unknown,
+  ) => renderCodeResult(result, options, theme, ctx as RenderContext),
 };
 
 // ---- the reading tools (code_execution_output, code_execution_source) and python_set_interpreter ----
@@ -311,7 +319,8 @@ function pageResult(
   const body = nl < 0 ? "" : text.slice(nl + 1);
   const lines = [result.isError ? theme.fg("error", header) : theme.fg("muted", header)];
   if (body) {
-    const all = python && !result.isError ? highlightPython(body.replace(/\n$/, "")) : body.replace(/\n$/, "").split("\n");
+    const all =
+      python && !result.isError ? highlightPython(body.replace(/\n$/, "")) : body.replace(/\n$/, "").split("\n");
     const shown = options.expanded || all.length <= OUTPUT_PREVIEW_LINES ? all.length : OUTPUT_PREVIEW_LINES;
     lines.push(...all.slice(0, shown).map((l) => (python ? l : theme.fg("toolOutput", l))));
     if (shown < all.length) lines.push(expandHint(ctx, theme, `… showing ${shown} of ${all.length} lines`));
@@ -323,25 +332,39 @@ function pageResult(
 
 export const outputToolRenderers = {
   renderCall: (args: { outputId?: unknown; offset?: unknown; limit?: unknown }, theme: Theme, _ctx: unknown) =>
-    new Text(titled("python output", [String(args?.outputId ?? "…"), pageArgs(args)].filter(Boolean).join(" · "), theme), 0, 0),
+    new Text(
+      titled("python output", [String(args?.outputId ?? "…"), pageArgs(args)].filter(Boolean).join(" · "), theme),
+      0,
+      0,
+    ),
   renderResult: (result: ToolResultLike, options: { expanded: boolean }, theme: Theme, ctx: unknown) =>
     pageResult(result, options, theme, ctx as RenderContext, false),
 };
 
 export const sourceToolRenderers = {
   renderCall: (args: { sourceId?: unknown; offset?: unknown; limit?: unknown }, theme: Theme, _ctx: unknown) =>
-    new Text(titled("python source", [String(args?.sourceId ?? "…"), pageArgs(args)].filter(Boolean).join(" · "), theme), 0, 0),
+    new Text(
+      titled("python source", [String(args?.sourceId ?? "…"), pageArgs(args)].filter(Boolean).join(" · "), theme),
+      0,
+      0,
+    ),
   renderResult: (result: ToolResultLike, options: { expanded: boolean }, theme: Theme, ctx: unknown) =>
     pageResult(result, options, theme, ctx as RenderContext, true),
 };
 
 export const setInterpreterRenderers = {
   renderCall: (args: { interpreter?: unknown }, theme: Theme, _ctx: unknown) =>
-    new Text(titled("python interpreter", typeof args?.interpreter === "string" ? args.interpreter : "(discovery)", theme), 0, 0),
+    new Text(
+      titled("python interpreter", typeof args?.interpreter === "string" ? args.interpreter : "(discovery)", theme),
+      0,
+      0,
+    ),
   renderResult: (result: ToolResultLike, _options: { expanded: boolean }, theme: Theme, _ctx: unknown) => {
     const lines = textOf(result).split("\n");
     return new Text(
-      lines.map((l, i) => (i === 0 ? theme.fg(result.isError ? "error" : "success", l) : theme.fg("muted", l))).join("\n"),
+      lines
+        .map((l, i) => (i === 0 ? theme.fg(result.isError ? "error" : "success", l) : theme.fg("muted", l)))
+        .join("\n"),
       0,
       0,
     );

@@ -74,7 +74,7 @@ export class SessionStatus {
     if (text === this.last) return;
     this.last = text;
     try {
-      this.ui?.setStatus(STATUS_KEY, text === undefined ? undefined : this.ui.theme?.fg("muted", text) ?? text);
+      this.ui?.setStatus(STATUS_KEY, text === undefined ? undefined : (this.ui.theme?.fg("muted", text) ?? text));
     } catch {
       // A UI that went away (reload) is not an error of ours.
     }

@@ -146,7 +146,9 @@ describe("sessions: footer status, /code-status, /code-restart, /code-sessions, 
   });
 
   test("after /tree navigation a widget lists the sessions that did not rewind; the next turn clears it", async () => {
-    const firstUser = pi.session.sessionManager.getEntries().find((e: any) => e.type === "message" && e.message.role === "user");
+    const firstUser = pi.session.sessionManager
+      .getEntries()
+      .find((e: any) => e.type === "message" && e.message.role === "user");
     assert.ok(firstUser);
     await pi.session.navigateTree(firstUser.id);
     const widget = ui.widgets.get("code-execution-sessions") as string[] | undefined;

@@ -7,16 +7,20 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import Database from "better-sqlite3";
 import { SupervisorHost, type RunRequestInput } from "../actors/host.ts";
+import { SystemObserver } from "../actors/observe.ts";
+import { Recorder } from "../actors/recorder.ts";
+import { formatReport, replayFile } from "../actors/replay.ts";
 import { environmentKey, packageOf } from "../actors/dependencies.ts";
 import { normalizeDependencies, parseScriptMetadata, satisfiesRequiresPython } from "../actors/pep723.ts";
 import { parseToml } from "../actors/toml.ts";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
 
+const Database = createRequire(import.meta.url)("better-sqlite3");
 const PY = "/usr/bin/python3";
 const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
 
@@ -52,7 +56,8 @@ before(() => {
   };
 });
 
-const block = (...deps: string[]) => `# /// script\n# dependencies = [${deps.map((d) => JSON.stringify(d)).join(", ")}]\n# ///\n`;
+const block = (...deps: string[]) =>
+  `# /// script\n# dependencies = [${deps.map((d) => JSON.stringify(d)).join(", ")}]\n# ///\n`;
 
 describe("the PEP 723 block", () => {
   test("the TOML parser agrees with tomllib", () => {
@@ -66,20 +71,27 @@ describe("the PEP 723 block", () => {
     for (const doc of docs) {
       const ours = parseToml(doc);
       assert.ok(ours.ok, `${doc}: ${ours.ok ? "" : ours.error}`);
-      const theirs = execFileSync(PY, ["-c", "import json, sys, tomllib; print(json.dumps(tomllib.loads(sys.stdin.read())))"], {
-        input: doc,
-        encoding: "utf8",
-      });
+      const theirs = execFileSync(
+        PY,
+        ["-c", "import json, sys, tomllib; print(json.dumps(tomllib.loads(sys.stdin.read())))"],
+        {
+          input: doc,
+          encoding: "utf8",
+        },
+      );
       assert.deepEqual(ours.value, JSON.parse(theirs), doc);
     }
     for (const bad of ['a = "unclosed', "a = [1, 2", "a = 1\na = 2", "a = bare", "[t]\n[t]"]) {
       assert.equal(parseToml(bad).ok, false, bad);
-      assert.throws(() => execFileSync(PY, ["-c", "import sys, tomllib; tomllib.loads(sys.stdin.read())"], { input: bad, stdio: "pipe" }));
+      assert.throws(() =>
+        execFileSync(PY, ["-c", "import sys, tomllib; tomllib.loads(sys.stdin.read())"], { input: bad, stdio: "pipe" }),
+      );
     }
   });
 
   test("the block is read per the specification", () => {
-    const code = '#!/usr/bin/env python\n# /// script\n# requires-python = ">=3.10"\n# dependencies = [\n#   "tinypkg==1.0",\n# ]\n# [tool.x]\n#\n# ///\nimport tinypkg\n';
+    const code =
+      '#!/usr/bin/env python\n# /// script\n# requires-python = ">=3.10"\n# dependencies = [\n#   "tinypkg==1.0",\n# ]\n# [tool.x]\n#\n# ///\nimport tinypkg\n';
     const m = parseScriptMetadata(code);
     assert.ok(m.ok);
     assert.deepEqual(m.value, { dependencies: ["tinypkg==1.0"], requiresPython: ">=3.10", otherKeys: ["tool"] });
@@ -96,7 +108,10 @@ describe("the PEP 723 block", () => {
   });
 
   test("dependency sets written differently normalize alike (one cached environment)", () => {
-    assert.deepEqual(normalizeDependencies(["Tiny_Pkg >= 1.0", "rich"]), normalizeDependencies(["rich", "tiny-pkg>=1.0"]));
+    assert.deepEqual(
+      normalizeDependencies(["Tiny_Pkg >= 1.0", "rich"]),
+      normalizeDependencies(["rich", "tiny-pkg>=1.0"]),
+    );
     assert.equal(environmentKey(PY, "3.11.2", ["B", "a"]), environmentKey(PY, "3.11.2", ["a", "b"]));
     assert.notEqual(environmentKey(PY, "3.11.2", ["a"]), environmentKey("/other/python", "3.11.2", ["a"]));
     assert.notEqual(environmentKey(PY, "3.11.2", ["a"]), environmentKey(PY, "3.11.2", ["a==1"]));
@@ -123,7 +138,8 @@ describe("installation with pip, offline", () => {
   let host: SupervisorHost;
   let root: string;
   let cwd: string;
-  const run = (code: string, extra: Partial<RunRequestInput> = {}) => host.run({ code, cwd, timeoutMs: 60_000, ...extra });
+  const run = (code: string, extra: Partial<RunRequestInput> = {}) =>
+    host.run({ code, cwd, timeoutMs: 60_000, ...extra });
   before(() => {
     root = tmp("pcs-deps-");
     cwd = tmp("pcs-deps-cwd-");
@@ -149,7 +165,10 @@ describe("installation with pip, offline", () => {
       { ...first.outcome.install, python: undefined },
       { installer: "pip", requirements: ["tinypkg==1.0"], cached: false, modules: ["tinypkg"], python: undefined },
     );
-    assert.ok(progress.some((l) => /tinypkg/.test(l)), `progress named the package: ${progress.join(" | ")}`);
+    assert.ok(
+      progress.some((l) => /tinypkg/.test(l)),
+      `progress named the package: ${progress.join(" | ")}`,
+    );
     const t0 = Date.now();
     const again = await run(`${block("TinyPkg == 1.0")}import sys, tinypkg\nsys.prefix`);
     assert.equal(again.outcome.install?.cached, true);
@@ -182,8 +201,31 @@ describe("installation with pip, offline", () => {
     assert.equal(s3.stdout, "1.0\n", "the loaded module stays");
     const same = await run(`${block("tinypkg==2.0")}1`, { session: "pkgs" });
     assert.equal(same.outcome.install?.cached, true, "nothing to install twice");
-    const fresh = await run(`${block("tinypkg==2.0")}import tinypkg\ntinypkg.VERSION`, { session: "pkgs", reset: true });
+    const fresh = await run(`${block("tinypkg==2.0")}import tinypkg\ntinypkg.VERSION`, {
+      session: "pkgs",
+      reset: true,
+    });
     assert.equal(fresh.stdout, "2.0\n", "a reset session imports the installed version");
+  });
+
+  test("a session on a virtual environment without pip installs with its base interpreter's pip", async () => {
+    const project = tmp("pcs-deps-venv-");
+    execFileSync(PY, ["-m", "venv", "--without-pip", join(project, ".venv")]);
+    const venvHost = new SupervisorHost({
+      env: () => ({ ...process.env, ...offline, PI_PYTHON: "" }),
+      packages: { envRoot: join(root, "envs"), sessionRoot: join(root, "sessions") },
+    });
+    try {
+      const code = `${block("tinypkg==1.0")}import sys, tinypkg\nprint(sys.prefix)\ntinypkg.VERSION`;
+      const s = await venvHost.run({ code, cwd: project, timeoutMs: 60_000, session: "v" });
+      assert.equal(s.outcome.status, "success", s.stderr + s.outcome.message);
+      assert.equal(s.stdout, `${join(project, ".venv")}\n1.0\n`);
+      const f = await venvHost.run({ code, cwd: project, timeoutMs: 60_000 });
+      assert.equal(f.outcome.status, "success", f.stderr + f.outcome.message);
+      assert.match(f.stdout, /^\/.*\/envs\/[0-9a-f]+\n1\.0\n$/);
+    } finally {
+      await venvHost.shutdown();
+    }
   });
 
   test("requires-python: checked for fresh runs, noted as without effect in a session", async () => {
@@ -203,20 +245,37 @@ describe("installation with pip, offline", () => {
     assert.equal(r.outcome.status, "setup_error");
     assert.equal(r.outcome.stage, "install");
     assert.match(r.outcome.message ?? "", /No matching distribution found for nosuchpkg==3/);
-    assert.deepEqual(r.outcome.hints?.map((h) => h.id), ["dependency_resolution"]);
+    assert.deepEqual(
+      r.outcome.hints?.map((h) => h.id),
+      ["dependency_resolution"],
+    );
     assert.equal(existsSync(marker), false);
     const s = await run(`${block("nosuchpkg==3")}x = 1`, { session: "unres" });
     assert.equal(s.outcome.status, "setup_error");
-    assert.deepEqual(s.outcome.hints?.map((h) => h.id), ["dependency_resolution"]);
+    assert.deepEqual(
+      s.outcome.hints?.map((h) => h.id),
+      ["dependency_resolution"],
+    );
   });
 
   test("run-time hints: CERTIFICATE_VERIFY_FAILED and ModuleNotFoundError", async () => {
-    const cert = await run("import ssl\nraise ssl.SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed')");
-    assert.deepEqual(cert.outcome.hints?.map((h) => h.id), ["certificate_verification"]);
+    const cert = await run(
+      "import ssl\nraise ssl.SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed')",
+    );
+    assert.deepEqual(
+      cert.outcome.hints?.map((h) => h.id),
+      ["certificate_verification"],
+    );
     assert.match(cert.outcome.hints![0].text, /SSL_CERT_FILE/);
     const missing = await run("import yaml_is_not_installed_here");
-    assert.deepEqual(missing.outcome.hints?.map((h) => h.id), ["module_not_found"]);
-    assert.match(missing.outcome.hints![0].text, /# \/\/\/ script\n# dependencies = \["yaml-is-not-installed-here"\]\n# \/\/\//);
+    assert.deepEqual(
+      missing.outcome.hints?.map((h) => h.id),
+      ["module_not_found"],
+    );
+    assert.match(
+      missing.outcome.hints![0].text,
+      /# \/\/\/ script\n# dependencies = \["yaml-is-not-installed-here"\]\n# \/\/\//,
+    );
   });
 });
 
@@ -255,11 +314,20 @@ describe("installation with uv (a stand-in uv that honours the same command line
     const host = hostWith(uv);
     try {
       const cwd = tmp("pcs-uv-cwd-");
-      const r = await host.run({ code: `${block("tinypkg==2.0")}import tinypkg\ntinypkg.VERSION`, cwd, timeoutMs: 60_000 });
+      const r = await host.run({
+        code: `${block("tinypkg==2.0")}import tinypkg\ntinypkg.VERSION`,
+        cwd,
+        timeoutMs: 60_000,
+      });
       assert.equal(r.outcome.status, "success", r.stderr + r.outcome.message);
       assert.equal(r.stdout, "2.0\n");
       assert.equal(r.outcome.install?.installer, "uv");
-      const s = await host.run({ code: `${block("tinypkg==1.0")}import tinypkg\ntinypkg.VERSION`, cwd, timeoutMs: 60_000, session: "u" });
+      const s = await host.run({
+        code: `${block("tinypkg==1.0")}import tinypkg\ntinypkg.VERSION`,
+        cwd,
+        timeoutMs: 60_000,
+        session: "u",
+      });
       assert.equal(s.stdout, "1.0\n", s.stderr + s.outcome.message);
       const calls = execFileSync("cat", [log], { encoding: "utf8" });
       assert.match(calls, /^venv --quiet --python \S+ \S+\n/);
@@ -276,9 +344,16 @@ describe("installation with uv (a stand-in uv that honours the same command line
     );
     const host = hostWith(uv);
     try {
-      const r = await host.run({ code: `${block("tinypkg==9.9")}print(1)`, cwd: tmp("pcs-uv-cwd-"), timeoutMs: 60_000 });
+      const r = await host.run({
+        code: `${block("tinypkg==9.9")}print(1)`,
+        cwd: tmp("pcs-uv-cwd-"),
+        timeoutMs: 60_000,
+      });
       assert.equal(r.outcome.status, "setup_error");
-      assert.deepEqual(r.outcome.hints?.map((h) => h.id), ["uv_certificate"]);
+      assert.deepEqual(
+        r.outcome.hints?.map((h) => h.id),
+        ["uv_certificate"],
+      );
       assert.match(r.outcome.hints![0].text, /SSL_CERT_FILE/);
     } finally {
       await host.shutdown();
@@ -291,14 +366,24 @@ describe("installation with uv (a stand-in uv that honours the same command line
     const host = hostWith(uv);
     try {
       const t0 = Date.now();
-      const r = await host.run({ code: `${block("tinypkg==7.7")}print(1)`, cwd: tmp("pcs-uv-cwd-"), timeoutMs: 1500, session: "slow" });
+      const r = await host.run({
+        code: `${block("tinypkg==7.7")}print(1)`,
+        cwd: tmp("pcs-uv-cwd-"),
+        timeoutMs: 1500,
+        session: "slow",
+      });
       assert.equal(r.outcome.status, "timeout");
       assert.equal(r.outcome.stage, "install");
       assert.equal(r.outcome.session?.isLost, false, "the session's process ran nothing of this run");
       assert.ok(Date.now() - t0 < 10_000);
       const pid = Number(execFileSync("cat", [pidFile], { encoding: "utf8" }));
       assert.ok(await waitUntil(() => !pidAlive(pid), 5000), "the installer was killed");
-      const next = await host.run({ code: "print('still here')", cwd: r.outcome.session ? host.sessions()[0].cwd : "", timeoutMs: 20_000, session: "slow" });
+      const next = await host.run({
+        code: "print('still here')",
+        cwd: r.outcome.session ? host.sessions()[0].cwd : "",
+        timeoutMs: 20_000,
+        session: "slow",
+      });
       assert.equal(next.stdout, "still here\n");
     } finally {
       await host.shutdown();
@@ -328,25 +413,69 @@ describe("in a Pi session: notices, live progress, journal hint ids", () => {
     assert.equal(textOf(r), "1.0\n[installed tinypkg==1.0 with pip into a new cached environment]");
     assert.deepEqual(r.details.install, { installer: "pip", requirements: ["tinypkg==1.0"], cached: false });
     const updates = pi.events.filter((e) => e.type === "tool_execution_update").map((e) => e.partialResult?.details);
-    assert.ok(updates.some((d) => d?.status === "installing" && d.installer === "pip"), JSON.stringify(updates));
+    assert.ok(
+      updates.some((d) => d?.status === "installing" && d.installer === "pip"),
+      JSON.stringify(updates),
+    );
     const [s] = await pi.callTools([{ code: `${block("tinypkg==1.0")}import tinypkg`, session: "w" }]);
     assert.match(textOf(s), /\[installed tinypkg==1\.0 with pip into session "w"'s package directory\]/);
-    const [s2] = await pi.callTools([{ code: `${block("tinypkg==2.0")}import tinypkg\ntinypkg.VERSION`, session: "w" }]);
-    assert.match(textOf(s2), /\[session "w" had already imported tinypkg: the loaded version stays in use until the session is reset\]/);
+    const [s2] = await pi.callTools([
+      { code: `${block("tinypkg==2.0")}import tinypkg\ntinypkg.VERSION`, session: "w" },
+    ]);
+    assert.match(
+      textOf(s2),
+      /\[session "w" had already imported tinypkg: the loaded version stays in use until the session is reset\]/,
+    );
   });
 
   test("a missing module gets the PEP 723 hint, and the journal records which hints fired", async () => {
     const [r] = await pi.callTools([{ code: "import not_installed_anywhere" }]);
     assert.equal(r.isError, true);
-    assert.match(textOf(r), /\[hint module_not_found: `not_installed_anywhere` is not installed .*\n# \/\/\/ script\n# dependencies = \["not-installed-anywhere"\]\n# \/\/\/\]/);
-    assert.deepEqual(r.details.hints.map((h: { id: string }) => h.id), ["module_not_found"]);
+    assert.match(
+      textOf(r),
+      /\[hint module_not_found: `not_installed_anywhere` is not installed .*\n# \/\/\/ script\n# dependencies = \["not-installed-anywhere"\]\n# \/\/\/\]/,
+    );
+    assert.deepEqual(
+      r.details.hints.map((h: { id: string }) => h.id),
+      ["module_not_found"],
+    );
     await (pi.session as any).extensionRunner?.emit?.({ type: "session_shutdown", reason: "quit" });
     const db = new Database(journal, { readonly: true });
     try {
       const rows = db.prepare("SELECT hint_ids FROM runs WHERE hint_ids != '[]'").all() as { hint_ids: string }[];
-      assert.deepEqual(rows.map((x) => JSON.parse(x.hint_ids)), [["module_not_found"]]);
+      assert.deepEqual(
+        rows.map((x) => JSON.parse(x.hint_ids)),
+        [["module_not_found"]],
+      );
     } finally {
       db.close();
     }
+  });
+});
+
+describe("replay", () => {
+  test("a recorded log with installations (done, failed, session) replays identically", async () => {
+    const root = tmp("pcs-deps-replay-");
+    const observer = new SystemObserver();
+    const recorder = new Recorder(observer, { dir: join(root, "logs"), piSession: "deps-replay" });
+    const host = new SupervisorHost({
+      ...observer.hostOptions(),
+      env: () => ({ ...process.env, ...offline }),
+      packages: { envRoot: join(root, "envs"), sessionRoot: join(root, "sessions") },
+    });
+    const cwd = tmp("pcs-deps-replay-cwd-");
+    try {
+      const run = (code: string, extra: Partial<RunRequestInput> = {}) =>
+        host.run({ code, cwd, timeoutMs: 60_000, ...extra });
+      assert.equal((await run(`${block("tinypkg==1.0")}import tinypkg`)).outcome.status, "success");
+      assert.equal((await run(`${block("tinypkg==1.0")}import tinypkg`, { session: "r" })).outcome.status, "success");
+      assert.equal((await run(`${block("nosuchpkg==1")}1`)).outcome.status, "setup_error");
+    } finally {
+      await host.shutdown();
+      recorder.close("shutdown");
+    }
+    const report = replayFile(recorder.path);
+    assert.ok(report.identical, formatReport(report, true));
+    assert.ok(report.inputs > 10);
   });
 });

@@ -30,8 +30,19 @@ function harness() {
   actor.on("run.finished", (e) => finished.push(e.outcome));
   actor.start();
   const start = (runId: string, extra: Record<string, unknown> = {}) =>
-    actor.send({ type: "run.start", at: clock.now(), runId, code: "import tinypkg", cwd: "/w", timeoutMs: 5000, python: "/py", dependencies: ["tinypkg==1.0"], ...extra });
-  const runValue = (runId: string) => (actor.system.get(`run:${runId}`)?.getSnapshot() as { value: unknown } | undefined)?.value;
+    actor.send({
+      type: "run.start",
+      at: clock.now(),
+      runId,
+      code: "import tinypkg",
+      cwd: "/w",
+      timeoutMs: 5000,
+      python: "/py",
+      dependencies: ["tinypkg==1.0"],
+      ...extra,
+    });
+  const runValue = (runId: string) =>
+    (actor.system.get(`run:${runId}`)?.getSnapshot() as { value: unknown } | undefined)?.value;
   return { clock, kernel, installs, actor, finished, start, runValue };
 }
 
@@ -83,11 +94,34 @@ describe("installing before the code runs", () => {
     assert.equal(h.installs[0].input.mode, "session");
     assert.deepEqual(h.installs[0].input.session, { name: "s", ordinal: 1 });
     assert.equal(k.received.filter((c) => c.type === "kernel.run").length, 1, "not sent while installing");
-    h.installs[0].send({ type: "install.done", at: h.clock.now(), installer: "pip", requirements: ["tinypkg==1.0"], cached: false, sysPath: "/pkgs/s-1", modules: ["tinypkg"] });
+    h.installs[0].send({
+      type: "install.done",
+      at: h.clock.now(),
+      installer: "pip",
+      requirements: ["tinypkg==1.0"],
+      cached: false,
+      sysPath: "/pkgs/s-1",
+      modules: ["tinypkg"],
+    });
     const sent = k.received.filter((c) => c.type === "kernel.run").at(-1);
-    assert.deepEqual(sent, { type: "kernel.run", runId: "s2", code: "import tinypkg", filename: "script-2.py", sysPath: ["/pkgs/s-1"], checkLoaded: ["tinypkg"] });
+    assert.deepEqual(sent, {
+      type: "kernel.run",
+      runId: "s2",
+      code: "import tinypkg",
+      filename: "script-2.py",
+      sysPath: ["/pkgs/s-1"],
+      checkLoaded: ["tinypkg"],
+    });
     k.started("s2");
-    k.send({ type: "kernel.done", at: h.clock.now(), runId: "s2", exitCode: 0, displayedValue: false, error: null, alreadyLoaded: ["tinypkg"] });
+    k.send({
+      type: "kernel.done",
+      at: h.clock.now(),
+      runId: "s2",
+      exitCode: 0,
+      displayedValue: false,
+      error: null,
+      alreadyLoaded: ["tinypkg"],
+    });
     assert.deepEqual(h.finished.at(-1)!.alreadyLoaded, ["tinypkg"]);
   });
 
@@ -97,7 +131,12 @@ describe("installing before the code runs", () => {
     const k = h.kernel.of("session:s");
     k.ready();
     const hint = { id: "dependency_resolution", text: "no solution" };
-    h.installs[0].send({ type: "install.failed", at: h.clock.now(), message: "No matching distribution found for tinypkg==1.0", hint });
+    h.installs[0].send({
+      type: "install.failed",
+      at: h.clock.now(),
+      message: "No matching distribution found for tinypkg==1.0",
+      hint,
+    });
     const o = h.finished[0];
     assert.equal(o.status, "setup_error");
     assert.equal(o.stage, "install");

@@ -57,7 +57,10 @@ describe("discovery order", () => {
     assert.deepEqual(await pick({ env, selected: "/sel/python", flag: "/flag/python" }), ["tool", "/sel/python"]);
     assert.deepEqual(await pick({ env, flag: "/flag/python" }), ["flag", "/flag/python"]);
     assert.deepEqual(await pick({ env }), ["PI_PYTHON", "/from/env/python"]);
-    assert.deepEqual(await pick({ env: { VIRTUAL_ENV: otherVenv } }), ["VIRTUAL_ENV", join(otherVenv, "bin", "python")]);
+    assert.deepEqual(await pick({ env: { VIRTUAL_ENV: otherVenv } }), [
+      "VIRTUAL_ENV",
+      join(otherVenv, "bin", "python"),
+    ]);
     assert.deepEqual(await pick({}), ["venv", venvPython]);
     assert.deepEqual(await pick({ cwd: tmp("pcs-novenv-") }), ["PATH", "python3"]);
     const stale = await discoverInterpreter({ ...base, cwd: tmp("pcs-novenv-"), env: { VIRTUAL_ENV: "/gone/venv" } });
@@ -75,7 +78,11 @@ describe("discovery order", () => {
     assert.equal(await findVenv(deep, DEFAULT_VENV_DISCOVERY), undefined, "stops after the repository root");
     const inRepo = makeVenv(join(repo, ".venv"));
     assert.equal(await findVenv(deep, DEFAULT_VENV_DISCOVERY), inRepo, "found in the repository root");
-    assert.equal(await findVenv(deep, { ...DEFAULT_VENV_DISCOVERY, parentWalk: false }), undefined, "no walk: cwd only");
+    assert.equal(
+      await findVenv(deep, { ...DEFAULT_VENV_DISCOVERY, parentWalk: false }),
+      undefined,
+      "no walk: cwd only",
+    );
     assert.equal(await findVenv(repo, { ...DEFAULT_VENV_DISCOVERY, parentWalk: false }), inRepo);
     assert.equal(await findVenv(deep, { ...DEFAULT_VENV_DISCOVERY, dirNames: ["env"] }), undefined, "other names");
     assert.equal(await findVenv(deep, { ...DEFAULT_VENV_DISCOVERY, enabled: false }), undefined, "disabled");
@@ -100,7 +107,10 @@ describe("validation: resolved once to the real executable", () => {
   test("a directory is refused with a hint naming the interpreter inside it", async () => {
     const r = await validateInterpreter(".venv", venvRoot);
     assert.equal(r.ok, false);
-    assert.match(r.ok ? "" : r.error, /"\.venv" is a directory, not an interpreter; use the interpreter inside it: .*\.venv\/bin\/python3?/);
+    assert.match(
+      r.ok ? "" : r.error,
+      /"\.venv" is a directory, not an interpreter; use the interpreter inside it: .*\.venv\/bin\/python3?/,
+    );
   });
 
   test("missing, not executable, not Python, too old", async () => {
@@ -125,11 +135,17 @@ describe("validation: resolved once to the real executable", () => {
 
 describe("a PYTHONPATH built for another interpreter is not inherited", () => {
   test("detected by a pythonX.Y path segment of another version", () => {
-    assert.equal(foreignPythonPath("/opt/lib/python3.8/site-packages:/src", "3.11.2"), "/opt/lib/python3.8/site-packages");
+    assert.equal(
+      foreignPythonPath("/opt/lib/python3.8/site-packages:/src", "3.11.2"),
+      "/opt/lib/python3.8/site-packages",
+    );
     assert.equal(foreignPythonPath("/opt/lib/python3.11/site-packages:/src", "3.11.2"), undefined);
     assert.equal(foreignPythonPath("/src/mypython3.8stuff", "3.11.2"), undefined);
     assert.equal(foreignPythonPath(undefined, "3.11.2"), undefined);
-    const { env, dropped } = runnerEnv({ PYTHONPATH: "/x/lib/python2.7", PATH: "/usr/bin" }, { version: "3.11.2", venv: "/v" });
+    const { env, dropped } = runnerEnv(
+      { PYTHONPATH: "/x/lib/python2.7", PATH: "/usr/bin" },
+      { version: "3.11.2", venv: "/v" },
+    );
     assert.equal(env.PYTHONPATH, undefined);
     assert.equal(dropped, "/x/lib/python2.7");
     assert.equal(env.VIRTUAL_ENV, "/v");
@@ -139,7 +155,12 @@ describe("a PYTHONPATH built for another interpreter is not inherited", () => {
   test("a run in a directory with .venv uses it, with its bin first and without the foreign PYTHONPATH", async () => {
     const libs = tmp("pcs-pp-");
     const host = new SupervisorHost({
-      env: () => ({ ...process.env, PI_PYTHON: "", VIRTUAL_ENV: "", PYTHONPATH: `${libs}/lib/python2.7/site-packages` }),
+      env: () => ({
+        ...process.env,
+        PI_PYTHON: "",
+        VIRTUAL_ENV: "",
+        PYTHONPATH: `${libs}/lib/python2.7/site-packages`,
+      }),
     });
     try {
       const r = await host.run({
@@ -179,7 +200,13 @@ describe("sessions never mix interpreters or working directories", () => {
     k2.started("c");
     k2.done("c");
     const c = h.outcome("c");
-    assert.deepEqual(c.session, { name: "s", ordinal: 2, started: true, isLost: false, replaced: { reason: "interpreter", from: "/py/a" } });
+    assert.deepEqual(c.session, {
+      name: "s",
+      ordinal: 2,
+      started: true,
+      isLost: false,
+      replaced: { reason: "interpreter", from: "/py/a" },
+    });
     h.start({ runId: "d", session: "s", python: "/py/b", cwd: "/elsewhere" });
     const k3 = h.kernel.of("session:s");
     assert.notEqual(k3, k2);
@@ -188,32 +215,46 @@ describe("sessions never mix interpreters or working directories", () => {
     k3.started("d");
     k3.done("d");
     assert.deepEqual(h.outcome("d").session?.replaced, { reason: "cwd", from: "/w" });
-    assert.deepEqual(h.actor.getSnapshot().context.sessions.s, { ordinal: 3, status: "alive", cwd: "/elsewhere", python: "/py/b" });
+    assert.deepEqual(h.actor.getSnapshot().context.sessions.s, {
+      ordinal: 3,
+      status: "alive",
+      cwd: "/elsewhere",
+      python: "/py/b",
+    });
   });
 
-  test("with real processes: another interpreter or cwd starts a new process and says so", { skip: !existsSync(PY312) && `${PY312} is not installed` }, async () => {
-    const resolver = new InterpreterResolver({ env: () => ({ ...process.env, PI_PYTHON: SYSTEM, VIRTUAL_ENV: "" }) });
-    const host = new SupervisorHost({ interpreter: resolver });
-    const cwd = tmp("pcs-mix-");
-    const other = tmp("pcs-mix-other-");
-    try {
-      const a = await host.run({ code: "import os\nx = 1\nos.getpid()", cwd, timeoutMs: 20_000, session: "s" });
-      assert.equal(a.outcome.kernel?.executable, SYSTEM);
-      const pidA = Number(a.stdout.trim());
-      resolver.select(PY312);
-      const b = await host.run({ code: "import os, sys\nprint('x' in globals(), sys.version_info[:2] >= (3, 12))\nos.getpid()", cwd, timeoutMs: 20_000, session: "s" });
-      assert.equal(b.outcome.status, "success", b.stderr);
-      assert.match(b.stdout, /^False True\n/);
-      assert.deepEqual(b.outcome.session?.replaced, { reason: "interpreter", from: SYSTEM });
-      assert.ok(await waitUntil(() => !pidAlive(pidA)), "the old process is gone");
-      const c = await host.run({ code: "import os\nos.getcwd()", cwd: other, timeoutMs: 20_000, session: "s" });
-      assert.equal(c.stdout, `${other}\n`);
-      assert.equal(c.outcome.session?.replaced?.reason, "cwd");
-      assert.equal(c.outcome.session?.ordinal, 3);
-    } finally {
-      await host.shutdown();
-    }
-  });
+  test(
+    "with real processes: another interpreter or cwd starts a new process and says so",
+    { skip: !existsSync(PY312) && `${PY312} is not installed` },
+    async () => {
+      const resolver = new InterpreterResolver({ env: () => ({ ...process.env, PI_PYTHON: SYSTEM, VIRTUAL_ENV: "" }) });
+      const host = new SupervisorHost({ interpreter: resolver });
+      const cwd = tmp("pcs-mix-");
+      const other = tmp("pcs-mix-other-");
+      try {
+        const a = await host.run({ code: "import os\nx = 1\nos.getpid()", cwd, timeoutMs: 20_000, session: "s" });
+        assert.equal(a.outcome.kernel?.executable, SYSTEM);
+        const pidA = Number(a.stdout.trim());
+        resolver.select(PY312);
+        const b = await host.run({
+          code: "import os, sys\nprint('x' in globals(), sys.version_info[:2] >= (3, 12))\nos.getpid()",
+          cwd,
+          timeoutMs: 20_000,
+          session: "s",
+        });
+        assert.equal(b.outcome.status, "success", b.stderr);
+        assert.match(b.stdout, /^False True\n/);
+        assert.deepEqual(b.outcome.session?.replaced, { reason: "interpreter", from: SYSTEM });
+        assert.ok(await waitUntil(() => !pidAlive(pidA)), "the old process is gone");
+        const c = await host.run({ code: "import os\nos.getcwd()", cwd: other, timeoutMs: 20_000, session: "s" });
+        assert.equal(c.stdout, `${other}\n`);
+        assert.equal(c.outcome.session?.replaced?.reason, "cwd");
+        assert.equal(c.outcome.session?.ordinal, 3);
+      } finally {
+        await host.shutdown();
+      }
+    },
+  );
 });
 
 describe("python_set_interpreter in a Pi session", { skip: !existsSync(PY312) && `${PY312} is not installed` }, () => {
@@ -224,7 +265,7 @@ describe("python_set_interpreter in a Pi session", { skip: !existsSync(PY312) &&
   after(async () => {
     await pi.dispose();
   });
-  const setInterpreter = async (args: Record<string, unknown>) => {
+  const setInterpreter = async (args: Record<string, string>) => {
     pi.faux.setResponses([
       fauxAssistantMessage([fauxToolCall("python_set_interpreter", args)], { stopReason: "toolUse" }),
       fauxAssistantMessage("done"),
@@ -245,10 +286,24 @@ describe("python_set_interpreter in a Pi session", { skip: !existsSync(PY312) &&
     assert.match(textOf(set), /code_execution now uses Python 3\.12\.1/);
     assert.match(textOf(set), /Stopped session "work": its namespace is gone/);
     assert.deepEqual(set.details.stoppedSessions, ["work"]);
-    const [after] = await pi.callTools([{ code: "import sys\nprint('keep' in globals())\nsys.version_info[:2]", session: "work" }]);
+    const [after] = await pi.callTools([
+      { code: "import sys\nprint('keep' in globals())\nsys.version_info[:2]", session: "work" },
+    ]);
     assert.match(textOf(after), /^False\n\(3, 12\)\n\[session "work" started \(Python 3\.12\.1\)\]/);
     const [fresh] = await pi.callTools([{ code: "import sys\nsys.version_info[:2]" }]);
     assert.match(textOf(fresh), /^\(3, 12\)/);
+    // The selection follows the conversation: back before the selection, discovery applies again; forward, it is
+    // restored from the tool result's details.
+    const branchTip = pi.session.sessionManager.getLeafId()!;
+    const firstUser = pi.session.sessionManager
+      .getEntries()
+      .find((e: any) => e.type === "message" && e.message.role === "user")!;
+    await pi.session.navigateTree(firstUser.id);
+    const [rewound] = await pi.callTools([{ code: "import sys\nsys.executable" }]);
+    assert.equal(textOf(rewound).split("\n")[0], before);
+    await pi.session.navigateTree(branchTip);
+    const [restored] = await pi.callTools([{ code: "import sys\nsys.version_info[:2]" }]);
+    assert.match(textOf(restored), /^\(3, 12\)/);
     const cleared = await setInterpreter({});
     assert.match(textOf(cleared), /Selection cleared: code_execution uses Python/);
     const [back] = await pi.callTools([{ code: "import sys\nsys.executable" }]);

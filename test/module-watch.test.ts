@@ -38,7 +38,9 @@ describe("module reload in a session", () => {
     mkdirSync(join(cwd, "pkg"));
     writeFileSync(join(cwd, "pkg", "__init__.py"), "");
     writeFileSync(join(cwd, "pkg", "inner.py"), "def f():\n    return 'old'\n");
-    const first = await run("import helper, json\nfrom pkg import inner\nfrom helper import VALUE as copied\nthing = helper.Thing()\nprint(helper.VALUE, inner.f())");
+    const first = await run(
+      "import helper, json\nfrom pkg import inner\nfrom helper import VALUE as copied\nthing = helper.Thing()\nprint(helper.VALUE, inner.f())",
+    );
     assert.equal(first.stdout, "1 old\n", first.stderr);
     assert.equal(first.outcome.reloaded, undefined);
     const unchanged = await run("helper.VALUE");
@@ -67,7 +69,10 @@ describe("module reload in a session", () => {
     do {
       r = await run("fragile.OK", "frag");
     } while (!/could not be reloaded/.test(r.stderr) && Date.now() - started < 10_000);
-    assert.match(r.stderr, /\[module fragile changed on disk but could not be reloaded \(SyntaxError: .*\); the old version stays\]/);
+    assert.match(
+      r.stderr,
+      /\[module fragile changed on disk but could not be reloaded \(SyntaxError: .*\); the old version stays\]/,
+    );
     assert.equal(r.stdout, "True\n");
     assert.equal(r.outcome.status, "success");
   });

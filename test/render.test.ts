@@ -47,7 +47,10 @@ const result = (details: unknown, body = "", isError = false): ToolResultLike =>
 before(() => initTheme("dark", false));
 
 describe("the call: the script", () => {
-  const long = Array.from({ length: 40 }, (_, i) => `value_${i} = compute(${i}, label="a label long enough to wrap")`).join("\n");
+  const long = Array.from(
+    { length: 40 },
+    (_, i) => `value_${i} = compute(${i}, label="a label long enough to wrap")`,
+  ).join("\n");
 
   test("a short script shows whole, highlighted, without numbers", () => {
     const c = renderCodeCall({ code: "import math\nmath.pi", session: "geo" }, theme, context());
@@ -105,7 +108,12 @@ describe("the result while running", () => {
       assert.match(t, /22 earlier lines/);
     }
     assert.ok(ctx.state.interval, "a timer redraws the counter");
-    const done = renderCodeResult(result({ status: "success" }, "ok"), { expanded: false, isPartial: false }, theme, ctx);
+    const done = renderCodeResult(
+      result({ status: "success" }, "ok"),
+      { expanded: false, isPartial: false },
+      theme,
+      ctx,
+    );
     assert.equal(ctx.state.interval, undefined, "the timer stops at the final result");
     assert.match(text(done, 80), /✓ success/);
   });
@@ -138,7 +146,12 @@ describe("the final result", () => {
   test("the label comes from the details' status, whatever the text says", () => {
     for (const [details, label] of cases) {
       // The text claims success; only the details count.
-      const c = renderCodeResult(result(details, "success\nall good"), { expanded: false, isPartial: false }, theme, context({ durationMs: 2500 }));
+      const c = renderCodeResult(
+        result(details, "success\nall good"),
+        { expanded: false, isPartial: false },
+        theme,
+        context({ durationMs: 2500 }),
+      );
       for (const w of WIDTHS) {
         const t = text(c, w);
         assert.match(t.replace(/\n/g, " "), label, `${JSON.stringify(details)} at ${w}`);
@@ -154,7 +167,10 @@ describe("the final result", () => {
       ["lost", "lost its state"],
     ]) {
       const details = { status: "timeout", session: { name: "geo", ordinal: 1, isLost: state === "lost", state } };
-      const t = text(renderCodeResult(result(details, ""), { expanded: false, isPartial: false }, theme, context()), 132);
+      const t = text(
+        renderCodeResult(result(details, ""), { expanded: false, isPartial: false }, theme, context()),
+        132,
+      );
       assert.match(t, new RegExp(`session geo ${word}`));
     }
   });
@@ -167,13 +183,19 @@ describe("the final result", () => {
       install: { installer: "pip", requirements: ["tinypkg==1.0"], cached: false },
       reloaded: ["helper"],
     };
-    const collapsed = text(renderCodeResult(result(details, body), { expanded: false, isPartial: false }, theme, context()), 80);
+    const collapsed = text(
+      renderCodeResult(result(details, body), { expanded: false, isPartial: false }, theme, context()),
+      80,
+    );
     assert.match(collapsed, /Python 3\.11\.2/);
     assert.match(collapsed, /dependencies installed with pip: tinypkg==1\.0/);
     assert.match(collapsed, /reloaded: helper/);
     assert.match(collapsed, /row 49/);
     assert.match(collapsed, /42 earlier lines \(ctrl\+o to expand\)/);
-    const expanded = text(renderCodeResult(result(details, body), { expanded: true, isPartial: false }, theme, context()), 80);
+    const expanded = text(
+      renderCodeResult(result(details, body), { expanded: true, isPartial: false }, theme, context()),
+      80,
+    );
     assert.match(expanded, /row 0\n/);
     assert.doesNotMatch(expanded, /earlier lines/);
   });
@@ -183,8 +205,14 @@ describe("the other tools", () => {
   test("code_execution_output and code_execution_source: the call names the id, the result is collapsed", () => {
     const body = `[source 0123456789ab, 30 lines: bytes 0-99 of 100; end of source]\n${Array.from({ length: 30 }, (_, i) => `x = ${i}`).join("\n")}`;
     for (const w of WIDTHS) {
-      assert.match(text(outputToolRenderers.renderCall({ outputId: "0123456789ab", offset: 0 }, theme, context()), w), /python output/);
-      assert.match(text(sourceToolRenderers.renderCall({ sourceId: "0123456789ab" }, theme, context()), w), /python source/);
+      assert.match(
+        text(outputToolRenderers.renderCall({ outputId: "0123456789ab", offset: 0 }, theme, context()), w),
+        /python output/,
+      );
+      assert.match(
+        text(sourceToolRenderers.renderCall({ sourceId: "0123456789ab" }, theme, context()), w),
+        /python source/,
+      );
       const t = text(sourceToolRenderers.renderResult(result({}, body), { expanded: false }, theme, context()), w);
       assert.match(t, /\[source 0123456789ab/);
       assert.match(t, /showing 8 of 30 lines/);
@@ -194,7 +222,15 @@ describe("the other tools", () => {
   test("python_set_interpreter shows the path and the outcome", () => {
     const t = text(setInterpreterRenderers.renderCall({ interpreter: "/opt/py/bin/python" }, theme, context()), 80);
     assert.match(t, /python interpreter \/opt\/py\/bin\/python/);
-    const r = text(setInterpreterRenderers.renderResult(result({}, "code_execution now uses Python 3.12.1\nStopped session \"a\""), { expanded: false }, theme, context()), 40);
+    const r = text(
+      setInterpreterRenderers.renderResult(
+        result({}, 'code_execution now uses Python 3.12.1\nStopped session "a"'),
+        { expanded: false },
+        theme,
+        context(),
+      ),
+      40,
+    );
     assert.match(r, /Stopped session "a"/);
   });
 });

@@ -59,7 +59,7 @@ describe("precedence and sources", () => {
       PI_CODE_EXECUTION_VENV_DIRS: "env, .env",
       PI_CODE_EXECUTION_JOURNAL: "off",
       PI_CODE_EXECUTION_SPARE_RUNNERS: "0",
-      PI_CODE_EXECUTION_INSPECTOR_PORT: "8123",
+      PI_CODE_EXECUTION_INSPECT_PORT: "8123",
     });
     assert.equal(s.values.venvDiscovery.parentWalk, false);
     assert.deepEqual(s.values.venvDiscovery.dirNames, ["env", ".env"]);
@@ -83,7 +83,12 @@ describe("malformed settings become warnings and fall back", () => {
   test("a bad value falls back to the layer below; an unknown key and a bad environment value warn", () => {
     const { cwd, env } = dirs();
     write(globalSettingsPath(env), { killGraceMs: 700 });
-    write(projectSettingsPath(cwd), { killGraceMs: -5, maxTimeout: "lots", venvDiscovery: { dirNames: ["../x"] }, colour: "red" });
+    write(projectSettingsPath(cwd), {
+      killGraceMs: -5,
+      maxTimeout: "lots",
+      venvDiscovery: { dirNames: ["../x"] },
+      colour: "red",
+    });
     const s = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_DEFAULT_TIMEOUT: "soon" });
     assert.equal(s.values.killGraceMs, 700);
     assert.equal(s.sources.killGraceMs.source, "global");
@@ -91,7 +96,10 @@ describe("malformed settings become warnings and fall back", () => {
     assert.equal(s.values.defaultTimeout, 60);
     assert.deepEqual(s.values.venvDiscovery.dirNames, [".venv", "venv"]);
     const all = s.warnings.join("\n");
-    assert.match(all, /killGraceMs must be an integer of milliseconds from 0 to 60000 \(got -5\); using 700 from global/);
+    assert.match(
+      all,
+      /killGraceMs must be an integer of milliseconds from 0 to 60000 \(got -5\); using 700 from global/,
+    );
     assert.match(all, /maxTimeout must be a number of seconds.*\(got "lots"\); using 3600 from default/);
     assert.match(all, /venvDiscovery\.dirNames must be a list of directory names/);
     assert.match(all, /unknown key "colour" is ignored/);
@@ -151,7 +159,10 @@ describe("in a running Pi session", () => {
     assert.match(textOf(refused), /timeout/);
     // The host's grace followed the setting: the kill notice names it.
     const [stubborn] = await pi.callTools([
-      { code: "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except KeyboardInterrupt:\n        pass", timeout: 1 },
+      {
+        code: "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except KeyboardInterrupt:\n        pass",
+        timeout: 1,
+      },
     ]);
     assert.equal(stubborn.details.status, "timeout");
     assert.equal(stubborn.details.killed, true);

@@ -13,7 +13,8 @@ const ROOT = resolve(import.meta.dirname, "..");
 const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
 const SOCKET = `pcs-test-${process.pid}`;
 const SESSION = "pi";
-const tmux = (...args: string[]) => execFileSync("tmux", ["-L", SOCKET, "-f", "/dev/null", ...args], { encoding: "utf8" });
+const tmux = (...args: string[]) =>
+  execFileSync("tmux", ["-L", SOCKET, "-f", "/dev/null", ...args], { encoding: "utf8" });
 const screen = () => tmux("capture-pane", "-p", "-t", SESSION);
 
 async function waitForScreen(pattern: RegExp, timeoutMs = 30_000): Promise<string> {
@@ -35,69 +36,73 @@ export default function (pi: any) {
 }
 `;
 
-describe("interactive pi in tmux", { skip: !hasTmux && "tmux is not installed (scripts/setup.sh installs it when run as root)" }, () => {
-  after(() => {
-    try {
+describe(
+  "interactive pi in tmux",
+  { skip: !hasTmux && "tmux is not installed (scripts/setup.sh installs it when run as root)" },
+  () => {
+    after(() => {
+      try {
+        tmux("kill-server");
+      } catch {
+        // already gone
+      }
+    });
+
+    test("the rendered run, the footer status and /code-status", async () => {
+      const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-tmux-")));
+      const agent = join(dir, "agent");
+      const cwd = join(dir, "cwd");
+      mkdirSync(agent);
+      mkdirSync(cwd);
+      writeFileSync(join(dir, "driver.ts"), DRIVER);
+      const env = [
+        `PI_CODING_AGENT_DIR=${agent}`,
+        "PI_OFFLINE=1",
+        "PI_SKIP_VERSION_CHECK=1",
+        "PI_TELEMETRY=0",
+        `PI_CODE_EXECUTION_JOURNAL=${join(dir, "journal.sqlite")}`,
+        `PI_CODE_SUPERVISOR_LOG_DIR=${join(dir, "logs")}`,
+      ];
+      const command = [
+        "cd",
+        cwd,
+        "&&",
+        "exec env",
+        ...env,
+        "bash",
+        join(ROOT, "scripts", "pi.sh"),
+        "-e",
+        join(dir, "driver.ts"),
+        "--provider faux --model faux-1 --python /usr/bin/python3 --no-session",
+      ].join(" ");
+      tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "60", command);
+      await waitForScreen(/faux-1/);
+
+      tmux("send-keys", "-t", SESSION, "run it", "Enter");
+      const run = await waitForScreen(/all done/);
+      // The call: highlighted (plain in the capture), numbered because long, collapsed.
+      assert.match(run, /python · session demo/);
+      assert.match(run, / 1 │ import sys/);
+      assert.match(run, /… showing 10 of 24 lines \(.*to expand\)/);
+      // The result: label from the details, the session's state, the Python version, the output.
+      assert.match(run, /✓ success · session demo started · Python 3\.11\.\d+ · \d+\.\ds/);
+      assert.match(run, /line 0\n +line 1\n +line 2\n +\(3, 11\)/);
+      // The footer status.
+      assert.match(run, /1 Python session · idle/);
+
+      tmux("send-keys", "-t", SESSION, "/code-status");
+      await new Promise((r) => setTimeout(r, 300));
+      tmux("send-keys", "-t", SESSION, "Enter");
+      const status = await waitForScreen(/Warnings: none/);
+      assert.match(status, /Python 3\.11\.\d+: \/usr\/bin\/python3\n +from the --python flag/);
+      assert.match(status, /Live sessions \(1\):\n +demo +idle +pid (\d+)/);
+      assert.match(status, /maxTimeout +3600 +default/);
+      const pid = Number(/demo +idle +pid (\d+)/.exec(status)![1]);
+      assert.ok(pidAlive(pid));
+
+      // Quitting the terminal leaves no Python process behind.
       tmux("kill-server");
-    } catch {
-      // already gone
-    }
-  });
-
-  test("the rendered run, the footer status and /code-status", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-tmux-")));
-    const agent = join(dir, "agent");
-    const cwd = join(dir, "cwd");
-    mkdirSync(agent);
-    mkdirSync(cwd);
-    writeFileSync(join(dir, "driver.ts"), DRIVER);
-    const env = [
-      `PI_CODING_AGENT_DIR=${agent}`,
-      "PI_OFFLINE=1",
-      "PI_SKIP_VERSION_CHECK=1",
-      "PI_TELEMETRY=0",
-      `PI_CODE_EXECUTION_JOURNAL=${join(dir, "journal.sqlite")}`,
-      `PI_CODE_SUPERVISOR_LOG_DIR=${join(dir, "logs")}`,
-    ];
-    const command = [
-      "cd",
-      cwd,
-      "&&",
-      "exec env",
-      ...env,
-      "bash",
-      join(ROOT, "scripts", "pi.sh"),
-      "-e",
-      join(dir, "driver.ts"),
-      "--provider faux --model faux-1 --python /usr/bin/python3 --no-session",
-    ].join(" ");
-    tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "60", command);
-    await waitForScreen(/faux-1/);
-
-    tmux("send-keys", "-t", SESSION, "run it", "Enter");
-    const run = await waitForScreen(/all done/);
-    // The call: highlighted (plain in the capture), numbered because long, collapsed.
-    assert.match(run, /python · session demo/);
-    assert.match(run, / 1 │ import sys/);
-    assert.match(run, /… showing 10 of 24 lines \(.*to expand\)/);
-    // The result: label from the details, the session's state, the Python version, the output.
-    assert.match(run, /✓ success · session demo started · Python 3\.11\.\d+ · \d+\.\ds/);
-    assert.match(run, /line 0\n +line 1\n +line 2\n +\(3, 11\)/);
-    // The footer status.
-    assert.match(run, /1 Python session · idle/);
-
-    tmux("send-keys", "-t", SESSION, "/code-status");
-    await new Promise((r) => setTimeout(r, 300));
-    tmux("send-keys", "-t", SESSION, "Enter");
-    const status = await waitForScreen(/Warnings: none/);
-    assert.match(status, /Python 3\.11\.\d+: \/usr\/bin\/python3\n +from the --python flag/);
-    assert.match(status, /Live sessions \(1\):\n +demo +idle +pid (\d+)/);
-    assert.match(status, /maxTimeout +3600 +default/);
-    const pid = Number(/demo +idle +pid (\d+)/.exec(status)![1]);
-    assert.ok(pidAlive(pid));
-
-    // Quitting the terminal leaves no Python process behind.
-    tmux("kill-server");
-    assert.ok(await waitUntil(() => !pidAlive(pid), 10_000), `runner ${pid} outlived pi`);
-  });
-});
+      assert.ok(await waitUntil(() => !pidAlive(pid), 10_000), `runner ${pid} outlived pi`);
+    });
+  },
+);

@@ -39,13 +39,23 @@ async function pick(
   return i >= 0 ? [sessions[i]] : "Nothing was changed.";
 }
 
-export function registerSessionCommands(pi: ExtensionAPI, getHost: () => SupervisorHost, peekHost: () => SupervisorHost | undefined): void {
+export function registerSessionCommands(
+  pi: ExtensionAPI,
+  getHost: () => SupervisorHost,
+  peekHost: () => SupervisorHost | undefined,
+): void {
   pi.registerCommand("code-restart", {
-    description: "Restart a Python session empty (same name and directory, current interpreter): /code-restart [name|all]",
+    description:
+      "Restart a Python session empty (same name and directory, current interpreter): /code-restart [name|all]",
     getArgumentCompletions: completions(peekHost),
     handler: async (args: string, ctx: ExtensionCommandContext) => {
       const host = peekHost();
-      const chosen = await pick(ctx, host?.sessions() ?? [], args.trim(), "Restart which Python session? (its variables are lost)");
+      const chosen = await pick(
+        ctx,
+        host?.sessions() ?? [],
+        args.trim(),
+        "Restart which Python session? (its variables are lost)",
+      );
       if (typeof chosen === "string") return show(ctx, chosen);
       const lines: string[] = [];
       for (const s of chosen) {
@@ -54,7 +64,11 @@ export function registerSessionCommands(pi: ExtensionAPI, getHost: () => Supervi
         if (!o) lines.push(`Session "${s.name}" is no longer running.`);
         else if (o.status === "success")
           lines.push(
-            `Session "${s.name}" restarted: Python ${o.kernel?.python ?? "?"}, pid ${(getHost().sessions().find((x) => x.name === s.name)?.pid) ?? "?"}; its namespace is empty.`,
+            `Session "${s.name}" restarted: Python ${o.kernel?.python ?? "?"}, pid ${
+              getHost()
+                .sessions()
+                .find((x) => x.name === s.name)?.pid ?? "?"
+            }; its namespace is empty.`,
           );
         else lines.push(`Session "${s.name}" could not be restarted: ${o.message ?? o.status}.`);
       }
@@ -69,13 +83,21 @@ export function registerSessionCommands(pi: ExtensionAPI, getHost: () => Supervi
       const host = peekHost();
       const sessions = host?.sessions() ?? [];
       if (!ctx.hasUI && !args.trim()) {
-        return show(ctx, sessions.length ? ["Python sessions:", ...sessionLines(sessions).map((l) => `  ${l}`)].join("\n") : "No Python sessions are running.");
+        return show(
+          ctx,
+          sessions.length
+            ? ["Python sessions:", ...sessionLines(sessions).map((l) => `  ${l}`)].join("\n")
+            : "No Python sessions are running.",
+        );
       }
       const chosen = await pick(ctx, sessions, args.trim(), "Stop which Python session? (its variables are lost)");
       if (typeof chosen === "string") return show(ctx, chosen);
       await Promise.all(chosen.map((s) => host!.stopSession(s.name)));
       const names = chosen.map((s) => `"${s.name}"`).join(", ");
-      show(ctx, `Stopped ${chosen.length === 1 ? "session" : "sessions"} ${names}: ${chosen.length === 1 ? "its" : "their"} state is gone; a later run with the same name starts empty.`);
+      show(
+        ctx,
+        `Stopped ${chosen.length === 1 ? "session" : "sessions"} ${names}: ${chosen.length === 1 ? "its" : "their"} state is gone; a later run with the same name starts empty.`,
+      );
     },
   });
 }

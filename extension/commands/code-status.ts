@@ -42,7 +42,10 @@ export async function statusReport(
   lines.push("", sessions.length ? `Live sessions (${sessions.length}):` : "Live sessions: none");
   for (const [i, line] of sessionLines(sessions, now).entries()) {
     const s = sessions[i];
-    lines.push(`  ${line}`, `    cwd ${s.cwd}${s.python && interp.ok && s.python !== interp.value.executable ? `  (runs ${s.python})` : ""}`);
+    lines.push(
+      `  ${line}`,
+      `    cwd ${s.cwd}${s.python && interp.ok && s.python !== interp.value.executable ? `  (runs ${s.python})` : ""}`,
+    );
   }
   const settings = environment.settings();
   lines.push("", "Settings (value, source):", ...settingsLines(settings));

@@ -22,12 +22,15 @@ const DESCRIPTION = [
   "not stop within a short grace the process is killed and a session loses its state (the result says which).",
   "Results show at most 20 KiB: longer output is previewed (head and tail) and saved under an `outputId`.",
   "Each script is saved under a `sourceId`; pass `sourceId` instead of `code` to rerun that exact script.",
+  "Third-party packages: declare them in a PEP 723 block at the top of the script (`# /// script`, then",
+  '`# dependencies = ["requests<3"]`, then `# ///`); they are installed before the code runs and the timeout counts it.',
 ].join(" ");
 
 const GUIDELINES = [
   "Use code_execution with a `session` name when later steps need earlier variables or imports; omit it for one-off scripts.",
   "Relative paths and local imports in code_execution resolve from the working directory; print what you need to see.",
   "If a code_execution result says a session lost its state, re-create what you need before relying on earlier variables.",
+  "When code_execution reports ModuleNotFoundError, declare the package in a PEP 723 block instead of running pip yourself.",
   "Older code_execution scripts may appear as `sourceId` references; read one with code_execution_source, or rerun it by passing the sourceId.",
 ];
 

@@ -74,7 +74,9 @@ export function registerSetInterpreterTool(
       } else lines.push("No session was running another interpreter; fresh runs and new sessions use it from now on.");
       const details: SetInterpreterDetails = {
         ...(selected ? { selected } : {}),
-        ...(version ?? (now.ok ? now.value.version : undefined) ? { version: version ?? (now.ok ? now.value.version : "") } : {}),
+        ...((version ?? (now.ok ? now.value.version : undefined))
+          ? { version: version ?? (now.ok ? now.value.version : "") }
+          : {}),
         stoppedSessions: stale.map((s) => s.name),
       };
       return { content: [{ type: "text" as const, text: lines.join("\n") }], details };
