@@ -1,5 +1,6 @@
 // The supervisor host: builds the actor system with every effect provided from actors/, and offers the extension
 // a small API. The extension sends commands and reads outcomes and snapshots; it never reaches into actors.
+import { createHash } from "node:crypto";
 import { nanoid } from "nanoid";
 import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
 import { DEFAULT_LIMITS, type Limits, type RunOutcome } from "../machines/events.ts";
@@ -42,6 +43,10 @@ export interface HostOptions {
   packages?: { envRoot?: string; sessionRoot?: string };
   /** Whether sessions watch and reload their local modules (read when each session starts; default on). */
   moduleReload?: () => boolean;
+  /** Whether fresh runs use pre-started spare runners (read at each fresh run; default on). */
+  spareRunners?: () => boolean;
+  /** A spare runner unused this long retires (default 60 s). */
+  spareIdleMs?: number;
 }
 
 export interface RunRequestInput {
@@ -95,6 +100,8 @@ export class SupervisorHost {
   private readonly now: () => number;
   private closed = false;
   readonly id = nanoid(8);
+  private readonly baseEnv: () => NodeJS.ProcessEnv;
+  private readonly spareRunners: () => boolean;
 
   constructor(options: HostOptions = {}) {
     this.options = options;
@@ -102,6 +109,8 @@ export class SupervisorHost {
     this.initialLimits = this.limits;
     this.now = options.now ?? Date.now;
     const env = options.env ?? (() => process.env);
+    this.baseEnv = env;
+    this.spareRunners = options.spareRunners ?? (() => true);
     this.interpreter = options.interpreter ?? new InterpreterResolver({ env });
     const host = this;
     const kernel = createKernelLogic({
@@ -132,7 +141,7 @@ export class SupervisorHost {
     this.actor = createActor(machine, {
       id: "supervisor",
       systemId: "supervisor",
-      input: { limits: this.limits },
+      input: { limits: this.limits, ...(options.spareIdleMs !== undefined ? { spareIdleMs: options.spareIdleMs } : {}) },
       ...(options.inspect ? { inspect: options.inspect } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
     });
@@ -233,7 +242,16 @@ export class SupervisorHost {
       ...(python ? { python } : {}),
       ...(p.dependencies ? { dependencies: p.dependencies } : {}),
       ...(sameLimits(this.limits, this.initialLimits) ? {} : { limits: this.limits }),
+      ...(request.session === undefined && this.spareRunners() ? { spareKey: this.spareKey(python, request.cwd) } : {}),
     });
+  }
+
+  /** What a spare runner must share with a fresh run to serve it: interpreter, cwd and the whole environment. */
+  private spareKey(python: string | undefined, cwd: string): string {
+    const env = this.baseEnv();
+    const h = createHash("sha256").update(python ?? "").update("\0").update(cwd);
+    for (const k of Object.keys(env).sort()) h.update("\0").update(k).update("=").update(env[k] ?? "");
+    return h.digest("hex").slice(0, 16);
   }
 
   /** New escalation bounds: they apply to runs requested from now on (and to sessions they start). */

@@ -12,6 +12,7 @@ import type { Channel } from "./output.ts";
 import { sendToolResult, toolFrameFact } from "./bridge-frames.ts";
 import type { ModuleWatch } from "./module-watch.ts";
 import { ok } from "./result.ts";
+import { offer, take, type Handover } from "./handover.ts";
 
 export const RUNNER_PATH = fileURLToPath(new URL("../runtime-py/runner.py", import.meta.url));
 
@@ -43,6 +44,9 @@ export function createKernelLogic(deps: KernelDeps) {
     let currentRun: string | undefined;
     let startedRun: string | undefined;
     let pendingInterrupt: string | undefined;
+    /** What the runner said when it became ready (a spare hands it on with its process). */
+    let readyInfo: Handover["ready"] | undefined;
+    let handedOver = false;
 
     const end = (fact: KernelFact) => {
       if (ended) return;
@@ -58,12 +62,17 @@ export function createKernelLogic(deps: KernelDeps) {
       if (stopped) return;
       if (!python.ok) return end({ type: "kernel.failed", at: deps.now(), message: python.error });
       if (abandoned) return end({ type: "kernel.exited", at: deps.now(), code: null, signal: null });
-      const started = await deps.ops.start({
-        executable: python.value.executable,
-        args: [RUNNER_PATH, "--mode", input.mode],
-        cwd: input.cwd,
-        env: deps.env(input),
-      });
+      // A claimed spare's process, already started and ready; if it has none to give, start one.
+      const adopted = input.adopt ? await take(input.adopt) : undefined;
+      if (adopted && (stopped || abandoned)) adopted.handle.signalGroup("SIGKILL");
+      const started = adopted
+        ? ok(adopted.handle)
+        : await deps.ops.start({
+            executable: python.value.executable,
+            args: [RUNNER_PATH, "--mode", input.mode],
+            cwd: input.cwd,
+            env: deps.env(input),
+          });
       if (!started.ok) return end({ type: "kernel.failed", at: deps.now(), message: started.error });
       const p = started.value;
       registerGroup(p.pid, { host: deps.hostId, owner: input.owner });
@@ -87,13 +96,11 @@ export function createKernelLogic(deps: KernelDeps) {
         const at = deps.now();
         switch (frame.type) {
           case "ready":
-            return send({
-              type: "kernel.ready",
-              at,
-              pid: p.pid,
+            readyInfo = {
               python: String(frame.python ?? python.value.version),
               executable: String(frame.executable ?? python.value.executable),
-            });
+            };
+            return send({ type: "kernel.ready", at, pid: p.pid, ...readyInfo });
           case "started": {
             const runId = String(frame.id);
             startedRun = runId;
@@ -135,6 +142,10 @@ export function createKernelLogic(deps: KernelDeps) {
         if (broken) end({ type: "kernel.failed", at: deps.now(), message: `${broken}; its process was killed` });
         else end({ type: "kernel.exited", at: deps.now(), code: exit.code, signal: exit.signal });
       });
+      if (adopted) {
+        readyInfo = adopted.ready;
+        send({ type: "kernel.ready", at: deps.now(), pid: p.pid, ...adopted.ready });
+      }
     })();
 
     receive((command) => {
@@ -170,6 +181,14 @@ export function createKernelLogic(deps: KernelDeps) {
           if (proc) proc.send({ type: "shutdown" });
           else abandoned = true;
           return;
+        case "kernel.handover":
+          // A spare's process moves to the run that claimed it: listeners off, handle offered, nothing stopped.
+          if (proc && readyInfo && !ended) {
+            proc.detach();
+            offer(input.owner, { handle: proc, ready: readyInfo });
+            handedOver = true;
+          }
+          return;
       }
     });
 
@@ -177,6 +196,9 @@ export function createKernelLogic(deps: KernelDeps) {
       // The owner ended (run finished, session closed or reset, supervisor stopped): the process tree goes too.
       stopped = true;
       modules?.close();
+      if (handedOver) return;
+      // A spare stopped before handing over: whoever waits for its process starts its own.
+      if (input.owner.startsWith("spare:")) offer(input.owner, undefined);
       if (proc && !ended) void stopGroup(proc.pid, deps.killMs);
     };
   });

@@ -4,6 +4,7 @@ import type { Actor, AnyActorLogic, CallbackActorLogic } from "xstate";
 import type { CommandEvent } from "../machines/events.ts";
 import { runMachine } from "../machines/run.ts";
 import { sessionLink, sessionMachine } from "../machines/session.ts";
+import { spareMachine } from "../machines/spare.ts";
 import { supervisorMachine } from "../machines/supervisor.ts";
 import { toolCallMachine } from "../machines/tool-call.ts";
 import type { DispatchCommand, DispatchInput } from "../machines/tool-events.ts";
@@ -29,6 +30,7 @@ export function supervisorWith(kernel: AnyActorLogic, boundary: BoundaryActors =
       session: sessionMachine.provide({
         actors: { kernel, run: runMachine.provide({ actors: { kernel: sessionLink, toolCall, install } }) },
       }),
+      spare: spareMachine.provide({ actors: { kernel } }),
     },
   });
 }

@@ -69,6 +69,7 @@ export class CodeEnvironment {
     return {
       interpreter: this.interpreter,
       moduleReload: () => this.settings().values.moduleReload,
+      spareRunners: () => this.settings().values.spareRunners,
       ...base,
       limits: { graceMs: v.interruptGraceMs, killMs: v.killGraceMs, ...base.limits },
     };

@@ -50,7 +50,11 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
       startInspector: async (ctx, port) => {
         getHost();
         const started = await observability.openInspector(port ? { port } : {});
-        if (ctx.hasUI) ctx.ui.notify(started.ok ? observability.status() : `code-inspect: ${started.error}`, started.ok ? "info" : "error");
+        if (ctx.hasUI)
+          ctx.ui.notify(
+            started.ok ? observability.status() : `code-inspect: ${started.error}`,
+            started.ok ? "info" : "error",
+          );
       },
     });
     registerOutputTool(pi, journal);

@@ -32,6 +32,9 @@ export interface RunRequest {
   limits?: Limits;
   /** Pi tools the code may call (machines/tool-events.ts); absent: none. */
   bridge?: BridgeRequest;
+  /** Fresh runs: what a spare runner must match to serve this run (interpreter, cwd, environment), from the host.
+   * Absent: spares are off. */
+  spareKey?: string;
 }
 
 // ---- commands (extension -> supervisor) ----
@@ -84,6 +87,8 @@ export type KernelCommand =
     }
   | ToolResultCommand
   | { type: "kernel.interrupt"; runId: string }
+  /** A spare's process moves to the run that claimed it (the kernel hands its handle over, it does not stop it). */
+  | { type: "kernel.handover"; runId: string }
   | { type: "kernel.terminate" }
   | { type: "kernel.kill" }
   | { type: "kernel.shutdown" };
@@ -95,6 +100,8 @@ export interface KernelInput {
   owner: string;
   /** The interpreter to start (else the host's default). */
   python?: string;
+  /** Take over this spare runner's process (`spare:<n>`) instead of starting one; start one if it has none. */
+  adopt?: string;
 }
 
 // ---- the dependency installer (run -> install actor -> run) ----

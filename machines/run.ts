@@ -38,6 +38,8 @@ export interface RunInput {
   dependencies?: string[];
   /** Pi tools the code may call; each call is a `tool:<runId>:<seq>` child (machines/run-calls.ts). */
   bridge?: BridgeRequest;
+  /** A claimed spare runner (`spare:<n>`) whose process this fresh run takes over. */
+  spare?: string;
 }
 
 export interface RunContext extends RunInput {
@@ -61,10 +63,7 @@ export interface RunContext extends RunInput {
 }
 
 export type RunEvent =
-  | KernelFact
-  | InstallFact
-  | { type: "run.cancel"; at: number; runId?: string }
-  | DoneActorEvent<ToolCallOutput>;
+  KernelFact | InstallFact | { type: "run.cancel"; at: number; runId?: string } | DoneActorEvent<ToolCallOutput>;
 
 type CallFact = Extract<ToolCallFact, { type: "kernel.tool_call" }>;
 
@@ -89,6 +88,8 @@ function kernelInput(c: RunContext): KernelInput {
     cwd: c.cwd,
     owner: c.session ? `session:${c.session.name}` : `run:${c.runId}`,
     ...(python ? { python } : {}),
+    // A spare was started for the run's own interpreter, not for an installed environment's.
+    ...(c.spare && !c.install ? { adopt: c.spare } : {}),
   };
 }
 
@@ -192,12 +193,17 @@ const onInstallFailed = settleWith((c, e: Extract<InstallFact, { type: "install.
  * process never ran anything of this run, so it keeps its state). */
 const stopInstall = (reason: StopReason) =>
   settleWith((c, e: { at?: number }) =>
-    outcomeOf({ ...c, stopReason: reason, stage: "install" }, reason, reason === "timeout" ? c.deadlineAt : (e.at ?? c.now), {
-      message:
-        reason === "timeout"
-          ? `dependency installation did not finish within the ${c.timeoutMs / 1000} s timeout; the code did not run`
-          : "cancelled during dependency installation; the code did not run",
-    }),
+    outcomeOf(
+      { ...c, stopReason: reason, stage: "install" },
+      reason,
+      reason === "timeout" ? c.deadlineAt : Math.max(e.at ?? 0, c.now),
+      {
+        message:
+          reason === "timeout"
+            ? `dependency installation did not finish within the ${c.timeoutMs / 1000} s timeout; the code did not run`
+            : "cancelled during dependency installation; the code did not run",
+      },
+    ),
   );
 
 export const runMachine = setup({

@@ -27,7 +27,7 @@ export interface SpareOutput {
   end: "claimed" | "retired" | "failed";
 }
 
-const kernelPlaceholder = fromCallback<KernelCommand | { type: "kernel.handover"; runId: string }, KernelInput>(() => {
+const kernelPlaceholder = fromCallback<KernelCommand, KernelInput>(() => {
   throw new Error("spare: the `kernel` actor must be provided");
 });
 

@@ -16,10 +16,19 @@ import type {
 import { runMachine } from "./run.ts";
 import type { NestedCallEvent } from "./run-calls.ts";
 import { message } from "./message.ts";
+import { spareMachine, type SpareInput, type SpareNotice, type SpareOutput } from "./spare.ts";
 import { sessionMachine, type SessionOutput } from "./session.ts";
 
 export interface SupervisorInput {
   limits: Limits;
+  /** A spare runner unused this long retires (default 60 s). */
+  spareIdleMs?: number;
+}
+
+/** The spare runner kept for one key: warming until it reports ready. */
+export interface SpareEntry {
+  id: string;
+  ready: boolean;
 }
 
 export interface SessionEntry {
@@ -37,9 +46,24 @@ export interface SupervisorContext extends SupervisorInput {
   sessions: Record<string, SessionEntry>;
   /** Runs not yet finished, with their session (null for fresh runs). */
   active: Record<string, string | null>;
+  /** One spare runner per key in use (machines/spare.ts). */
+  spares: Record<string, SpareEntry>;
+  spareSeq: number;
+  /** False once shutdown began: no new spares. */
+  serving: boolean;
+  /** Fresh runs that took a spare: its replacement starts when the run ends, off the run's critical path. */
+  replaceSpare: Record<string, SpareRequest>;
+}
+
+/** What a spare runner is started for. */
+export interface SpareRequest {
+  key: string;
+  cwd: string;
+  python?: string;
 }
 
 export type SupervisorEvent =
+  | SpareNotice
   | CommandEvent
   | RunFinishedEvent
   | RunPhaseEvent
@@ -71,6 +95,22 @@ export function refusal(e: RunStartEvent, message: string, context?: SupervisorC
   };
 }
 
+/** Spawns a spare runner for `request` and returns the context changes that record it. */
+function warmSpare(
+  enqueue: { spawnChild: (src: "spare", options: { id: string; systemId: string; input: SpareInput }) => void },
+  context: SupervisorContext,
+  request: SpareRequest,
+): Pick<SupervisorContext, "spares" | "spareSeq"> {
+  const spareSeq = context.spareSeq + 1;
+  const id = `spare:${spareSeq}`;
+  enqueue.spawnChild("spare", {
+    id,
+    systemId: id,
+    input: { id, idleMs: context.spareIdleMs ?? 60_000, ...request },
+  });
+  return { spareSeq, spares: { ...context.spares, [request.key]: { id, ready: false } } };
+}
+
 export const supervisorMachine = setup({
   types: {
     context: {} as SupervisorContext,
@@ -81,11 +121,18 @@ export const supervisorMachine = setup({
   actors: {
     run: runMachine.provide({ actors: { kernel: kernelPlaceholder } }),
     session: sessionMachine.provide({ actors: { kernel: kernelPlaceholder } }),
+    spare: spareMachine.provide({ actors: { kernel: kernelPlaceholder } }),
   },
   actions: {
     refuse: emit((_, outcome: RunOutcome) => ({ type: "run.finished" as const, outcome })),
-    startFresh: enqueueActions(({ context, enqueue }, e: RunStartEvent) => {
+    startFresh: enqueueActions(({ context, enqueue, system }, e: RunStartEvent) => {
       const id = `run:${e.runId}`;
+      // Spares serve runs of the key's own interpreter; a run with dependencies uses an installed environment.
+      const key = e.spareKey !== undefined && !e.dependencies?.length ? e.spareKey : undefined;
+      const spare = key !== undefined ? context.spares[key] : undefined;
+      const spareRef = spare?.ready ? system.get(spare.id) : undefined;
+      const claimed = spareRef ? spare!.id : undefined;
+      if (spareRef) enqueue.sendTo(spareRef, message({ type: "spare.claim", at: e.at, runId: e.runId }));
       enqueue.spawnChild("run", {
         id,
         systemId: id,
@@ -100,9 +147,27 @@ export const supervisorMachine = setup({
           ...(e.python ? { python: e.python } : {}),
           ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
           ...(e.bridge ? { bridge: e.bridge } : {}),
+          ...(claimed ? { spare: claimed } : {}),
         },
       });
-      enqueue.assign({ active: { ...context.active, [e.runId]: null } });
+      // Keep one spare warming or ready for the key: the next fresh run like this one takes it. The first run of a
+      // key starts one now (it warms while the run starts cold); a claimed one is replaced when the run ends.
+      const request: SpareRequest | undefined =
+        key !== undefined ? { key, cwd: e.cwd, ...(e.python ? { python: e.python } : {}) } : undefined;
+      let warmed = {};
+      if (request && claimed) {
+        const { [request.key]: _taken, ...spares } = context.spares;
+        warmed = { spares, replaceSpare: { ...context.replaceSpare, [e.runId]: request } };
+      } else if (request && !spare) {
+        warmed = warmSpare(enqueue, context, request);
+      }
+      enqueue.assign({ active: { ...context.active, [e.runId]: null }, ...warmed });
+    }),
+    spareReady: enqueueActions(({ context, event, enqueue }) => {
+      const e = event as SpareNotice;
+      if (context.spares[e.key]?.id === e.id) {
+        enqueue.assign({ spares: { ...context.spares, [e.key]: { id: e.id, ready: true } } });
+      }
     }),
     startInSession: enqueueActions(({ context, enqueue, system }, e: RunStartEvent) => {
       const name = e.session!;
@@ -164,13 +229,22 @@ export const supervisorMachine = setup({
         const { busyRunId: _b, ...rest } = sessions[session];
         sessions[session] = rest;
       }
-      enqueue.assign({ active, sessions });
+      const { [outcome.runId]: request, ...replaceSpare } = context.replaceSpare;
+      const warmed = request && context.serving && !context.spares[request.key] ? warmSpare(enqueue, context, request) : {};
+      enqueue.assign({ active, sessions, replaceSpare, ...warmed });
       enqueue.emit({ type: "run.finished", outcome });
     }),
     /** Done children are removed at once: XState otherwise keeps them (quadratic cost). */
     release: enqueueActions(({ context, event, enqueue }) => {
       const done = event as DoneActorEvent<RunOutcome | SessionOutput>;
       enqueue.stopChild(done.actorId);
+      if (done.actorId.startsWith("spare:")) {
+        const out = done.output as unknown as SpareOutput;
+        if (context.spares[out.key]?.id === out.id) {
+          const { [out.key]: _gone, ...spares } = context.spares;
+          enqueue.assign({ spares });
+        }
+      }
       if (done.actorId.startsWith("session:")) {
         const out = done.output as SessionOutput;
         const entry = context.sessions[out.name];
@@ -211,6 +285,11 @@ export const supervisorMachine = setup({
         const ref = session === null ? system.get(`run:${runId}`) : undefined;
         if (ref) enqueue.sendTo(ref, message({ type: "run.cancel", at, runId }));
       }
+      for (const spare of Object.values(context.spares)) {
+        const ref = system.get(spare.id);
+        if (ref) enqueue.sendTo(ref, message({ type: "spare.retire", at }));
+      }
+      enqueue.assign({ serving: false });
     }),
   },
   guards: {
@@ -223,11 +302,12 @@ export const supervisorMachine = setup({
   },
 }).createMachine({
   id: "supervisor",
-  context: ({ input }) => ({ ...input, sessions: {}, active: {} }),
+  context: ({ input }) => ({ ...input, sessions: {}, active: {}, spares: {}, spareSeq: 0, replaceSpare: {}, serving: true }),
   initial: "serving",
   on: {
     "run.cancel": { actions: "cancel" },
     "run.finished": { actions: "announce" },
+    "spare.ready": { actions: "spareReady" },
     "run.nested_call": { actions: emit(({ event }) => event as NestedCallEvent) },
     "xstate.done.actor.*": { actions: "release" },
     "session.stop": { actions: { type: "closeSession", params: ({ event }) => event.name } },

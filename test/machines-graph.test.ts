@@ -24,6 +24,7 @@ import type { AdjacencyValue, StatePath } from "xstate/graph";
 import type { KernelFact, RunOutcome, RunStartEvent } from "../machines/events.ts";
 import { runMachine } from "../machines/run.ts";
 import type { RunInput } from "../machines/run.ts";
+import { spareMachine } from "../machines/spare.ts";
 import { sessionMachine } from "../machines/session.ts";
 import type { SessionInput } from "../machines/session.ts";
 import { supervisorMachine } from "../machines/supervisor.ts";
@@ -359,6 +360,7 @@ describe("session and supervisor graphs", () => {
         actors: {
           run: runMachine.provide({ actors: { kernel: supFake.logic } }),
           session: sessionMachine.provide({ actors: { kernel: supFake.logic } }),
+          spare: spareMachine.provide({ actors: { kernel: supFake.logic } }),
         },
       }),
     );
@@ -370,6 +372,7 @@ describe("session and supervisor graphs", () => {
         "run.cancel": [{ type: "run.cancel", at: 1, runId: "s1" }],
         "run.finished": [],
         "run.nested_call": [],
+        "spare.ready": [],
         "session.stop": [{ type: "session.stop", at: 1, name: "s" }],
         "supervisor.shutdown": [{ type: "supervisor.shutdown", at: 2 }],
       }),

@@ -66,7 +66,8 @@ describe("committed fixtures", () => {
     const reset = records(fixture("reset")).filter((r) => r.k === "actor" && r.id === "session:fresh-start");
     assert.equal(reset.length, 2, "reset created the session anew under the same explicit id");
     const ids = new Set(records(fixture("fresh-runs")).flatMap((r) => (r.id ? [r.id] : r.to ? [r.to] : [])));
-    for (const id of ids) assert.match(id, /^(supervisor|session:[^/]+|run:[^/]+)(\/kernel)?$/, "explicit ids only");
+    for (const id of ids) assert.match(id, /^(supervisor|session:[^/]+|run:[^/]+|spare:\d+)(\/kernel)?$/, "explicit ids only");
+    assert.ok(ids.has("spare:1"), "fresh runs keep a spare runner, visible as an actor");
   });
 });
 

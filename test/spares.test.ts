@@ -1,0 +1,94 @@
+// Spare runners: pre-started fresh-mode interpreters that fresh runs take instead of starting one.
+import assert from "node:assert/strict";
+import { mkdtempSync, realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { SupervisorHost } from "../actors/host.ts";
+import { liveGroups } from "../actors/registry.ts";
+import { pidAlive, waitUntil } from "./helpers/procs.ts";
+
+let cwd: string;
+before(() => {
+  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-spares-")));
+});
+
+const spareIds = (h: SupervisorHost) => Object.keys(h.actor.getSnapshot().children).filter((id) => id.startsWith("spare:"));
+const readySpare = (h: SupervisorHost) =>
+  waitUntil(() => Object.values(h.actor.getSnapshot().context.spares).some((s) => s.ready), 5000);
+const PROBE =
+  "import os, sys, json\njson.dumps({'argv': sys.argv, 'cwd': os.getcwd(), 'path0': sys.path[0], 'mods': sorted(sys.modules), 'globals': sorted(k for k in globals() if not k.startswith('__')), 'env': os.environ.get('PCS_SPARE_MARK'), 'pid': os.getpid()})";
+
+describe("spare runners", () => {
+  let host: SupervisorHost;
+  before(() => {
+    host = new SupervisorHost();
+  });
+  after(async () => {
+    await host.shutdown();
+  });
+
+  test("a fresh run takes a ready spare, which is indistinguishable from a new process", async () => {
+    const cold = JSON.parse((await host.run({ code: PROBE, cwd, timeoutMs: 10_000 })).stdout);
+    assert.ok(await readySpare(host), "a spare was started for this key and became ready");
+    const [spareId] = spareIds(host);
+    const warm = JSON.parse((await host.run({ code: PROBE, cwd, timeoutMs: 10_000 })).stdout);
+    assert.ok(!spareIds(host).includes(spareId), "the spare was claimed");
+    for (const k of ["argv", "cwd", "path0", "mods", "globals", "env"]) assert.deepEqual(warm[k], cold[k], k);
+    assert.notEqual(warm.pid, cold.pid);
+    assert.ok(!pidAlive(warm.pid) || (await waitUntil(() => !pidAlive(warm.pid))), "the claimed process ended with its run");
+  });
+
+  test("with a spare, a fresh run costs a few milliseconds", async () => {
+    await host.run({ code: "0", cwd, timeoutMs: 10_000 });
+    const times: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      assert.ok(await readySpare(host));
+      const t0 = performance.now();
+      const r = await host.run({ code: "6 * 7", cwd, timeoutMs: 10_000 });
+      times.push(performance.now() - t0);
+      assert.equal(r.stdout, "42\n");
+    }
+    times.sort((a, b) => a - b);
+    assert.ok(times[4] < 30, `p50 ${times[4].toFixed(1)} ms (goal 5 ms; bounded loosely for a shared CI machine)`);
+  });
+
+  test("a different environment does not take the spare", async () => {
+    let mark = "one";
+    const h2 = new SupervisorHost({ env: () => ({ ...process.env, PCS_SPARE_MARK: mark }) });
+    try {
+      await h2.run({ code: "0", cwd, timeoutMs: 10_000 });
+      assert.ok(await readySpare(h2));
+      mark = "two";
+      const r = await h2.run({ code: "import os\nos.environ['PCS_SPARE_MARK']", cwd, timeoutMs: 10_000 });
+      assert.equal(r.stdout, "two\n", "the run saw the environment it asked for, not the spare's");
+    } finally {
+      await h2.shutdown();
+    }
+  });
+
+  test("sessions and runs with spares off use no spare", async () => {
+    const h = new SupervisorHost({ spareRunners: () => false });
+    try {
+      await h.run({ code: "0", cwd, timeoutMs: 10_000 });
+      await h.run({ code: "0", cwd, timeoutMs: 10_000, session: "s" });
+      assert.deepEqual(spareIds(h), []);
+    } finally {
+      await h.shutdown();
+    }
+  });
+
+  test("an unused spare retires after its idle time; shutdown stops spares", async () => {
+    const h = new SupervisorHost({ spareIdleMs: 300 });
+    await h.run({ code: "0", cwd, timeoutMs: 10_000 });
+    assert.ok(await readySpare(h));
+    assert.ok(await waitUntil(() => liveGroups(h.id).length === 1), "one process left: the spare");
+    assert.ok(await waitUntil(() => spareIds(h).length === 0, 3000), "the spare retired");
+    assert.ok(await waitUntil(() => liveGroups(h.id).length === 0, 3000), "its process is gone");
+    await h.run({ code: "0", cwd, timeoutMs: 10_000 });
+    assert.ok(await readySpare(h));
+    const [pgid] = liveGroups(h.id);
+    await h.shutdown();
+    assert.ok(await waitUntil(() => !pidAlive(pgid)), "shutdown stopped the spare");
+  });
+});
