@@ -88,16 +88,30 @@ async function main() {
   console.log(`${"baseline: raw pipe throughput".padEnd(44)} ${rawMiB.toFixed(0)} MiB/s\n`);
 
   const host = new SupervisorHost();
+  const cold = new SupervisorHost({ spareRunners: () => false });
   try {
     const fresh: number[] = [];
     for (let i = 0; i < N(30); i++) {
       const t0 = performance.now();
-      const r = await host.run({ code: "1", cwd, timeoutMs: 30_000 });
+      const r = await cold.run({ code: "1", cwd, timeoutMs: 30_000 });
       if (r.outcome.status !== "success") throw new Error(JSON.stringify(r.outcome));
       fresh.push(performance.now() - t0);
     }
-    line("fresh run end to end", fresh, { name: "python -c pass", p50: b.p50 });
-    line("  (same, against python -S -c pass)", fresh, { name: "python -S -c pass", p50: bS.p50 });
+    line("fresh run, no spare (goal <= 1.1x)", fresh, { name: "python -c pass", p50: b.p50 });
+
+    const spared: number[] = [];
+    await host.run({ code: "0", cwd, timeoutMs: 30_000 });
+    for (let i = 0; i < N(30); i++) {
+      // Model calls come seconds apart: the replacement spare is ready by then.
+      while (!Object.values(host.actor.getSnapshot().context.spares).some((s) => s.ready)) {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const t0 = performance.now();
+      const r = await host.run({ code: "1", cwd, timeoutMs: 30_000 });
+      if (r.outcome.status !== "success") throw new Error(JSON.stringify(r.outcome));
+      spared.push(performance.now() - t0);
+    }
+    line("fresh run with a spare (goal p50 <= 5 ms)", spared, { name: "python -c pass", p50: b.p50 });
 
     await host.run({ code: "0", cwd, timeoutMs: 30_000, session: "bench" });
     const warm: number[] = [];
@@ -106,7 +120,7 @@ async function main() {
       await host.run({ code: "1", cwd, timeoutMs: 30_000, session: "bench" });
       warm.push(performance.now() - t0);
     }
-    line("warm session trivial run", warm, { name: "raw pipe echo", p50: echo.p50 });
+    line("warm session trivial run (goal 0.25/2 ms)", warm, { name: "raw pipe echo", p50: echo.p50 });
 
     const interrupt: number[] = [];
     for (let i = 0; i < N(30); i++) {
@@ -133,7 +147,7 @@ async function main() {
       interrupt.push(performance.now() - t0);
       if (r.outcome.status !== "cancelled" || r.outcome.session?.isLost) throw new Error(JSON.stringify(r.outcome));
     }
-    line("interrupt busy loop -> result (state kept)", interrupt);
+    line("interrupt busy loop -> result (goal 1 ms)", interrupt);
 
     const mib = quick ? 256 : 1024;
     const t0 = performance.now();
@@ -149,6 +163,7 @@ async function main() {
     );
   } finally {
     await host.shutdown();
+    await cold.shutdown();
   }
 }
 

@@ -1,0 +1,958 @@
+"""pi-code-supervisor runner: executes the host's code runs in fresh or session mode.
+
+Started through the bootstrap runtime-py/runner.py, which imports this module so that its bytecode is cached.
+
+The contract with the host (file descriptors, frames, signals, ordering of output and `done`, modes, script
+semantics) is docs/protocol.md; read it before changing this file. Standard library only, CPython 3.9-3.13.
+
+Start-up imports only modules that are built in or already loaded, so `ready` comes close to bare interpreter
+start; linecache (5-15 ms on 3.9-3.12), traceback, tokenize, pprint and asyncio are imported when first needed.
+"""
+
+import io
+import os
+import sys
+import _signal
+import _thread
+
+PROTOCOL = 1
+MAX_FRAME = 64 << 20
+_SIGINT = _signal.SIGINT
+_SIG_IGN = _signal.SIG_IGN
+_int_handler = _signal.default_int_handler
+_CO_COROUTINE = 0x80
+_PyCF_ONLY_AST = 0x400
+_PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000
+_DRAIN_LIMIT = 0.25
+_DRAIN_STALL_LIMIT = 30.0
+_OUT_FDS = []
+_STDIN_MSG = "stdin is not available to code_execution"
+
+_RUNNER_FILE = (lambda: None).__code__.co_filename
+_RUNNER_MODULE = sys.modules[__name__]  # kept alive: __main__ is handed over to user code
+# The bootstrap that imported this module (runtime-py/runner.py): its frames are the runner's own too.
+_BOOT_FILE = getattr(sys.modules.get("__main__"), "__file__", None)
+_CTL = -1  # control channel fd, set in _setup
+_MODE = ""
+_wlock = _thread.allocate_lock()
+_sources = {}  # filename -> linecache entry, for every run so far; tracebacks start in one of these files
+_loop = None  # the event loop, created on the first run that awaits; a session keeps it
+_PID = os.getpid()  # a forked child that returns from user code must not speak for us
+
+
+# ---------------------------------------------------------------------------------------------------- frames
+# The json package costs ~5 ms of imports (re, enum); its C accelerator alone is enough for our flat frames.
+try:
+    from _json import encode_basestring_ascii as _jstr, make_scanner as _make_scanner
+
+    class _JsonContext:
+        strict = True
+        object_hook = None
+        object_pairs_hook = None
+        parse_float = float
+        parse_int = int
+        parse_constant = float
+
+    _scan = _make_scanner(_JsonContext())
+
+    def _dumps(obj):
+        parts = []
+        for k, v in obj.items():
+            if v is None:
+                s = "null"
+            elif v is True:
+                s = "true"
+            elif v is False:
+                s = "false"
+            elif type(v) is int:
+                s = str(v)
+            elif type(v) is list:  # of strings, or of lists of strings
+                s = "[" + ",".join(_jstr(x) if type(x) is str else "[" + ",".join(map(_jstr, x)) + "]" for x in v) + "]"
+            else:
+                s = _jstr(v)
+            parts.append(_jstr(k) + ":" + s)
+        return "{" + ",".join(parts) + "}"
+
+    def _loads(text):
+        text = text.strip(" \t\r\n")
+        try:
+            obj, end = _scan(text, 0)
+        except Exception:  # the scanner only knows JSONDecodeError once json.decoder is imported
+            raise ValueError("malformed JSON") from None
+        if end != len(text):
+            raise ValueError("extra data after the JSON value")
+        return obj
+
+except ImportError:  # not CPython's usual build
+
+    def _dumps(obj):
+        import json
+
+        return json.dumps(obj)
+
+    def _loads(text):
+        import json
+
+        return json.loads(text)
+
+
+def _send(frame):
+    _write_frame(_dumps(frame).encode("ascii"))
+
+
+def _write_frame(data):
+    """Send one frame whose UTF-8 JSON body is `data` (also the tool bridge's writer)."""
+    if os.getpid() != _PID:
+        return
+    data = len(data).to_bytes(4, "big") + data
+    with _wlock:
+        try:
+            while data:
+                data = data[os.write(_CTL, data) :]
+        except OSError:  # the host is gone
+            _orphaned()
+
+
+def _orphaned():
+    """The host died or closed the channel: take the whole process group down so nothing outlives it."""
+    try:
+        pid = os.getpid()
+        if os.getpgid(0) == pid:  # only when we lead our own group (detached), never the caller's group
+            os.killpg(pid, _signal.SIGKILL)
+    finally:
+        os._exit(1)
+
+
+def _fatal(message):
+    try:
+        _send({"type": "fatal", "message": message})
+    finally:
+        os._exit(70)
+
+
+def _read_exact(n):
+    buf = bytearray()
+    while len(buf) < n:
+        try:
+            chunk = os.read(_CTL, min(n - len(buf), 1 << 20))
+        except InterruptedError:
+            continue
+        except OSError:
+            chunk = b""
+        if not chunk:
+            _orphaned()
+        buf += chunk
+    return bytes(buf)
+
+
+def _reader():
+    """Reader thread: host frames -> run queue. Runs execute in the main thread, the one SIGINT interrupts."""
+    try:
+        runs = 0
+        while True:
+            n = int.from_bytes(_read_exact(4), "big")
+            if n > MAX_FRAME:
+                _fatal("frame of %d bytes exceeds the 64 MiB limit" % n)
+            try:
+                msg = _loads(_read_exact(n).decode("utf-8"))
+            except ValueError as e:  # includes UnicodeDecodeError and JSONDecodeError
+                _fatal("bad frame: %s" % e)
+            kind = msg.get("type") if isinstance(msg, dict) else None
+            if kind == "run":
+                if not all(isinstance(msg.get(k), str) for k in ("id", "code", "filename")) or not msg["filename"]:
+                    _fatal("bad run frame: id, code and filename must be strings")
+                runs += 1
+                if _MODE == "fresh" and runs > 1:
+                    _fatal("a fresh runner takes exactly one run")
+                if "tools" in msg and _bad_tools(msg["tools"]):
+                    _fatal("bad run frame: tools must be a list of {name, python, signature} strings")
+                _runs.put(msg)
+            elif kind == "tool.result":
+                if _bridge is not None:
+                    _bridge.deliver(msg)
+            elif kind == "shutdown":
+                os._exit(0)
+            else:
+                _fatal("unknown frame type %r" % (kind,))
+    except BaseException:
+        _fatal("runner reader failed:\n" + _format_own_exc())
+
+
+def _format_own_exc():
+    e = sys.exc_info()[1]
+    try:
+        import traceback
+
+        return traceback.format_exc()
+    except BaseException:
+        return "%s: %s (traceback unavailable)" % (type(e).__name__, e)
+
+
+# ---------------------------------------------------------------------------------------------------- set-up
+class _NoStdin:
+    """sys.stdin: every read fails at once. fileno() stays 0 (/dev/null) for subprocesses."""
+
+    encoding = "utf-8"
+    errors = "strict"
+    newlines = None
+    closed = False
+    name = "<stdin>"
+    mode = "r"
+
+    def _eof(self, *args, **kwargs):
+        raise EOFError(_STDIN_MSG)
+
+    read = readline = readlines = read1 = readinto = __next__ = _eof
+
+    def __iter__(self):
+        return self
+
+    @property
+    def buffer(self):
+        return self
+
+    def fileno(self):
+        return 0
+
+    def isatty(self):
+        return False
+
+    def readable(self):
+        return True
+
+    def writable(self):
+        return False
+
+    def seekable(self):
+        return False
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def _setup(argv):
+    global _CTL, _MODE
+    if len(argv) != 3 or argv[1] != "--mode" or argv[2] not in ("fresh", "session"):
+        sys.stderr.write("usage: runner.py --mode fresh|session (started by pi-code-supervisor, fd 3 = control)\n")
+        os._exit(2)
+    _MODE = argv[2]
+    # An inherited SIGINT disposition is never trusted; SIGTERM must stay able to stop us.
+    _signal.signal(_SIGINT, _SIG_IGN)
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+    import fcntl
+
+    try:
+        _CTL = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 64)
+    except OSError:
+        sys.stderr.write("runner.py: fd 3 (the control channel) is not open\n")
+        os._exit(2)
+    os.close(3)
+    os.set_blocking(_CTL, True)
+    # Private duplicates of fd 1 and 2, so the output drain still works when user code closes or redirects them.
+    global _OUT_FDS
+    _OUT_FDS = []
+    for fd in (1, 2):
+        try:
+            _OUT_FDS.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64))
+        except OSError:
+            pass
+
+    # No userspace buffering beyond a line, so output written before os._exit or a crash reaches the pipe.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
+        except (AttributeError, ValueError, OSError):
+            pass
+    sys.stdin = _NoStdin()
+
+    # sys.path[0] is the runner's directory; user code must import from the start directory instead.
+    start = os.getcwd()
+    if sys.path and sys.path[0] and os.path.realpath(sys.path[0]) == os.path.realpath(os.path.dirname(_RUNNER_FILE)):
+        del sys.path[0]
+    sys.path.insert(0, start)
+    if "linecache" not in sys.modules:
+        sys.meta_path.insert(0, _LinecacheWatch)
+
+
+def _start_reader():
+    global _runs
+    import _queue
+
+    _runs = _queue.SimpleQueue()
+    _thread.start_new_thread(_reader, ())
+
+
+def _new_main():
+    import builtins
+
+    mod = type(sys)("__main__")
+    mod.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = mod
+    return mod.__dict__
+
+
+# ---------------------------------------------------------------------------------------------------- runs
+class _Run:
+    __slots__ = ("id", "code", "filename", "g", "stage", "started", "displayed")
+
+    def __init__(self, msg, g):
+        self.id = msg["id"]
+        self.code = msg["code"]
+        self.filename = msg["filename"]
+        self.g = g
+        self.stage = None  # "compile" -> "user" (exceptions from there on are the user's)
+        self.started = False
+        self.displayed = False
+
+
+def _interruptible(fn, *args):
+    """Run fn(*args) with SIGINT raising KeyboardInterrupt; return the exception that ended it, or None.
+
+    Always returns with SIGINT ignored again. The one KeyboardInterrupt the host may send can land anywhere,
+    including in this function, so the handler swap is retried until it sticks and a late interrupt after fn
+    completed is dropped (the work is done). At most two exceptions matter: the user's and one interrupt.
+    """
+    state = [None, False, False]  # exception, called, finished
+    while True:
+        try:
+            try:
+                if not state[1]:
+                    state[1] = True
+                    _signal.signal(_SIGINT, _int_handler)
+                    fn(*args)
+                    state[2] = True
+                _signal.signal(_SIGINT, _SIG_IGN)
+                return state[0]
+            except BaseException as e:
+                if not state[2]:
+                    state[0] = e
+                    state[2] = True
+        except BaseException as e:  # an interrupt inside the handler above
+            if state[0] is None:
+                state[0] = e
+            state[2] = True
+
+
+def _user_phase(r):
+    _send({"type": "started", "id": r.id})
+    r.started = True
+    _prepare_run()
+    r.stage = "compile"
+    body, expr = _compile(r.code, r.filename)
+    r.stage = "user"
+    if (body.co_flags | (expr.co_flags if expr is not None else 0)) & _CO_COROUTINE:
+        # Any top-level await: the whole script runs as one task on the loop, so the body can create tasks
+        # (a running loop) that the final expression or a later run awaits.
+        value = _run_async(_script(body, expr, r.g))
+    else:
+        # No await anywhere: no loop is running, so the script may call asyncio.run() itself.
+        eval(body, r.g)
+        value = eval(expr, r.g) if expr is not None else None
+    if value is not None:
+        r.displayed = _display(value)
+
+
+async def _script(body, expr, g):
+    result = eval(body, g)
+    if body.co_flags & _CO_COROUTINE:
+        await result
+    if expr is None:
+        return None
+    value = eval(expr, g)
+    if expr.co_flags & _CO_COROUTINE:
+        value = await value
+    return value
+
+
+def _compile(src, filename):
+    """Code for the script, plus code for its last top-level statement when that is a shown expression."""
+    import _ast
+
+    tree = compile(src, filename, "exec", _PyCF_ONLY_AST | _PyCF_ALLOW_TOP_LEVEL_AWAIT, True)
+    body = tree.body
+    expr = None
+    if body and isinstance(body[-1], _ast.Expr) and not _ends_with_semicolon(src, body):
+        expr = compile(_ast.Expression(body.pop().value), filename, "eval", _PyCF_ALLOW_TOP_LEVEL_AWAIT, True)
+    return compile(tree, filename, "exec", _PyCF_ALLOW_TOP_LEVEL_AWAIT, True), expr
+
+
+def _source_lines(src):
+    return io.StringIO(src, newline=None).readlines()  # split like the tokenizer: \n, \r\n and \r
+
+
+def _ends_with_semicolon(src, body):
+    """True when the last significant token is `;` (comments and strings don't count)."""
+    # Tokenize only from the line where the chain of statements sharing the last one's line starts:
+    # such a line begins outside any string or bracket.
+    i = len(body) - 1
+    while i > 0 and body[i - 1].end_lineno >= body[i].lineno:
+        i -= 1
+    tail = "".join(_source_lines(src)[body[i].lineno - 1 :])
+    if ";" not in tail:
+        return False
+    import tokenize
+
+    skip = (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+    for text in (tail, src):
+        try:
+            last = None
+            for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+                if tok.type not in skip:
+                    last = tok
+            return last is not None and last.type == tokenize.OP and last.string == ";"
+        except Exception:  # tokenize may reject what the compiler accepted; then try the whole source
+            continue
+    return False
+
+
+def _run_async(coro):
+    global _loop
+    import asyncio
+
+    if _loop is None:
+        _loop = asyncio.new_event_loop()
+    loop = _loop
+    asyncio.set_event_loop(loop)  # so sync code can reach it via get_event_loop()
+    task = loop.create_task(coro)
+    try:
+        return loop.run_until_complete(task)
+    except KeyboardInterrupt:
+        if not task.done():
+            # Interrupted in the loop or in another task: cancel the user's task so its cleanup runs.
+            # A cleanup that hangs is the host's to escalate (SIGTERM, SIGKILL).
+            task.cancel()
+            try:
+                loop.run_until_complete(task)
+            except BaseException:
+                pass
+        raise
+
+
+_PLAIN_REPR = (dict, list, tuple, set, frozenset, int, float, complex, bool, bytes)
+
+
+def _display_text(value):
+    if isinstance(value, str):
+        return value
+    # pformat gives exactly repr() for a builtin value whose repr fits the width and is not recursive
+    # ("..." marks recursion); skip importing pprint (10+ ms: dataclasses, inspect) for those.
+    if type(value) in _PLAIN_REPR and (not hasattr(value, "__len__") or len(value) <= 60):
+        text = repr(value)
+        if len(text) <= 120 and "..." not in text:
+            return text
+    import pprint
+
+    return pprint.pformat(value, width=120, sort_dicts=False)
+
+
+def _display(value):
+    text = _display_text(value)
+    if not text:
+        return False
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return True
+
+
+def _remember_source(filename, src):
+    lines = _source_lines(src)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    entry = _sources[filename] = (len(src), None, lines, filename)  # mtime None: checkcache never drops it
+    linecache = sys.modules.get("linecache")
+    if linecache is not None and hasattr(linecache, "cache"):
+        linecache.cache[filename] = entry
+    # else _LinecacheWatch hands it over when something imports linecache
+
+
+class _LinecacheWatch:
+    """Meta path finder for one module: when linecache is first imported (by a traceback, warnings, inspect,
+    ...), it gets the sources of the runs so far. Importing it eagerly would cost every run 5-15 ms."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "linecache":
+            return None
+        try:
+            sys.meta_path.remove(cls)
+            for finder in sys.meta_path:
+                find = getattr(finder, "find_spec", None)
+                spec = find(name, path, target) if find is not None else None
+                if spec is not None:
+                    break
+            else:
+                return None
+            loader = spec.loader
+            if loader is None or isinstance(loader, type):
+                return spec  # a class-level loader can't be wrapped; _remember_source and _print_exception catch up
+            real_exec = loader.exec_module
+
+            def exec_module(module):
+                real_exec(module)
+                module.cache.update(_sources)
+
+            loader.exec_module = exec_module
+            return spec
+        except Exception:  # never break the user's import; the normal finders take over
+            return None
+
+
+def _user_tb(tb):
+    """The user's part of a traceback: from the first frame of a run's code on, without runner frames."""
+    entries = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    for i, t in enumerate(entries):
+        if t.tb_frame.f_code.co_filename in _sources:
+            break
+    else:
+        return None
+    keep = [t for t in entries[i:] if t.tb_frame.f_code.co_filename not in _OWN_FILES]
+    if len(keep) == len(entries) - i:
+        return entries[i]
+    new = None
+    for t in reversed(keep):
+        new = type(t)(new, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return new
+
+
+def _strip_runner_frames(exc):
+    seen = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        e.__traceback__ = _user_tb(e.__traceback__)
+        todo.append(e.__cause__)
+        todo.append(e.__context__)
+
+
+def _stderr():
+    return sys.stderr or sys.__stderr__
+
+
+def _print_exception(e):
+    import linecache
+    import traceback
+
+    for filename, entry in _sources.items():  # user code may have cleared the cache
+        linecache.cache.setdefault(filename, entry)
+    _strip_runner_frames(e)
+    sys.last_type, sys.last_value, sys.last_traceback = type(e), e, e.__traceback__  # for pdb.pm()
+    if sys.version_info >= (3, 12):
+        sys.last_exc = e
+    try:
+        if sys.excepthook is not sys.__excepthook__:  # a session may install its own
+            sys.excepthook(type(e), e, e.__traceback__)
+        else:
+            traceback.print_exception(type(e), e, e.__traceback__, file=_stderr())
+    except Exception:
+        _write_err("%s: <exception could not be printed>\n" % type(e).__name__)
+
+
+def _write_err(text):
+    try:
+        _stderr().write(text)
+    except Exception:
+        pass
+
+
+def _report(r, exc):
+    """Print the outcome of a run; return (error, exitCode)."""
+    if exc is None:
+        return None, 0
+    if isinstance(exc, KeyboardInterrupt):
+        _print_exception(exc)
+        return "interrupt", 130
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        if code is None:
+            n = 0
+        elif isinstance(code, int):
+            n = int(code)
+        else:
+            _write_err("%s\n" % (code,))
+            n = 1
+        if not -(2**31) <= n < 2**31:
+            n &= 0xFF
+        return "exit", n
+    if r.stage == "compile":
+        import traceback
+
+        try:
+            _write_err("".join(traceback.format_exception_only(type(exc), exc)))
+        except Exception:
+            _write_err("%s: <exception could not be printed>\n" % type(exc).__name__)
+        return "syntax", 1
+    if r.stage == "user":
+        _print_exception(exc)
+        return "exception", 1
+    raise RuntimeError("runner failed before user code ran") from exc
+
+
+def _shutdown_interpreter():
+    """What Py_Finalize does before tearing down: join non-daemon threads, then run atexit handlers."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        # 3.13 reports an interrupted join as unraisable and goes on; we want it to end the wait.
+        swallowed = []
+        hook = sys.unraisablehook
+
+        def catch_interrupt(u):
+            if isinstance(u.exc_value, KeyboardInterrupt):
+                swallowed.append(u.exc_value)
+            else:
+                hook(u)
+
+        sys.unraisablehook = catch_interrupt
+        try:
+            threading._shutdown()
+        finally:
+            sys.unraisablehook = hook
+        if swallowed:
+            raise swallowed[0]
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    except Exception:  # 3.9 re-raises the last handler error after printing it
+        pass
+
+
+def _flush_std():
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            pass
+
+
+def _drain():
+    """Wait (bounded) until the host has read every byte of fd 1 and fd 2."""
+    import fcntl
+    import stat
+    import time
+
+    try:
+        import termios
+
+        outq = getattr(termios, "TIOCOUTQ", None)
+        inq = getattr(termios, "FIONREAD", None)
+    except ImportError:
+        return
+    checks = []
+    for fd in _OUT_FDS:
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            continue
+        req = outq if stat.S_ISSOCK(mode) else inq if stat.S_ISFIFO(mode) else None
+        if req is not None:
+            checks.append((fd, req))
+    start = time.monotonic()
+    # Two ways to wait too long: a writer that keeps adding to the queue (a subprocess still printing: give up
+    # after _DRAIN_LIMIT) and a host that is merely slow to read (the queue only shrinks or stands still: keep
+    # waiting, up to _DRAIN_STALL_LIMIT, since giving up then would hand this run's output to the next one).
+    churn_deadline = start + _DRAIN_LIMIT
+    stall_deadline = start + _DRAIN_STALL_LIMIT
+    # The host reads within tens of microseconds: spin briefly (yielding the CPU) before backing off to sleeps.
+    spin_until = start + 0.0005
+    delay = 0.0002
+    last = {}
+    churn = False
+    while checks:
+        pending = []
+        for fd, req in checks:
+            try:
+                n = int.from_bytes(fcntl.ioctl(fd, req, b"\0\0\0\0"), sys.byteorder)
+            except OSError:
+                continue
+            if n:
+                pending.append((fd, req))
+                churn = churn or n > last.get(fd, n)
+                last[fd] = n
+        checks = pending
+        now = time.monotonic()
+        if not checks or now >= stall_deadline or (churn and now >= churn_deadline):
+            return
+        if now < spin_until:
+            os.sched_yield()
+            continue
+        time.sleep(delay)
+        delay = min(delay * 2, 0.005)
+
+
+def _restore_std_fds():
+    """A previous run may have closed fd 0-2: reopen them so this run's output still reaches the host."""
+    for fd, dup in ((1, _OUT_FDS[0] if _OUT_FDS else None), (2, _OUT_FDS[1] if len(_OUT_FDS) > 1 else None)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            if dup is not None:
+                os.dup2(dup, fd, inheritable=True)
+    try:
+        os.fstat(0)
+    except OSError:
+        null = os.open(os.devnull, os.O_RDONLY)
+        if null != 0:
+            os.dup2(null, 0, inheritable=True)
+            os.close(null)
+
+
+def _execute(msg, g):
+    global _current
+    _current = msg
+    _restore_std_fds()
+    r = _Run(msg, g)
+    sys.argv = [r.filename]
+    _remember_source(r.filename, r.code)
+    if "tools" in msg or _tools_seen:  # a session drops its earlier tools when a run brings none
+        _tools_begin(r.id, msg.get("tools") or [], g)
+    exc = _interruptible(_user_phase, r)
+    if os.getpid() != _PID:  # user code forked and the child ran off the end of the script: exit like Python
+        code = _report(r, exc)[1]
+        _flush_std()
+        os._exit(code & 0xFF)
+    if not r.started:  # interrupted before `started` went out (a host that signals early)
+        _send({"type": "started", "id": r.id})
+    error, code = _report(r, exc)
+    if _MODE == "fresh":
+        _flush_std()
+        late = _interruptible(_shutdown_interpreter)
+        if isinstance(late, KeyboardInterrupt):
+            _print_exception(late)
+            error, code = "interrupt", 130
+        elif late is not None:  # like Py_Finalize: report and go on, the run's outcome stands
+            import traceback
+
+            _write_err("Exception ignored in interpreter shutdown:\n")
+            _write_err("".join(traceback.format_exception(type(late), late, late.__traceback__)))
+    _tools_end(r.id)
+    _flush_std()
+    _drain()
+    done = {"type": "done", "id": r.id, "exitCode": code, "displayedValue": r.displayed, "error": error}
+    done.update(_run_extras())
+    _send(done)
+    return code
+
+
+# ---------------------------------------------------------------------------------------------------- packages, reloads
+# Optional run-frame fields (docs/protocol.md, "Packages and local modules"): `sysPath` (package directories to put
+# on sys.path), `checkLoaded` (installed top-level modules: report those already imported), `reload` (local modules
+# whose files changed). `done` then carries `reloaded`, `alreadyLoaded` and, in session mode, `modules`.
+_current = {}  # the run frame being executed
+_extras = {}  # what _prepare_run found, for the run's `done`
+_seen_modules = set()  # module names already considered for `modules`
+
+
+def _prepare_run():
+    """After `started`, before the user's code compiles: output and interrupts belong to the run."""
+    global _extras
+    _extras = {}
+    msg = _current
+    try:
+        paths = msg.get("sysPath")
+        if paths:
+            added = [p for p in paths if type(p) is str and p not in sys.path]
+            if added:
+                sys.path[1:1] = added  # after the start directory: local modules still win
+                import importlib
+
+                importlib.invalidate_caches()
+        check = msg.get("checkLoaded")
+        if check:
+            loaded = [m for m in check if type(m) is str and m in sys.modules]
+            if loaded:
+                _extras["alreadyLoaded"] = loaded
+        names = msg.get("reload")
+        if names:
+            _extras["reloaded"] = _reload([n for n in names if type(n) is str])
+    except Exception:
+        _write_err("[pi-code-supervisor: preparing the run failed]\n" + _format_own_exc())
+
+
+def _reload(names):
+    import importlib
+
+    done = []
+    for name in names:
+        mod = sys.modules.get(name)
+        if mod is None:
+            continue
+        try:
+            importlib.reload(mod)
+            done.append(name)
+        except Exception as e:  # a KeyboardInterrupt or SystemExit ends the run like the user's own code
+            _write_err("[module %s changed on disk but could not be reloaded (%s: %s); the old version stays]\n" % (name, type(e).__name__, e))
+    return done
+
+
+def _run_extras():
+    """Fields for `done`: what _prepare_run found, and the modules imported from files since the last run."""
+    out = {k: v for k, v in _extras.items() if v}
+    if _MODE == "session":
+        try:
+            new = set(list(sys.modules)) - _seen_modules
+            _seen_modules.update(new)
+            skip = os.path.dirname(os.__file__) + os.sep  # the standard library
+            found = []
+            for name in new:
+                f = getattr(sys.modules.get(name), "__file__", None)
+                if type(f) is str and f.endswith(".py") and not f.startswith(skip) and "-packages" not in f:
+                    try:  # the host compares it once its watch is set up, so an edit made meanwhile is not missed
+                        found.append([name, f, str(os.stat(f).st_mtime_ns)])
+                    except OSError:
+                        pass
+            if found:
+                out["modules"] = found
+        except Exception:
+            pass
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- tool bridge
+# A run frame's `tools` become async functions in the user's globals (docs/protocol.md, "Tool bridge"). Installing
+# them is cheap and stays here; calls and results live in runtime-py/bridge.py, loaded by the first call (so a run
+# that never calls a tool never compiles it). Frames of both files are runner frames in user tracebacks.
+_bridge = None
+_OWN_FILES = {_RUNNER_FILE} | ({_BOOT_FILE} if _BOOT_FILE else set())
+_TOOLS_HELPER = "available_tools"
+_tools_run = None  # the run whose code may call tools now (None between runs)
+_tool_signatures = []
+_tools_installed = set()  # names _tools_begin bound in the user's globals
+_tools_seen = False  # some run had tools: later runs refresh them
+
+
+def _load_bridge():
+    global _bridge
+    if _bridge is None:
+        import _frozen_importlib as bootstrap
+        import _frozen_importlib_external as external
+
+        path = os.path.join(os.path.dirname(_RUNNER_FILE), "bridge.py")
+        loader = external.SourceFileLoader("_pcs_bridge", path)
+        mod = bootstrap.module_from_spec(bootstrap.spec_from_loader("_pcs_bridge", loader))
+        _OWN_FILES.add(mod.__file__)
+        loader.exec_module(mod)
+        mod.attach(_write_frame, _PID)
+        _bridge = mod
+    return _bridge
+
+
+class _ToolList(list):
+    """available_tools(): one signature per tool, shown one per line."""
+
+    def __repr__(self):
+        return "\n".join(self) if self else "no agent tools are exposed"
+
+    __str__ = __repr__
+
+
+def available_tools():
+    """The agent tools this run's code can await, one signature each (required parameters first)."""
+    return _ToolList(_tool_signatures)
+
+
+available_tools.__pcs_tool__ = ""
+
+
+def _is_tool(value):
+    return type(value) is type(available_tools) and getattr(value, "__pcs_tool__", None) is not None
+
+
+def _tool_function(spec):
+    name, python, signature = spec["name"], spec["python"], spec["signature"]
+
+    async def tool(*args, **kwargs):
+        if args:
+            given = "%d positional given" % len(args)
+            raise TypeError("%s() takes keyword arguments only (%s); call it as %s" % (python, given, signature))
+        return await _load_bridge().call(_tools_run, name, python, kwargs)
+
+    tool.__name__ = tool.__qualname__ = python
+    tool.__module__ = "__main__"
+    doc = spec.get("description")
+    tool.__doc__ = signature + ("\n\n" + doc if isinstance(doc, str) and doc else "")
+    tool.__pcs_tool__ = name
+    return tool
+
+
+def _tools_begin(run_id, tools, g):
+    """Install this run's tools; remove earlier ones no longer exposed. A name the user bound is left alone."""
+    global _tools_run, _tool_signatures, _tools_installed, _tools_seen
+    _tools_seen = True
+    wanted = {t["python"]: t for t in tools}
+    for key in _tools_installed:
+        if key not in wanted and _is_tool(g.get(key)):
+            del g[key]  # other references to it stay usable (the host refuses tools no longer exposed)
+    installed = set()
+    signatures = []
+    for python, spec in wanted.items():
+        if python in g and not _is_tool(g[python]):
+            signatures.append(spec["signature"] + "  # shadowed: %s is bound to another value here" % python)
+            continue
+        g[python] = _tool_function(spec)
+        installed.add(python)
+        signatures.append(spec["signature"])
+    if _TOOLS_HELPER not in g or _is_tool(g[_TOOLS_HELPER]):
+        g[_TOOLS_HELPER] = available_tools
+    _tool_signatures = signatures
+    _tools_installed = installed
+    _tools_run = run_id
+
+
+def _tools_end(run_id):
+    """The run is over: no more calls for it; those still waiting fail."""
+    global _tools_run
+    _tools_run = None
+    if _bridge is not None:
+        _bridge.end(run_id)
+
+
+def _bad_tools(tools):
+    if not isinstance(tools, list):
+        return True
+    for t in tools:
+        if not isinstance(t, dict) or not all(isinstance(t.get(k), str) for k in ("name", "python", "signature")):
+            return True
+        if not t["python"].isidentifier():
+            return True
+    return False
+
+
+def _main():
+    _setup(sys.argv)
+    g = _new_main()
+    v = sys.version_info
+    _send(
+        {
+            "type": "ready",
+            "protocol": PROTOCOL,
+            "pid": os.getpid(),
+            "python": "%d.%d.%d" % (v[0], v[1], v[2]),
+            "executable": sys.executable,
+            "mode": _MODE,
+        }
+    )
+    # Work that can wait until the host reacts to `ready` (frames sent meanwhile wait in the socket).
+    _start_reader()
+    import _ast  # first use initialises the AST types (~1 ms); every run needs them
+
+    try:
+        if _MODE == "fresh":
+            code = _execute(_runs.get(), g)
+            os._exit(code & 0xFF)
+        while True:
+            _execute(_runs.get(), g)
+    except BaseException:
+        _fatal("runner internal error:\n" + _format_own_exc())
+
+
+if __name__ == "__main__":
+    _main()
