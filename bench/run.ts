@@ -81,7 +81,7 @@ async function main() {
   const bare: number[] = [];
   for (let i = 0; i < N(30); i++) bareS.push(await timeSpawn(exe, ["-S", "-c", "pass"]));
   for (let i = 0; i < N(30); i++) bare.push(await timeSpawn(exe, ["-c", "pass"]));
-  const bS = line("baseline: python -S -c pass", bareS);
+  line("baseline: python -S -c pass", bareS);
   const b = line("baseline: python -c pass", bare);
   const echo = line("baseline: raw pipe echo round trip", await pipeEcho(exe, N(2000)));
   const rawMiB = await pipeThroughput(exe, quick ? 256 : 1024);
