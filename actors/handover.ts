@@ -8,7 +8,10 @@ export interface Handover {
   ready: { python: string; executable: string };
 }
 
-const waiting = new Map<string, { promise: Promise<Handover | undefined>; resolve: (h: Handover | undefined) => void }>();
+const waiting = new Map<
+  string,
+  { promise: Promise<Handover | undefined>; resolve: (h: Handover | undefined) => void }
+>();
 
 function slot(spareId: string) {
   let s = waiting.get(spareId);

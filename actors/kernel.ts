@@ -44,6 +44,9 @@ export function createKernelLogic(deps: KernelDeps) {
     let currentRun: string | undefined;
     let startedRun: string | undefined;
     let pendingInterrupt: string | undefined;
+    /** Call ids of the executing run that await an answer. The runner never reuses an id, so a second `tool.call`
+     * with one of them is forged by user code: it is dropped unanswered (an answer would reach the real call). */
+    const waitingCalls = new Set<string>();
     /** What the runner said when it became ready (a spare hands it on with its process). */
     let readyInfo: Handover["ready"] | undefined;
     let handedOver = false;
@@ -104,6 +107,7 @@ export function createKernelLogic(deps: KernelDeps) {
           case "started": {
             const runId = String(frame.id);
             startedRun = runId;
+            waitingCalls.clear();
             send({ type: "kernel.started", at, runId });
             if (pendingInterrupt === runId) {
               pendingInterrupt = undefined;
@@ -128,7 +132,9 @@ export function createKernelLogic(deps: KernelDeps) {
           case "tool.call":
           case "tool.cancel": {
             // The tool bridge: only the executing run may call; other frames are answered without a fact.
+            if (frame.type === "tool.call" && waitingCalls.has(frame.id as string)) return;
             const fact = toolFrameFact(frame, at, startedRun);
+            if (fact.ok && fact.value.type === "kernel.tool_call") waitingCalls.add(fact.value.callId);
             if (fact.ok) return send(fact.value);
             if (fact.error) p.send(fact.error);
             return;
@@ -162,6 +168,7 @@ export function createKernelLogic(deps: KernelDeps) {
           });
           return;
         case "kernel.tool_result":
+          waitingCalls.delete(command.callId);
           if (proc) sendToolResult(proc, command);
           return;
         case "kernel.interrupt":

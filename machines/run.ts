@@ -22,6 +22,7 @@ import type {
 import type { BridgeRequest, NestedCallRecord, ToolCallFact, ToolCallOutput } from "./tool-events.ts";
 import { toolCallMachine } from "./tool-call.ts";
 import * as calls from "./run-calls.ts";
+import { exitedOutcome, finishedOutcome, outcomeOf, stoppedOutcome, type Done, type Exited } from "./run-outcome.ts";
 
 export interface RunInput {
   runId: string;
@@ -91,73 +92,6 @@ function kernelInput(c: RunContext): KernelInput {
     // A spare was started for the run's own interpreter, not for an installed environment's.
     ...(c.spare && !c.install ? { adopt: c.spare } : {}),
   };
-}
-
-function outcomeOf(
-  context: RunContext,
-  status: RunStatus,
-  at: number,
-  extra: Partial<RunOutcome> & { lost?: boolean } = {},
-): RunOutcome {
-  const { lost, ...rest } = extra;
-  return {
-    runId: context.runId,
-    status,
-    displayedValue: false,
-    requestedAt: context.requestedAt,
-    finishedAt: at,
-    durationMs: Math.max(0, at - context.requestedAt),
-    killed: context.killed,
-    ...(context.stopReason ? { stopReason: context.stopReason } : {}),
-    ...(context.message ? { message: context.message } : {}),
-    ...(context.kernel ? { kernel: context.kernel } : {}),
-    ...(context.session ? { session: { ...context.session, isLost: Boolean(lost) } } : {}),
-    ...(context.install ? { install: context.install } : {}),
-    ...(context.stage ? { stage: context.stage } : {}),
-    ...rest,
-  };
-}
-
-type Done = Extract<KernelFact, { type: "kernel.done" }>;
-type Exited = Extract<KernelFact, { type: "kernel.exited" }>;
-
-/** A run that ended by itself. */
-function finishedOutcome(context: RunContext, e: Done): RunOutcome {
-  return outcomeOf(context, e.exitCode === 0 ? "success" : "runtime_error", e.at, {
-    exitCode: e.exitCode,
-    displayedValue: e.displayedValue,
-    ...(e.reloaded?.length ? { reloaded: e.reloaded } : {}),
-    ...(e.alreadyLoaded?.length ? { alreadyLoaded: e.alreadyLoaded } : {}),
-  });
-}
-
-/** A run stopped by a deadline or cancellation whose process answered in time: its state is kept. */
-function stoppedOutcome(context: RunContext, e: Done): RunOutcome {
-  return outcomeOf(context, context.stopReason ?? "cancelled", e.at, {
-    exitCode: e.exitCode,
-    displayedValue: e.displayedValue,
-    ...(e.reloaded?.length ? { reloaded: e.reloaded } : {}),
-    ...(e.alreadyLoaded?.length ? { alreadyLoaded: e.alreadyLoaded } : {}),
-  });
-}
-
-/** The process is gone. For a session this loses its state. Before user code started it is a setup error. */
-function exitedOutcome(context: RunContext, e: Exited, userCodeStarted = true): RunOutcome {
-  const status: RunStatus = context.stopReason
-    ? context.stopReason
-    : !userCodeStarted
-      ? "setup_error"
-      : e.code === 0 && !e.signal
-        ? "success"
-        : "runtime_error";
-  return outcomeOf(context, status, e.at, {
-    ...(e.code !== null ? { exitCode: e.code } : {}),
-    ...(e.signal ? { signal: e.signal } : {}),
-    ...(status === "setup_error" && !context.message
-      ? { message: `Python exited during start-up (${e.signal ?? `exit code ${e.code}`})` }
-      : {}),
-    lost: Boolean(context.session),
-  });
 }
 
 type Settle = { type: "settle"; params: (args: { context: RunContext; event: any }) => RunOutcome };

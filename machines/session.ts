@@ -137,9 +137,10 @@ export const sessionMachine = setup({
       };
       enqueue.sendTo(supervisor, message({ type: "run.finished", outcome }));
     }),
-    cancelActiveRun: enqueueActions(({ context, enqueue, system }) => {
+    cancelActiveRun: enqueueActions(({ context, event, enqueue, system }) => {
       const run = context.activeRunId ? system.get(`run:${context.activeRunId}`) : undefined;
-      if (run) enqueue.sendTo(run, message({ type: "run.cancel", at: 0 }));
+      const at = "at" in event && typeof event.at === "number" ? event.at : 0;
+      if (run) enqueue.sendTo(run, message({ type: "run.cancel", at }));
     }),
     releaseRun: enqueueActions(({ event, enqueue }) => {
       enqueue.stopChild((event as DoneActorEvent).actorId);

@@ -15,9 +15,7 @@ export interface SpareInput {
 }
 
 export type SpareEvent =
-  | KernelFact
-  | { type: "spare.claim"; at: number; runId: string }
-  | { type: "spare.retire"; at: number };
+  KernelFact | { type: "spare.claim"; at: number; runId: string } | { type: "spare.retire"; at: number };
 
 export type SpareNotice = { type: "spare.ready"; key: string; id: string };
 
@@ -46,7 +44,12 @@ export const spareMachine = setup({
   entry: enqueueActions(({ context, enqueue }) => {
     enqueue.spawnChild("kernel", {
       id: "kernel",
-      input: { mode: "fresh", cwd: context.cwd, owner: context.id, ...(context.python ? { python: context.python } : {}) },
+      input: {
+        mode: "fresh",
+        cwd: context.cwd,
+        owner: context.id,
+        ...(context.python ? { python: context.python } : {}),
+      },
     });
   }),
   initial: "warming",
@@ -74,8 +77,14 @@ export const spareMachine = setup({
       },
       after: { idle: "retired" },
     },
-    claimed: { type: "final", output: ({ context }) => ({ id: context.id, key: context.key, end: "claimed" as const }) },
-    retired: { type: "final", output: ({ context }) => ({ id: context.id, key: context.key, end: "retired" as const }) },
+    claimed: {
+      type: "final",
+      output: ({ context }) => ({ id: context.id, key: context.key, end: "claimed" as const }),
+    },
+    retired: {
+      type: "final",
+      output: ({ context }) => ({ id: context.id, key: context.key, end: "retired" as const }),
+    },
     failed: { type: "final", output: ({ context }) => ({ id: context.id, key: context.key, end: "failed" as const }) },
   },
   output: ({ event }) => event.output as SpareOutput,

@@ -230,7 +230,8 @@ export const supervisorMachine = setup({
         sessions[session] = rest;
       }
       const { [outcome.runId]: request, ...replaceSpare } = context.replaceSpare;
-      const warmed = request && context.serving && !context.spares[request.key] ? warmSpare(enqueue, context, request) : {};
+      const warmed =
+        request && context.serving && !context.spares[request.key] ? warmSpare(enqueue, context, request) : {};
       enqueue.assign({ active, sessions, replaceSpare, ...warmed });
       enqueue.emit({ type: "run.finished", outcome });
     }),
@@ -302,7 +303,15 @@ export const supervisorMachine = setup({
   },
 }).createMachine({
   id: "supervisor",
-  context: ({ input }) => ({ ...input, sessions: {}, active: {}, spares: {}, spareSeq: 0, replaceSpare: {}, serving: true }),
+  context: ({ input }) => ({
+    ...input,
+    sessions: {},
+    active: {},
+    spares: {},
+    spareSeq: 0,
+    replaceSpare: {},
+    serving: true,
+  }),
   initial: "serving",
   on: {
     "run.cancel": { actions: "cancel" },

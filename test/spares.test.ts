@@ -13,7 +13,8 @@ before(() => {
   cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-spares-")));
 });
 
-const spareIds = (h: SupervisorHost) => Object.keys(h.actor.getSnapshot().children).filter((id) => id.startsWith("spare:"));
+const spareIds = (h: SupervisorHost) =>
+  Object.keys(h.actor.getSnapshot().children).filter((id) => id.startsWith("spare:"));
 const readySpare = (h: SupervisorHost) =>
   waitUntil(() => Object.values(h.actor.getSnapshot().context.spares).some((s) => s.ready), 5000);
 const PROBE =
@@ -36,7 +37,10 @@ describe("spare runners", () => {
     assert.ok(!spareIds(host).includes(spareId), "the spare was claimed");
     for (const k of ["argv", "cwd", "path0", "mods", "globals", "env"]) assert.deepEqual(warm[k], cold[k], k);
     assert.notEqual(warm.pid, cold.pid);
-    assert.ok(!pidAlive(warm.pid) || (await waitUntil(() => !pidAlive(warm.pid))), "the claimed process ended with its run");
+    assert.ok(
+      !pidAlive(warm.pid) || (await waitUntil(() => !pidAlive(warm.pid))),
+      "the claimed process ended with its run",
+    );
   });
 
   test("with a spare, a fresh run costs a few milliseconds", async () => {
