@@ -29,6 +29,7 @@ const mix: Kind[] = [
 ];
 const counts: Record<string, number> = {};
 let wrong = 0;
+let escalated = 0;
 const warm: number[] = [];
 let rssPeak = 0;
 
@@ -72,8 +73,9 @@ async function worker(i: number, seed: number) {
               ? r.outcome.status === "runtime_error" && /ValueError: soak/.test(r.stderr)
               : kind === "timeout"
                 ? r.outcome.status === "timeout" &&
-                  // Under heavy load a deadline can pass while the session is still starting: then it is killed.
-                  (r.outcome.session?.isLost === false || (r.outcome.session?.started === true && r.outcome.killed))
+                  // Kept, or (under heavy load, when the interrupt was not answered within interrupt window + grace)
+                  // killed and truthfully reported lost: counted apart as escalated.
+                  (r.outcome.session?.isLost === false || (r.outcome.killed && r.outcome.session?.isLost === true))
                 : r.outcome.status === "timeout" && r.outcome.session?.isLost === true;
     if (!ok) {
       wrong++;
@@ -81,6 +83,7 @@ async function worker(i: number, seed: number) {
         `wrong result for ${kind} in ${name}: ${JSON.stringify(r.outcome)} stdout=${r.stdout.slice(0, 80)}`,
       );
     }
+    if (kind === "timeout" && r.outcome.killed) escalated++;
     if (kind === "trivial") warm.push(ms);
     counts[kind] = (counts[kind] ?? 0) + 1;
   }
