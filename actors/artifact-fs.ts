@@ -64,7 +64,9 @@ export async function openVerified(path: string, label: string): Promise<{ handl
   if (!st.isFile()) throw new ArtifactUnavailableError(`${label} is not a regular file`);
   let handle: FileHandle;
   try {
-    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    // O_NONBLOCK: a FIFO swapped in after the lstat would otherwise block this open (and a libuv worker) forever;
+    // it has no effect on the regular file that fstat must then find.
+    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (e) {
     throw new ArtifactUnavailableError(`${label} cannot be opened (${(e as NodeJS.ErrnoException).code ?? e})`);
   }

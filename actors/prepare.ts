@@ -4,6 +4,7 @@
 // machines do not keep because it needs a clock: when each session started and how its last run went.
 import type { Hint, RunOutcome } from "../machines/events.ts";
 import { runHints } from "./hints.ts";
+import { MAX_FRAME_BYTES } from "./frames.ts";
 import { describeSource, type Interpreter } from "./interpreter.ts";
 import { parseScriptMetadata, satisfiesRequiresPython } from "./pep723.ts";
 import { fail, ok, type Result } from "./result.ts";
@@ -20,10 +21,32 @@ export interface PrepareFailure {
   hints?: Hint[];
 }
 
+/** Session names: 1-64 of A-Z a-z 0-9 . _ -, not only dots. A name becomes part of a path (the session's package
+ * directory), so the host checks it too, not only the tool's parameters (extension/params.ts uses this pattern). */
+export const SESSION_NAME_PATTERN = "^(?!\\.+$)[A-Za-z0-9._-]{1,64}$";
+
 export async function prepareRun(
-  request: { code: string; cwd: string; session?: string },
+  request: { code: string; cwd: string; session?: string; timeoutMs: number },
   interpreter: (() => Promise<Result<Interpreter>>) | undefined,
 ): Promise<Result<PreparedRun, PrepareFailure>> {
+  // A timer cannot wait longer than 2^31-1 ms: a longer deadline would fire at once and report a false timeout.
+  if (!(request.timeoutMs > 0 && request.timeoutMs <= MAX_TIMER_MS)) {
+    return fail({
+      message: `timeoutMs must be more than 0 and at most ${MAX_TIMER_MS} ms (got ${request.timeoutMs}); the code did not run`,
+    });
+  }
+  if (request.session !== undefined && !new RegExp(SESSION_NAME_PATTERN).test(request.session)) {
+    return fail({
+      message: `session name ${JSON.stringify(request.session)} is not valid (1-64 of A-Z a-z 0-9 . _ -, not only dots); the code did not run`,
+    });
+  }
+  const frameBytes = runFrameBytes(request.code);
+  if (frameBytes > MAX_FRAME_BYTES - FRAME_ROOM) {
+    // It could never be sent: refused here rather than left waiting for its deadline.
+    return fail({
+      message: `the code is ${frameBytes} bytes as a run frame, more than the runner's control channel takes (${MAX_FRAME_BYTES >> 20} MiB); the code did not run`,
+    });
+  }
   const meta = parseScriptMetadata(request.code);
   if (!meta.ok) {
     return fail({
@@ -69,6 +92,18 @@ export async function prepareRun(
     ...(m && m.dependencies.length ? { dependencies: m.dependencies } : {}),
     notes,
   });
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Room in a run frame for everything but the code (ids, file name, tools, paths). */
+const FRAME_ROOM = 1 << 20;
+
+/** The code's size as JSON in a run frame (escaping can make it up to 6 bytes per UTF-16 unit); exact only when
+ * that bound could reach the frame limit. */
+function runFrameBytes(code: string): number {
+  if (6 * code.length <= MAX_FRAME_BYTES - FRAME_ROOM) return code.length;
+  return Buffer.byteLength(JSON.stringify(code), "utf8");
 }
 
 export interface SessionHistory {

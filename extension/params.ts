@@ -2,8 +2,10 @@
 // written for it keep working. Pi validates the schema first; `checkParams` repeats the checks with messages that
 // name the parameter, for callers that bypass Pi's validation.
 import { Type, type Static } from "typebox";
+import { SESSION_NAME_PATTERN } from "../actors/prepare.ts";
 
-export const SESSION_PATTERN = "^[A-Za-z0-9._-]{1,64}$";
+/** 1-64 of A-Z a-z 0-9 . _ -, not only dots (`.` and `..` are path names). */
+export const SESSION_PATTERN = SESSION_NAME_PATTERN;
 export const DEFAULT_TIMEOUT_S = 60;
 export const MIN_TIMEOUT_S = 1;
 export const MAX_CODE_BYTES = 8 * 1024 * 1024;
@@ -35,7 +37,8 @@ export function codeExecutionSchema(maxTimeout: number, defaultTimeout: number =
       session: Type.Optional(
         Type.String({
           pattern: SESSION_PATTERN,
-          description: "Name of a persistent Python session (1-64 of A-Z a-z 0-9 . _ -). Omit for a fresh process.",
+          description:
+            "Name of a persistent Python session (1-64 of A-Z a-z 0-9 . _ -, not only dots). Omit for a fresh process.",
         }),
       ),
       reset: Type.Optional(Type.Boolean({ description: "Stop the named session and start it fresh before running." })),
@@ -97,7 +100,7 @@ export function checkParams(
   if (p.session !== undefined && (typeof p.session !== "string" || !new RegExp(SESSION_PATTERN).test(p.session))) {
     return {
       ok: false,
-      error: `Parameter \`session\` must be 1-64 characters of A-Z, a-z, 0-9, ".", "_" or "-" (got ${JSON.stringify(p.session)}).`,
+      error: `Parameter \`session\` must be 1-64 characters of A-Z, a-z, 0-9, ".", "_" or "-", not only dots (got ${JSON.stringify(p.session)}).`,
     };
   }
   if (p.reset !== undefined && typeof p.reset !== "boolean")

@@ -143,9 +143,13 @@ export function finishCall(
   };
 }
 
-/** Calls still open when the drain bound passed: recorded as cancelled, ending at `at`. */
-export function abandonCalls(c: CallsContext, at: number, boundMs: number): NestedCallRecord[] {
-  const text = `The run ended and this call did not finish within ${boundMs} ms of cancellation (its tool, after handler or finish observation did not return).`;
+/** Calls still open when the drain bound passed (or that cannot drain): recorded as cancelled, ending at `at`. */
+export function abandonCalls(
+  c: CallsContext,
+  at: number,
+  boundMs: number,
+  text = `The run ended and this call did not finish within ${boundMs} ms of cancellation (its tool, after handler or finish observation did not return).`,
+): NestedCallRecord[] {
   return Object.entries(c.open ?? {})
     .sort(([, a], [, b]) => a.seq - b.seq)
     .map(([callId, call]) =>

@@ -221,6 +221,13 @@ export const runMachine = setup({
         recordCall(enqueue, system, context.runId, record);
       enqueue.assign({ open: {} });
     }),
+    /** The session's process is gone with calls open: recorded as cancelled now (see `sessionEndsNow`). */
+    abandonCallsNow: enqueueActions(({ context, enqueue, system }) => {
+      const at = context.outcome?.finishedAt ?? context.now;
+      const text = "The run's process ended while this call was open; the call was cancelled with it.";
+      for (const record of calls.abandonCalls(context, at, 0, text)) recordCall(enqueue, system, context.runId, record);
+      enqueue.assign({ open: {} });
+    }),
     markPolicy: assign(({ context }) => ({ outcome: { ...context.outcome!, status: "policy_error" as const } })),
     /** The outcome goes to the supervisor directly: the owner (a session) may end in the same step. */
     report: enqueueActions(({ system, enqueue }, outcome: RunOutcome) => {
@@ -235,6 +242,12 @@ export const runMachine = setup({
     mustInstall: ({ context }) => mustInstall(context),
     is: ({ context }, status: RunStatus) => context.outcome?.status === status,
     hasOpenCalls: ({ context }) => calls.hasOpenCalls(context),
+    /** A session run settled by its process exiting or failing: the session ends in this same step and stops this
+     * run with it, so open calls cannot drain (the run would never report). */
+    sessionEndsNow: ({ context, event }) =>
+      Boolean(context.session) &&
+      calls.hasOpenCalls(context) &&
+      (event.type === "kernel.exited" || event.type === "kernel.failed"),
     policyViolated: ({ context }) => calls.policyViolated(context),
   },
   delays: {
@@ -378,6 +391,7 @@ export const runMachine = setup({
      * it `policy_error`. */
     finished: {
       always: [
+        { guard: "sessionEndsNow", actions: "abandonCallsNow" },
         { guard: "hasOpenCalls", target: "draining" },
         { guard: "policyViolated", target: "policy_error", actions: "markPolicy" },
         { guard: { type: "is", params: "success" }, target: "success" },

@@ -155,11 +155,13 @@ def _settle(fut, status, text):
 
 
 def deliver(msg):
-    """Reader thread: a `tool.result` frame. Late answers (the call was cancelled) are dropped."""
+    """Reader thread: a `tool.result` frame. Late answers (the call was cancelled) are dropped, and so are answers
+    naming another run: the host's refusal of a forged call for another run must not reach a real call's id."""
     with _lock:
-        entry = _pending.pop(msg.get("id"), None)
-    if entry is None:
-        return
+        entry = _pending.get(msg.get("id"))
+        if entry is None or entry[2] != msg.get("run"):
+            return
+        del _pending[msg["id"]]
     loop, fut, _ = entry
     status = msg.get("status")
     text = msg.get("text")

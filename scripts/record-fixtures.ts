@@ -1,4 +1,5 @@
-// Re-records the replay fixtures (test/fixtures/replay/*.jsonl) from real runs against real Python. Run it after a
+// Re-records the replay fixtures (test/fixtures/replay/*.jsonl, and the injected faults in faults/*.jsonl) from real
+// runs against real Python. Run it after a
 // deliberate change to a machine, then review the diff and commit:
 //   source scripts/env.sh && node scripts/record-fixtures.ts [name...]
 // Each scenario checks the outcomes it is meant to show, and each new file must replay identical before it is
@@ -70,8 +71,82 @@ const scenarios: Record<string, (run: Run) => Promise<void>> = {
   },
 };
 
+/** A session's control channel, as user code can find it (it runs in the runner's process). */
+const FIND_CONTROL =
+  "import os, stat\nfd = min(int(f) for f in os.listdir('/proc/self/fd') if int(f) >= 64 and stat.S_ISSOCK(os.fstat(int(f)).st_mode))\n";
+
+/** Injected faults (test/faults.test.ts, docs/reliability.md), recorded into `faults/`: each failure mode is a
+ * fixture that must replay identical. */
+const faultScenarios: Record<string, (run: Run) => Promise<void>> = {
+  /** The session's process is SIGKILLed mid-run: runtime_error with the signal, output before it kept, lost. */
+  "sigkill-mid-run": async (run) => {
+    const pid = Number((await run("import os\nos.getpid()", { session: "victim" })).stdout);
+    const pending = run("import time\nprint('before', flush=True)\ntime.sleep(60)", { session: "victim" });
+    setTimeout(() => process.kill(pid, "SIGKILL"), 500);
+    const r = await pending;
+    assert.equal(r.outcome.status, "runtime_error");
+    assert.equal(r.outcome.signal, "SIGKILL");
+    assert.equal(r.outcome.session?.isLost, true);
+    assert.equal(r.stdout, "before\n");
+    assert.equal((await run("'back'", { session: "victim" })).stdout, "back\n");
+  },
+  /** The process stops itself: the deadline's SIGINT and SIGTERM stay pending, SIGKILL ends it; timeout, lost. */
+  "sigstop-escalation": async (run) => {
+    const r = await run("import os, signal\nprint('stopping', flush=True)\nos.kill(os.getpid(), signal.SIGSTOP)", {
+      session: "stopped",
+      timeoutMs: 1000,
+    });
+    assert.equal(r.outcome.status, "timeout");
+    assert.equal(r.outcome.killed, true);
+    assert.equal(r.outcome.session?.isLost, true);
+  },
+  /** User code writes garbage to the control channel: the host kills the process tree and says why; lost. */
+  "control-channel-garbage": async (run) => {
+    await run("kept = 1", { session: "proto" });
+    const r = await run(`${FIND_CONTROL}print('wrote', flush=True)\nos.write(fd, b'\\x00\\x00\\x00\\x05nope!')`, {
+      session: "proto",
+      timeoutMs: 5000,
+    });
+    assert.equal(r.outcome.status, "runtime_error");
+    assert.match(r.outcome.message ?? "", /control protocol/);
+    assert.equal(r.outcome.session?.isLost, true);
+  },
+  /** Cancellation while the run is already in its grace period (after its deadline) changes nothing: the
+   * escalation goes on to the kill; and a cancellation that itself leads to grace ends `cancelled`, killed. */
+  "cancel-during-grace": async (run) => {
+    const stubborn =
+      "import time\nprint('armed', flush=True)\nwhile True:\n    try:\n        time.sleep(60)\n    except KeyboardInterrupt:\n        pass";
+    await run("kept = 1", { session: "graceful" });
+    const late = new AbortController();
+    const timedOut = run(stubborn, { session: "graceful", timeoutMs: 500 }, late.signal);
+    // The deadline at 500 ms, the interrupt window until 600 ms, then 1000 ms of grace: cancel in the middle.
+    setTimeout(() => late.abort(), 1100);
+    const r = await timedOut;
+    assert.equal(r.outcome.status, "timeout");
+    assert.equal(r.outcome.killed, true);
+    assert.equal(r.outcome.session?.isLost, true);
+    const abort = new AbortController();
+    const cancelled = run(stubborn, {}, abort.signal);
+    setTimeout(() => abort.abort(), 400);
+    const c = await cancelled;
+    assert.equal(c.outcome.status, "cancelled");
+    assert.equal(c.outcome.killed, true);
+  },
+  /** A segfault: a fresh run reports the signal; a session is lost. */
+  segfault: async (run) => {
+    for (const extra of [{}, { session: "crash" }]) {
+      const r = await run("import ctypes\nctypes.string_at(0)", extra);
+      assert.equal(r.outcome.status, "runtime_error");
+      assert.equal(r.outcome.signal, "SIGSEGV");
+    }
+  },
+};
+
 /** Scenarios that need a real Pi session (nested tool calls go through Pi's hooked tool dispatch). */
-const piScenarios: Record<string, { needs: string; calls: Record<string, unknown>[] }> = {
+const piScenarios: Record<
+  string,
+  { needs: string; calls: Record<string, unknown>[]; fault?: true; check?: (results: { details: any }[]) => void }
+> = {
   "nested-calls": {
     needs: BRIDGE_TOOLS,
     calls: [
@@ -90,10 +165,30 @@ const piScenarios: Record<string, { needs: string; calls: Record<string, unknown
       },
     ],
   },
+  /** A nested call blocked by its registration's `before`: the script catches the error, the run is a policy_error. */
+  "blocked-nested-call": {
+    needs: BRIDGE_TOOLS,
+    fault: true,
+    calls: [
+      {
+        session: "policy",
+        code: "try:\n    await lifecycle_tool(mode='before-block')\nexcept RuntimeError as e:\n    print('caught:', e)",
+      },
+    ],
+    check: ([r]) => {
+      assert.equal(r.details.status, "policy_error");
+      assert.equal(r.details.nestedCalls[0].status, "blocked");
+    },
+  },
 };
+
+export const FAULT_FIXTURE_DIR = join(FIXTURE_DIR, "faults");
+
+const isFault = (name: string) => name in faultScenarios || piScenarios[name]?.fault === true;
 
 export const scenarioNames = (): string[] => [
   ...Object.keys(scenarios),
+  ...Object.keys(faultScenarios),
   ...Object.entries(piScenarios)
     .filter(([, s]) => existsSync(s.needs))
     .map(([name]) => name),
@@ -104,7 +199,8 @@ async function recordInPi(name: string, outDir: string): Promise<string> {
   const scenario = piScenarios[name];
   const pi = await startPi({ extensionPaths: [EXTENSION_PATH, scenario.needs] });
   try {
-    await pi.callTools(scenario.calls);
+    const results = await pi.callTools(scenario.calls);
+    scenario.check?.(results);
   } finally {
     await pi.dispose();
   }
@@ -121,7 +217,7 @@ async function recordInPi(name: string, outDir: string): Promise<string> {
 
 export async function recordScenario(name: string, outDir: string): Promise<string> {
   if (piScenarios[name]) return recordInPi(name, outDir);
-  const scenario = scenarios[name];
+  const scenario = scenarios[name] ?? faultScenarios[name];
   if (!scenario) throw new Error(`unknown scenario ${name}; known: ${scenarioNames().join(", ")}`);
   const cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-fixture-cwd-")));
   const logs = mkdtempSync(join(tmpdir(), "pcs-fixture-log-"));
@@ -150,7 +246,7 @@ export async function recordScenario(name: string, outDir: string): Promise<stri
 if (import.meta.main) {
   const names = process.argv.slice(2).length ? process.argv.slice(2) : scenarioNames();
   for (const name of names) {
-    const path = await recordScenario(name, FIXTURE_DIR);
+    const path = await recordScenario(name, isFault(name) ? FAULT_FIXTURE_DIR : FIXTURE_DIR);
     console.log(`recorded ${path}: ${formatReport(replayFile(path))}`);
   }
 }

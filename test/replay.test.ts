@@ -12,7 +12,7 @@ import { pruneLogDir, DEFAULT_LOG_LIMITS } from "../actors/log-files.ts";
 import { SystemObserver } from "../actors/observe.ts";
 import { Recorder } from "../actors/recorder.ts";
 import { formatReport, parseLog, replayFile, replayRecords } from "../actors/replay.ts";
-import { BRIDGE_TOOLS, FIXTURE_DIR, recordScenario } from "../scripts/record-fixtures.ts";
+import { BRIDGE_TOOLS, FAULT_FIXTURE_DIR, FIXTURE_DIR, recordScenario } from "../scripts/record-fixtures.ts";
 import { startPi } from "./helpers/pi-session.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -46,7 +46,22 @@ describe("committed fixtures", () => {
     for (const name of REQUIRED) assert.ok(existsSync(fixture(name)), `${name}.jsonl is committed`);
   });
 
-  for (const file of readdirSync(FIXTURE_DIR).filter((f) => f.endsWith(".jsonl"))) {
+  // Injected faults (docs/reliability.md) live in faults/: every one of them replays identical too.
+  const faults = readdirSync(FAULT_FIXTURE_DIR).filter((f) => f.endsWith(".jsonl"));
+  test("every required fault has a fixture", () => {
+    for (const name of [
+      "sigkill-mid-run",
+      "sigstop-escalation",
+      "control-channel-garbage",
+      "blocked-nested-call",
+      "cancel-during-grace",
+    ])
+      assert.ok(faults.includes(`${name}.jsonl`), `faults/${name}.jsonl is committed`);
+  });
+  for (const file of [
+    ...readdirSync(FIXTURE_DIR).filter((f) => f.endsWith(".jsonl")),
+    ...faults.map((f) => `faults/${f}`),
+  ]) {
     test(`${file} replays identical`, () => {
       const report = replayFile(join(FIXTURE_DIR, file));
       assert.equal(report.identical, true, formatReport(report, true));
