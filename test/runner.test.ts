@@ -302,7 +302,9 @@ describe("top-level await", () => {
       ]),
     );
     // Interrupt only once the task is inside its try block (a loaded machine may take a while to get there).
-    await waitUntil(() => d.stdoutText().includes("waiting"), 5000, "the task to start waiting");
+    // The whole line, then a moment for the task to reach its await (a signal inside print() is not a cancel).
+    await waitUntil(() => d.stdoutText().includes("waiting\n"), 5000, "the task to start waiting");
+    await sleep(50);
     d.signal("SIGINT");
     const r = await d.finishRun(mark, 5000);
     assertDone(r, { error: "interrupt", exitCode: 130 });
