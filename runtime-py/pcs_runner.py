@@ -777,6 +777,19 @@ def _prepare_run():
         _write_err("[pi-code-supervisor: preparing the run failed]\n" + _format_own_exc())
 
 
+def _drop_bytecode(path):
+    """Removes a module's cached bytecode. A .pyc is validated by the source's mtime in whole seconds and its size,
+    so an edit within the same second that keeps the size would otherwise reload the stale code."""
+    if type(path) is not str or not path.endswith(".py"):
+        return
+    try:
+        import importlib.util
+
+        os.unlink(importlib.util.cache_from_source(path))
+    except (OSError, ValueError, NotImplementedError):
+        pass
+
+
 def _reload(names):
     import importlib
 
@@ -786,6 +799,7 @@ def _reload(names):
         if mod is None:
             continue
         try:
+            _drop_bytecode(getattr(mod, "__file__", None))
             importlib.reload(mod)
             done.append(name)
         except Exception as e:  # a KeyboardInterrupt or SystemExit ends the run like the user's own code
