@@ -84,6 +84,11 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX nested_calls_run ON nested_calls (run_id);
     `,
   },
+  {
+    // The event log (actors/recorder.ts) that recorded the run, so a journal row leads to its replayable trace.
+    version: 2,
+    sql: `ALTER TABLE runs ADD COLUMN event_log TEXT;`,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
@@ -129,6 +134,7 @@ export const COLUMNS = {
     "python_version",
     "python_executable",
     "hint_ids",
+    "event_log",
   ],
   session_events: ["at", "pi_session_id", "session_name", "ordinal", "event", "detail"],
   nested_calls: ["run_id", "call_id", "tool", "started_at", "finished_at", "duration_ms", "status", "error"],

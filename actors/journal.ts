@@ -58,6 +58,8 @@ export interface RunRecord {
   isLost?: boolean;
   pythonVersion?: string;
   pythonExecutable?: string;
+  /** The event log that recorded the run (actors/recorder.ts). */
+  eventLog?: string;
   hintIds?: string[];
 }
 
@@ -186,6 +188,7 @@ export class Journal {
       python_version: opt(r.pythonVersion),
       python_executable: opt(r.pythonExecutable),
       hint_ids: JSON.stringify(r.hintIds ?? []),
+      event_log: opt(r.eventLog),
     });
   }
 

@@ -30,6 +30,7 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
     const journalPath = environment.settings().values.journal;
     const journal = new JournalLink({ ...(journalPath ? { path: journalPath } : {}), ...options.journal });
     const observability = new Observability(options.observability);
+    journal.eventLog = () => observability.logPath();
     const getHost = () => {
       if (host) return host;
       host = new SupervisorHost(observability.hostOptions(environment.hostOptions(options.host)));

@@ -23,6 +23,8 @@ export class JournalLink {
   private ctx: ExtensionContext | undefined;
   private piSessionId: string | undefined;
   private closed = false;
+  /** Where the current event log is (set by the extension when recording is on). */
+  eventLog: () => string | undefined = () => undefined;
 
   constructor(settings: JournalSettings = {}) {
     this.settings = settings;
@@ -124,7 +126,21 @@ export class JournalLink {
           : {}),
         ...(o.kernel ? { pythonVersion: o.kernel.python, pythonExecutable: o.kernel.executable } : {}),
         hintIds: hintIdsOf(o),
+        ...(this.eventLog() ? { eventLog: this.eventLog() } : {}),
       });
+      for (const call of o.nestedCalls ?? []) {
+        const started = Date.parse(call.startedAt);
+        journal.nestedCall({
+          runId: o.runId,
+          callId: call.toolCallId ?? call.childId,
+          tool: call.registeredName,
+          startedAt: started,
+          finishedAt: Math.round(started + call.durationMs),
+          durationMs: Math.round(call.durationMs),
+          status: call.status,
+          ...(call.error ? { error: call.error.text } : {}),
+        });
+      }
     } catch {
       // The journal never changes a result.
     }

@@ -1,15 +1,15 @@
 // The SQLite journal: rows after real runs through a real Pi session, `off`, and every way it can fail
 // (unwritable, corrupt, locked, better-sqlite3 missing, a newer schema) without a run noticing more than one line.
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { afterEach, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { Journal, journalPath } from "../actors/journal.ts";
 import { SCHEMA_VERSION } from "../actors/journal-migrations.ts";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import { EXTENSION_PATH, startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
 const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
@@ -126,6 +126,8 @@ describe("journal rows after real runs in a Pi session", () => {
       assert.match(r0.python_version, /^3\.\d+\.\d+$/);
       assert.ok(r0.python_executable.length > 0);
       assert.equal(r0.hint_ids, "[]");
+      assert.ok(r0.event_log && existsSync(r0.event_log), "the run points at the event log that recorded it");
+      assert.ok(readFileSync(r0.event_log, "utf8").includes(r0.run_id), "and that log holds the run");
       assert.ok(runs.every((r: any) => r.pi_session_id === calls[0].pi_session_id));
       assert.deepEqual([r1.session_name, r1.session_ordinal, r1.session_started, r1.is_lost], ["j", 1, 1, 0]);
       assert.deepEqual([r2.status, r2.exit_code, r2.session_started], ["runtime_error", 1, 0]);
@@ -304,5 +306,36 @@ describe("the Journal itself", () => {
     const check = new Database(path, { readonly: true });
     assert.equal(check.prepare("SELECT count(*) n FROM sqlite_master WHERE name = 'tool_calls'").get().n, 0);
     check.close();
+  });
+});
+
+describe("nested calls in the journal", () => {
+  test("each nested tool call of a run is a row, in start order, with its status", async () => {
+    const dir = tmp("pcs-journal-nested-");
+    const path = join(dir, "journal.sqlite");
+    process.env.PI_CODE_EXECUTION_JOURNAL = path;
+    pi = await startPi({ extensionPaths: [EXTENSION_PATH, resolve(import.meta.dirname, "fixtures/bridge-tools.ts")] });
+    const [r] = await pi.callTools([
+      {
+        code: "a = await json_info(name='x')\ntry:\n    await fail_tool()\nexcept RuntimeError:\n    pass\na.json()['name']",
+      },
+    ]);
+    assert.equal(textOf(r), "x\n");
+    await pi.dispose();
+    pi = undefined;
+    const db = new Database(path, { readonly: true });
+    try {
+      const rows = db.prepare("SELECT * FROM nested_calls ORDER BY started_at, id").all() as any[];
+      assert.deepEqual(
+        rows.map((row) => [row.tool, row.status, row.run_id]),
+        [
+          ["json_info", "succeeded", r.details.nestedCalls[0].runId],
+          ["fail_tool", "failed", r.details.nestedCalls[0].runId],
+        ],
+      );
+      assert.ok(rows.every((row) => row.duration_ms >= 0 && row.finished_at >= row.started_at));
+    } finally {
+      db.close();
+    }
   });
 });
