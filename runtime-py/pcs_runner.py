@@ -665,7 +665,7 @@ def _drain():
     spin_until = start + 0.0005
     delay = 0.0002
     last = {}
-    churn = False
+    growth = 0  # how often a queue grew: a writer still at work (one growth can be the kernel's accounting)
     while checks:
         pending = []
         for fd, req in checks:
@@ -675,11 +675,12 @@ def _drain():
                 continue
             if n:
                 pending.append((fd, req))
-                churn = churn or n > last.get(fd, n)
+                if n > last.get(fd, n):
+                    growth += 1
                 last[fd] = n
         checks = pending
         now = time.monotonic()
-        if not checks or now >= stall_deadline or (churn and now >= churn_deadline):
+        if not checks or now >= stall_deadline or (growth >= 3 and now >= churn_deadline):
             return
         if now < spin_until:
             os.sched_yield()
