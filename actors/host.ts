@@ -165,17 +165,7 @@ export class SupervisorHost {
     const runId = nanoid(12);
     if (this.closed) {
       const at = this.now();
-      const outcome: RunOutcome = {
-        runId,
-        status: "setup_error",
-        displayedValue: false,
-        requestedAt: at,
-        finishedAt: at,
-        durationMs: 0,
-        killed: false,
-        message: "The code_execution supervisor has shut down.",
-      };
-      return Promise.resolve({ outcome, ...new RunOutput().collect() });
+      return Promise.resolve({ outcome: refusedOutcome(runId, request, at, at, undefined), ...new RunOutput().collect() });
     }
     const output = new RunOutput();
     if (callbacks.onOutput) output.onWrite(() => callbacks.onOutput!(output));

@@ -1,5 +1,5 @@
 // The outcome of a run, computed from its context and the fact that ended it (pure functions of their inputs).
-import type { KernelFact, RunOutcome, RunStatus } from "./events.ts";
+import type { KernelFact, RunOutcome, RunStartEvent, RunStatus } from "./events.ts";
 import type { RunContext } from "./run.ts";
 
 export function outcomeOf(
@@ -67,4 +67,19 @@ export function exitedOutcome(context: RunContext, e: Exited, userCodeStarted = 
       : {}),
     lost: Boolean(context.session),
   });
+}
+
+/** A setup_error outcome for a request refused before any run actor exists (busy session, shutdown, ...). */
+export function refusal(e: RunStartEvent, message: string, ordinal = 0): RunOutcome {
+  return {
+    runId: e.runId,
+    status: "setup_error",
+    displayedValue: false,
+    requestedAt: e.at,
+    finishedAt: e.at,
+    durationMs: 0,
+    killed: false,
+    message,
+    ...(e.session !== undefined ? { session: { name: e.session, ordinal, started: false, isLost: false } } : {}),
+  };
 }

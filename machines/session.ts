@@ -15,6 +15,7 @@ import type {
 } from "./events.ts";
 import { runMachine, type RunInput } from "./run.ts";
 import { message } from "./message.ts";
+import { refusal } from "./run-outcome.ts";
 
 export interface SessionInput {
   name: string;
@@ -121,20 +122,13 @@ export const sessionMachine = setup({
       const e = event as RunStartEvent;
       const supervisor = system.get("supervisor");
       if (!supervisor) return;
-      const outcome: RunOutcome = {
-        runId: e.runId,
-        status: "setup_error",
-        displayedValue: false,
-        requestedAt: e.at,
-        finishedAt: e.at,
-        durationMs: 0,
-        killed: false,
-        message:
-          why === "closing"
-            ? `Session "${context.name}" is closing; run again once it has stopped.`
-            : `Session "${context.name}" is busy with another run; wait for it to finish.`,
-        session: { name: context.name, ordinal: context.ordinal, started: false, isLost: false },
-      };
+      const outcome = refusal(
+        { ...e, session: context.name },
+        why === "closing"
+          ? `Session "${context.name}" is closing; run again once it has stopped.`
+          : `Session "${context.name}" is busy with another run; wait for it to finish.`,
+        context.ordinal,
+      );
       enqueue.sendTo(supervisor, message({ type: "run.finished", outcome }));
     }),
     cancelActiveRun: enqueueActions(({ context, event, enqueue, system }) => {

@@ -14,6 +14,7 @@ import type {
   SessionReplacement,
 } from "./events.ts";
 import { runMachine } from "./run.ts";
+import { refusal } from "./run-outcome.ts";
 import type { NestedCallEvent } from "./run-calls.ts";
 import { message } from "./message.ts";
 import { spareMachine, type SpareInput, type SpareNotice, type SpareOutput } from "./spare.ts";
@@ -76,24 +77,6 @@ export type SupervisorEmitted = RunFinishedEvent | NestedCallEvent;
 const kernelPlaceholder = fromCallback<KernelCommand, KernelInput>(() => {
   throw new Error("supervisor: the `kernel` actor must be provided");
 });
-
-/** A setup_error outcome for a request the supervisor refuses before any actor exists. */
-export function refusal(e: RunStartEvent, message: string, context?: SupervisorContext): RunOutcome {
-  const entry = e.session !== undefined ? context?.sessions[e.session] : undefined;
-  return {
-    runId: e.runId,
-    status: "setup_error",
-    displayedValue: false,
-    requestedAt: e.at,
-    finishedAt: e.at,
-    durationMs: 0,
-    killed: false,
-    message,
-    ...(e.session !== undefined
-      ? { session: { name: e.session, ordinal: entry?.ordinal ?? 0, started: false, isLost: false } }
-      : {}),
-  };
-}
 
 /** Spawns a spare runner for `request` and returns the context changes that record it. */
 function warmSpare(
@@ -337,7 +320,11 @@ export const supervisorMachine = setup({
             actions: {
               type: "refuse",
               params: ({ context, event }) =>
-                refusal(event, `Session "${event.session}" is busy with another run; wait for it to finish.`, context),
+                refusal(
+                  event,
+                  `Session "${event.session}" is busy with another run; wait for it to finish.`,
+                  context.sessions[event.session!]?.ordinal,
+                ),
             },
           },
           { guard: "isFresh", actions: { type: "startFresh", params: ({ event }) => event } },
