@@ -79,6 +79,16 @@ export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, 
   pythonVersion?: string;
 }
 
+interface PendingRun {
+  output: RunOutput;
+  /** Settles `run()`; the first call wins (a promise settles once). */
+  resolve: (outcome: RunOutcome) => void;
+  /** Nested-call records by seq (the supervisor emits each as its call ends). */
+  nestedCalls: NestedCallRecord[];
+  bridge?: RunBridge;
+  onProgress?: (p: InstallProgress) => void;
+}
+
 export class SupervisorHost {
   readonly actor: Actor<typeof supervisorMachine>;
   /** The escalation bounds for new runs (settings may change them: `setLimits`). */
@@ -88,15 +98,11 @@ export class SupervisorHost {
   readonly warnings = new Set<string>();
   private readonly options: HostOptions;
   private readonly initialLimits: Limits;
-  private readonly progress = new Map<string, (p: InstallProgress) => void>();
   private readonly book = new SessionBook();
   /** Requests are prepared (interpreter, metadata) one at a time, so they reach the supervisor in call order. */
   private queue: Promise<unknown> = Promise.resolve();
-  private readonly outputs = new Map<string, RunOutput>();
-  private readonly waiting = new Map<string, (outcome: RunOutcome) => void>();
-  private readonly bridges = new Map<string, RunBridge>();
-  /** Nested-call records of unfinished runs, by seq (the supervisor emits each as its call ends). */
-  private readonly nestedCalls = new Map<string, NestedCallRecord[]>();
+  /** What the host keeps for each unfinished run, from `run()` until its outcome arrives. */
+  private readonly runs = new Map<string, PendingRun>();
   private readonly now: () => number;
   private closed = false;
   readonly id = nanoid(8);
@@ -120,7 +126,7 @@ export class SupervisorHost {
       watchModules: (cwd) => ((options.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
       output: (runId, channel, chunk) => {
         options.onOutput?.(runId, channel, chunk);
-        this.outputs.get(runId)?.write(channel, chunk);
+        this.runs.get(runId)?.output.write(channel, chunk);
       },
       now: this.now,
       get killMs() {
@@ -133,27 +139,28 @@ export class SupervisorHost {
       now: this.now,
       hostId: this.id,
       killMs: () => this.limits.killMs,
-      progress: (runId, p) => this.progress.get(runId)?.(p),
+      progress: (runId, p) => this.runs.get(runId)?.onProgress?.(p),
       ...options.packages,
     });
-    const dispatch = createDispatchLogic({ bridgeFor: (runId) => this.bridges.get(runId), now: this.now });
+    const dispatch = createDispatchLogic({ bridgeFor: (runId) => this.runs.get(runId)?.bridge, now: this.now });
     const machine = supervisorWith(kernel, { dispatch, install });
     this.actor = createActor(machine, {
       id: "supervisor",
       systemId: "supervisor",
-      input: { limits: this.limits, ...(options.spareIdleMs !== undefined ? { spareIdleMs: options.spareIdleMs } : {}) },
+      input: {
+        limits: this.limits,
+        ...(options.spareIdleMs !== undefined ? { spareIdleMs: options.spareIdleMs } : {}),
+      },
       ...(options.inspect ? { inspect: options.inspect } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
     });
     tapCommands(this.actor, options.onCommand, options.onStop);
     this.actor.on("run.nested_call", ({ runId, record }) => {
-      const records = this.nestedCalls.get(runId);
-      if (records) records[record.seq - 1] = record;
+      const pending = this.runs.get(runId);
+      if (pending) pending.nestedCalls[record.seq - 1] = record;
     });
     this.actor.on("run.finished", ({ outcome }) => {
-      const resolve = this.waiting.get(outcome.runId);
-      this.waiting.delete(outcome.runId);
-      resolve?.(outcome);
+      this.runs.get(outcome.runId)?.resolve(outcome);
     });
     // An unhandled root error must never crash Pi; the registry still stops every process on shutdown.
     this.actor.subscribe({ error: () => this.killEverything() });
@@ -165,16 +172,23 @@ export class SupervisorHost {
     const runId = nanoid(12);
     if (this.closed) {
       const at = this.now();
-      return Promise.resolve({ outcome: refusedOutcome(runId, request, at, at, undefined), ...new RunOutput().collect() });
+      return Promise.resolve({
+        outcome: refusedOutcome(runId, request, at, at, undefined),
+        ...new RunOutput().collect(),
+      });
     }
     const output = new RunOutput();
     if (callbacks.onOutput) output.onWrite(() => callbacks.onOutput!(output));
-    this.outputs.set(runId, output);
     const bridge = callbacks.bridge;
-    if (bridge) this.bridges.set(runId, bridge);
-    this.nestedCalls.set(runId, []);
-    if (callbacks.onProgress) this.progress.set(runId, callbacks.onProgress);
-    const finished = new Promise<RunOutcome>((resolve) => this.waiting.set(runId, resolve));
+    const finished = new Promise<RunOutcome>((resolve) =>
+      this.runs.set(runId, {
+        output,
+        resolve,
+        nestedCalls: [],
+        ...(bridge ? { bridge } : {}),
+        ...(callbacks.onProgress ? { onProgress: callbacks.onProgress } : {}),
+      }),
+    );
     const cancel = () => this.actor.send({ type: "run.cancel", at: this.now(), runId });
     const requestedAt = this.now();
     // The interpreter and the script's metadata are settled first, one request at a time (call order holds).
@@ -186,9 +200,9 @@ export class SupervisorHost {
     void prepared.then((p) => {
       if (this.closed || !p.ok) {
         // Refused before any actor exists: the outcome is the host's own.
-        const resolve = this.waiting.get(runId);
-        this.waiting.delete(runId);
-        return resolve?.(refusedOutcome(runId, request, requestedAt, this.now(), p.ok ? undefined : p.error));
+        return this.runs
+          .get(runId)
+          ?.resolve(refusedOutcome(runId, request, requestedAt, this.now(), p.ok ? undefined : p.error));
       }
       notes = p.value.notes;
       callbacks.signal?.addEventListener("abort", cancel, { once: true });
@@ -197,12 +211,9 @@ export class SupervisorHost {
     });
     return finished.then((outcome) => {
       callbacks.signal?.removeEventListener("abort", cancel);
-      this.outputs.delete(runId);
-      this.bridges.delete(runId);
-      const nestedCalls = (this.nestedCalls.get(runId) ?? []).filter(Boolean);
-      this.nestedCalls.delete(runId);
+      const nestedCalls = (this.runs.get(runId)?.nestedCalls ?? []).filter(Boolean);
+      this.runs.delete(runId);
       if (nestedCalls.length) outcome = { ...outcome, nestedCalls };
-      this.progress.delete(runId);
       this.book.record(outcome);
       // Not a spread: that would decode the retained output (up to 64 MiB) whether or not anyone reads it.
       const result = Object.assign(output.collect(), { outcome });
@@ -239,8 +250,15 @@ export class SupervisorHost {
   /** What a spare runner must share with a fresh run to serve it: interpreter, cwd and the whole environment. */
   private spareKey(python: string | undefined, cwd: string): string {
     const env = this.baseEnv();
-    const h = createHash("sha256").update(python ?? "").update("\0").update(cwd);
-    for (const k of Object.keys(env).sort()) h.update("\0").update(k).update("=").update(env[k] ?? "");
+    const h = createHash("sha256")
+      .update(python ?? "")
+      .update("\0")
+      .update(cwd);
+    for (const k of Object.keys(env).sort())
+      h.update("\0")
+        .update(k)
+        .update("=")
+        .update(env[k] ?? "");
     return h.digest("hex").slice(0, 16);
   }
 
@@ -314,7 +332,7 @@ export class SupervisorHost {
     await this.killEverything();
     await removeSessionPackages(this.id, this.options.packages?.sessionRoot);
     // Runs that did not report within the bound end as cancelled: no caller waits forever.
-    for (const [runId, resolve] of this.waiting) {
+    for (const [runId, { resolve }] of this.runs) {
       const at = this.now();
       resolve({
         runId,
@@ -328,7 +346,6 @@ export class SupervisorHost {
         message: "Pi shut down during the run.",
       });
     }
-    this.waiting.clear();
   }
 
   private async killEverything(): Promise<void> {
