@@ -339,9 +339,3 @@ export function runnerEnv(
   return { env, ...(dropped ? { dropped } : {}) };
 }
 
-/** The venv root of an executable inside `<root>/bin/`, judged by its pyvenv.cfg (for interpreters known only by
- * path, such as a cached PEP 723 environment's). */
-export async function venvOf(executable: string): Promise<string | undefined> {
-  const root = dirname(dirname(executable));
-  return (await isFile(join(root, "pyvenv.cfg"))) ? root : undefined;
-}

@@ -62,10 +62,6 @@ export function canonicalName(name: string): string {
   return name.toLowerCase().replace(/[-_.]+/g, "-");
 }
 
-/** The project name of a requirement (`Requests[socks]>=2` -> `requests`). */
-export function requirementName(req: string): string {
-  return canonicalName(NAME.exec(req)?.[1] ?? req.trim());
-}
 
 /** One canonical form per requirement (name normalized, whitespace removed), sorted and deduplicated: the same
  * set written differently shares a cached environment. */
