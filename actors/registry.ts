@@ -43,9 +43,11 @@ export function unregisterGroup(pgid: number): void {
   groups.delete(pgid);
 }
 
-/** Live process groups, all of them or those of one host. */
-export function liveGroups(host?: string): number[] {
-  return [...groups].filter(([, o]) => host === undefined || o.host === host).map(([pgid]) => pgid);
+/** Live process groups, all of them or those of one host (optionally only those of owners matching `owner`). */
+export function liveGroups(host?: string, owner?: RegExp): number[] {
+  return [...groups]
+    .filter(([, o]) => (host === undefined || o.host === host) && (owner === undefined || owner.test(o.owner)))
+    .map(([pgid]) => pgid);
 }
 
 /** SIGTERM now, SIGKILL after `killMs` if any member survives; the group leaves the registry once it is empty. */
