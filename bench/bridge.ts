@@ -5,9 +5,9 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { SupervisorHost } from "../actors/host.ts";
-import type { RunBridge } from "../actors/bridge.ts";
-import { resolvePython } from "../actors/python.ts";
+import { SupervisorHost } from "../host/host.ts";
+import type { RunBridge } from "../actors/calls/dispatch.ts";
+import { resolvePython } from "../actors/interpreter/probe.ts";
 import { EXTENSION_PATH, startPi, textOf } from "../test/helpers/pi-session.ts";
 import { line, pipeEcho } from "./run.ts";
 

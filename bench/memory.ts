@@ -6,7 +6,7 @@ import { readFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { SupervisorHost } from "../actors/host.ts";
+import { SupervisorHost } from "../host/host.ts";
 
 const runs = Number(process.argv[2] ?? 10_000);
 const cwd = mkdtempSync(join(tmpdir(), "pcs-mem-"));

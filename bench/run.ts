@@ -5,8 +5,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { SupervisorHost } from "../actors/host.ts";
-import { resolvePython } from "../actors/python.ts";
+import { SupervisorHost } from "../host/host.ts";
+import { resolvePython } from "../actors/interpreter/probe.ts";
 
 const quick = process.argv.includes("--quick");
 const N = (full: number) => (quick ? Math.max(5, Math.floor(full / 5)) : full);

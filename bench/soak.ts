@@ -5,8 +5,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { SupervisorHost } from "../actors/host.ts";
-import { liveGroups } from "../actors/registry.ts";
+import { SupervisorHost } from "../host/host.ts";
+import { liveGroups } from "../actors/process/registry.ts";
 
 const seconds = Number(process.argv[2] ?? 600);
 const SESSIONS = 64;

@@ -4,8 +4,8 @@
 //   npx pi-code-supervisor inspect [<log.jsonl>] [--port <n>]
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { defaultLogDir } from "../actors/log-files.ts";
-import { formatReport, replayFile } from "../actors/replay.ts";
+import { defaultLogDir } from "../record/log-files.ts";
+import { formatReport, replayFile } from "../record/replay.ts";
 
 const USAGE = `usage:
   pi-code-supervisor replay <log.jsonl>... [--verbose]   replay recorded logs into fresh machines; exit 1 on divergence

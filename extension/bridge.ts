@@ -5,9 +5,9 @@
 // tool_call and tool_result hooks see nested calls as they see the model's.
 import type { ExtensionAPI, ExtensionToolContext, ToolInfo } from "@earendil-works/pi-coding-agent";
 import { validateToolArguments } from "@earendil-works/pi-ai";
-import type { BridgeTool, DispatchOutcome, NestedCallHooks, RunBridge } from "../actors/bridge.ts";
-import { errorMessage } from "../actors/tool-results.ts";
-import { fail, ok, type Result } from "../actors/result.ts";
+import type { BridgeTool, DispatchOutcome, NestedCallHooks, RunBridge } from "../actors/calls/dispatch.ts";
+import { errorMessage } from "../actors/calls/tool-results.ts";
+import { fail, ok, type Result } from "../lib/result.ts";
 import type { NestedCallRecord, ToolSpec } from "../machines/tool-events.ts";
 import { CODE_EXECUTION_COLLECT_TOOLS_EVENT, createToolCollection, type NestedToolRegistration } from "./host-api.ts";
 import { pythonNames, signature } from "./python-names.ts";

@@ -4,7 +4,7 @@
 // reference is at least 64 bytes smaller than the inline arguments. Pi's session keeps the full calls; only
 // what the model is sent changes.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { saveSource, sourceIdOf } from "../actors/sources.ts";
+import { saveSource, sourceIdOf } from "../store/sources.ts";
 
 /** The reference must save at least this many bytes of serialized arguments (JSON escapes, UTF-8). */
 export const MIN_SAVING_BYTES = 64;

@@ -2,8 +2,8 @@
 // short notices that tell the truth about the session's state.
 import type { RunOutcome } from "../machines/events.ts";
 import type { NestedCallRecord } from "../machines/tool-events.ts";
-import type { RunResult } from "../actors/host.ts";
-import type { OutputRef } from "../actors/artifacts.ts";
+import type { RunResult } from "../host/host.ts";
+import type { OutputRef } from "../store/artifacts.ts";
 import { completeText, headTailText, type ArtifactOutcome } from "./preview.ts";
 import {
   extraDetails,

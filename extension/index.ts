@@ -1,7 +1,7 @@
 // Pi entry point. Thin: creates the supervisor host lazily, registers the tools, and ties the host's life to Pi's
 // session, so every Python process ends at session_shutdown (quit, reload, new, resume, fork).
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { SupervisorHost, type HostOptions } from "../actors/host.ts";
+import { SupervisorHost, type HostOptions } from "../host/host.ts";
 import { registerCodeExecutionTool } from "./tools/code-execution.ts";
 import { registerOutputTool } from "./tools/output.ts";
 import { registerSourceTool } from "./tools/source.ts";

@@ -2,8 +2,8 @@
 // function, each run, and each session lifecycle transition it reads from the supervisor's snapshots. A journal
 // problem is told to the user once (Pi's UI when there is one, else stderr) and never reaches a result.
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { SupervisorHost, RunResult } from "../actors/host.ts";
-import { Journal, journalPath, type JournalOptions } from "../actors/journal.ts";
+import type { SupervisorHost, RunResult } from "../host/host.ts";
+import { Journal, journalPath, type JournalOptions } from "../store/journal.ts";
 import type { SessionEntry } from "../machines/supervisor.ts";
 
 export interface JournalSettings {

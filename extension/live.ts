@@ -1,7 +1,7 @@
 // Live updates of a running code_execution call: the newest output while the code runs, and dependency
 // installation as progress (which package, the installer's latest line) rather than silence. Throttled.
-import type { InstallProgress } from "../actors/dependencies.ts";
-import type { RunOutput } from "../actors/output.ts";
+import type { InstallProgress } from "../actors/deps/dependencies.ts";
+import type { RunOutput } from "../actors/process/output.ts";
 import { liveText } from "./format.ts";
 import type { LiveDetails } from "./render.ts";
 

@@ -2,7 +2,7 @@
 // and which one is busy), and after /tree navigation a widget listing them, because Python state does not rewind
 // with the conversation.
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { SessionInfo, SupervisorHost } from "../actors/host.ts";
+import type { SessionInfo, SupervisorHost } from "../host/host.ts";
 
 export const STATUS_KEY = "code-execution";
 export const TREE_WIDGET_KEY = "code-execution-sessions";

@@ -3,7 +3,7 @@
 // ids (`supervisor`, `session:<name>`, `run:<id>`, `<parent>/kernel`), which also serve as `sessionId`, so a tree
 // rebuilt from `sessionId`/`parentId` is the same in every process and in a replayed log.
 import type { AnyActorRef, InspectionEvent } from "xstate";
-import { actorName, compact, ref } from "../actors/trace.ts";
+import { actorName, compact, ref } from "../record/trace.ts";
 
 /** The @statelyai/inspect release whose wire format these frames follow (its receivers check `_version`). */
 export const STATELY_WIRE_VERSION = "0.7.2";

@@ -8,9 +8,9 @@ import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
-import type { SystemObserver } from "../actors/observe.ts";
-import { parseLog, replayRecords } from "../actors/replay.ts";
-import { fail, ok, type Result } from "../actors/result.ts";
+import type { SystemObserver } from "../record/observe.ts";
+import { parseLog, replayRecords } from "../record/replay.ts";
+import { fail, ok, type Result } from "../lib/result.ts";
 import { frameOf, treeFrames } from "./frames.ts";
 
 export interface InspectorOptions {

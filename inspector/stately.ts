@@ -4,8 +4,8 @@
 // @statelyai/inspect's own observer, which serializes late and names actors by XState's process-wide counter.
 import { createServer } from "node:net";
 import WebSocket from "ws";
-import type { SystemObserver } from "../actors/observe.ts";
-import { fail, ok, type Result } from "../actors/result.ts";
+import type { SystemObserver } from "../record/observe.ts";
+import { fail, ok, type Result } from "../lib/result.ts";
 import { frameOf, treeFrames } from "./frames.ts";
 
 export interface StatelyOptions {

@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { SupervisorHost, type RunRequestInput } from "../actors/host.ts";
-import { SystemObserver } from "../actors/observe.ts";
-import { Recorder } from "../actors/recorder.ts";
-import { formatReport, replayFile } from "../actors/replay.ts";
+import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
+import { SystemObserver } from "../record/observe.ts";
+import { Recorder } from "../record/recorder.ts";
+import { formatReport, replayFile } from "../record/replay.ts";
 
 export const FIXTURE_DIR = resolve(import.meta.dirname, "../test/fixtures/replay");
 /** Pi tools for nested calls (from the tool bridge's tests); the nested-calls scenario needs the bridge. */

@@ -20,16 +20,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { SupervisorHost } from "../actors/host.ts";
+import { SupervisorHost } from "../host/host.ts";
 import {
   OutputArtifactCollisionError,
   outputIdOf,
   readOutputPage,
   saveOutputArtifact,
   type OutputRef,
-} from "../actors/artifacts.ts";
-import { PAGE_BYTES } from "../actors/artifact-fs.ts";
-import { CodeArtifactCollisionError, loadSource, readSourcePage, saveSource, sourceIdOf } from "../actors/sources.ts";
+} from "../store/artifacts.ts";
+import { PAGE_BYTES } from "../store/artifact-fs.ts";
+import { CodeArtifactCollisionError, loadSource, readSourcePage, saveSource, sourceIdOf } from "../store/sources.ts";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
 
 const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
@@ -158,7 +158,7 @@ describe("output artifacts from real runs", () => {
 
   test("output past the retention limit is counted exactly; the artifact says it is truncated", async () => {
     // The host's limit is 64 MiB (test/output-1gib.test.ts); a RunOutput with a small limit stands in for it here.
-    const { RunOutput } = await import("../actors/output.ts");
+    const { RunOutput } = await import("../actors/process/output.ts");
     const out = new RunOutput(1000);
     out.write("stdout", Buffer.from("a".repeat(999) + "\n" + "b\n".repeat(500)));
     out.write("stderr", Buffer.from("Traceback...\nValueError: x\n"));

@@ -2,8 +2,8 @@
 // add is covered in test/bridge.test.ts; here are the edges that are hard to reach through a session.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { runNestedCall, type BridgeTool, type RunBridge } from "../actors/bridge.ts";
-import { MAX_RESULT_BYTES, PREVIEW_FLOOR, RUN_PREVIEW_BUDGET } from "../actors/tool-results.ts";
+import { runNestedCall, type BridgeTool, type RunBridge } from "../actors/calls/dispatch.ts";
+import { MAX_RESULT_BYTES, PREVIEW_FLOOR, RUN_PREVIEW_BUDGET } from "../actors/calls/tool-results.ts";
 import type { DispatchInput } from "../machines/tool-events.ts";
 
 const input = (seq: number, args: Record<string, unknown> = { q: "x" }): DispatchInput => ({

@@ -6,7 +6,7 @@ import { readFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall, type FauxResponseStep } from "@earendil-works/pi-ai";
-import { sourceIdOf } from "../actors/sources.ts";
+import { sourceIdOf } from "../store/sources.ts";
 import { MIN_SAVING_BYTES, referenceArguments } from "../extension/context.ts";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 

@@ -5,8 +5,8 @@ import { mkdtempSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { SupervisorHost, type RunRequestInput } from "../actors/host.ts";
-import { liveGroups } from "../actors/registry.ts";
+import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
+import { liveGroups } from "../actors/process/registry.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
 
 let host: SupervisorHost;

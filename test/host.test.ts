@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { SupervisorHost, type RunRequestInput } from "../actors/host.ts";
+import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
 
 let host: SupervisorHost;

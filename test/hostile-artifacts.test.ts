@@ -25,10 +25,10 @@ import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { ArtifactUnavailableError } from "../actors/artifact-fs.ts";
-import { readOutputPage, saveOutputArtifact, type OutputRef } from "../actors/artifacts.ts";
-import { RunOutput } from "../actors/output.ts";
-import { loadSource, saveSource } from "../actors/sources.ts";
+import { ArtifactUnavailableError } from "../store/artifact-fs.ts";
+import { readOutputPage, saveOutputArtifact, type OutputRef } from "../store/artifacts.ts";
+import { RunOutput } from "../actors/process/output.ts";
+import { loadSource, saveSource } from "../store/sources.ts";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { PYTHON } from "./helpers/runner-driver.ts";
 

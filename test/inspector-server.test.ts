@@ -9,12 +9,12 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import WebSocket from "ws";
-import { SupervisorHost } from "../actors/host.ts";
-import { SystemObserver } from "../actors/observe.ts";
+import { SupervisorHost } from "../host/host.ts";
+import { SystemObserver } from "../record/observe.ts";
 import { isLoopback, startInspector, type Inspector } from "../inspector/server.ts";
 import { startStatelyBridge } from "../inspector/stately.ts";
 import { applyFrame, createModel, modelAt, stepsFromLog } from "../inspector/page/model.js";
-import { Recorder } from "../actors/recorder.ts";
+import { Recorder } from "../record/recorder.ts";
 import { mkdtempSync, readFileSync } from "node:fs";
 
 let observer: SystemObserver;

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { createActor, fromCallback, SimulatedClock } from "xstate";
 import type { InstallFact, InstallInput, InstallSummary, RunOutcome } from "../machines/events.ts";
-import { supervisorWith } from "../actors/system.ts";
+import { supervisorWith } from "../host/system.ts";
 import { createFakeKernel, TEST_LIMITS } from "./helpers/fake-kernel.ts";
 
 function harness() {

@@ -16,8 +16,8 @@ import {
   InterpreterResolver,
   runnerEnv,
   validateInterpreter,
-} from "../actors/interpreter.ts";
-import { SupervisorHost } from "../actors/host.ts";
+} from "../actors/interpreter/interpreter.ts";
+import { SupervisorHost } from "../host/host.ts";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { startSupervisor } from "./helpers/fake-kernel.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";

@@ -7,8 +7,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { Journal, journalPath } from "../actors/journal.ts";
-import { SCHEMA_VERSION } from "../actors/journal-migrations.ts";
+import { Journal, journalPath } from "../store/journal.ts";
+import { SCHEMA_VERSION } from "../store/journal-migrations.ts";
 import { EXTENSION_PATH, startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");

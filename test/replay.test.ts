@@ -7,11 +7,11 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFi
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
-import { SupervisorHost } from "../actors/host.ts";
-import { pruneLogDir, DEFAULT_LOG_LIMITS } from "../actors/log-files.ts";
-import { SystemObserver } from "../actors/observe.ts";
-import { Recorder } from "../actors/recorder.ts";
-import { formatReport, parseLog, replayFile, replayRecords } from "../actors/replay.ts";
+import { SupervisorHost } from "../host/host.ts";
+import { pruneLogDir, DEFAULT_LOG_LIMITS } from "../record/log-files.ts";
+import { SystemObserver } from "../record/observe.ts";
+import { Recorder } from "../record/recorder.ts";
+import { formatReport, parseLog, replayFile, replayRecords } from "../record/replay.ts";
 import { BRIDGE_TOOLS, FAULT_FIXTURE_DIR, FIXTURE_DIR, recordScenario } from "../scripts/record-fixtures.ts";
 import { startPi } from "./helpers/pi-session.ts";
 

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
-import { globalSettingsPath, loadSettings, projectSettingsPath, SettingsStore } from "../actors/settings.ts";
+import { globalSettingsPath, loadSettings, projectSettingsPath, SettingsStore } from "../store/settings.ts";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { waitUntil } from "./helpers/procs.ts";
 

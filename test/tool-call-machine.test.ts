@@ -18,7 +18,7 @@ import {
   type ToolSpec,
 } from "../machines/tool-events.ts";
 import { callRecord, preview } from "../machines/tool-records.ts";
-import { supervisorWith } from "../actors/system.ts";
+import { supervisorWith } from "../host/system.ts";
 import { KERNEL_INFO, TEST_LIMITS, createFakeKernel } from "./helpers/fake-kernel.ts";
 
 // ---- a scriptable dispatch actor ----

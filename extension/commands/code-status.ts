@@ -1,9 +1,9 @@
 // `/code-status`: the interpreter (version, path, where it came from), each live session with its state, pid,
 // working directory, age and last run, the settings with their sources, and warnings.
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
-import type { SupervisorHost } from "../../actors/host.ts";
-import { describeSource } from "../../actors/interpreter.ts";
-import { SETTING_KEYS, type ResolvedSettings } from "../../actors/settings.ts";
+import type { SupervisorHost } from "../../host/host.ts";
+import { describeSource } from "../../actors/interpreter/interpreter.ts";
+import { SETTING_KEYS, type ResolvedSettings } from "../../store/settings.ts";
 import type { CodeEnvironment } from "../environment.ts";
 import { sessionLines } from "../status.ts";
 import { show } from "./show.ts";

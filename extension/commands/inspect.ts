@@ -2,10 +2,10 @@
 // inspector, started on demand by `/code-inspect` or at start-up by `--code-inspect`. Both feed from one
 // SystemObserver handed to the host when it is created; this file only wires them and talks to the user.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { HostOptions, SupervisorHost } from "../../actors/host.ts";
-import { SystemObserver } from "../../actors/observe.ts";
-import { Recorder, type RecorderOptions } from "../../actors/recorder.ts";
-import type { Result } from "../../actors/result.ts";
+import type { HostOptions, SupervisorHost } from "../../host/host.ts";
+import { SystemObserver } from "../../record/observe.ts";
+import { Recorder, type RecorderOptions } from "../../record/recorder.ts";
+import type { Result } from "../../lib/result.ts";
 import { startInspector, type Inspector } from "../../inspector/server.ts";
 import { startStatelyBridge, type StatelyBridge } from "../../inspector/stately.ts";
 

@@ -1,13 +1,13 @@
 // The `code_execution` tool: validates parameters, sends the run to the supervisor, streams a live preview and
 // maps the outcome to the model-visible text and details.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import type { SupervisorHost } from "../../actors/host.ts";
+import type { SupervisorHost } from "../../host/host.ts";
 import { checkParams, codeExecutionSchema, DEFAULT_TIMEOUT_S, maxTimeoutSeconds } from "../params.ts";
 import { detailsOf, resultText, type CodeExecutionDetails } from "../format.ts";
 import { liveUpdates } from "../live.ts";
 import { codeExecutionRenderers } from "../render.ts";
-import { saveOutputArtifact, type OutputRef } from "../../actors/artifacts.ts";
-import { saveSource } from "../../actors/sources.ts";
+import { saveOutputArtifact, type OutputRef } from "../../store/artifacts.ts";
+import { saveSource } from "../../store/sources.ts";
 import type { ArtifactOutcome } from "../preview.ts";
 import type { JournalLink } from "../journal.ts";
 import { resolveSource } from "./source.ts";

@@ -3,8 +3,8 @@
 // artifact first (actors/artifacts.ts).
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
-import { ArtifactUnavailableError, PAGE_BYTES } from "../../actors/artifact-fs.ts";
-import { readOutputPage } from "../../actors/artifacts.ts";
+import { ArtifactUnavailableError, PAGE_BYTES } from "../../store/artifact-fs.ts";
+import { readOutputPage } from "../../store/artifacts.ts";
 import type { JournalLink } from "../journal.ts";
 import { pageParams } from "./source.ts";
 import { outputToolRenderers } from "../render.ts";

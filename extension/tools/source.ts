@@ -3,8 +3,8 @@
 // code_execution calls on the current session branch (never another branch).
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
-import { ArtifactUnavailableError, PAGE_BYTES } from "../../actors/artifact-fs.ts";
-import { loadSource, pageOf, readSourcePage, saveSource, sourceIdOf, type SourcePage } from "../../actors/sources.ts";
+import { ArtifactUnavailableError, PAGE_BYTES } from "../../store/artifact-fs.ts";
+import { loadSource, pageOf, readSourcePage, saveSource, sourceIdOf, type SourcePage } from "../../store/sources.ts";
 import type { JournalLink } from "../journal.ts";
 import { SOURCE_ID_PATTERN } from "../params.ts";
 import { sourceToolRenderers } from "../render.ts";

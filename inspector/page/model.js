@@ -220,7 +220,7 @@ function checkpointFrames(persisted, at, id = "supervisor", parentId = undefined
  * marker. `{header, steps, error}`; a step is `{line, at, text, frame?, input?}`. */
 export function stepsFromLog(text) {
   const steps = [];
-  // Contexts are written whole once per actor, then as deltas of top-level keys (actors/trace.ts, TraceEncoder).
+  // Contexts are written whole once per actor, then as deltas of top-level keys (record/trace.ts, TraceEncoder).
   const contexts = new Map();
   let header;
   const lines = text.split("\n");

@@ -5,8 +5,8 @@
 import { readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { watch, type FSWatcher } from "chokidar";
-import { agentDir } from "./log-files.ts";
-import type { VenvDiscovery } from "./interpreter.ts";
+import { agentDir } from "../record/log-files.ts";
+import type { VenvDiscovery } from "../actors/interpreter/interpreter.ts";
 
 export interface Settings {
   /** Seconds, when a call gives no `timeout`. */

@@ -19,7 +19,7 @@ import {
   writeTemp,
   type PageRequest,
 } from "./artifact-fs.ts";
-import { countNewlines, type ChannelCapture } from "./output.ts";
+import { countNewlines, type ChannelCapture } from "../actors/process/output.ts";
 
 export const OUTPUT_DIR = "code-execution-output";
 const FORMAT = "pi-code-execution-output/1";

@@ -16,9 +16,9 @@ import type {
   NestedCallStatus,
   ToolReply,
   ToolSpec,
-} from "../machines/tool-events.ts";
-import { isoTime } from "../machines/tool-records.ts";
-import type { Result } from "./result.ts";
+} from "../../machines/tool-events.ts";
+import { isoTime } from "../../machines/tool-records.ts";
+import type { Result } from "../../lib/result.ts";
 import {
   errorMessage,
   MAX_RESULT_BYTES,

@@ -1,7 +1,7 @@
 // PEP 723 inline script metadata: the `# /// script` block, its TOML (parsed here, so the runner stays
 // standard-library-only on Python 3.9/3.10 that lack tomllib), the dependency list normalized for cache keys, and
 // the `requires-python` check. Pure functions; failures are values.
-import { fail, ok, type Result } from "./result.ts";
+import { fail, ok, type Result } from "../../lib/result.ts";
 import { parseToml } from "./toml.ts";
 
 export interface ScriptMetadata {

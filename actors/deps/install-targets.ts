@@ -5,11 +5,11 @@ import { createHash } from "node:crypto";
 import { mkdir, open, readdir, readFile, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { InstallSummary } from "../machines/events.ts";
+import type { InstallSummary } from "../../machines/events.ts";
 import { HINT_IDS } from "./hints.ts";
 import { failure, run, runPip, venvPython, type Job, type Outcome } from "./installer.ts";
-import { knownVersion, rememberInterpreter } from "./interpreter.ts";
-import { agentDir } from "./log-files.ts";
+import { knownVersion, rememberInterpreter } from "../interpreter/interpreter.ts";
+import { agentDir } from "../../record/log-files.ts";
 import { normalizeDependencies } from "./pep723.ts";
 
 export function defaultEnvRoot(env: NodeJS.ProcessEnv = process.env): string {

@@ -8,7 +8,7 @@ import { constants } from "node:fs";
 import { access, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
-import { fail, ok, type Result } from "./result.ts";
+import { fail, ok, type Result } from "../../lib/result.ts";
 
 export type InterpreterSource = "tool" | "flag" | "PI_PYTHON" | "VIRTUAL_ENV" | "venv" | "PATH";
 

@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { encodeFrame, FrameDecoder, type Frame } from "./frames.ts";
-import { fail, ok, type Result } from "./result.ts";
+import { fail, ok, type Result } from "../../lib/result.ts";
 import { stopGroup } from "./registry.ts";
 
 export interface RunnerSpec {

@@ -1,11 +1,11 @@
 // Tool-bridge frames on the control channel (docs/protocol.md, "Tool bridge"): the runner's `tool.call` and
 // `tool.cancel` become kernel facts for the run that is executing; the run's answers become `tool.result` frames.
 // Anything malformed or meant for another run is answered here and never reaches a machine.
-import type { KernelFact } from "../machines/events.ts";
-import type { ToolResultCommand } from "../machines/tool-events.ts";
+import type { KernelFact } from "../../machines/events.ts";
+import type { ToolResultCommand } from "../../machines/tool-events.ts";
 import type { Frame } from "./frames.ts";
 import type { RunnerHandle } from "./operations.ts";
-import { fail, ok, type Result } from "./result.ts";
+import { fail, ok, type Result } from "../../lib/result.ts";
 
 /** Call ids are the runner's short counters; anything longer is not one. */
 const MAX_ID_LENGTH = 64;

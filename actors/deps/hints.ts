@@ -1,6 +1,6 @@
 // Stable hint ids and their advice. Ids never change (the journal records them and users search for them); the
 // texts may improve. Installation hints come from the installer's output; run-time hints from the run's stderr.
-import type { Hint } from "../machines/events.ts";
+import type { Hint } from "../../machines/events.ts";
 
 export const HINT_IDS = {
   dependencyResolution: "dependency_resolution",

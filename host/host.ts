@@ -6,19 +6,19 @@ import { createActor, type Actor, type InspectionEvent, type Observer } from "xs
 import { DEFAULT_LIMITS, type Limits, type RunOutcome } from "../machines/events.ts";
 import type { CommandEvent } from "../machines/events.ts";
 import type { supervisorMachine, SessionEntry } from "../machines/supervisor.ts";
-import { createKernelLogic } from "./kernel.ts";
-import { createDispatchLogic, type RunBridge } from "./bridge.ts";
+import { createKernelLogic } from "../actors/process/runner.ts";
+import { createDispatchLogic, type RunBridge } from "../actors/calls/dispatch.ts";
 import type { NestedCallRecord } from "../machines/tool-events.ts";
-import { localOperations, type ProcessOperations } from "./operations.ts";
-import { RunOutput, type CollectedOutput } from "./output.ts";
-import { pythonCommand, resolvePython, type PythonInfo } from "./python.ts";
-import { liveGroups, stopGroup } from "./registry.ts";
+import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
+import { RunOutput, type CollectedOutput } from "../actors/process/output.ts";
+import { pythonCommand, resolvePython, type PythonInfo } from "../actors/interpreter/probe.ts";
+import { liveGroups, stopGroup } from "../actors/process/registry.ts";
 import { supervisorWith, tapCommands } from "./system.ts";
-import type { Clock } from "./observe.ts";
-import type { Result } from "./result.ts";
-import { createInstallLogic, removeSessionPackages, type InstallProgress } from "./dependencies.ts";
-import { InterpreterResolver, knownInterpreter, runnerEnv, type Interpreter } from "./interpreter.ts";
-import { watchModules } from "./module-watch.ts";
+import type { Clock } from "../record/observe.ts";
+import type { Result } from "../lib/result.ts";
+import { createInstallLogic, removeSessionPackages, type InstallProgress } from "../actors/deps/dependencies.ts";
+import { InterpreterResolver, knownInterpreter, runnerEnv, type Interpreter } from "../actors/interpreter/interpreter.ts";
+import { watchModules } from "../actors/process/module-watch.ts";
 import { finishOutcome, prepareRun, refusedOutcome, SessionBook, type SessionHistory } from "./prepare.ts";
 
 export interface HostOptions {

@@ -3,11 +3,11 @@
 // reports `install.done` (the environment) or `install.failed` (why, with a hint id) to its run. The installer's
 // process group is stopped with the actor (deadline, cancellation).
 import { fromCallback } from "xstate";
-import type { Hint, InstallFact, InstallInput } from "../machines/events.ts";
+import type { Hint, InstallFact, InstallInput } from "../../machines/events.ts";
 import { HINT_IDS } from "./hints.ts";
 import { freshEnvironment, sessionPackages } from "./install-targets.ts";
 import { findInstaller, installerEnv, type InstallProgress, type Job } from "./installer.ts";
-import { registerGroup, stopGroup } from "./registry.ts";
+import { registerGroup, stopGroup } from "../process/registry.ts";
 
 export type { InstallProgress } from "./installer.ts";
 export { packageOf } from "./installer.ts";

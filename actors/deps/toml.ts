@@ -1,7 +1,7 @@
 // A small TOML parser for PEP 723 blocks: tables and arrays of tables, dotted and quoted keys, the four string
 // forms with escapes, integers, floats, booleans, arrays and inline tables. Dates and times are kept as their
 // text (no script metadata key uses them). Duplicate keys are errors, as in TOML.
-import { fail, ok, type Result } from "./result.ts";
+import { fail, ok, type Result } from "../../lib/result.ts";
 
 export type TomlValue = string | number | boolean | TomlValue[] | TomlTable;
 export interface TomlTable {

@@ -3,11 +3,11 @@
 // install; requires-python checked for fresh runs, noted as without effect in a session). Also the bookkeeping the
 // machines do not keep because it needs a clock: when each session started and how its last run went.
 import type { Hint, RunOutcome } from "../machines/events.ts";
-import { runHints } from "./hints.ts";
-import { MAX_FRAME_BYTES } from "./frames.ts";
-import { describeSource, type Interpreter } from "./interpreter.ts";
-import { parseScriptMetadata, satisfiesRequiresPython } from "./pep723.ts";
-import { fail, ok, type Result } from "./result.ts";
+import { runHints } from "../actors/deps/hints.ts";
+import { MAX_FRAME_BYTES } from "../actors/process/frames.ts";
+import { describeSource, type Interpreter } from "../actors/interpreter/interpreter.ts";
+import { parseScriptMetadata, satisfiesRequiresPython } from "../actors/deps/pep723.ts";
+import { fail, ok, type Result } from "../lib/result.ts";
 
 export interface PreparedRun {
   interpreter?: Interpreter;

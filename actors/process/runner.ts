@@ -3,18 +3,18 @@
 // commands (run, interrupt, terminate, kill, shutdown). The process handle lives only in this closure.
 import { fileURLToPath } from "node:url";
 import { fromCallback } from "xstate";
-import type { KernelCommand, KernelFact, KernelInput } from "../machines/events.ts";
+import type { KernelCommand, KernelFact, KernelInput } from "../../machines/events.ts";
 import type { ProcessOperations, RunnerHandle } from "./operations.ts";
-import type { PythonInfo } from "./python.ts";
+import type { PythonInfo } from "../interpreter/probe.ts";
 import { registerGroup, stopGroup } from "./registry.ts";
-import type { Result } from "./result.ts";
+import type { Result } from "../../lib/result.ts";
 import type { Channel } from "./output.ts";
-import { sendToolResult, toolFrameFact } from "./bridge-frames.ts";
+import { sendToolResult, toolFrameFact } from "./call-frames.ts";
 import type { ModuleWatch } from "./module-watch.ts";
-import { ok } from "./result.ts";
+import { ok } from "../../lib/result.ts";
 import { offer, take, type Handover } from "./handover.ts";
 
-export const RUNNER_PATH = fileURLToPath(new URL("../runtime-py/runner.py", import.meta.url));
+export const RUNNER_PATH = fileURLToPath(new URL("../../runtime-py/runner.py", import.meta.url));
 
 export interface KernelDeps {
   ops: ProcessOperations;

@@ -1,7 +1,7 @@
 // What Python receives from a tool: its result flattened to text (images as a short note, structured content as a
 // trailing `structuredContent:` block when the text is not JSON already), bounded in size.
-import { PREVIEW_BYTES, preview as boundedPreview } from "../machines/tool-records.ts";
-import type { Preview } from "../machines/tool-events.ts";
+import { PREVIEW_BYTES, preview as boundedPreview } from "../../machines/tool-records.ts";
+import type { Preview } from "../../machines/tool-events.ts";
 
 /** The part of a Pi tool result the bridge reads (AgentToolResult, loosely typed: other extensions return it). */
 export interface ToolResultLike {

@@ -13,7 +13,7 @@ import {
 } from "xstate";
 import type { SupervisorInput } from "../machines/supervisor.ts";
 import type { Clock } from "./observe.ts";
-import { supervisorWith, type BoundaryActors } from "./system.ts";
+import { supervisorWith, type BoundaryActors } from "../host/system.ts";
 import {
   actorName,
   BOUNDARY_IDS,

@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import { constants } from "node:fs";
 import { access, readFile } from "node:fs/promises";
 import { delimiter, dirname, join } from "node:path";
-import type { Hint, InstallInput, InstallSummary } from "../machines/events.ts";
+import type { Hint, InstallInput, InstallSummary } from "../../machines/events.ts";
 import { installHint } from "./hints.ts";
 
 export interface InstallProgress {

@@ -1,7 +1,7 @@
 // Interpreter resolution: `PI_PYTHON`, else `python3` on PATH, resolved once to the real executable. A pyenv shim
 // costs ~0.5 s per spawn, so every runner is started with the path the interpreter reports for itself.
 import { execFile } from "node:child_process";
-import { fail, ok, type Result } from "./result.ts";
+import { fail, ok, type Result } from "../../lib/result.ts";
 
 export interface PythonInfo {
   executable: string;
