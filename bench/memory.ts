@@ -35,7 +35,7 @@ try {
   await settle();
   const heap1 = process.memoryUsage().heapUsed;
   const rss1 = process.memoryUsage().rss;
-  const children = Object.keys(host.actor.getSnapshot().children).length;
+  const children = host.stats().children;
   console.log(`${runs} session runs in ${secs.toFixed(1)} s (${(runs / secs).toFixed(0)} runs/s)`);
   console.log(`host heap: ${mib(heap0)} -> ${mib(heap1)} (${mib(heap1 - heap0)} over ${runs} runs)`);
   console.log(`host RSS:  ${mib(rss0)} -> ${mib(rss1)}; live children of the supervisor: ${children}`);

@@ -103,7 +103,7 @@ async function main() {
     await host.run({ code: "0", cwd, timeoutMs: 30_000 });
     for (let i = 0; i < N(30); i++) {
       // Model calls come seconds apart: the replacement spare is ready by then.
-      while (!Object.values(host.actor.getSnapshot().context.spares).some((s) => s.ready)) {
+      while (host.stats().readySpares === 0) {
         await new Promise((r) => setTimeout(r, 5));
       }
       const t0 = performance.now();

@@ -5,8 +5,8 @@
 // tool_call and tool_result hooks see nested calls as they see the model's.
 import type { ExtensionAPI, ExtensionToolContext, ToolInfo } from "@earendil-works/pi-coding-agent";
 import { validateToolArguments } from "@earendil-works/pi-ai";
-import type { BridgeTool, DispatchOutcome, NestedCallHooks, RunBridge } from "../actors/calls/dispatch.ts";
-import { errorMessage } from "../actors/calls/tool-results.ts";
+import type { BridgeTool, DispatchOutcome, NestedCallHooks, RunBridge } from "../host/index.ts";
+import { errorMessage } from "../lib/errors.ts";
 import { fail, ok, type Result } from "../lib/result.ts";
 import type { NestedCallRecord, ToolSpec } from "../machines/tool-events.ts";
 import { CODE_EXECUTION_COLLECT_TOOLS_EVENT, createToolCollection, type NestedToolRegistration } from "./host-api.ts";

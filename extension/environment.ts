@@ -2,8 +2,7 @@
 // resolver with the `--python` flag and the python_set_interpreter selection, and how both reach the host (limits,
 // module reload) and the code_execution tool (timeouts) without restarting Pi.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { HostOptions, SupervisorHost } from "../host/host.ts";
-import { InterpreterResolver } from "../actors/interpreter/interpreter.ts";
+import { InterpreterResolver, type HostOptions, type SupervisorHost } from "../host/index.ts";
 import { SettingsStore, type ResolvedSettings } from "../store/settings.ts";
 
 export const PYTHON_FLAG = "python";

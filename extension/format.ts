@@ -2,7 +2,7 @@
 // short notices that tell the truth about the session's state.
 import type { RunOutcome } from "../machines/events.ts";
 import type { NestedCallRecord } from "../machines/tool-events.ts";
-import type { RunResult } from "../host/host.ts";
+import type { RunResult } from "../host/index.ts";
 import type { OutputRef } from "../store/artifacts.ts";
 import { completeText, headTailText, type ArtifactOutcome } from "./preview.ts";
 import {

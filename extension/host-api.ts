@@ -5,21 +5,21 @@
 //     (event as CodeExecutionToolCollection).register(myTool, { before, after, dispatch });
 //   });
 import type { ToolDefinition } from "@earendil-works/pi-coding-agent";
-import type { LegacyToolCallEvent, NestedCall, NestedCallHooks, NestedCallOutcome } from "../actors/calls/dispatch.ts";
+import type { LegacyToolCallEvent, NestedCall, NestedCallHooks, NestedCallOutcome } from "../host/index.ts";
 
 export {
   LEGACY_TOOL_CALL_EVENT as CODE_EXECUTION_TOOL_CALL_EVENT,
   NESTED_TOOL_FINISH_EVENT,
   NESTED_TOOL_START_EVENT,
-} from "../actors/calls/dispatch.ts";
+} from "../host/index.ts";
 export type {
   DispatchOutcome,
   LegacyToolCallEvent,
   NestedCall,
   NestedCallHooks,
   NestedCallOutcome,
-} from "../actors/calls/dispatch.ts";
-export type { ToolResultLike } from "../actors/calls/tool-results.ts";
+  ToolResultLike,
+} from "../host/index.ts";
 export type { NestedCallRecord, NestedCallStatus, Preview, ToolSpec } from "../machines/tool-events.ts";
 
 /** Emitted on `pi.events` before each code_execution run (and before each prompt): answer with `add`/`register`. */

@@ -1,14 +1,14 @@
 // Pi entry point. Thin: creates the supervisor host lazily, registers the tools, and ties the host's life to Pi's
 // session, so every Python process ends at session_shutdown (quit, reload, new, resume, fork).
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { SupervisorHost, type HostOptions } from "../host/host.ts";
+import { Observability, type HostOptions, type ObservabilitySettings, type SupervisorHost } from "../host/index.ts";
 import { registerCodeExecutionTool } from "./tools/code-execution.ts";
 import { registerOutputTool } from "./tools/output.ts";
 import { registerSourceTool } from "./tools/source.ts";
 import { registerContextHook } from "./context.ts";
 import { registerExposedToolsMessage } from "./exposed-tools.ts";
 import { JournalLink, type JournalSettings } from "./journal.ts";
-import { Observability, registerInspect, type ObservabilitySettings } from "./commands/inspect.ts";
+import { registerInspect } from "./commands/inspect.ts";
 import { CodeEnvironment } from "./environment.ts";
 import { registerLifecycle } from "./lifecycle.ts";
 import { SessionStatus } from "./status.ts";
@@ -17,7 +17,7 @@ export interface CodeExecutionOptions {
   host?: HostOptions;
   /** The SQLite journal (default: PI_CODE_EXECUTION_JOURNAL, else the XDG data directory); opened on first use. */
   journal?: JournalSettings;
-  /** Event-log recording and the live inspector (extension/commands/inspect.ts). */
+  /** Event-log recording and the live inspector (host/observability.ts). */
   observability?: ObservabilitySettings;
 }
 
@@ -33,8 +33,7 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
     journal.eventLog = () => observability.logPath();
     const getHost = () => {
       if (host) return host;
-      host = new SupervisorHost(observability.hostOptions(environment.hostOptions(options.host)));
-      observability.attach(host);
+      host = observability.createHost(environment.hostOptions(options.host));
       journal.watch(host);
       environment.attach(host);
       status.attach(host);

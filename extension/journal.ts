@@ -2,7 +2,7 @@
 // function, each run, and each session lifecycle transition it reads from the supervisor's snapshots. A journal
 // problem is told to the user once (Pi's UI when there is one, else stderr) and never reaches a result.
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { SupervisorHost, RunResult } from "../host/host.ts";
+import type { SupervisorHost, RunResult } from "../host/index.ts";
 import { Journal, journalPath, type JournalOptions } from "../store/journal.ts";
 import type { SessionEntry } from "../machines/supervisor.ts";
 
@@ -149,19 +149,12 @@ export class JournalLink {
   /** Records session transitions (started, reset, lost, closed) by comparing the supervisor's snapshots. */
   watch(host: SupervisorHost): void {
     if (!this.path) return;
-    let prev: Record<string, SessionEntry> = host.actor.getSnapshot().context.sessions;
-    host.actor.subscribe({
-      next: (snapshot) => {
-        const sessions = snapshot.context.sessions;
-        if (sessions === prev) return;
-        try {
-          for (const [name, entry] of Object.entries(sessions)) this.transition(name, prev[name], entry);
-        } catch {
-          // The journal never disturbs the supervisor.
-        }
-        prev = sessions;
-      },
-      error: () => {},
+    host.onSessionsChange((sessions, prev) => {
+      try {
+        for (const [name, entry] of Object.entries(sessions)) this.transition(name, prev[name], entry);
+      } catch {
+        // The journal never disturbs the supervisor.
+      }
     });
   }
 

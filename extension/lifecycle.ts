@@ -2,7 +2,7 @@
 // python_set_interpreter tool, the /code-status, /code-restart and /code-sessions commands, the footer status, the
 // widget after /tree, and settings changes reaching the tool (timeouts) and the host (limits) while Pi runs.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { SupervisorHost } from "../host/host.ts";
+import type { SupervisorHost } from "../host/index.ts";
 import { registerCodeStatusCommand } from "./commands/code-status.ts";
 import { registerSessionCommands } from "./commands/code-sessions.ts";
 import { PYTHON_FLAG, type CodeEnvironment } from "./environment.ts";

@@ -1,7 +1,6 @@
 // Live updates of a running code_execution call: the newest output while the code runs, and dependency
 // installation as progress (which package, the installer's latest line) rather than silence. Throttled.
-import type { InstallProgress } from "../actors/deps/dependencies.ts";
-import type { RunOutput } from "../actors/process/output.ts";
+import type { InstallProgress, RunOutput } from "../host/index.ts";
 import { liveText } from "./format.ts";
 import type { LiveDetails } from "./render.ts";
 

@@ -2,7 +2,7 @@
 // written for it keep working. Pi validates the schema first; `checkParams` repeats the checks with messages that
 // name the parameter, for callers that bypass Pi's validation.
 import { Type, type Static } from "typebox";
-import { SESSION_NAME_PATTERN } from "../host/prepare.ts";
+import { SESSION_NAME_PATTERN } from "../host/index.ts";
 
 /** 1-64 of A-Z a-z 0-9 . _ -, not only dots (`.` and `..` are path names). */
 export const SESSION_PATTERN = SESSION_NAME_PATTERN;

@@ -1,7 +1,7 @@
 // The model-visible result text of a run, at most 20 KiB: the whole transcript when it fits, otherwise its
 // head (where stdout starts) and its tail (where a traceback ends) with exact counts of what was left out, a
 // line saying whether everything is recoverable, and finally an `outputId:` line.
-import type { ChannelCapture } from "../actors/process/output.ts";
+import type { ChannelCapture } from "../host/index.ts";
 import { emittedTranscript, type OutputRef } from "../store/artifacts.ts";
 
 export const MAX_TEXT_BYTES = 20 * 1024;

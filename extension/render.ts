@@ -5,7 +5,7 @@
 import type { Theme } from "@earendil-works/pi-coding-agent";
 import { highlightCode } from "@earendil-works/pi-coding-agent";
 import { Container, Text, visibleWidth, wrapTextWithAnsi, type Component } from "@earendil-works/pi-tui";
-import type { InstallProgress } from "../actors/deps/dependencies.ts";
+import type { InstallProgress } from "../host/index.ts";
 
 /** The theme methods used here (Pi passes its Theme; tests may pass a plain one). */
 export type RenderTheme = Pick<Theme, "fg" | "bold">;

@@ -2,7 +2,7 @@
 // and which one is busy), and after /tree navigation a widget listing them, because Python state does not rewind
 // with the conversation.
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { SessionInfo, SupervisorHost } from "../host/host.ts";
+import type { SessionInfo, SupervisorHost } from "../host/index.ts";
 
 export const STATUS_KEY = "code-execution";
 export const TREE_WIDGET_KEY = "code-execution-sessions";
@@ -55,17 +55,8 @@ export class SessionStatus {
 
   attach(host: SupervisorHost): void {
     this.unsubscribe?.();
-    let prev: unknown;
-    const sub = host.actor.subscribe({
-      next: (snapshot) => {
-        // Only session bookkeeping changes the footer; runs and timers do not.
-        if (snapshot.context.sessions === prev) return;
-        prev = snapshot.context.sessions;
-        this.update(host);
-      },
-      error: () => {},
-    });
-    this.unsubscribe = () => sub.unsubscribe();
+    // Only session bookkeeping changes the footer; runs and timers do not.
+    this.unsubscribe = host.onSessionsChange(() => this.update(host));
     this.update(host);
   }
 

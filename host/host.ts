@@ -1,5 +1,6 @@
-// The supervisor host: builds the actor system with every effect provided from actors/, and offers the extension
-// a small API. The extension sends commands and reads outcomes and snapshots; it never reaches into actors.
+// The supervisor host: builds the actor system with every effect provided from actors/, and is the extension's one
+// door (exported through host/index.ts): commands in (run, stop, restart, shutdown), selectors (sessions, limits,
+// warnings) and change events out. The root actor stays inside.
 import { createHash } from "node:crypto";
 import { nanoid } from "nanoid";
 import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
@@ -89,8 +90,14 @@ interface PendingRun {
   onProgress?: (p: InstallProgress) => void;
 }
 
+/** A change of the supervisor's session table: every session by name, now and before. */
+export type SessionsListener = (
+  sessions: Readonly<Record<string, SessionEntry>>,
+  previous: Readonly<Record<string, SessionEntry>>,
+) => void;
+
 export class SupervisorHost {
-  readonly actor: Actor<typeof supervisorMachine>;
+  private readonly actor: Actor<typeof supervisorMachine>;
   /** The escalation bounds for new runs (settings may change them: `setLimits`). */
   limits: Limits;
   readonly interpreter: InterpreterResolver;
@@ -279,6 +286,45 @@ export class SupervisorHost {
       );
     }
     return env;
+  }
+
+  /** Calls `listener` whenever the session table changes (a session started, reset, lost, closed, busy or idle);
+   * runs and timers alone do not call it. Returns the unsubscribe function. */
+  onSessionsChange(listener: SessionsListener): () => void {
+    let prev = this.actor.getSnapshot().context.sessions;
+    const sub = this.actor.subscribe({
+      next: (snapshot) => {
+        const sessions = snapshot.context.sessions;
+        if (sessions === prev) return;
+        const before = prev;
+        prev = sessions;
+        listener(sessions, before);
+      },
+      error: () => {},
+    });
+    return () => sub.unsubscribe();
+  }
+
+  /** Every session the supervisor knows, alive or ended, by name. */
+  sessionTable(): Readonly<Record<string, SessionEntry>> {
+    return this.actor.getSnapshot().context.sessions;
+  }
+
+  /** The live spare runners (`spare:<n>`) and whether each is ready to serve a fresh run. */
+  spares(): { id: string; ready: boolean }[] {
+    const { children, context } = this.actor.getSnapshot();
+    const ready = new Set(Object.values(context.spares).flatMap((s) => (s.ready ? [s.id] : [])));
+    return Object.keys(children)
+      .filter((id) => id.startsWith("spare:"))
+      .map((id) => ({ id, ready: ready.has(id) }));
+  }
+
+  /** Live actors under the root, and spare runners ready to serve (benchmarks and diagnostics). */
+  stats(): { children: number; readySpares: number } {
+    return {
+      children: Object.keys(this.actor.getSnapshot().children).length,
+      readySpares: this.spares().filter((s) => s.ready).length,
+    };
   }
 
   sessions(): SessionInfo[] {

@@ -13,10 +13,8 @@ before(() => {
   cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-spares-")));
 });
 
-const spareIds = (h: SupervisorHost) =>
-  Object.keys(h.actor.getSnapshot().children).filter((id) => id.startsWith("spare:"));
-const readySpare = (h: SupervisorHost) =>
-  waitUntil(() => Object.values(h.actor.getSnapshot().context.spares).some((s) => s.ready), 5000);
+const spareIds = (h: SupervisorHost) => h.spares().map((s) => s.id);
+const readySpare = (h: SupervisorHost) => waitUntil(() => h.spares().some((s) => s.ready), 5000);
 const PROBE =
   "import os, sys, json\njson.dumps({'argv': sys.argv, 'cwd': os.getcwd(), 'path0': sys.path[0], 'mods': sorted(sys.modules), 'globals': sorted(k for k in globals() if not k.startswith('__')), 'env': os.environ.get('PCS_SPARE_MARK'), 'pid': os.getpid()})";
 

@@ -19,8 +19,8 @@ import type {
 } from "../../machines/tool-events.ts";
 import { isoTime } from "../../machines/tool-records.ts";
 import type { Result } from "../../lib/result.ts";
+import { errorMessage } from "../../lib/errors.ts";
 import {
-  errorMessage,
   MAX_RESULT_BYTES,
   PreviewBudget,
   resultText,

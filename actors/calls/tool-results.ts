@@ -80,7 +80,3 @@ export function usageOf(result: ToolResultLike | undefined): Record<string, unkn
   const u = result?.usage;
   return u && typeof u === "object" && !Array.isArray(u) ? (u as Record<string, unknown>) : undefined;
 }
-
-export function errorMessage(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}

@@ -1,7 +1,7 @@
 // `/code-restart [name|all]` starts sessions again empty; `/code-sessions` picks a session (or all) and stops it.
 // Both act on the supervisor directly, without going through the model.
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
-import type { SessionInfo, SupervisorHost } from "../../host/host.ts";
+import type { SessionInfo, SupervisorHost } from "../../host/index.ts";
 import { sessionLines } from "../status.ts";
 import { show } from "./show.ts";
 

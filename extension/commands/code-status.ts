@@ -1,8 +1,7 @@
 // `/code-status`: the interpreter (version, path, where it came from), each live session with its state, pid,
 // working directory, age and last run, the settings with their sources, and warnings.
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
-import type { SupervisorHost } from "../../host/host.ts";
-import { describeSource } from "../../actors/interpreter/interpreter.ts";
+import { describeSource, type SupervisorHost } from "../../host/index.ts";
 import { SETTING_KEYS, type ResolvedSettings } from "../../store/settings.ts";
 import type { CodeEnvironment } from "../environment.ts";
 import { sessionLines } from "../status.ts";

@@ -1,7 +1,7 @@
 // The `code_execution` tool: validates parameters, sends the run to the supervisor, streams a live preview and
 // maps the outcome to the model-visible text and details.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import type { SupervisorHost } from "../../host/host.ts";
+import type { SupervisorHost } from "../../host/index.ts";
 import { checkParams, codeExecutionSchema, DEFAULT_TIMEOUT_S, maxTimeoutSeconds } from "../params.ts";
 import { detailsOf, resultText, type CodeExecutionDetails } from "../format.ts";
 import { liveUpdates } from "../live.ts";

@@ -4,8 +4,7 @@
 // gone, and the result says so. The selection is kept in the result's details, so it follows the session branch.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
-import type { SupervisorHost } from "../../host/host.ts";
-import { describeSource, validateInterpreter } from "../../actors/interpreter/interpreter.ts";
+import { describeSource, validateInterpreter, type SupervisorHost } from "../../host/index.ts";
 import { SET_INTERPRETER_TOOL, type CodeEnvironment } from "../environment.ts";
 import { setInterpreterRenderers } from "../render.ts";
 

@@ -1,0 +1,43 @@
+// The extension's one door into the supervisor. Everything the Pi adapter (extension/) uses of the system comes
+// from here: the host (commands in; selectors and change events out), its observability (event log, inspector),
+// and the types and small helpers of its commands' inputs and outputs. The root actor is never exported.
+export {
+  SupervisorHost,
+  type HostOptions,
+  type RunCallbacks,
+  type RunRequestInput,
+  type RunResult,
+  type SessionInfo,
+  type SessionsListener,
+} from "./host.ts";
+export { Observability, type ObservabilitySettings, type RecorderOptions } from "./observability.ts";
+export { SESSION_NAME_PATTERN } from "./prepare.ts";
+
+// Interpreters: the resolver the host is given, and what the interpreter tool and /code-status say of one.
+export {
+  describeSource,
+  InterpreterResolver,
+  validateInterpreter,
+  type Interpreter,
+  type InterpreterSource,
+  type VenvDiscovery,
+} from "../actors/interpreter/interpreter.ts";
+
+// A run's output and installation progress, as the live updates and the result text read them.
+export type { ChannelCapture, CollectedOutput, RunOutput } from "../actors/process/output.ts";
+export type { InstallProgress } from "../actors/deps/dependencies.ts";
+
+// Nested tool calls: what a run's caller provides (the Pi tools and how they run) and what other extensions see.
+export {
+  LEGACY_TOOL_CALL_EVENT,
+  NESTED_TOOL_FINISH_EVENT,
+  NESTED_TOOL_START_EVENT,
+  type BridgeTool,
+  type DispatchOutcome,
+  type LegacyToolCallEvent,
+  type NestedCall,
+  type NestedCallHooks,
+  type NestedCallOutcome,
+  type RunBridge,
+} from "../actors/calls/dispatch.ts";
+export type { ToolResultLike } from "../actors/calls/tool-results.ts";
