@@ -4,7 +4,7 @@
 // message brings it back once). The message is a custom message with `display: false`: in the model's context, not
 // shown in the transcript.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { callableFromInfo, collectRegistrations, exposedTools } from "./bridge.ts";
+import { callableFromInfo, collectRegistrations, exposedTools } from "./calls.ts";
 
 export const EXPOSED_TOOLS_MESSAGE = "code_execution_tools";
 

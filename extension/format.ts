@@ -88,7 +88,7 @@ export function notices(o: RunOutcome, ctx: NoticeContext): string[] {
   const lines: string[] = [];
   const s = o.session;
   if (s?.started) {
-    const version = o.kernel ? ` (Python ${o.kernel.python})` : "";
+    const version = o.runner ? ` (Python ${o.runner.python})` : "";
     if (ctx.reset) lines.push(`[session "${s.name}" was reset: started fresh${version}, no earlier state]`);
     else if (s.replaced) lines.push(replacedNotice(s, version)!);
     else if (s.replacedLost)

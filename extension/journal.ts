@@ -124,7 +124,7 @@ export class JournalLink {
               isLost: o.session.isLost,
             }
           : {}),
-        ...(o.kernel ? { pythonVersion: o.kernel.python, pythonExecutable: o.kernel.executable } : {}),
+        ...(o.runner ? { pythonVersion: o.runner.python, pythonExecutable: o.runner.executable } : {}),
         hintIds: hintIdsOf(o),
         ...(this.eventLog() ? { eventLog: this.eventLog() } : {}),
       });

@@ -78,7 +78,7 @@ export interface ExtraDetails {
 export function extraDetails(o: RunOutcome): ExtraDetails {
   return {
     killed: o.killed,
-    ...(o.kernel ? { python: { version: o.kernel.python, executable: o.kernel.executable } } : {}),
+    ...(o.runner ? { python: { version: o.runner.python, executable: o.runner.executable } } : {}),
     ...(o.install
       ? { install: { installer: o.install.installer, requirements: o.install.requirements, cached: o.install.cached } }
       : {}),

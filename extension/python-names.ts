@@ -31,7 +31,7 @@ const BUILTINS = new Set(
   ).split(" "),
 );
 
-/** Names the runner puts in the user's globals besides the tools (runtime-py/bridge.py). */
+/** Names the runner puts in the user's globals besides the tools (runtime-py/pi_tools.py). */
 export const HELPER_NAMES = new Set(["available_tools"]);
 
 const reserved = (name: string) =>

@@ -7,8 +7,8 @@ import { createActor, type Actor, type InspectionEvent, type Observer } from "xs
 import { DEFAULT_LIMITS, type Limits, type RunOutcome } from "../machines/events.ts";
 import type { CommandEvent } from "../machines/events.ts";
 import type { supervisorMachine, SessionEntry } from "../machines/supervisor.ts";
-import { createKernelLogic } from "../actors/process/runner.ts";
-import { createDispatchLogic, type RunBridge } from "../actors/calls/dispatch.ts";
+import { createRunnerLogic } from "../actors/process/runner.ts";
+import { createDispatchLogic, type RunTools } from "../actors/calls/dispatch.ts";
 import type { NestedCallRecord } from "../machines/tool-events.ts";
 import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
 import { RunOutput, type CollectedOutput } from "../actors/process/output.ts";
@@ -64,8 +64,8 @@ export interface RunCallbacks {
   onOutput?: (output: RunOutput) => void;
   /** Dependency installation progress (each installer line). */
   onProgress?: (progress: InstallProgress) => void;
-  /** The Pi tools the code may call, and how (actors/bridge.ts); without it no tool is exposed. */
-  bridge?: RunBridge;
+  /** The Pi tools the code may call, and how (actors/calls/dispatch.ts); without it no tool is exposed. */
+  tools?: RunTools;
 }
 
 export interface RunResult extends CollectedOutput {
@@ -86,7 +86,7 @@ interface PendingRun {
   resolve: (outcome: RunOutcome) => void;
   /** Nested-call records by seq (the supervisor emits each as its call ends). */
   nestedCalls: NestedCallRecord[];
-  bridge?: RunBridge;
+  tools?: RunTools;
   onProgress?: (p: InstallProgress) => void;
 }
 
@@ -126,7 +126,7 @@ export class SupervisorHost {
     this.spareRunners = options.spareRunners ?? (() => true);
     this.interpreter = options.interpreter ?? new InterpreterResolver({ env });
     const host = this;
-    const kernel = createKernelLogic({
+    const runner = createRunnerLogic({
       ops: options.ops ?? localOperations,
       python: options.python ?? (() => resolvePython(pythonCommand(env()), env())),
       env: (input) => this.runnerEnvFor(env(), input.python),
@@ -149,8 +149,8 @@ export class SupervisorHost {
       progress: (runId, p) => this.runs.get(runId)?.onProgress?.(p),
       ...options.packages,
     });
-    const dispatch = createDispatchLogic({ bridgeFor: (runId) => this.runs.get(runId)?.bridge, now: this.now });
-    const machine = supervisorWith(kernel, { dispatch, install });
+    const dispatch = createDispatchLogic({ toolsFor: (runId) => this.runs.get(runId)?.tools, now: this.now });
+    const machine = supervisorWith(runner, { dispatch, install });
     this.actor = createActor(machine, {
       id: "supervisor",
       systemId: "supervisor",
@@ -186,13 +186,13 @@ export class SupervisorHost {
     }
     const output = new RunOutput();
     if (callbacks.onOutput) output.onWrite(() => callbacks.onOutput!(output));
-    const bridge = callbacks.bridge;
+    const tools = callbacks.tools;
     const finished = new Promise<RunOutcome>((resolve) =>
       this.runs.set(runId, {
         output,
         resolve,
         nestedCalls: [],
-        ...(bridge ? { bridge } : {}),
+        ...(tools ? { tools } : {}),
         ...(callbacks.onProgress ? { onProgress: callbacks.onProgress } : {}),
       }),
     );
@@ -213,7 +213,7 @@ export class SupervisorHost {
       }
       notes = p.value.notes;
       callbacks.signal?.addEventListener("abort", cancel, { once: true });
-      this.send(request, runId, requestedAt, p.value, bridge);
+      this.send(request, runId, requestedAt, p.value, tools);
       if (callbacks.signal?.aborted) cancel();
     });
     return finished.then((outcome) => {
@@ -234,7 +234,7 @@ export class SupervisorHost {
     runId: string,
     at: number,
     p: { interpreter?: Interpreter; dependencies?: string[] },
-    bridge: RunBridge | undefined,
+    tools: RunTools | undefined,
   ): void {
     const python = p.interpreter?.executable;
     this.actor.send({
@@ -246,7 +246,7 @@ export class SupervisorHost {
       timeoutMs: request.timeoutMs,
       ...(request.session !== undefined ? { session: request.session } : {}),
       ...(request.reset ? { reset: true } : {}),
-      ...(bridge ? { bridge: { callerId: bridge.callerId, tools: bridge.tools.map((t) => t.spec) } } : {}),
+      ...(tools ? { calls: { callerId: tools.callerId, tools: tools.tools.map((t) => t.spec) } } : {}),
       ...(python ? { python } : {}),
       ...(p.dependencies ? { dependencies: p.dependencies } : {}),
       ...(sameLimits(this.limits, this.initialLimits) ? {} : { limits: this.limits }),
@@ -334,13 +334,13 @@ export class SupervisorHost {
       .map(([name, entry]) => {
         const child = snapshot.children[`session:${name}`];
         const s = child?.getSnapshot() as
-          { value?: unknown; context?: { kernel?: { pid: number; python: string } } } | undefined;
+          { value?: unknown; context?: { runner?: { pid: number; python: string } } } | undefined;
         const history = this.book.get(name, entry.ordinal);
         return {
           name,
           ...entry,
           state: String(s?.value ?? "unknown"),
-          ...(s?.context?.kernel ? { pid: s.context.kernel.pid, pythonVersion: s.context.kernel.python } : {}),
+          ...(s?.context?.runner ? { pid: s.context.runner.pid, pythonVersion: s.context.runner.python } : {}),
           ...(history
             ? { startedAt: history.startedAt, ...(history.lastRun ? { lastRun: history.lastRun } : {}) }
             : {}),

@@ -32,12 +32,12 @@ export {
   LEGACY_TOOL_CALL_EVENT,
   NESTED_TOOL_FINISH_EVENT,
   NESTED_TOOL_START_EVENT,
-  type BridgeTool,
+  type RunTool,
   type DispatchOutcome,
   type LegacyToolCallEvent,
   type NestedCall,
   type NestedCallHooks,
   type NestedCallOutcome,
-  type RunBridge,
+  type RunTools,
 } from "../actors/calls/dispatch.ts";
 export type { ToolResultLike } from "../actors/calls/tool-results.ts";

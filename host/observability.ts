@@ -5,7 +5,7 @@ import { SystemObserver } from "../record/observe.ts";
 import { Recorder, type RecorderOptions } from "../record/recorder.ts";
 import type { Result } from "../lib/result.ts";
 import { startInspector, type Inspector } from "../inspector/server.ts";
-import { startStatelyBridge, type StatelyBridge } from "../inspector/stately.ts";
+import { startStatelyLink, type StatelyLink } from "../inspector/stately.ts";
 import { SupervisorHost, type HostOptions } from "./host.ts";
 
 export type { RecorderOptions };
@@ -20,7 +20,7 @@ export class Observability {
   private observer: SystemObserver | undefined;
   private recorder: Recorder | undefined;
   private inspector: Inspector | undefined;
-  private stately: StatelyBridge | undefined;
+  private stately: StatelyLink | undefined;
   private host: SupervisorHost | undefined;
   private piSession: string | undefined;
   private readonly settings: ObservabilitySettings;
@@ -91,11 +91,11 @@ export class Observability {
     return started;
   }
 
-  async openStately(options: { port?: number; url?: string }): Promise<Result<StatelyBridge>> {
+  async openStately(options: { port?: number; url?: string }): Promise<Result<StatelyLink>> {
     await this.stately?.close();
     this.stately = undefined;
     if (!this.observer) return { ok: false, error: "the supervisor has not started" };
-    const started = await startStatelyBridge({ observer: this.observer, ...options });
+    const started = await startStatelyLink({ observer: this.observer, ...options });
     if (started.ok) this.stately = started.value;
     return started;
   }

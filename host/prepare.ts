@@ -4,7 +4,7 @@
 // machines do not keep because it needs a clock: when each session started and how its last run went.
 import type { Hint, RunOutcome } from "../machines/events.ts";
 import { runHints } from "../actors/deps/hints.ts";
-import { MAX_FRAME_BYTES } from "../actors/process/frames.ts";
+import { MAX_FRAME_BYTES } from "../actors/process/framing.ts";
 import { describeSource, type Interpreter } from "../actors/interpreter/interpreter.ts";
 import { parseScriptMetadata, satisfiesRequiresPython } from "../actors/deps/pep723.ts";
 import { fail, ok, type Result } from "../lib/result.ts";
@@ -123,7 +123,7 @@ export class SessionBook {
     const entry: SessionHistory =
       s.started || !prev || prev.ordinal !== s.ordinal ? { ordinal: s.ordinal, startedAt: outcome.requestedAt } : prev;
     // A run refused before it reached the session (busy, closing) is not the session's last run.
-    if (!(outcome.status === "setup_error" && !outcome.kernel && !s.started)) {
+    if (!(outcome.status === "setup_error" && !outcome.runner && !s.started)) {
       entry.lastRun = { at: outcome.finishedAt, status: outcome.status, durationMs: outcome.durationMs };
     }
     this.book.set(s.name, entry);
@@ -163,7 +163,7 @@ export function refusedOutcome(
 export function finishOutcome(outcome: RunOutcome, stderrTail: Buffer, notes: string[]): RunOutcome {
   const hints = runHints(stderrTail.toString("utf8"), {
     ...(outcome.session ? { session: outcome.session.name } : {}),
-    ...(outcome.kernel ? { python: `Python ${outcome.kernel.python} (${outcome.kernel.executable})` } : {}),
+    ...(outcome.runner ? { python: `Python ${outcome.runner.python} (${outcome.runner.executable})` } : {}),
   }).filter((h) => h.id !== "module_not_found" || outcome.status === "runtime_error");
   if (!hints.length && !notes.length) return outcome;
   return {

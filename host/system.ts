@@ -11,7 +11,7 @@ import type { DispatchCommand, DispatchInput } from "../machines/tool-events.ts"
 
 type DispatchLogic = CallbackActorLogic<DispatchCommand, DispatchInput>;
 
-/** Effects besides the kernel. `dispatch`: runs one nested tool call (actors/bridge.ts); without it calls fail. */
+/** Effects besides the runner. `dispatch`: runs one nested tool call (actors/calls/dispatch.ts); without it calls fail. */
 export interface BoundaryActors {
   dispatch?: AnyActorLogic;
   /** The dependency installer (actors/dependencies.ts). Replay provides one stub for every boundary actor
@@ -19,18 +19,18 @@ export interface BoundaryActors {
   install?: AnyActorLogic;
 }
 
-export function supervisorWith(kernel: AnyActorLogic, boundary: BoundaryActors = {}) {
+export function supervisorWith(runner: AnyActorLogic, boundary: BoundaryActors = {}) {
   const toolCall = boundary.dispatch
     ? toolCallMachine.provide({ actors: { dispatch: boundary.dispatch as DispatchLogic } })
     : toolCallMachine;
-  const install = boundary.install ?? kernel;
+  const install = boundary.install ?? runner;
   return supervisorMachine.provide({
     actors: {
-      run: runMachine.provide({ actors: { kernel, toolCall, install } }),
+      run: runMachine.provide({ actors: { runner, toolCall, install } }),
       session: sessionMachine.provide({
-        actors: { kernel, run: runMachine.provide({ actors: { kernel: sessionLink, toolCall, install } }) },
+        actors: { runner, run: runMachine.provide({ actors: { runner: sessionLink, toolCall, install } }) },
       }),
-      spare: spareMachine.provide({ actors: { kernel } }),
+      spare: spareMachine.provide({ actors: { runner } }),
     },
   });
 }

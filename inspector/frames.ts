@@ -1,6 +1,6 @@
 // Inspection events as `@statelyai/inspect` wire frames (`@xstate.actor`, `@xstate.event`, `@xstate.snapshot`),
 // built synchronously so each frame carries the snapshot of its own moment. Actors are named by their explicit
-// ids (`supervisor`, `session:<name>`, `run:<id>`, `<parent>/kernel`), which also serve as `sessionId`, so a tree
+// ids (`supervisor`, `session:<name>`, `run:<id>`, `<parent>/runner`), which also serve as `sessionId`, so a tree
 // rebuilt from `sessionId`/`parentId` is the same in every process and in a replayed log.
 import type { AnyActorRef, InspectionEvent } from "xstate";
 import { actorName, compact, ref } from "../record/trace.ts";

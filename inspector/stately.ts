@@ -16,7 +16,7 @@ export interface StatelyOptions {
   port?: number;
 }
 
-export interface StatelyBridge {
+export interface StatelyLink {
   /** The page to open (it embeds https://stately.ai/inspect), when the server was started here. */
   pageUrl?: string;
   wsUrl: string;
@@ -44,7 +44,7 @@ function connect(url: string, deadline: number): Promise<Result<WebSocket>> {
   });
 }
 
-export async function startStatelyBridge(options: StatelyOptions): Promise<Result<StatelyBridge>> {
+export async function startStatelyLink(options: StatelyOptions): Promise<Result<StatelyLink>> {
   let stopServer: (() => void) | undefined;
   let wsUrl = options.url;
   let pageUrl: string | undefined;
@@ -83,7 +83,7 @@ export async function startStatelyBridge(options: StatelyOptions): Promise<Resul
   });
   ws.on("close", unsubscribe);
   ws.on("error", () => {
-    // A relay that went away ends the bridge; the supervisor is unaffected.
+    // A relay that went away ends the link; the supervisor is unaffected.
   });
   return ok({
     wsUrl,

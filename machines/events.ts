@@ -1,6 +1,6 @@
 // Typed event unions shared by the machines. Every event carries its own timestamp `at` (ms since the epoch, from
 // the boundary that produced it): machines never read a clock, so recorded events replay exactly.
-import type { BridgeRequest, NestedCallRecord, ToolCallFact, ToolResultCommand, ToolSpec } from "./tool-events.ts";
+import type { CallsRequest, NestedCallRecord, ToolCallFact, ToolResultCommand, ToolSpec } from "./tool-events.ts";
 
 /** `policy_error`: a nested tool call was blocked by a policy, even if the script caught the error. */
 export type RunStatus = "success" | "runtime_error" | "setup_error" | "timeout" | "cancelled" | "policy_error";
@@ -31,7 +31,7 @@ export interface RunRequest {
   /** The escalation bounds for this run, when they differ from the supervisor's (settings changed). */
   limits?: Limits;
   /** Pi tools the code may call (machines/tool-events.ts); absent: none. */
-  bridge?: BridgeRequest;
+  calls?: CallsRequest;
   /** Fresh runs: what a spare runner must match to serve this run (interpreter, cwd, environment), from the host.
    * Absent: spares are off. */
   spareKey?: string;
@@ -45,18 +45,18 @@ export type CommandEvent =
   | { type: "session.stop"; at: number; name: string }
   | { type: "supervisor.shutdown"; at: number };
 
-// ---- facts (kernel actor -> its parent) ----
-export interface KernelInfo {
+// ---- facts (runner actor -> its parent) ----
+export interface RunnerInfo {
   pid: number;
   python: string;
   executable: string;
 }
 export type RunnerError = null | "syntax" | "exception" | "exit" | "interrupt";
-export type KernelFact =
-  | ({ type: "kernel.ready"; at: number } & KernelInfo)
-  | { type: "kernel.started"; at: number; runId: string }
+export type RunnerFact =
+  | ({ type: "runner.ready"; at: number } & RunnerInfo)
+  | { type: "runner.started"; at: number; runId: string }
   | {
-      type: "kernel.done";
+      type: "runner.done";
       at: number;
       runId: string;
       exitCode: number;
@@ -67,14 +67,14 @@ export type KernelFact =
       /** Of `checkLoaded`, the modules the session had already imported (they keep their loaded version). */
       alreadyLoaded?: string[];
     }
-  | { type: "kernel.exited"; at: number; code: number | null; signal: string | null }
-  | { type: "kernel.failed"; at: number; message: string }
+  | { type: "runner.exited"; at: number; code: number | null; signal: string | null }
+  | { type: "runner.failed"; at: number; message: string }
   | ToolCallFact;
 
-// ---- commands (owner -> kernel actor) ----
-export type KernelCommand =
+// ---- commands (owner -> runner actor) ----
+export type RunnerCommand =
   | {
-      type: "kernel.run";
+      type: "runner.run";
       runId: string;
       code: string;
       filename: string;
@@ -86,14 +86,14 @@ export type KernelCommand =
       tools?: ToolSpec[];
     }
   | ToolResultCommand
-  | { type: "kernel.interrupt"; runId: string }
-  /** A spare's process moves to the run that claimed it (the kernel hands its handle over, it does not stop it). */
-  | { type: "kernel.handover"; runId: string }
-  | { type: "kernel.terminate" }
-  | { type: "kernel.kill" }
-  | { type: "kernel.shutdown" };
+  | { type: "runner.interrupt"; runId: string }
+  /** A spare's process moves to the run that claimed it (the runner hands its handle over, it does not stop it). */
+  | { type: "runner.handover"; runId: string }
+  | { type: "runner.terminate" }
+  | { type: "runner.kill" }
+  | { type: "runner.shutdown" };
 
-export interface KernelInput {
+export interface RunnerInput {
   mode: "fresh" | "session";
   cwd: string;
   /** `session:<name>` or `run:<id>`: whom the process belongs to (for the process registry and logs). */
@@ -180,7 +180,7 @@ export interface RunOutcome {
   /** Why a setup_error happened, or why a process died. */
   message?: string;
   session?: SessionRef;
-  kernel?: KernelInfo;
+  runner?: RunnerInfo;
   /** Dependencies installed (or found installed) before the run. */
   install?: InstallSummary;
   /** The run ended during dependency installation, before its code ran. */

@@ -1,4 +1,4 @@
-// The run's side of the tool bridge, as pure functions of the run's context (machines/run.ts wires them into
+// The run's side of nested tool calls, as pure functions of the run's context (machines/run.ts wires them into
 // actions). A run spawns one `tool:<runId>:<seq>` actor per nested call (machines/tool-call.ts), answers the runner
 // when a call ends, and passes each call's terminal record on as a `run.nested_call` event (the supervisor emits it;
 // the host puts the records in start order on the run's result). Calls that cannot start (no such tool, too many in
@@ -9,7 +9,7 @@
 // a run with many calls time in proportion to all earlier calls.
 import {
   MAX_OPEN_CALLS,
-  type BridgeRequest,
+  type CallsRequest,
   type DispatchInput,
   type NestedCallRecord,
   type Preview,
@@ -31,7 +31,7 @@ export interface OpenCall {
 
 export interface CallsContext {
   runId: string;
-  bridge?: BridgeRequest;
+  calls?: CallsRequest;
   /** Calls started so far (the next call's seq is this + 1). */
   callCount?: number;
   /** Open calls: runner call id -> what is known of it. */
@@ -43,7 +43,7 @@ export interface CallsContext {
 /** The run -> supervisor event carrying one call's terminal record (the supervisor emits it to the host). */
 export type NestedCallEvent = { type: "run.nested_call"; runId: string; record: NestedCallRecord };
 
-type CallFact = Extract<ToolCallFact, { type: "kernel.tool_call" }>;
+type CallFact = Extract<ToolCallFact, { type: "runner.tool_call" }>;
 
 export type CallStep =
   | { kind: "spawn"; id: string; input: DispatchInput; callCount: number; open: Record<string, OpenCall> }
@@ -51,11 +51,11 @@ export type CallStep =
 
 export type RefusalReason = "stopping" | "ended";
 
-const parentOf = (c: CallsContext) => c.bridge?.callerId ?? `run:${c.runId}`;
+const parentOf = (c: CallsContext) => c.calls?.callerId ?? `run:${c.runId}`;
 
 function inputOf(c: CallsContext, e: CallFact): DispatchInput {
   const seq = (c.callCount ?? 0) + 1;
-  const spec = c.bridge?.tools.find((t) => t.name === e.name);
+  const spec = c.calls?.tools.find((t) => t.name === e.name);
   return {
     runId: c.runId,
     callId: e.callId,
@@ -74,7 +74,7 @@ function refuse(c: CallsContext, input: DispatchInput, record: NestedCallRecord,
     kind: "refuse",
     callCount: input.seq,
     record,
-    reply: { type: "kernel.tool_result", runId: c.runId, callId: input.callId, ...reply },
+    reply: { type: "runner.tool_result", runId: c.runId, callId: input.callId, ...reply },
   };
 }
 
@@ -87,7 +87,7 @@ export function startCall(c: CallsContext, e: CallFact): CallStep {
       status: "error",
       text,
     });
-  if (!c.bridge?.tools.some((t) => t.name === e.name)) {
+  if (!c.calls?.tools.some((t) => t.name === e.name)) {
     return failed(`${e.name} is not exposed to Python in this run; available_tools() lists what is.`);
   }
   if (Object.keys(open).length >= MAX_OPEN_CALLS) {
@@ -139,7 +139,7 @@ export function finishCall(
   return {
     open,
     blocked: (c.blocked ?? 0) + (out.record.status === "blocked" ? 1 : 0),
-    reply: { type: "kernel.tool_result", runId: c.runId, callId: out.callId, ...out.reply },
+    reply: { type: "runner.tool_result", runId: c.runId, callId: out.callId, ...out.reply },
   };
 }
 

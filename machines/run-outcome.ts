@@ -1,5 +1,5 @@
 // The outcome of a run, computed from its context and the fact that ended it (pure functions of their inputs).
-import type { KernelFact, RunOutcome, RunStartEvent, RunStatus } from "./events.ts";
+import type { RunnerFact, RunOutcome, RunStartEvent, RunStatus } from "./events.ts";
 import type { RunContext } from "./run.ts";
 
 export function outcomeOf(
@@ -19,7 +19,7 @@ export function outcomeOf(
     killed: context.killed,
     ...(context.stopReason ? { stopReason: context.stopReason } : {}),
     ...(context.message ? { message: context.message } : {}),
-    ...(context.kernel ? { kernel: context.kernel } : {}),
+    ...(context.runner ? { runner: context.runner } : {}),
     ...(context.session ? { session: { ...context.session, isLost: Boolean(lost) } } : {}),
     ...(context.install ? { install: context.install } : {}),
     ...(context.stage ? { stage: context.stage } : {}),
@@ -27,8 +27,8 @@ export function outcomeOf(
   };
 }
 
-export type Done = Extract<KernelFact, { type: "kernel.done" }>;
-export type Exited = Extract<KernelFact, { type: "kernel.exited" }>;
+export type Done = Extract<RunnerFact, { type: "runner.done" }>;
+export type Exited = Extract<RunnerFact, { type: "runner.exited" }>;
 
 /** What the runner reported with `done`. */
 function doneFields(e: Done): Partial<RunOutcome> {

@@ -1,16 +1,16 @@
-// One execution of a script: from the request to its outcome. A fresh run owns its kernel (a new process); a
-// session run talks to its session's kernel through `kernel` provided as the session link. Either way the run
-// sees the same kernel facts and sends the same kernel commands, so one machine describes both.
+// One execution of a script: from the request to its outcome. A fresh run owns its runner (a new process); a
+// session run talks to its session's runner through `runner` provided as the session link. Either way the run
+// sees the same runner facts and sends the same runner commands, so one machine describes both.
 import { assign, enqueueActions, fromCallback, sendParent, sendTo, setup } from "xstate";
 import type { AnyActorRef, DoneActorEvent, EventObject } from "xstate";
 import type {
   InstallFact,
   InstallInput,
   InstallSummary,
-  KernelCommand,
-  KernelFact,
-  KernelInfo,
-  KernelInput,
+  RunnerCommand,
+  RunnerFact,
+  RunnerInfo,
+  RunnerInput,
   Limits,
   RunFinishedEvent,
   RunOutcome,
@@ -19,7 +19,7 @@ import type {
   SessionReplacement,
   StopReason,
 } from "./events.ts";
-import type { BridgeRequest, NestedCallRecord, ToolCallFact, ToolCallOutput } from "./tool-events.ts";
+import type { CallsRequest, NestedCallRecord, ToolCallFact, ToolCallOutput } from "./tool-events.ts";
 import { toolCallMachine } from "./tool-call.ts";
 import * as calls from "./run-calls.ts";
 import { exitedOutcome, finishedOutcome, outcomeOf, stoppedOutcome, type Done, type Exited } from "./run-outcome.ts";
@@ -38,7 +38,7 @@ export interface RunInput {
   /** PEP 723 dependencies, installed before the code runs. */
   dependencies?: string[];
   /** Pi tools the code may call; each call is a `tool:<runId>:<seq>` child (machines/run-calls.ts). */
-  bridge?: BridgeRequest;
+  calls?: CallsRequest;
   /** A claimed spare runner (`spare:<n>`) whose process this fresh run takes over. */
   spare?: string;
 }
@@ -47,10 +47,10 @@ export interface RunContext extends RunInput {
   deadlineAt: number;
   /** Time of the latest fact, used to compute what is left of the deadline. */
   now: number;
-  kernelReady: boolean;
+  runnerReady: boolean;
   stopReason?: StopReason;
   killed: boolean;
-  kernel?: KernelInfo;
+  runner?: RunnerInfo;
   message?: string;
   outcome?: RunOutcome;
   /** Set once the dependencies are installed. */
@@ -64,13 +64,13 @@ export interface RunContext extends RunInput {
 }
 
 export type RunEvent =
-  KernelFact | InstallFact | { type: "run.cancel"; at: number; runId?: string } | DoneActorEvent<ToolCallOutput>;
+  RunnerFact | InstallFact | { type: "run.cancel"; at: number; runId?: string } | DoneActorEvent<ToolCallOutput>;
 
-type CallFact = Extract<ToolCallFact, { type: "kernel.tool_call" }>;
+type CallFact = Extract<ToolCallFact, { type: "runner.tool_call" }>;
 
-/** Placeholder: the real kernel is provided from actors/ (a process) or by the session (a link). */
-const kernelPlaceholder = fromCallback<KernelCommand, KernelInput>(() => {
-  throw new Error("run: the `kernel` actor must be provided");
+/** Placeholder: the real runner is provided from actors/ (a process) or by the session (a link). */
+const runnerPlaceholder = fromCallback<RunnerCommand, RunnerInput>(() => {
+  throw new Error("run: the `runner` actor must be provided");
 });
 
 /** Placeholder: the dependency installer is provided from actors/ (uv or pip). */
@@ -79,10 +79,10 @@ const installPlaceholder = fromCallback<{ type: string }, InstallInput>(() => {
 });
 
 /** A fresh run with dependencies starts its process only once they are installed (it runs the environment's
- * interpreter); a session run's kernel is its session's link, there from the start. */
+ * interpreter); a session run's runner is its session's link, there from the start. */
 const mustInstall = (c: RunContext) => (c.dependencies?.length ?? 0) > 0 && c.install === undefined;
 
-function kernelInput(c: RunContext): KernelInput {
+function runnerInput(c: RunContext): RunnerInput {
   const python = c.install?.python ?? c.python;
   return {
     mode: c.session ? "session" : "fresh",
@@ -107,11 +107,11 @@ const onDone = settleWith((c, e: Done) => finishedOutcome(c, e));
 const onStoppedDone = settleWith((c, e: Done) => stoppedOutcome(c, e));
 const onExited = settleWith((c, e: Exited) => exitedOutcome(c, e));
 const onExitedBeforeStart = settleWith((c, e: Exited) => exitedOutcome(c, e, false));
-const onFailed = settleWith((c, e: Extract<KernelFact, { type: "kernel.failed" }>) =>
+const onFailed = settleWith((c, e: Extract<RunnerFact, { type: "runner.failed" }>) =>
   outcomeOf(c, c.stopReason ?? "setup_error", e.at, { message: e.message }),
 );
-/** The kernel broke after user code started: for a session its state is gone with it. */
-const onFailedAfterStart = settleWith((c, e: Extract<KernelFact, { type: "kernel.failed" }>) =>
+/** The runner broke after user code started: for a session its state is gone with it. */
+const onFailedAfterStart = settleWith((c, e: Extract<RunnerFact, { type: "runner.failed" }>) =>
   outcomeOf(c, c.stopReason ?? "runtime_error", e.at, { message: e.message, lost: Boolean(c.session) }),
 );
 const report = { type: "report", params: ({ context }: { context: RunContext }) => context.outcome! } as const;
@@ -147,27 +147,27 @@ export const runMachine = setup({
     events: {} as RunEvent,
     output: {} as RunOutcome,
   },
-  actors: { kernel: kernelPlaceholder, install: installPlaceholder, toolCall: toolCallMachine },
+  actors: { runner: runnerPlaceholder, install: installPlaceholder, toolCall: toolCallMachine },
   actions: {
-    sendRun: sendTo("kernel", ({ context }): KernelCommand => ({
-      type: "kernel.run",
+    sendRun: sendTo("runner", ({ context }): RunnerCommand => ({
+      type: "runner.run",
       runId: context.runId,
       code: context.code,
       filename: context.filename,
       ...(context.session && context.install?.sysPath
         ? { sysPath: [context.install.sysPath], checkLoaded: context.install.modules }
         : {}),
-      ...(context.bridge ? { tools: context.bridge.tools } : {}),
+      ...(context.calls ? { tools: context.calls.tools } : {}),
     })),
-    spawnKernel: enqueueActions(({ context, enqueue }) => {
-      enqueue.spawnChild("kernel", { id: "kernel", input: kernelInput(context) });
+    spawnRunner: enqueueActions(({ context, enqueue }) => {
+      enqueue.spawnChild("runner", { id: "runner", input: runnerInput(context) });
     }),
-    sendInterrupt: sendTo("kernel", ({ context }): KernelCommand => ({
-      type: "kernel.interrupt",
+    sendInterrupt: sendTo("runner", ({ context }): RunnerCommand => ({
+      type: "runner.interrupt",
       runId: context.runId,
     })),
-    terminate: sendTo("kernel", { type: "kernel.terminate" } satisfies KernelCommand),
-    kill: sendTo("kernel", { type: "kernel.kill" } satisfies KernelCommand),
+    terminate: sendTo("runner", { type: "runner.terminate" } satisfies RunnerCommand),
+    kill: sendTo("runner", { type: "runner.kill" } satisfies RunnerCommand),
     notifyPhase: sendParent(({ context }, phase: RunPhase) => ({
       type: "run.phase",
       runId: context.runId,
@@ -182,7 +182,7 @@ export const runMachine = setup({
       const step = calls.startCall(context, event as CallFact);
       enqueue.assign({ callCount: step.callCount });
       if (step.kind === "refuse") {
-        enqueue.sendTo("kernel", step.reply);
+        enqueue.sendTo("runner", step.reply);
         return recordCall(enqueue, system, context.runId, step.record);
       }
       enqueue.spawnChild("toolCall", { id: step.id, systemId: step.id, input: step.input });
@@ -192,12 +192,12 @@ export const runMachine = setup({
       const step = calls.refuseCall(context, event as CallFact, why);
       enqueue.assign({ callCount: step.callCount });
       if (step.kind !== "refuse") return;
-      enqueue.sendTo("kernel", step.reply);
+      enqueue.sendTo("runner", step.reply);
       recordCall(enqueue, system, context.runId, step.record);
     }),
     /** Python stopped waiting for a call (its task was cancelled): the dispatch is aborted. */
     cancelCall: enqueueActions(({ context, event, enqueue }) => {
-      const e = event as Extract<ToolCallFact, { type: "kernel.tool_cancel" }>;
+      const e = event as Extract<ToolCallFact, { type: "runner.tool_cancel" }>;
       const child = calls.openChild(context, e.callId);
       if (child) enqueue.sendTo(child, { type: "tool.cancel", at: e.at });
     }),
@@ -211,7 +211,7 @@ export const runMachine = setup({
       enqueue.stopChild(done.actorId);
       const { reply, ...rest } = calls.finishCall(context, done.output);
       enqueue.assign(rest);
-      enqueue.sendTo("kernel", reply);
+      enqueue.sendTo("runner", reply);
       recordCall(enqueue, system, context.runId, done.output.record);
     }),
     /** Open calls that did not report within the bound are recorded as cancelled (they die with the run). */
@@ -238,7 +238,7 @@ export const runMachine = setup({
   },
   guards: {
     isMine: ({ context, event }) => !("runId" in event) || event.runId === undefined || event.runId === context.runId,
-    kernelReady: ({ context }) => context.kernelReady,
+    runnerReady: ({ context }) => context.runnerReady,
     mustInstall: ({ context }) => mustInstall(context),
     is: ({ context }, status: RunStatus) => context.outcome?.status === status,
     hasOpenCalls: ({ context }) => calls.hasOpenCalls(context),
@@ -247,7 +247,7 @@ export const runMachine = setup({
     sessionEndsNow: ({ context, event }) =>
       Boolean(context.session) &&
       calls.hasOpenCalls(context) &&
-      (event.type === "kernel.exited" || event.type === "kernel.failed"),
+      (event.type === "runner.exited" || event.type === "runner.failed"),
     policyViolated: ({ context }) => calls.policyViolated(context),
   },
   delays: {
@@ -262,23 +262,23 @@ export const runMachine = setup({
     ...input,
     deadlineAt: input.requestedAt + input.timeoutMs,
     now: input.requestedAt,
-    kernelReady: false,
+    runnerReady: false,
     killed: false,
   }),
   entry: enqueueActions(({ enqueue, context }) => {
-    if (context.session || !mustInstall(context)) enqueue({ type: "spawnKernel" });
+    if (context.session || !mustInstall(context)) enqueue({ type: "spawnRunner" });
   }),
   // Nested tool calls: refused unless user code is running (`running` starts them); ended calls answer the runner.
   on: {
-    "kernel.tool_call": { guard: "isMine", actions: { type: "refuseCall", params: "stopping" } },
-    "kernel.tool_cancel": { guard: "isMine", actions: "cancelCall" },
+    "runner.tool_call": { guard: "isMine", actions: { type: "refuseCall", params: "stopping" } },
+    "runner.tool_cancel": { guard: "isMine", actions: "cancelCall" },
     "xstate.done.actor.*": { actions: "finishCall" },
   },
   initial: "preparing",
   states: {
     /** Transient: a script with PEP 723 dependencies installs them first. */
     preparing: { always: [{ guard: "mustInstall", target: "installing" }, { target: "starting" }] },
-    /** The dependencies are being installed (uv or pip); the deadline covers this. A session run's kernel may
+    /** The dependencies are being installed (uv or pip); the deadline covers this. A session run's runner may
      * report ready meanwhile; the run is sent once installation is done. */
     installing: {
       invoke: {
@@ -303,16 +303,16 @@ export const runMachine = setup({
               return { install: summary, now: at };
             }),
             enqueueActions(({ context, enqueue }) => {
-              if (!context.session) enqueue({ type: "spawnKernel" });
+              if (!context.session) enqueue({ type: "spawnRunner" });
             }),
           ],
         },
         "install.failed": onInstallFailed,
-        "kernel.ready": {
-          actions: assign(({ event }) => ({ kernelReady: true, now: event.at, kernel: pick(event) })),
+        "runner.ready": {
+          actions: assign(({ event }) => ({ runnerReady: true, now: event.at, runner: pick(event) })),
         },
-        "kernel.failed": onFailed,
-        "kernel.exited": onExitedBeforeStart,
+        "runner.failed": onFailed,
+        "runner.exited": onExitedBeforeStart,
         "run.cancel": stopInstall("cancelled"),
       },
       after: { deadline: stopInstall("timeout") },
@@ -321,20 +321,20 @@ export const runMachine = setup({
     starting: {
       // After installation, a session's process may already be up: the run goes out at once.
       entry: enqueueActions(({ context, enqueue }) => {
-        if (context.kernelReady) enqueue("sendRun");
+        if (context.runnerReady) enqueue("sendRun");
       }),
       on: {
-        "kernel.ready": {
-          actions: [assign(({ event }) => ({ kernelReady: true, now: event.at, kernel: pick(event) })), "sendRun"],
+        "runner.ready": {
+          actions: [assign(({ event }) => ({ runnerReady: true, now: event.at, runner: pick(event) })), "sendRun"],
         },
-        "kernel.started": { guard: "isMine", target: "running", actions: "noteTime" },
-        "kernel.done": { guard: "isMine", ...onDone },
-        "kernel.failed": onFailed,
-        "kernel.exited": onExitedBeforeStart,
+        "runner.started": { guard: "isMine", target: "running", actions: "noteTime" },
+        "runner.done": { guard: "isMine", ...onDone },
+        "runner.failed": onFailed,
+        "runner.exited": onExitedBeforeStart,
         "run.cancel": [
           // Nothing was sent to the interpreter yet: stop its process, the script never runs.
           {
-            guard: ({ context }) => !context.kernelReady,
+            guard: ({ context }) => !context.runnerReady,
             target: "killed",
             actions: { type: "stopFor", params: "cancelled" },
           },
@@ -343,7 +343,7 @@ export const runMachine = setup({
       },
       after: {
         deadline: [
-          { guard: "kernelReady", target: "interrupted", actions: { type: "stopFor", params: "timeout" } },
+          { guard: "runnerReady", target: "interrupted", actions: { type: "stopFor", params: "timeout" } },
           { target: "killed", actions: { type: "stopFor", params: "timeout" } },
         ],
       },
@@ -352,11 +352,11 @@ export const runMachine = setup({
     running: {
       entry: { type: "notifyPhase", params: "running" },
       on: {
-        "kernel.done": { guard: "isMine", ...onDone },
-        "kernel.exited": onExited,
-        "kernel.failed": onFailedAfterStart,
+        "runner.done": { guard: "isMine", ...onDone },
+        "runner.exited": onExited,
+        "runner.failed": onFailedAfterStart,
         "run.cancel": { target: "interrupted", actions: { type: "stopFor", params: "cancelled" } },
-        "kernel.tool_call": { guard: "isMine", actions: "startCall" },
+        "runner.tool_call": { guard: "isMine", actions: "startCall" },
       },
       after: { deadline: { target: "interrupted", actions: { type: "stopFor", params: "timeout" } } },
     },
@@ -364,9 +364,9 @@ export const runMachine = setup({
     interrupted: {
       entry: [{ type: "notifyPhase", params: "interrupted" }, "sendInterrupt", "cancelCalls"],
       on: {
-        "kernel.done": { guard: "isMine", ...onStoppedDone },
-        "kernel.exited": onExited,
-        "kernel.failed": onFailedAfterStart,
+        "runner.done": { guard: "isMine", ...onStoppedDone },
+        "runner.exited": onExited,
+        "runner.failed": onFailedAfterStart,
       },
       after: { interruptWindow: "grace" },
     },
@@ -375,16 +375,16 @@ export const runMachine = setup({
     grace: {
       entry: { type: "notifyPhase", params: "grace" },
       on: {
-        "kernel.done": { guard: "isMine", ...onStoppedDone },
-        "kernel.exited": onExited,
-        "kernel.failed": onFailedAfterStart,
+        "runner.done": { guard: "isMine", ...onStoppedDone },
+        "runner.exited": onExited,
+        "runner.failed": onFailedAfterStart,
       },
       after: { grace: "killed" },
     },
     /** SIGTERM to the process group, SIGKILL after a short bound; the run ends when the process is gone. */
     killed: {
       entry: [{ type: "notifyPhase", params: "killed" }, "markKilled", "terminate"],
-      on: { "kernel.exited": onExited, "kernel.failed": onFailedAfterStart },
+      on: { "runner.exited": onExited, "runner.failed": onFailedAfterStart },
       after: { killBound: { actions: "kill" } },
     },
     /** Routes to the final state named by the outcome's status, once no nested call is open; a blocked call makes
@@ -412,7 +412,7 @@ export const runMachine = setup({
     draining: {
       entry: "cancelCalls",
       always: { guard: ({ context }) => !calls.hasOpenCalls(context), target: "finished" },
-      on: { "kernel.tool_call": { guard: "isMine", actions: { type: "refuseCall", params: "ended" } } },
+      on: { "runner.tool_call": { guard: "isMine", actions: { type: "refuseCall", params: "ended" } } },
       after: { grace: { target: "finished", actions: "abandonCalls" } },
     },
   },
@@ -431,6 +431,6 @@ function recordCall(
   if (supervisor) enqueue.sendTo(supervisor, event);
 }
 
-function pick(e: KernelInfo): KernelInfo {
+function pick(e: RunnerInfo): RunnerInfo {
   return { pid: e.pid, python: e.python, executable: e.executable };
 }

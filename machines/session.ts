@@ -3,10 +3,10 @@
 import { assign, enqueueActions, fromCallback, setup } from "xstate";
 import type { DoneActorEvent } from "xstate";
 import type {
-  KernelCommand,
-  KernelFact,
-  KernelInfo,
-  KernelInput,
+  RunnerCommand,
+  RunnerFact,
+  RunnerInfo,
+  RunnerInput,
   Limits,
   RunOutcome,
   RunPhaseEvent,
@@ -36,12 +36,12 @@ export interface SessionContext extends SessionInput {
   activeRunId?: string;
   runCount: number;
   closeRequested: boolean;
-  kernel?: KernelInfo;
+  runner?: RunnerInfo;
 }
 
 export type SessionEvent =
-  | KernelFact
-  | KernelCommand
+  | RunnerFact
+  | RunnerCommand
   | RunStartEvent
   | RunPhaseEvent
   | { type: "session.close"; at: number }
@@ -53,13 +53,13 @@ export interface SessionOutput {
   end: "lost" | "closed";
 }
 
-/** The kernel of a session run: forwards the run's kernel commands to the session that owns the process. */
-export const sessionLink = fromCallback<KernelCommand, KernelInput>(({ input, receive, system }) => {
+/** The runner of a session run: forwards the run's runner commands to the session that owns the process. */
+export const sessionLink = fromCallback<RunnerCommand, RunnerInput>(({ input, receive, system }) => {
   receive((command) => system.get(input.owner)?.send(command));
 });
 
-const kernelPlaceholder = fromCallback<KernelCommand, KernelInput>(() => {
-  throw new Error("session: the `kernel` actor must be provided");
+const runnerPlaceholder = fromCallback<RunnerCommand, RunnerInput>(() => {
+  throw new Error("session: the `runner` actor must be provided");
 });
 
 function runInput(context: SessionContext, e: RunStartEvent): RunInput {
@@ -81,7 +81,7 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     },
     ...(context.python ? { python: context.python } : {}),
     ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
-    ...(e.bridge ? { bridge: e.bridge } : {}),
+    ...(e.calls ? { calls: e.calls } : {}),
   };
 }
 
@@ -95,8 +95,8 @@ export const sessionMachine = setup({
     output: {} as SessionOutput,
   },
   actors: {
-    kernel: kernelPlaceholder,
-    run: runMachine.provide({ actors: { kernel: sessionLink } }),
+    runner: runnerPlaceholder,
+    run: runMachine.provide({ actors: { runner: sessionLink } }),
   },
   actions: {
     spawnRun: enqueueActions(({ context, enqueue }, e: RunStartEvent) => {
@@ -104,19 +104,19 @@ export const sessionMachine = setup({
       enqueue.spawnChild("run", { id, systemId: id, input: runInput(context, e) });
       enqueue.assign({ activeRunId: e.runId, runCount: context.runCount + 1 });
     }),
-    /** A run started while the kernel is up learns it at once. */
+    /** A run started while the runner is up learns it at once. */
     tellReady: enqueueActions(({ context, enqueue }, at: number) => {
-      if (context.kernel && context.activeRunId) {
-        enqueue.sendTo(`run:${context.activeRunId}`, { type: "kernel.ready", at, ...context.kernel });
+      if (context.runner && context.activeRunId) {
+        enqueue.sendTo(`run:${context.activeRunId}`, { type: "runner.ready", at, ...context.runner });
       }
     }),
-    /** Kernel facts belong to the active run; with none (between runs) they are the session's alone. */
+    /** Runner facts belong to the active run; with none (between runs) they are the session's alone. */
     forwardToRun: enqueueActions(({ context, event, enqueue, system }) => {
       const run = context.activeRunId ? system.get(`run:${context.activeRunId}`) : undefined;
       if (run) enqueue.sendTo(run, event);
     }),
-    toKernel: enqueueActions(({ event, enqueue }) => {
-      enqueue.sendTo("kernel", event as KernelCommand);
+    toRunner: enqueueActions(({ event, enqueue }) => {
+      enqueue.sendTo("runner", event as RunnerCommand);
     }),
     rejectBusy: enqueueActions(({ context, event, enqueue, system }, why: "busy" | "closing") => {
       const e = event as RunStartEvent;
@@ -152,8 +152,8 @@ export const sessionMachine = setup({
   id: "session",
   context: ({ input }) => ({ ...input, runCount: 0, closeRequested: false }),
   entry: enqueueActions(({ context, enqueue }) => {
-    enqueue.spawnChild("kernel", {
-      id: "kernel",
+    enqueue.spawnChild("runner", {
+      id: "runner",
       input: {
         mode: "session",
         cwd: context.cwd,
@@ -165,19 +165,19 @@ export const sessionMachine = setup({
   }),
   initial: "starting",
   on: {
-    "kernel.run": { actions: "toKernel" },
-    "kernel.interrupt": { actions: "toKernel" },
-    "kernel.terminate": { actions: "toKernel" },
-    "kernel.kill": { actions: "toKernel" },
-    "kernel.started": { actions: "forwardToRun" },
-    "kernel.done": { actions: "forwardToRun" },
-    // The tool bridge: the active run's calls and their answers.
-    "kernel.tool_call": { actions: "forwardToRun" },
-    "kernel.tool_cancel": { actions: "forwardToRun" },
-    "kernel.tool_result": { actions: "toKernel" },
+    "runner.run": { actions: "toRunner" },
+    "runner.interrupt": { actions: "toRunner" },
+    "runner.terminate": { actions: "toRunner" },
+    "runner.kill": { actions: "toRunner" },
+    "runner.started": { actions: "forwardToRun" },
+    "runner.done": { actions: "forwardToRun" },
+    // Nested tool calls: the active run's calls and their answers.
+    "runner.tool_call": { actions: "forwardToRun" },
+    "runner.tool_cancel": { actions: "forwardToRun" },
+    "runner.tool_result": { actions: "toRunner" },
     // The process is gone: so is every variable in it.
-    "kernel.exited": { target: ".lost", actions: "forwardToRun" },
-    "kernel.failed": { target: ".lost", actions: "forwardToRun" },
+    "runner.exited": { target: ".lost", actions: "forwardToRun" },
+    "runner.failed": { target: ".lost", actions: "forwardToRun" },
     "run.start": busy,
     "session.close": { actions: [assign({ closeRequested: true }), "cancelActiveRun"] },
     "xstate.done.actor.*": [
@@ -189,13 +189,13 @@ export const sessionMachine = setup({
     /** The interpreter is starting; a first run waits for it. */
     starting: {
       on: {
-        "kernel.ready": [
+        "runner.ready": [
           {
             guard: "hasActiveRun",
             target: "running",
             actions: [
               assign(({ event }) => ({
-                kernel: { pid: event.pid, python: event.python, executable: event.executable },
+                runner: { pid: event.pid, python: event.python, executable: event.executable },
               })),
               "forwardToRun",
             ],
@@ -203,13 +203,13 @@ export const sessionMachine = setup({
           {
             target: "idle",
             actions: assign(({ event }) => ({
-              kernel: { pid: event.pid, python: event.python, executable: event.executable },
+              runner: { pid: event.pid, python: event.python, executable: event.executable },
             })),
           },
         ],
         "session.close": { target: "closing", actions: ["cancelActiveRun"] },
         // The interpreter never started (missing, bad cwd): nothing was lost.
-        "kernel.failed": { target: "closed", actions: "forwardToRun" },
+        "runner.failed": { target: "closed", actions: "forwardToRun" },
         "run.phase": phaseTarget(),
       },
     },
@@ -232,16 +232,16 @@ export const sessionMachine = setup({
     killed: { on: { "run.phase": phaseTarget() } },
     /** Asked to exit; killed if it does not within the bound. */
     closing: {
-      entry: enqueueActions(({ enqueue }) => enqueue.sendTo("kernel", { type: "kernel.shutdown" })),
+      entry: enqueueActions(({ enqueue }) => enqueue.sendTo("runner", { type: "runner.shutdown" })),
       on: {
-        "kernel.exited": { target: "closed", actions: "forwardToRun" },
-        "kernel.failed": { target: "closed", actions: "forwardToRun" },
+        "runner.exited": { target: "closed", actions: "forwardToRun" },
+        "runner.failed": { target: "closed", actions: "forwardToRun" },
         "xstate.done.actor.*": { actions: "releaseRun" },
         "run.start": { actions: { type: "rejectBusy", params: "closing" } },
         "session.close": {},
       },
       after: {
-        killBound: { actions: enqueueActions(({ enqueue }) => enqueue.sendTo("kernel", { type: "kernel.kill" })) },
+        killBound: { actions: enqueueActions(({ enqueue }) => enqueue.sendTo("runner", { type: "runner.kill" })) },
       },
     },
     lost: {

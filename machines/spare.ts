@@ -2,7 +2,7 @@
 // fresh run can take it instead of paying an interpreter start. It waits `ready`; a fresh run `claimed` it (its
 // process moves to the run); unused for long enough it is `retired`; a process that dies while waiting is `failed`.
 import { enqueueActions, fromCallback, sendParent, setup } from "xstate";
-import type { KernelCommand, KernelFact, KernelInput } from "./events.ts";
+import type { RunnerCommand, RunnerFact, RunnerInput } from "./events.ts";
 
 export interface SpareInput {
   /** `spare:<n>`: the actor's id and systemId, and the handover key of its process. */
@@ -15,7 +15,7 @@ export interface SpareInput {
 }
 
 export type SpareEvent =
-  KernelFact | { type: "spare.claim"; at: number; runId: string } | { type: "spare.retire"; at: number };
+  RunnerFact | { type: "spare.claim"; at: number; runId: string } | { type: "spare.retire"; at: number };
 
 export type SpareNotice = { type: "spare.ready"; key: string; id: string };
 
@@ -25,8 +25,8 @@ export interface SpareOutput {
   end: "claimed" | "retired" | "failed";
 }
 
-const kernelPlaceholder = fromCallback<KernelCommand, KernelInput>(() => {
-  throw new Error("spare: the `kernel` actor must be provided");
+const runnerPlaceholder = fromCallback<RunnerCommand, RunnerInput>(() => {
+  throw new Error("spare: the `runner` actor must be provided");
 });
 
 export const spareMachine = setup({
@@ -36,14 +36,14 @@ export const spareMachine = setup({
     events: {} as SpareEvent,
     output: {} as SpareOutput,
   },
-  actors: { kernel: kernelPlaceholder },
+  actors: { runner: runnerPlaceholder },
   delays: { idle: ({ context }) => context.idleMs },
 }).createMachine({
   id: "spare",
   context: ({ input }) => input,
   entry: enqueueActions(({ context, enqueue }) => {
-    enqueue.spawnChild("kernel", {
-      id: "kernel",
+    enqueue.spawnChild("runner", {
+      id: "runner",
       input: {
         mode: "fresh",
         cwd: context.cwd,
@@ -54,14 +54,14 @@ export const spareMachine = setup({
   }),
   initial: "warming",
   on: {
-    "kernel.exited": ".failed",
-    "kernel.failed": ".failed",
+    "runner.exited": ".failed",
+    "runner.failed": ".failed",
     "spare.retire": ".retired",
   },
   states: {
     /** The interpreter is starting. */
     warming: {
-      on: { "kernel.ready": "ready" },
+      on: { "runner.ready": "ready" },
     },
     /** Started and idle, waiting for a fresh run with the same key. */
     ready: {
@@ -69,9 +69,9 @@ export const spareMachine = setup({
       on: {
         "spare.claim": {
           target: "claimed",
-          // The process moves to the run: the kernel hands its handle over instead of stopping it.
+          // The process moves to the run: the runner hands its handle over instead of stopping it.
           actions: enqueueActions(({ enqueue, event }) =>
-            enqueue.sendTo("kernel", { type: "kernel.handover", runId: event.runId }),
+            enqueue.sendTo("runner", { type: "runner.handover", runId: event.runId }),
           ),
         },
       },

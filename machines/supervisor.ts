@@ -4,8 +4,8 @@ import { emit, enqueueActions, fromCallback, setup } from "xstate";
 import type { DoneActorEvent } from "xstate";
 import type {
   CommandEvent,
-  KernelCommand,
-  KernelInput,
+  RunnerCommand,
+  RunnerInput,
   Limits,
   RunFinishedEvent,
   RunOutcome,
@@ -74,8 +74,8 @@ export type SupervisorEvent =
 /** `run.nested_call`: one nested tool call's terminal record, passed on as it ends (machines/run-calls.ts). */
 export type SupervisorEmitted = RunFinishedEvent | NestedCallEvent;
 
-const kernelPlaceholder = fromCallback<KernelCommand, KernelInput>(() => {
-  throw new Error("supervisor: the `kernel` actor must be provided");
+const runnerPlaceholder = fromCallback<RunnerCommand, RunnerInput>(() => {
+  throw new Error("supervisor: the `runner` actor must be provided");
 });
 
 /** Spawns a spare runner for `request` and returns the context changes that record it. */
@@ -102,9 +102,9 @@ export const supervisorMachine = setup({
     emitted: {} as SupervisorEmitted,
   },
   actors: {
-    run: runMachine.provide({ actors: { kernel: kernelPlaceholder } }),
-    session: sessionMachine.provide({ actors: { kernel: kernelPlaceholder } }),
-    spare: spareMachine.provide({ actors: { kernel: kernelPlaceholder } }),
+    run: runMachine.provide({ actors: { runner: runnerPlaceholder } }),
+    session: sessionMachine.provide({ actors: { runner: runnerPlaceholder } }),
+    spare: spareMachine.provide({ actors: { runner: runnerPlaceholder } }),
   },
   actions: {
     refuse: emit((_, outcome: RunOutcome) => ({ type: "run.finished" as const, outcome })),
@@ -129,7 +129,7 @@ export const supervisorMachine = setup({
           limits: e.limits ?? context.limits,
           ...(e.python ? { python: e.python } : {}),
           ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
-          ...(e.bridge ? { bridge: e.bridge } : {}),
+          ...(e.calls ? { calls: e.calls } : {}),
           ...(claimed ? { spare: claimed } : {}),
         },
       });
@@ -171,7 +171,7 @@ export const supervisorMachine = setup({
       if (keep) {
         enqueue.sendTo(system.get(id)!, e);
       } else {
-        // Reset stops the old process (its kernel's cleanup kills the process group) and starts anew.
+        // Reset stops the old process (its runner's cleanup kills the process group) and starts anew.
         if (alive) enqueue.stopChild(id);
         ordinal += 1;
         enqueue.spawnChild("session", {

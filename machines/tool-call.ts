@@ -26,7 +26,7 @@ export interface ToolCallContext extends ToolCallInput {
 export type ToolCallEvent =
   DispatchEvent | { type: "tool.cancel"; at: number } | { type: "xstate.error.actor.dispatch"; error: unknown };
 
-/** Placeholder: the real dispatcher is provided from actors/ (actors/bridge.ts). Without one, calls fail. */
+/** Placeholder: the real dispatcher is provided from actors/ (actors/calls/dispatch.ts). Without one, calls fail. */
 const dispatchPlaceholder = fromCallback<DispatchCommand, DispatchInput>(() => {
   throw new Error("no tool dispatcher is available to this run");
 });

@@ -1,4 +1,4 @@
-// The tool bridge's vocabulary: what a run knows about the Pi tools its Python code may call, the facts and commands
+// Nested tool calls's vocabulary: what a run knows about the Pi tools its Python code may call, the facts and commands
 // of one nested call, and the terminal record every call leaves on the run's outcome. Serializable data only; every
 // event carries `at` (ms since the epoch, stamped by the boundary that produced it).
 
@@ -15,7 +15,7 @@ export interface ToolSpec {
 }
 
 /** What a run needs to offer tools: the outer tool call it belongs to and the callable tools. */
-export interface BridgeRequest {
+export interface CallsRequest {
   /** The Pi tool call (code_execution) that started the run: the parent id of every nested call. */
   callerId?: string;
   tools: ToolSpec[];
@@ -66,13 +66,13 @@ export interface ToolReply {
   text: string;
 }
 
-// ---- facts (kernel actor -> run): the runner asked for a call, or stopped waiting for one ----
+// ---- facts (runner actor -> run): the runner asked for a call, or stopped waiting for one ----
 export type ToolCallFact =
-  | { type: "kernel.tool_call"; at: number; runId: string; callId: string; name: string; args: Record<string, unknown> }
-  | { type: "kernel.tool_cancel"; at: number; runId: string; callId: string };
+  | { type: "runner.tool_call"; at: number; runId: string; callId: string; name: string; args: Record<string, unknown> }
+  | { type: "runner.tool_cancel"; at: number; runId: string; callId: string };
 
-// ---- command (run -> kernel actor): answer a call ----
-export type ToolResultCommand = { type: "kernel.tool_result"; runId: string; callId: string } & ToolReply;
+// ---- command (run -> runner actor): answer a call ----
+export type ToolResultCommand = { type: "runner.tool_result"; runId: string; callId: string } & ToolReply;
 
 // ---- the dispatch actor (provided from actors/) <-> its tool-call machine ----
 export interface DispatchInput {

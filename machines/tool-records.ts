@@ -1,5 +1,5 @@
 // Pure helpers for nested-call records: bounded UTF-8 previews and records built from what a machine knows. Shared by
-// the machines (records of calls that never reported) and actors/bridge.ts (every other record).
+// the machines (records of calls that never reported) and actors/calls/dispatch.ts (every other record).
 import type { DispatchInput, NestedCallRecord, NestedCallStatus, Preview } from "./tool-events.ts";
 
 /** Previews of inputs, results and errors keep at most this many UTF-8 bytes. */

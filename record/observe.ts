@@ -17,7 +17,7 @@ export type TimerRecord = Extract<TraceRecord, { k: "set" | "clear" }>;
 export interface SystemListener {
   /** Every inspection event, as it happens (snapshots are current only during this call). */
   inspection?(event: InspectionEvent): void;
-  /** A command, kernel fact or timer firing, just before the machines receive it. */
+  /** A command, runner fact or timer firing, just before the machines receive it. */
   input?(record: InputRecord): void;
   /** A timer armed or cancelled by the machines. */
   timer?(record: TimerRecord): void;

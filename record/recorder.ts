@@ -1,5 +1,5 @@
 // The event-log recorder: listens to a SystemObserver and writes one JSONL log per Pi session (see docs/replay.md
-// for the format). Inputs (commands, kernel facts, timer firings) are written whole, in the order the machines got
+// for the format). Inputs (commands, runner facts, timer firings) are written whole, in the order the machines got
 // them; the trace (actors created, events delivered, snapshots, timers armed) is reduced synchronously, as of each
 // inspection event, by actors/trace.ts. Writes are batched per event-loop turn and flushed synchronously on exit.
 // A failing disk disables the recorder; it never disturbs the supervisor.

@@ -1,5 +1,5 @@
-// Deterministic replay of a recorded event log: the log's inputs go into fresh machines, the kernel actor is a
-// stub (`.provide()`) through which the recorded kernel facts are re-delivered, and a manual clock fires timers by
+// Deterministic replay of a recorded event log: the log's inputs go into fresh machines, the runner actor is a
+// stub (`.provide()`) through which the recorded runner facts are re-delivered, and a manual clock fires timers by
 // their recorded number. The replayed trace is then compared with the recorded one, record by record; the first
 // difference is reported with its actor, event, expected and actual state.
 import { readFileSync } from "node:fs";
@@ -143,7 +143,7 @@ export class ManualClock implements Clock {
   }
 }
 
-/** A boundary actor on replay (kernel, installer, tool dispatcher): no process, no effect. It registers, under its
+/** A boundary actor on replay (runner, installer, tool dispatcher): no process, no effect. It registers, under its
  * own explicit name, a way to deliver the recorded facts to its parent, as the live actor did with `sendBack`;
  * facts the live actor sent synchronously while starting or handling an event are sent at that same point. */
 function stubBoundary(
@@ -241,7 +241,7 @@ export function replayRecords(lines: LogLine[]): ReplayReport {
       current = outer;
     }
   });
-  const others = Object.fromEntries(BOUNDARY_IDS.filter((id) => id !== "kernel").map((id) => [id, stub]));
+  const others = Object.fromEntries(BOUNDARY_IDS.filter((id) => id !== "runner").map((id) => [id, stub]));
   const machine = supervisorWith(stub, others as BoundaryActors);
   let problem: string | undefined;
   try {

@@ -2,7 +2,7 @@
 // copies of events and contexts, and the log's record kinds. Live recording and replay both reduce inspection
 // events with these functions, so a recorded trace and a replayed one compare field by field.
 import type { AnyActorRef, InspectionEvent } from "xstate";
-import type { CommandEvent, KernelFact } from "../machines/events.ts";
+import type { CommandEvent, RunnerFact } from "../machines/events.ts";
 
 export const LOG_FORMAT = "pi-code-supervisor.log";
 export const LOG_VERSION = 1;
@@ -13,7 +13,7 @@ export const TRACE_STRING_LIMIT = 240;
 const names = new WeakMap<object, string>();
 
 /** The explicit name of an actor: ids containing `:` (`supervisor` children such as `session:<name>`, `run:<id>`,
- * `tool:<runId>:<n>`) are unique in the system; other ids (`kernel`) are scoped by their parent's name. XState's
+ * `tool:<runId>:<n>`) are unique in the system; other ids (`runner`) are scoped by their parent's name. XState's
  * `sessionId` counter is never used: it depends on everything created before in the process. */
 export function actorName(ref: AnyActorRef): string {
   const cached = names.get(ref);
@@ -93,7 +93,7 @@ export type TraceRecord =
 /** The children that stand for the outside world (processes, installers, Pi's tools): callback actors provided
  * from actors/. Everything they send back to their parent is a fact, recorded as an input and re-delivered on
  * replay by a stub under the same name. They talk to their parent through `sendBack` only. */
-export const BOUNDARY_IDS: readonly string[] = ["kernel", "install", "dispatch"];
+export const BOUNDARY_IDS: readonly string[] = ["runner", "install", "dispatch"];
 
 /** Which event each boundary actor is handling right now, from the inspection stream: an event delivered to it
  * opens the window, its next snapshot closes it. A fact sent inside the window is part of that event's processing
@@ -126,7 +126,7 @@ export type InputRecord =
   | { k: "cmd"; event: CommandEvent }
   /** A fact from boundary actor `from` to its parent `to`. `during: n`: sent synchronously while `from` handled
    * the n-th event it received (1 is its start, `xstate.init`); replay then delivers it at that same point. */
-  | { k: "fact"; to: string; from: string; event: KernelFact | { type: string }; during?: number }
+  | { k: "fact"; to: string; from: string; event: RunnerFact | { type: string }; during?: number }
   | { k: "timer"; n: number }
   /** The host stopped the root actor (Pi shut down). */
   | { k: "stop" };

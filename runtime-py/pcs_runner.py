@@ -101,7 +101,7 @@ def _send(frame):
 
 
 def _write_frame(data):
-    """Send one frame whose UTF-8 JSON body is `data` (also the tool bridge's writer)."""
+    """Send one frame whose UTF-8 JSON body is `data` (also nested tool calls's writer)."""
     if os.getpid() != _PID:
         return
     data = len(data).to_bytes(4, "big") + data
@@ -168,8 +168,8 @@ def _reader():
                     _fatal("bad run frame: tools must be a list of {name, python, signature} strings")
                 _runs.put(msg)
             elif kind == "tool.result":
-                if _bridge is not None:
-                    _bridge.deliver(msg)
+                if _pi_tools is not None:
+                    _pi_tools.deliver(msg)
             elif kind == "shutdown":
                 os._exit(0)
             else:
@@ -831,11 +831,11 @@ def _run_extras():
     return out
 
 
-# ---------------------------------------------------------------------------------------------------- tool bridge
-# A run frame's `tools` become async functions in the user's globals (docs/protocol.md, "Tool bridge"). Installing
-# them is cheap and stays here; calls and results live in runtime-py/bridge.py, loaded by the first call (so a run
+# ---------------------------------------------------------------------------------------------------- nested tool calls
+# A run frame's `tools` become async functions in the user's globals (docs/protocol.md, "Nested tool calls"). Installing
+# them is cheap and stays here; calls and results live in runtime-py/pi_tools.py, loaded by the first call (so a run
 # that never calls a tool never compiles it). Frames of both files are runner frames in user tracebacks.
-_bridge = None
+_pi_tools = None
 _OWN_FILES = {_RUNNER_FILE} | ({_BOOT_FILE} if _BOOT_FILE else set())
 _TOOLS_HELPER = "available_tools"
 _tools_run = None  # the run whose code may call tools now (None between runs)
@@ -844,20 +844,20 @@ _tools_installed = set()  # names _tools_begin bound in the user's globals
 _tools_seen = False  # some run had tools: later runs refresh them
 
 
-def _load_bridge():
-    global _bridge
-    if _bridge is None:
+def _load_pi_tools():
+    global _pi_tools
+    if _pi_tools is None:
         import _frozen_importlib as bootstrap
         import _frozen_importlib_external as external
 
-        path = os.path.join(os.path.dirname(_RUNNER_FILE), "bridge.py")
-        loader = external.SourceFileLoader("_pcs_bridge", path)
-        mod = bootstrap.module_from_spec(bootstrap.spec_from_loader("_pcs_bridge", loader))
+        path = os.path.join(os.path.dirname(_RUNNER_FILE), "pi_tools.py")
+        loader = external.SourceFileLoader("_pcs_pi_tools", path)
+        mod = bootstrap.module_from_spec(bootstrap.spec_from_loader("_pcs_pi_tools", loader))
         _OWN_FILES.add(mod.__file__)
         loader.exec_module(mod)
         mod.attach(_write_frame, _PID)
-        _bridge = mod
-    return _bridge
+        _pi_tools = mod
+    return _pi_tools
 
 
 class _ToolList(list):
@@ -888,7 +888,7 @@ def _tool_function(spec):
         if args:
             given = "%d positional given" % len(args)
             raise TypeError("%s() takes keyword arguments only (%s); call it as %s" % (python, given, signature))
-        return await _load_bridge().call(_tools_run, name, python, kwargs)
+        return await _load_pi_tools().call(_tools_run, name, python, kwargs)
 
     tool.__name__ = tool.__qualname__ = python
     tool.__module__ = "__main__"
@@ -926,8 +926,8 @@ def _tools_end(run_id):
     """The run is over: no more calls for it; those still waiting fail."""
     global _tools_run
     _tools_run = None
-    if _bridge is not None:
-        _bridge.end(run_id)
+    if _pi_tools is not None:
+        _pi_tools.end(run_id)
 
 
 def _bad_tools(tools):

@@ -14,8 +14,8 @@ import { Recorder } from "../record/recorder.ts";
 import { formatReport, replayFile } from "../record/replay.ts";
 
 export const FIXTURE_DIR = resolve(import.meta.dirname, "../test/fixtures/replay");
-/** Pi tools for nested calls (from the tool bridge's tests); the nested-calls scenario needs the bridge. */
-export const BRIDGE_TOOLS = resolve(import.meta.dirname, "../test/fixtures/bridge-tools.ts");
+/** Pi tools for nested calls (from the nested-call tests); the nested-calls scenario needs them. */
+export const PI_TOOLS = resolve(import.meta.dirname, "../test/fixtures/pi-tools.ts");
 
 type Run = (code: string, extra?: Partial<RunRequestInput>, signal?: AbortSignal) => ReturnType<SupervisorHost["run"]>;
 
@@ -148,7 +148,7 @@ const piScenarios: Record<
   { needs: string; calls: Record<string, unknown>[]; fault?: true; check?: (results: { details: any }[]) => void }
 > = {
   "nested-calls": {
-    needs: BRIDGE_TOOLS,
+    needs: PI_TOOLS,
     calls: [
       {
         session: "nest",
@@ -167,7 +167,7 @@ const piScenarios: Record<
   },
   /** A nested call blocked by its registration's `before`: the script catches the error, the run is a policy_error. */
   "blocked-nested-call": {
-    needs: BRIDGE_TOOLS,
+    needs: PI_TOOLS,
     fault: true,
     calls: [
       {

@@ -249,7 +249,7 @@ describe("the supervisor host's API", () => {
       const r = await host.run({ code: withDependency, cwd, timeoutMs: 10_000, session });
       assert.equal(r.outcome.status, "setup_error", JSON.stringify(session));
       assert.match(r.outcome.message ?? "", /session name .* is not valid.*the code did not run/);
-      assert.equal(r.outcome.kernel, undefined, "no process was started");
+      assert.equal(r.outcome.runner, undefined, "no process was started");
     }
     assert.deepEqual(liveGroups(host.id), []);
     assert.deepEqual(readdirSync(base), ["no-wheels"], "no package directory anywhere, inside or outside the root");

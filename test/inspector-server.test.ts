@@ -12,7 +12,7 @@ import WebSocket from "ws";
 import { SupervisorHost } from "../host/host.ts";
 import { SystemObserver } from "../record/observe.ts";
 import { isLoopback, startInspector, type Inspector } from "../inspector/server.ts";
-import { startStatelyBridge } from "../inspector/stately.ts";
+import { startStatelyLink } from "../inspector/stately.ts";
 import { applyFrame, createModel, modelAt, stepsFromLog } from "../inspector/page/model.js";
 import { Recorder } from "../record/recorder.ts";
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -205,16 +205,16 @@ describe("@statelyai/inspect frames", () => {
     assert.equal(actor.parentId, "supervisor");
     assert.equal(actor.name, runId);
     assert.ok(JSON.parse(actor.definition).states.running, "definition is the machine config as JSON");
-    const kernel = frames.find((f) => f.type === "@xstate.actor" && f.sessionId === `${runId}/kernel`);
-    assert.equal(kernel?.parentId, runId);
+    const runner = frames.find((f) => f.type === "@xstate.actor" && f.sessionId === `${runId}/runner`);
+    assert.equal(runner?.parentId, runId);
     const start = mine(frames);
     assert.equal(start.sessionId, "supervisor");
     assert.equal(start.sourceId, undefined, "a command comes from outside");
     const ready = frames.find(
-      (f) => f.type === "@xstate.event" && f.event.type === "kernel.ready" && f.sessionId === runId,
+      (f) => f.type === "@xstate.event" && f.event.type === "runner.ready" && f.sessionId === runId,
     );
     assert.equal(ready.sessionId, runId);
-    assert.equal(ready.sourceId, `${runId}/kernel`);
+    assert.equal(ready.sourceId, `${runId}/runner`);
     const states = frames
       .filter((f) => f.type === "@xstate.snapshot" && f.sessionId === runId)
       .map((f) => f.snapshot.value);
@@ -225,7 +225,7 @@ describe("@statelyai/inspect frames", () => {
     const final = frames.findLast((f) => f.type === "@xstate.snapshot" && f.sessionId === runId);
     assert.equal(final.snapshot.status, "done");
     assert.equal(final.snapshot.context.outcome.status, "success");
-    assert.equal(final.event.type, "kernel.done");
+    assert.equal(final.event.type, "runner.done");
     const sup = frames.find(
       (f) => f.type === "@xstate.snapshot" && f.sessionId === "supervisor" && f.snapshot.children[runId],
     );
@@ -267,7 +267,7 @@ describe("recorded logs in the page model", () => {
     assert.equal(error, undefined);
     const logged = modelAt(steps, steps.length);
     const compared = [...live.actors.keys()].filter((id) => id.includes("same") || id.startsWith("run:"));
-    assert.ok(compared.length >= 5, "the session, its kernel, two runs and their kernels");
+    assert.ok(compared.length >= 5, "the session, its runner, two runs and their runners");
     for (const id of compared) {
       const a = live.actors.get(id)!;
       const b = logged.actors.get(id);
@@ -320,7 +320,7 @@ describe("online mode: @statelyai/inspect's own inspector server", () => {
         s.close(() => r(p));
       });
     });
-    const bridge = await startStatelyBridge({ observer, port });
+    const bridge = await startStatelyLink({ observer, port });
     assert.ok(bridge.ok, !bridge.ok ? bridge.error : "");
     assert.match(bridge.value.warning!, /all network interfaces/);
     const page = await new Promise<string>((resolve) => {
@@ -345,7 +345,7 @@ describe("online mode: @statelyai/inspect's own inspector server", () => {
     );
     assert.ok(frames.some((f) => f.type === "@xstate.event" && f.event.type === "run.start"));
     await bridge.value.close();
-    const busy = await startStatelyBridge({ observer, port: inspector.port });
+    const busy = await startStatelyLink({ observer, port: inspector.port });
     assert.equal(busy.ok, false, "a busy port is an error, not a crash");
   });
 });

@@ -1,4 +1,4 @@
-// The run machine's `installing` state with a scripted kernel and a scripted installer under a simulated clock:
+// The run machine's `installing` state with a scripted runner and a scripted installer under a simulated clock:
 // installation comes before the code (a fresh run's process starts with the environment's interpreter; a session
 // run is sent only once its packages are in place), the deadline covers it, cancellation stops it, and failures
 // are setup errors with their hint. No process, no real timer.
@@ -7,11 +7,11 @@ import { describe, test } from "node:test";
 import { createActor, fromCallback, SimulatedClock } from "xstate";
 import type { InstallFact, InstallInput, InstallSummary, RunOutcome } from "../machines/events.ts";
 import { supervisorWith } from "../host/system.ts";
-import { createFakeKernel, TEST_LIMITS } from "./helpers/fake-kernel.ts";
+import { createFakeRunner, TEST_LIMITS } from "./helpers/fake-runner.ts";
 
 function harness() {
   const clock = new SimulatedClock();
-  const kernel = createFakeKernel({ now: () => clock.now() });
+  const runner = createFakeRunner({ now: () => clock.now() });
   const installs: { input: InstallInput; send: (f: InstallFact) => void; stopped: boolean }[] = [];
   const install = fromCallback<{ type: string }, InstallInput>(({ input, sendBack }) => {
     const entry = { input, send: (f: InstallFact) => sendBack(f), stopped: false };
@@ -20,7 +20,7 @@ function harness() {
       entry.stopped = true;
     };
   });
-  const actor = createActor(supervisorWith(kernel.logic, { install }), {
+  const actor = createActor(supervisorWith(runner.logic, { install }), {
     id: "supervisor",
     systemId: "supervisor",
     input: { limits: TEST_LIMITS },
@@ -43,7 +43,7 @@ function harness() {
     });
   const runValue = (runId: string) =>
     (actor.system.get(`run:${runId}`)?.getSnapshot() as { value: unknown } | undefined)?.value;
-  return { clock, kernel, installs, actor, finished, start, runValue };
+  return { clock, runner, installs, actor, finished, start, runValue };
 }
 
 const FRESH_ENV: InstallSummary = {
@@ -59,7 +59,7 @@ describe("installing before the code runs", () => {
     const h = harness();
     h.start("f");
     assert.equal(h.runValue("f"), "installing");
-    assert.equal(h.kernel.instances.length, 0, "no process yet");
+    assert.equal(h.runner.instances.length, 0, "no process yet");
     assert.deepEqual(h.installs[0].input, {
       runId: "f",
       owner: "install:f",
@@ -72,10 +72,10 @@ describe("installing before the code runs", () => {
     h.installs[0].send({ type: "install.done", at: h.clock.now(), ...FRESH_ENV });
     assert.equal(h.runValue("f"), "starting");
     assert.ok(h.installs[0].stopped, "the installer actor ends with the state");
-    const k = h.kernel.of("run:f");
+    const k = h.runner.of("run:f");
     assert.equal(k.input.python, "/envs/k/bin/python");
     k.ready();
-    assert.deepEqual(k.received[0], { type: "kernel.run", runId: "f", code: "import tinypkg", filename: "script.py" });
+    assert.deepEqual(k.received[0], { type: "runner.run", runId: "f", code: "import tinypkg", filename: "script.py" });
     k.started("f");
     k.done("f");
     assert.deepEqual(h.finished[0].install, FRESH_ENV);
@@ -85,7 +85,7 @@ describe("installing before the code runs", () => {
   test("a session run waits for its packages, then is sent with the package directory and the modules to check", () => {
     const h = harness();
     h.start("s1", { session: "s", dependencies: undefined, code: "x = 1" });
-    const k = h.kernel.of("session:s");
+    const k = h.runner.of("session:s");
     k.ready();
     k.started("s1");
     k.done("s1");
@@ -93,7 +93,7 @@ describe("installing before the code runs", () => {
     assert.equal(h.runValue("s2"), "installing");
     assert.equal(h.installs[0].input.mode, "session");
     assert.deepEqual(h.installs[0].input.session, { name: "s", ordinal: 1 });
-    assert.equal(k.received.filter((c) => c.type === "kernel.run").length, 1, "not sent while installing");
+    assert.equal(k.received.filter((c) => c.type === "runner.run").length, 1, "not sent while installing");
     h.installs[0].send({
       type: "install.done",
       at: h.clock.now(),
@@ -103,9 +103,9 @@ describe("installing before the code runs", () => {
       sysPath: "/pkgs/s-1",
       modules: ["tinypkg"],
     });
-    const sent = k.received.filter((c) => c.type === "kernel.run").at(-1);
+    const sent = k.received.filter((c) => c.type === "runner.run").at(-1);
     assert.deepEqual(sent, {
-      type: "kernel.run",
+      type: "runner.run",
       runId: "s2",
       code: "import tinypkg",
       filename: "script-2.py",
@@ -114,7 +114,7 @@ describe("installing before the code runs", () => {
     });
     k.started("s2");
     k.send({
-      type: "kernel.done",
+      type: "runner.done",
       at: h.clock.now(),
       runId: "s2",
       exitCode: 0,
@@ -128,7 +128,7 @@ describe("installing before the code runs", () => {
   test("a failure is a setup_error with its hint; the code is never sent", () => {
     const h = harness();
     h.start("bad", { session: "s" });
-    const k = h.kernel.of("session:s");
+    const k = h.runner.of("session:s");
     k.ready();
     const hint = { id: "dependency_resolution", text: "no solution" };
     h.installs[0].send({
@@ -148,7 +148,7 @@ describe("installing before the code runs", () => {
   test("the deadline covers installation; the session keeps its state", () => {
     const h = harness();
     h.start("slow", { session: "s", timeoutMs: 2000 });
-    h.kernel.of("session:s").ready();
+    h.runner.of("session:s").ready();
     h.clock.increment(1999);
     assert.equal(h.finished.length, 0);
     h.clock.increment(1);
@@ -166,13 +166,13 @@ describe("installing before the code runs", () => {
     h.start("late", { timeoutMs: 3000 });
     h.clock.increment(2500);
     h.installs[0].send({ type: "install.done", at: h.clock.now(), ...FRESH_ENV });
-    const k = h.kernel.of("run:late");
+    const k = h.runner.of("run:late");
     k.ready();
     k.started("late");
     h.clock.increment(499);
-    assert.deepEqual(k.types(), ["kernel.run"]);
+    assert.deepEqual(k.types(), ["runner.run"]);
     h.clock.increment(1);
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt"], "interrupted at 3 s after the request");
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"], "interrupted at 3 s after the request");
   });
 
   test("cancellation during installation stops it; nothing runs", () => {
@@ -184,6 +184,6 @@ describe("installing before the code runs", () => {
     assert.equal(o.status, "cancelled");
     assert.equal(o.stage, "install");
     assert.ok(h.installs[0].stopped);
-    assert.equal(h.kernel.instances.length, 0);
+    assert.equal(h.runner.instances.length, 0);
   });
 });

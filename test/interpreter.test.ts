@@ -19,7 +19,7 @@ import {
 } from "../actors/interpreter/interpreter.ts";
 import { SupervisorHost } from "../host/host.ts";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { startSupervisor } from "./helpers/fake-kernel.ts";
+import { startSupervisor } from "./helpers/fake-runner.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
 
 const SYSTEM = "/usr/bin/python3";
@@ -171,7 +171,7 @@ describe("a PYTHONPATH built for another interpreter is not inherited", () => {
       assert.equal(r.outcome.status, "success", r.stderr);
       const venv = join(venvRoot, ".venv");
       assert.equal(r.stdout, `${venv}\nNone\n${venv}\n${venv}/bin\n`);
-      assert.equal(r.outcome.kernel?.executable, venvPython);
+      assert.equal(r.outcome.runner?.executable, venvPython);
       assert.match([...host.warnings].join(), /PYTHONPATH is not passed to Python 3\.11\.\d+ .*python2\.7/);
     } finally {
       await host.shutdown();
@@ -180,21 +180,21 @@ describe("a PYTHONPATH built for another interpreter is not inherited", () => {
 });
 
 describe("sessions never mix interpreters or working directories", () => {
-  test("the supervisor replaces a live session whose interpreter or cwd differs (machine, fake kernel)", () => {
+  test("the supervisor replaces a live session whose interpreter or cwd differs (machine, fake runner)", () => {
     const h = startSupervisor();
     h.start({ runId: "a", session: "s", python: "/py/a", cwd: "/w" });
-    const k1 = h.kernel.of("session:s");
+    const k1 = h.runner.of("session:s");
     assert.deepEqual(k1.input, { mode: "session", cwd: "/w", owner: "session:s", python: "/py/a" });
     k1.ready();
     k1.started("a");
     k1.done("a");
     h.start({ runId: "b", session: "s", python: "/py/a", cwd: "/w" });
-    assert.equal(h.kernel.all("session:s").length, 1, "same interpreter and cwd: same process");
+    assert.equal(h.runner.all("session:s").length, 1, "same interpreter and cwd: same process");
     k1.started("b");
     k1.done("b");
     h.start({ runId: "c", session: "s", python: "/py/b", cwd: "/w" });
     assert.ok(k1.stopped, "the old process is stopped");
-    const k2 = h.kernel.of("session:s");
+    const k2 = h.runner.of("session:s");
     assert.equal(k2.input.python, "/py/b");
     k2.ready();
     k2.started("c");
@@ -208,7 +208,7 @@ describe("sessions never mix interpreters or working directories", () => {
       replaced: { reason: "interpreter", from: "/py/a" },
     });
     h.start({ runId: "d", session: "s", python: "/py/b", cwd: "/elsewhere" });
-    const k3 = h.kernel.of("session:s");
+    const k3 = h.runner.of("session:s");
     assert.notEqual(k3, k2);
     assert.equal(k3.input.cwd, "/elsewhere");
     k3.ready();
@@ -233,7 +233,7 @@ describe("sessions never mix interpreters or working directories", () => {
       const other = tmp("pcs-mix-other-");
       try {
         const a = await host.run({ code: "import os\nx = 1\nos.getpid()", cwd, timeoutMs: 20_000, session: "s" });
-        assert.equal(a.outcome.kernel?.executable, SYSTEM);
+        assert.equal(a.outcome.runner?.executable, SYSTEM);
         const pidA = Number(a.stdout.trim());
         resolver.select(PY312);
         const b = await host.run({

@@ -314,7 +314,7 @@ describe("nested calls in the journal", () => {
     const dir = tmp("pcs-journal-nested-");
     const path = join(dir, "journal.sqlite");
     process.env.PI_CODE_EXECUTION_JOURNAL = path;
-    pi = await startPi({ extensionPaths: [EXTENSION_PATH, resolve(import.meta.dirname, "fixtures/bridge-tools.ts")] });
+    pi = await startPi({ extensionPaths: [EXTENSION_PATH, resolve(import.meta.dirname, "fixtures/pi-tools.ts")] });
     const [r] = await pi.callTools([
       {
         code: "a = await json_info(name='x')\ntry:\n    await fail_tool()\nexcept RuntimeError:\n    pass\na.json()['name']",

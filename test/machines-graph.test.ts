@@ -3,15 +3,15 @@
 // How the run machine is analysed standalone. `getShortestPaths`/`getSimplePaths` call `machine.transition` with a
 // mock actor scope whose `self` has no parent, so the run's `notifyPhase` (a `sendParent`) throws "Unable to send
 // event to actor '#_parent'" as soon as a path enters `running`; giving it merely a system without a supervisor is
-// not enough. So the analysed logic is the real provided machine (fake kernel) with `getInitialSnapshot`/`transition`
+// not enough. So the analysed logic is the real provided machine (fake runner) with `getInitialSnapshot`/`transition`
 // bound to a scope of our own: `self` is an unstarted actor whose parent is an unstarted stub (sendParent resolves,
-// nothing is delivered: the scope's `actionExecutor` and `defer` are no-ops, so the kernel child is never started),
+// nothing is delivered: the scope's `actionExecutor` and `defer` are no-ops, so the runner child is never started),
 // and its system has no "supervisor" (`report` resolves to a no-op). The machine definition itself is untouched.
 //
 // How paths are replayed. Each path is driven on a real actor: a fresh run `g` spawned by the real supervisor root
-// (`startSupervisor`: fake kernel, SimulatedClock), so sendParent, report, the emitted `run.finished` and the pruning
-// of the done child are the production ones. `steps[0]` (`xstate.init`) is the run's spawn; kernel facts go through
-// the fake kernel's `sendBack`; `run.cancel` goes through the supervisor; an `xstate.after.<delay>.<state>` edge
+// (`startSupervisor`: fake runner, SimulatedClock), so sendParent, report, the emitted `run.finished` and the pruning
+// of the done child are the production ones. `steps[0]` (`xstate.init`) is the run's spawn; runner facts go through
+// the fake runner's `sendBack`; `run.cancel` goes through the supervisor; an `xstate.after.<delay>.<state>` edge
 // becomes a SimulatedClock move to the due time of that pending timer (recorded from the `xstate.raise` action).
 // After every step the real run's state value and its guard-relevant context equal the graph's prediction; at the
 // end the emitted outcome equals the predicted `context.outcome` exactly.
@@ -21,14 +21,14 @@ import { __unsafe_getAllOwnEventDescriptors, createActor, fromCallback } from "x
 import type { AnyActorScope, AnyEventObject, AnyMachineSnapshot, AnyStateMachine, EventObject } from "xstate";
 import { getAdjacencyMap, getShortestPaths, getSimplePaths } from "xstate/graph";
 import type { AdjacencyValue, StatePath } from "xstate/graph";
-import type { KernelFact, RunOutcome, RunStartEvent } from "../machines/events.ts";
+import type { RunnerFact, RunOutcome, RunStartEvent } from "../machines/events.ts";
 import { runMachine } from "../machines/run.ts";
 import type { RunInput } from "../machines/run.ts";
 import { spareMachine } from "../machines/spare.ts";
 import { sessionMachine } from "../machines/session.ts";
 import type { SessionInput } from "../machines/session.ts";
 import { supervisorMachine } from "../machines/supervisor.ts";
-import { KERNEL_INFO, TEST_LIMITS, createFakeKernel, startSupervisor } from "./helpers/fake-kernel.ts";
+import { RUNNER_INFO, TEST_LIMITS, createFakeRunner, startSupervisor } from "./helpers/fake-runner.ts";
 
 type Path = StatePath<AnyMachineSnapshot, EventObject>;
 type Table = Record<string, readonly AnyEventObject[]>;
@@ -92,21 +92,21 @@ const RUN_INPUT: RunInput = {
   limits: TEST_LIMITS,
 };
 
-// Kernel facts with fixed payloads, and run.cancel as the supervisor forwards it.
+// Runner facts with fixed payloads, and run.cancel as the supervisor forwards it.
 const RUN_EVENTS = {
-  "kernel.ready": [{ type: "kernel.ready", at: 10, ...KERNEL_INFO }],
-  "kernel.started": [{ type: "kernel.started", at: 20, runId: RUN_ID }],
-  "kernel.done": [
-    { type: "kernel.done", at: 30, runId: RUN_ID, exitCode: 0, displayedValue: true, error: null },
-    { type: "kernel.done", at: 30, runId: RUN_ID, exitCode: 1, displayedValue: false, error: "exception" },
+  "runner.ready": [{ type: "runner.ready", at: 10, ...RUNNER_INFO }],
+  "runner.started": [{ type: "runner.started", at: 20, runId: RUN_ID }],
+  "runner.done": [
+    { type: "runner.done", at: 30, runId: RUN_ID, exitCode: 0, displayedValue: true, error: null },
+    { type: "runner.done", at: 30, runId: RUN_ID, exitCode: 1, displayedValue: false, error: "exception" },
   ],
-  "kernel.exited": [{ type: "kernel.exited", at: 40, code: 1, signal: null }],
-  "kernel.failed": [{ type: "kernel.failed", at: 40, message: "fatal: bad frame" }],
+  "runner.exited": [{ type: "runner.exited", at: 40, code: 1, signal: null }],
+  "runner.failed": [{ type: "runner.failed", at: 40, message: "fatal: bad frame" }],
   "run.cancel": [{ type: "run.cancel", at: 5, runId: RUN_ID }],
   // Nested tool calls spawn children of their own: test/tool-call-machine.test.ts drives them.
-  "kernel.tool_call": [],
-  "kernel.tool_cancel": [],
-} satisfies Record<string, Array<KernelFact | { type: "run.cancel"; at: number; runId: string }>>;
+  "runner.tool_call": [],
+  "runner.tool_cancel": [],
+} satisfies Record<string, Array<RunnerFact | { type: "run.cancel"; at: number; runId: string }>>;
 
 const RUN_STATES = [
   "starting",
@@ -121,14 +121,14 @@ const RUN_STATES = [
   "cancelled",
 ];
 
-const fake = createFakeKernel();
-const runLogic = analysable(runMachine.provide({ actors: { kernel: fake.logic } }));
+const fake = createFakeRunner();
+const runLogic = analysable(runMachine.provide({ actors: { runner: fake.logic } }));
 
 /** The notes' serialization: the state value only. */
 const byValue = (s: AnyMachineSnapshot) => JSON.stringify(s.value);
 /** The value plus the context the guards and the outcome depend on (still a finite graph with fixed payloads). */
 const byValueAndFlags = (s: AnyMachineSnapshot) =>
-  JSON.stringify([s.value, s.context.kernelReady, s.context.stopReason ?? null, s.context.killed]);
+  JSON.stringify([s.value, s.context.runnerReady, s.context.stopReason ?? null, s.context.killed]);
 
 const runOptions = (serializeState: (s: AnyMachineSnapshot) => string) => ({
   input: RUN_INPUT,
@@ -142,7 +142,7 @@ function project(s: AnyMachineSnapshot) {
   return {
     value: s.value,
     status: s.status,
-    kernelReady: s.context.kernelReady,
+    runnerReady: s.context.runnerReady,
     stopReason: s.context.stopReason,
     killed: s.context.killed,
     outcome: s.context.outcome,
@@ -164,7 +164,7 @@ function replayRun(path: Path, serialize: (s: AnyMachineSnapshot) => string): Ru
   const where = describePath(path);
   const h = startSupervisor();
   h.start({ runId: RUN_ID, code: CODE, cwd: CWD, timeoutMs: TIMEOUT_MS });
-  const kernel = h.kernel.of(`run:${RUN_ID}`);
+  const runner = h.runner.of(`run:${RUN_ID}`);
   const observe = () => {
     const last = h.trace.filter((t) => t.id === `run:${RUN_ID}`).at(-1);
     assert.ok(last, `${where}: the run has a snapshot`);
@@ -186,7 +186,7 @@ function replayRun(path: Path, serialize: (s: AnyMachineSnapshot) => string): Ru
     } else if (event.type === "run.cancel") {
       h.send(event as { type: "run.cancel"; at: number; runId: string });
     } else {
-      kernel.send(event as KernelFact);
+      runner.send(event as RunnerFact);
     }
     assert.deepEqual(observe(), project(predicted), `${where}: after step ${i} (${event.type})`);
   }
@@ -199,7 +199,7 @@ function replayRun(path: Path, serialize: (s: AnyMachineSnapshot) => string): Ru
     const last = h.trace.filter((t) => t.id === `run:${RUN_ID}`).at(-1)!.snapshot as AnyMachineSnapshot;
     assert.deepEqual(last.output, predicted.context.outcome, `${where}: the run's output is its outcome`);
     assert.deepEqual(h.children(), [], `${where}: done run pruned`);
-    assert.equal(kernel.stopped, true, `${where}: kernel stopped`);
+    assert.equal(runner.stopped, true, `${where}: runner stopped`);
     assert.deepEqual(h.actor.getSnapshot().context.active, {}, where);
     return h.finished[0];
   }
@@ -209,7 +209,7 @@ function replayRun(path: Path, serialize: (s: AnyMachineSnapshot) => string): Ru
 }
 
 describe("run machine graph", () => {
-  test("the analysis has no side effects: no kernel started", () => {
+  test("the analysis has no side effects: no runner started", () => {
     getShortestPaths(runLogic, runOptions(byValueAndFlags));
     assert.equal(fake.instances.length, 0);
   });
@@ -251,7 +251,7 @@ describe("run machine graph", () => {
     assert.equal(target(true, "xstate.after.deadline.run.starting"), "interrupted");
     assert.equal(target(false, "run.cancel"), "killed");
     assert.equal(target(true, "run.cancel"), "interrupted");
-    assert.equal(target(false, "kernel.ready"), "starting");
+    assert.equal(target(false, "runner.ready"), "starting");
   });
 
   test("every edge of the graph (value + guard context) replays: shortest path to its source, then the edge", () => {
@@ -301,7 +301,7 @@ describe("run machine graph", () => {
     });
     assert.ok(wrong.length > 0);
     assert.ok(
-      wrong.some((p) => describePath(p) === "xstate.init > kernel.started > after(deadline) > kernel.done" && p.state.value === "cancelled"),
+      wrong.some((p) => describePath(p) === "xstate.init > runner.started > after(deadline) > runner.done" && p.state.value === "cancelled"),
       wrong.map(describePath).join("\n"),
     );
   });
@@ -314,29 +314,29 @@ describe("run machine graph", () => {
 const FIRST_RUN: RunStartEvent = { type: "run.start", at: 0, runId: "s1", code: "x = 1", cwd: CWD, timeoutMs: 1000, session: "s" };
 const SESSION_INPUT: SessionInput = { name: "s", ordinal: 1, cwd: CWD, limits: TEST_LIMITS, firstRun: FIRST_RUN };
 const SESSION_EVENTS: Table = {
-  "kernel.ready": [{ type: "kernel.ready", at: 10, ...KERNEL_INFO }],
-  "kernel.started": [{ type: "kernel.started", at: 20, runId: "s1" }],
-  "kernel.done": [{ type: "kernel.done", at: 30, runId: "s1", exitCode: 0, displayedValue: false, error: null }],
-  "kernel.exited": [{ type: "kernel.exited", at: 40, code: 1, signal: null }],
-  "kernel.failed": [{ type: "kernel.failed", at: 40, message: "fatal" }],
-  "kernel.run": [{ type: "kernel.run", runId: "s1", code: "x = 1", filename: "script-1.py" }],
-  "kernel.interrupt": [{ type: "kernel.interrupt", runId: "s1" }],
-  "kernel.terminate": [{ type: "kernel.terminate" }],
-  "kernel.kill": [{ type: "kernel.kill" }],
+  "runner.ready": [{ type: "runner.ready", at: 10, ...RUNNER_INFO }],
+  "runner.started": [{ type: "runner.started", at: 20, runId: "s1" }],
+  "runner.done": [{ type: "runner.done", at: 30, runId: "s1", exitCode: 0, displayedValue: false, error: null }],
+  "runner.exited": [{ type: "runner.exited", at: 40, code: 1, signal: null }],
+  "runner.failed": [{ type: "runner.failed", at: 40, message: "fatal" }],
+  "runner.run": [{ type: "runner.run", runId: "s1", code: "x = 1", filename: "script-1.py" }],
+  "runner.interrupt": [{ type: "runner.interrupt", runId: "s1" }],
+  "runner.terminate": [{ type: "runner.terminate" }],
+  "runner.kill": [{ type: "runner.kill" }],
   "run.start": [{ ...FIRST_RUN, at: 50, runId: "s2" }],
   "run.phase": (["running", "interrupted", "grace", "killed"] as const).map((phase) => ({ type: "run.phase", runId: "s1", phase })),
   "session.close": [{ type: "session.close", at: 60 }],
   "xstate.done.actor.*": [{ type: "xstate.done.actor.run:s1", actorId: "run:s1", output: undefined }],
-  // The tool bridge only passes through the session (test/tool-call-machine.test.ts).
-  "kernel.tool_call": [],
-  "kernel.tool_cancel": [],
-  "kernel.tool_result": [],
+  // Nested tool calls only passes through the session (test/tool-call-machine.test.ts).
+  "runner.tool_call": [],
+  "runner.tool_cancel": [],
+  "runner.tool_result": [],
 };
 
 describe("session and supervisor graphs", () => {
   test("every state of the session machine is reachable", () => {
-    const sessionFake = createFakeKernel();
-    const logic = analysable(sessionMachine.provide({ actors: { kernel: sessionFake.logic } }));
+    const sessionFake = createFakeRunner();
+    const logic = analysable(sessionMachine.provide({ actors: { runner: sessionFake.logic } }));
     const paths = getShortestPaths(logic, {
       input: SESSION_INPUT,
       serializeState: byValue,
@@ -354,13 +354,13 @@ describe("session and supervisor graphs", () => {
   });
 
   test("every state of the supervisor machine is reachable", () => {
-    const supFake = createFakeKernel();
+    const supFake = createFakeRunner();
     const logic = analysable(
       supervisorMachine.provide({
         actors: {
-          run: runMachine.provide({ actors: { kernel: supFake.logic } }),
-          session: sessionMachine.provide({ actors: { kernel: supFake.logic } }),
-          spare: spareMachine.provide({ actors: { kernel: supFake.logic } }),
+          run: runMachine.provide({ actors: { runner: supFake.logic } }),
+          session: sessionMachine.provide({ actors: { runner: supFake.logic } }),
+          spare: spareMachine.provide({ actors: { runner: supFake.logic } }),
         },
       }),
     );

@@ -1,13 +1,13 @@
 // Scenario tests of the run, session and supervisor machines, driven through the real supervisor root with the fake
-// kernel and a SimulatedClock: no process, no sleeping, no real timer. Kernel facts are sent by hand with `at` equal
+// runner and a SimulatedClock: no process, no sleeping, no real timer. Runner facts are sent by hand with `at` equal
 // to the simulated now, so deadlines computed from `at` agree with the clock.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { SimulatedClock, createActor } from "xstate";
 import type { RunOutcome } from "../machines/events.ts";
 import { sessionMachine } from "../machines/session.ts";
-import { KERNEL_INFO, TEST_LIMITS, createFakeKernel, startSupervisor } from "./helpers/fake-kernel.ts";
-import type { FakeKernelInstance, Harness } from "./helpers/fake-kernel.ts";
+import { RUNNER_INFO, TEST_LIMITS, createFakeRunner, startSupervisor } from "./helpers/fake-runner.ts";
+import type { FakeRunnerInstance, Harness } from "./helpers/fake-runner.ts";
 
 const { interruptWindowMs, graceMs, killMs } = TEST_LIMITS;
 const BUSY = (name: string) => `Session "${name}" is busy with another run; wait for it to finish.`;
@@ -33,9 +33,9 @@ function ctx(h: Harness) {
 }
 
 /** A fresh run `runId` started at now, ready 10 ms later, started 10 ms after that. */
-function freshRunning(h: Harness, runId: string, timeoutMs = 1000): FakeKernelInstance {
+function freshRunning(h: Harness, runId: string, timeoutMs = 1000): FakeRunnerInstance {
   h.start({ runId, timeoutMs });
-  const k = h.kernel.of(`run:${runId}`);
+  const k = h.runner.of(`run:${runId}`);
   h.advance(10);
   k.ready();
   h.advance(10);
@@ -45,9 +45,9 @@ function freshRunning(h: Harness, runId: string, timeoutMs = 1000): FakeKernelIn
 }
 
 /** A new session `name` whose first run `runId` is running (ready +10 ms, started +10 ms). */
-function sessionRunning(h: Harness, name: string, runId: string, timeoutMs = 1000): FakeKernelInstance {
+function sessionRunning(h: Harness, name: string, runId: string, timeoutMs = 1000): FakeRunnerInstance {
   h.start({ runId, session: name, timeoutMs });
-  const k = h.kernel.of(`session:${name}`);
+  const k = h.runner.of(`session:${name}`);
   h.advance(10);
   k.ready();
   h.advance(10);
@@ -57,10 +57,10 @@ function sessionRunning(h: Harness, name: string, runId: string, timeoutMs = 100
   return k;
 }
 
-/** The next run `runId` in the idle session `name` (same kernel), running after 10 ms. */
-function nextSessionRun(h: Harness, name: string, runId: string, timeoutMs = 1000): FakeKernelInstance {
+/** The next run `runId` in the idle session `name` (same runner), running after 10 ms. */
+function nextSessionRun(h: Harness, name: string, runId: string, timeoutMs = 1000): FakeRunnerInstance {
   assert.equal(h.value(`session:${name}`), "idle");
-  const k = h.kernel.of(`session:${name}`);
+  const k = h.runner.of(`session:${name}`);
   h.start({ runId, session: name, timeoutMs });
   h.advance(10);
   k.started(runId);
@@ -69,16 +69,16 @@ function nextSessionRun(h: Harness, name: string, runId: string, timeoutMs = 100
 }
 
 function run(runId: string, code = `print(${JSON.stringify(runId)})`, filename = "script.py") {
-  return { type: "kernel.run", runId, code, filename };
+  return { type: "runner.run", runId, code, filename };
 }
 
 describe("run: fresh process", () => {
-  test("success: starting -> running -> success, kernel.run sent once the kernel is ready", () => {
+  test("success: starting -> running -> success, runner.run sent once the runner is ready", () => {
     const h = startSupervisor();
     h.start({ runId: "r1", code: "1 + 1", cwd: "/w", timeoutMs: 1000 });
     assert.deepEqual(h.children(), ["run:r1"]);
     assert.equal(h.value("run:r1"), "starting");
-    const k = h.kernel.of("run:r1");
+    const k = h.runner.of("run:r1");
     assert.deepEqual(k.input, { mode: "fresh", cwd: "/w", owner: "run:r1" });
     assert.deepEqual(k.received, []);
 
@@ -103,18 +103,18 @@ describe("run: fresh process", () => {
         finishedAt: 35,
         durationMs: 35,
         killed: false,
-        kernel: KERNEL_INFO,
+        runner: RUNNER_INFO,
       },
     ] satisfies RunOutcome[]);
     assert.deepEqual(h.values("run:r1"), ["starting", "running", "success"]);
-    assert.deepEqual(k.types(), ["kernel.run", "stopped"]);
+    assert.deepEqual(k.types(), ["runner.run", "stopped"]);
     assert.deepEqual(h.children(), []);
     assert.deepEqual(ctx(h).active, {});
     assert.deepEqual(h.timers(), []);
     assertHealthy(h);
   });
 
-  test("runtime_error: kernel.done with a non-zero exitCode", () => {
+  test("runtime_error: runner.done with a non-zero exitCode", () => {
     const h = startSupervisor();
     const k = freshRunning(h, "r1");
     h.advance(30);
@@ -129,7 +129,7 @@ describe("run: fresh process", () => {
         finishedAt: 50,
         durationMs: 50,
         killed: false,
-        kernel: KERNEL_INFO,
+        runner: RUNNER_INFO,
       },
     ]);
     assert.deepEqual(h.values("run:r1"), ["starting", "running", "runtime_error"]);
@@ -137,7 +137,7 @@ describe("run: fresh process", () => {
     assertHealthy(h);
   });
 
-  test("a kernel.done for another run id is ignored (isMine)", () => {
+  test("a runner.done for another run id is ignored (isMine)", () => {
     const h = startSupervisor();
     const k = freshRunning(h, "r1");
     k.done("other");
@@ -148,11 +148,11 @@ describe("run: fresh process", () => {
     assertHealthy(h);
   });
 
-  test("setup_error: kernel.failed before the kernel is ready", () => {
+  test("setup_error: runner.failed before the runner is ready", () => {
     const h = startSupervisor();
     h.start({ runId: "r1" });
     h.advance(7);
-    h.kernel.of("run:r1").failed("python3: not found");
+    h.runner.of("run:r1").failed("python3: not found");
     assert.deepEqual(h.finished, [
       {
         runId: "r1",
@@ -166,15 +166,15 @@ describe("run: fresh process", () => {
       },
     ]);
     assert.deepEqual(h.values("run:r1"), ["starting", "setup_error"]);
-    assert.deepEqual(h.kernel.of("run:r1").types(), ["stopped"]);
+    assert.deepEqual(h.runner.of("run:r1").types(), ["stopped"]);
     assert.deepEqual(h.children(), []);
     assertHealthy(h);
   });
 
-  test("setup_error: kernel.exited before kernel.started (after ready) names the exit code", () => {
+  test("setup_error: runner.exited before runner.started (after ready) names the exit code", () => {
     const h = startSupervisor();
     h.start({ runId: "r1" });
-    const k = h.kernel.of("run:r1");
+    const k = h.runner.of("run:r1");
     h.advance(10);
     k.ready();
     h.advance(5);
@@ -190,18 +190,18 @@ describe("run: fresh process", () => {
         durationMs: 15,
         killed: false,
         message: "Python exited during start-up (exit code 1)",
-        kernel: KERNEL_INFO,
+        runner: RUNNER_INFO,
       },
     ]);
     assert.deepEqual(h.values("run:r1"), ["starting", "setup_error"]);
     assertHealthy(h);
   });
 
-  test("setup_error: kernel.exited by a signal before ready names the signal", () => {
+  test("setup_error: runner.exited by a signal before ready names the signal", () => {
     const h = startSupervisor();
     h.start({ runId: "r1" });
     h.advance(3);
-    h.kernel.of("run:r1").exited({ signal: "SIGSEGV" });
+    h.runner.of("run:r1").exited({ signal: "SIGSEGV" });
     assert.deepEqual(h.outcome("r1"), {
       runId: "r1",
       status: "setup_error",
@@ -216,7 +216,7 @@ describe("run: fresh process", () => {
     assertHealthy(h);
   });
 
-  test("kernel.exited while running (os._exit(3)): runtime_error with the exit code, no session", () => {
+  test("runner.exited while running (os._exit(3)): runtime_error with the exit code, no session", () => {
     const h = startSupervisor();
     const k = freshRunning(h, "r1");
     h.advance(5);
@@ -230,13 +230,13 @@ describe("run: fresh process", () => {
       finishedAt: 25,
       durationMs: 25,
       killed: false,
-      kernel: KERNEL_INFO,
+      runner: RUNNER_INFO,
     });
     assert.deepEqual(h.values("run:r1"), ["starting", "running", "runtime_error"]);
     assertHealthy(h);
   });
 
-  test("kernel.exited with code 0 and no signal while running counts as success", () => {
+  test("runner.exited with code 0 and no signal while running counts as success", () => {
     const h = startSupervisor();
     const k = freshRunning(h, "r1");
     k.exited({ code: 0 });
@@ -248,17 +248,17 @@ describe("run: fresh process", () => {
   test("deadline in starting before ready: killed at once (terminate, kill after killMs), then timeout", () => {
     const h = startSupervisor();
     h.start({ runId: "r1", timeoutMs: 1000 });
-    const k = h.kernel.of("run:r1");
+    const k = h.runner.of("run:r1");
     h.advance(999);
     assert.equal(h.value("run:r1"), "starting");
     assert.deepEqual(k.received, []);
     h.advance(1);
     assert.equal(h.value("run:r1"), "killed");
-    assert.deepEqual(k.types(), ["kernel.terminate"]);
+    assert.deepEqual(k.types(), ["runner.terminate"]);
     h.advance(killMs - 1);
-    assert.deepEqual(k.types(), ["kernel.terminate"]);
+    assert.deepEqual(k.types(), ["runner.terminate"]);
     h.advance(1);
-    assert.deepEqual(k.types(), ["kernel.terminate", "kernel.kill"]);
+    assert.deepEqual(k.types(), ["runner.terminate", "runner.kill"]);
     h.advance(20);
     k.exited({ signal: "SIGKILL" });
     assert.deepEqual(h.outcome("r1"), {
@@ -273,21 +273,21 @@ describe("run: fresh process", () => {
       killed: true,
     });
     assert.deepEqual(h.values("run:r1"), ["starting", "killed", "timeout"]);
-    assert.deepEqual(k.types(), ["kernel.terminate", "kernel.kill", "stopped"]);
+    assert.deepEqual(k.types(), ["runner.terminate", "runner.kill", "stopped"]);
     assert.deepEqual(h.children(), []);
     assertHealthy(h);
   });
 
-  test("deadline in starting after ready: interrupted (one kernel.interrupt), kernel.done -> timeout", () => {
+  test("deadline in starting after ready: interrupted (one runner.interrupt), runner.done -> timeout", () => {
     const h = startSupervisor();
     h.start({ runId: "r1", timeoutMs: 1000 });
-    const k = h.kernel.of("run:r1");
+    const k = h.runner.of("run:r1");
     h.advance(10);
     k.ready();
     h.advance(990);
     assert.equal(h.value("run:r1"), "interrupted");
-    assert.deepEqual(k.received, [run("r1"), { type: "kernel.interrupt", runId: "r1" }]);
-    // A late kernel.started is not handled in interrupted.
+    assert.deepEqual(k.received, [run("r1"), { type: "runner.interrupt", runId: "r1" }]);
+    // A late runner.started is not handled in interrupted.
     k.started("r1");
     assert.equal(h.value("run:r1"), "interrupted");
     h.advance(30);
@@ -302,7 +302,7 @@ describe("run: fresh process", () => {
       finishedAt: 1030,
       durationMs: 1030,
       killed: false,
-      kernel: KERNEL_INFO,
+      runner: RUNNER_INFO,
     });
     assert.deepEqual(h.values("run:r1"), ["starting", "interrupted", "timeout"]);
     assertHealthy(h);
@@ -313,10 +313,10 @@ describe("run: fresh process", () => {
     const k = freshRunning(h, "r1", 1000); // started at 20: deadline 980 ms after entering running
     h.advance(979);
     assert.equal(h.value("run:r1"), "running");
-    assert.deepEqual(k.types(), ["kernel.run"]);
+    assert.deepEqual(k.types(), ["runner.run"]);
     h.advance(1);
     assert.equal(h.value("run:r1"), "interrupted");
-    assert.deepEqual(k.received, [run("r1"), { type: "kernel.interrupt", runId: "r1" }]);
+    assert.deepEqual(k.received, [run("r1"), { type: "runner.interrupt", runId: "r1" }]);
     h.advance(40);
     k.done("r1", { exitCode: 130, error: "interrupt" });
     assert.deepEqual(h.outcome("r1"), {
@@ -329,7 +329,7 @@ describe("run: fresh process", () => {
       finishedAt: 1040,
       durationMs: 1040,
       killed: false,
-      kernel: KERNEL_INFO,
+      runner: RUNNER_INFO,
     });
     assert.deepEqual(h.values("run:r1"), ["starting", "running", "interrupted", "timeout"]);
     assertHealthy(h);
@@ -344,14 +344,14 @@ describe("run: fresh process", () => {
     assert.equal(h.value("run:r1"), "interrupted");
     h.advance(1);
     assert.equal(h.value("run:r1"), "grace");
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt"]); // no second interrupt
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]); // no second interrupt
     h.advance(graceMs - 1);
     assert.equal(h.value("run:r1"), "grace");
     h.advance(1);
     assert.equal(h.value("run:r1"), "killed");
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt", "kernel.terminate"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate"]);
     h.advance(killMs);
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt", "kernel.terminate", "kernel.kill"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate", "runner.kill"]);
     h.advance(10);
     k.exited({ signal: "SIGKILL" });
     assert.deepEqual(h.outcome("r1"), {
@@ -364,13 +364,13 @@ describe("run: fresh process", () => {
       finishedAt: 2610,
       durationMs: 2610,
       killed: true,
-      kernel: KERNEL_INFO,
+      runner: RUNNER_INFO,
     });
     assert.deepEqual(h.values("run:r1"), ["starting", "running", "interrupted", "grace", "killed", "timeout"]);
     assertHealthy(h);
   });
 
-  test("kernel.done during grace ends the run unkilled", () => {
+  test("runner.done during grace ends the run unkilled", () => {
     const h = startSupervisor();
     const k = freshRunning(h, "r1");
     h.advance(980); // one increment does not walk a chain of timers: step through it
@@ -384,7 +384,7 @@ describe("run: fresh process", () => {
     assertHealthy(h);
   });
 
-  test("kernel.exited during interrupted keeps the stop reason", () => {
+  test("runner.exited during interrupted keeps the stop reason", () => {
     const h = startSupervisor();
     const k = freshRunning(h, "r1");
     h.cancel("r1");
@@ -399,17 +399,17 @@ describe("run: fresh process", () => {
       finishedAt: 20,
       durationMs: 20,
       killed: false,
-      kernel: KERNEL_INFO,
+      runner: RUNNER_INFO,
     });
     assertHealthy(h);
   });
 
-  test("kernel.failed while killed settles with the stop reason and the message", () => {
+  test("runner.failed while killed settles with the stop reason and the message", () => {
     const h = startSupervisor();
     h.start({ runId: "r1" });
     h.cancel("r1");
     assert.equal(h.value("run:r1"), "killed");
-    h.kernel.of("run:r1").failed("kill: EPERM");
+    h.runner.of("run:r1").failed("kill: EPERM");
     assert.deepEqual(h.outcome("r1"), {
       runId: "r1",
       status: "cancelled",
@@ -424,16 +424,16 @@ describe("run: fresh process", () => {
     assertHealthy(h);
   });
 
-  test("cancel in starting before the kernel is ready: killed directly, no interrupt", () => {
+  test("cancel in starting before the runner is ready: killed directly, no interrupt", () => {
     const h = startSupervisor();
     h.start({ runId: "r1" });
-    const k = h.kernel.of("run:r1");
+    const k = h.runner.of("run:r1");
     h.advance(5);
     h.cancel("r1");
     assert.equal(h.value("run:r1"), "killed");
-    assert.deepEqual(k.types(), ["kernel.terminate"]);
+    assert.deepEqual(k.types(), ["runner.terminate"]);
     h.advance(killMs);
-    assert.deepEqual(k.types(), ["kernel.terminate", "kernel.kill"]);
+    assert.deepEqual(k.types(), ["runner.terminate", "runner.kill"]);
     k.exited({ signal: "SIGKILL" });
     assert.deepEqual(h.outcome("r1"), {
       runId: "r1",
@@ -450,16 +450,16 @@ describe("run: fresh process", () => {
     assertHealthy(h);
   });
 
-  test("cancel in starting after ready: interrupted, kernel.done -> cancelled", () => {
+  test("cancel in starting after ready: interrupted, runner.done -> cancelled", () => {
     const h = startSupervisor();
     h.start({ runId: "r1" });
-    const k = h.kernel.of("run:r1");
+    const k = h.runner.of("run:r1");
     h.advance(10);
     k.ready();
     h.advance(5);
     h.cancel("r1");
     assert.equal(h.value("run:r1"), "interrupted");
-    assert.deepEqual(k.received, [run("r1"), { type: "kernel.interrupt", runId: "r1" }]);
+    assert.deepEqual(k.received, [run("r1"), { type: "runner.interrupt", runId: "r1" }]);
     k.done("r1", { exitCode: 130, error: "interrupt" });
     assert.deepEqual(h.outcome("r1"), {
       runId: "r1",
@@ -471,20 +471,20 @@ describe("run: fresh process", () => {
       finishedAt: 15,
       durationMs: 15,
       killed: false,
-      kernel: KERNEL_INFO,
+      runner: RUNNER_INFO,
     });
     assert.deepEqual(h.values("run:r1"), ["starting", "interrupted", "cancelled"]);
     assertHealthy(h);
   });
 
-  test("cancel in running: interrupted, kernel.done -> cancelled; a second cancel is ignored", () => {
+  test("cancel in running: interrupted, runner.done -> cancelled; a second cancel is ignored", () => {
     const h = startSupervisor();
     const k = freshRunning(h, "r1");
     h.advance(100);
     h.cancel("r1");
     h.cancel("r1");
     assert.equal(h.value("run:r1"), "interrupted");
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]);
     k.done("r1", { exitCode: 130, error: "interrupt" });
     assert.equal(h.outcome("r1").status, "cancelled");
     assert.deepEqual(h.values("run:r1"), ["starting", "running", "interrupted", "cancelled"]);
@@ -503,9 +503,9 @@ describe("run in a session", () => {
     assert.deepEqual(h.children(), ["session:s"]);
     assert.equal(h.value("session:s"), "starting");
     assert.equal(h.value("run:s1"), "starting");
-    const k = h.kernel.of("session:s");
+    const k = h.runner.of("session:s");
     assert.deepEqual(k.input, { mode: "session", cwd: "/p", owner: "session:s" });
-    assert.equal(h.kernel.instances.length, 1); // the run's kernel is the session link, not a process
+    assert.equal(h.runner.instances.length, 1); // the run's runner is the session link, not a process
     h.advance(10);
     k.ready();
     assert.equal(h.value("session:s"), "running");
@@ -523,13 +523,13 @@ describe("run in a session", () => {
       finishedAt: 30,
       durationMs: 30,
       killed: false,
-      kernel: KERNEL_INFO,
+      runner: RUNNER_INFO,
       session: { name: "s", ordinal: 1, started: true, isLost: false },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "idle"]);
     assert.deepEqual(h.values("run:s1"), ["starting", "running", "success"]);
     assert.deepEqual(h.children(), ["session:s"]);
-    assert.deepEqual(Object.keys(h.ref("session:s")!.getSnapshot().children), ["kernel"]);
+    assert.deepEqual(Object.keys(h.ref("session:s")!.getSnapshot().children), ["runner"]);
     assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "alive", cwd: "/p" } });
     assert.deepEqual(ctx(h).active, {});
     assert.equal(k.stopped, false);
@@ -558,21 +558,21 @@ describe("run in a session", () => {
       finishedAt: 130,
       durationMs: 10,
       killed: false,
-      kernel: KERNEL_INFO,
+      runner: RUNNER_INFO,
       session: { name: "s", ordinal: 1, started: false, isLost: false },
     });
-    assert.equal(h.kernel.instances.length, 1);
+    assert.equal(h.runner.instances.length, 1);
     assert.deepEqual(h.values("session:s"), ["starting", "running", "idle", "running", "idle"]);
     assertHealthy(h);
   });
 
-  test("timeout answered in time: interrupted -> kernel.done -> timeout, session idle and state kept", () => {
+  test("timeout answered in time: interrupted -> runner.done -> timeout, session idle and state kept", () => {
     const h = startSupervisor();
     const k = sessionRunning(h, "s", "s1"); // deadline at t = 1000
     h.advance(980);
     assert.equal(h.value("run:s1"), "interrupted");
     assert.equal(h.value("session:s"), "interrupted");
-    assert.deepEqual(k.received, [run("s1", 'print("s1")', "script-1.py"), { type: "kernel.interrupt", runId: "s1" }]);
+    assert.deepEqual(k.received, [run("s1", 'print("s1")', "script-1.py"), { type: "runner.interrupt", runId: "s1" }]);
     h.advance(10);
     k.done("s1", { exitCode: 130, error: "interrupt" });
     assert.deepEqual(h.outcome("s1"), {
@@ -585,7 +585,7 @@ describe("run in a session", () => {
       finishedAt: 1010,
       durationMs: 1010,
       killed: false,
-      kernel: KERNEL_INFO,
+      runner: RUNNER_INFO,
       session: { name: "s", ordinal: 1, started: true, isLost: false },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "idle"]);
@@ -594,11 +594,11 @@ describe("run in a session", () => {
     nextSessionRun(h, "s", "s2");
     k.done("s2");
     assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, started: false, isLost: false });
-    assert.equal(h.kernel.all("session:s").length, 1);
+    assert.equal(h.runner.all("session:s").length, 1);
     assertHealthy(h);
   });
 
-  test("cancel in a session: interrupted -> kernel.done -> cancelled, session idle", () => {
+  test("cancel in a session: interrupted -> runner.done -> cancelled, session idle", () => {
     const h = startSupervisor();
     const k = sessionRunning(h, "s", "s1");
     h.cancel("s1");
@@ -610,7 +610,7 @@ describe("run in a session", () => {
     assertHealthy(h);
   });
 
-  test("interrupted -> grace -> killed -> kernel.exited: session lost, outcome isLost and killed", () => {
+  test("interrupted -> grace -> killed -> runner.exited: session lost, outcome isLost and killed", () => {
     const h = startSupervisor();
     const k = sessionRunning(h, "s", "s1");
     h.advance(980); // t = 1000
@@ -619,15 +619,15 @@ describe("run in a session", () => {
     h.advance(interruptWindowMs);
     assert.equal(h.value("session:s"), "grace");
     assert.equal(h.value("run:s1"), "grace");
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]);
     h.advance(graceMs);
     assert.equal(h.value("session:s"), "killed");
     assert.equal(h.value("run:s1"), "killed");
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt", "kernel.terminate"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate"]);
     h.advance(killMs - 1);
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt", "kernel.terminate"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate"]);
     h.advance(1);
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt", "kernel.terminate", "kernel.kill"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate", "runner.kill"]);
     h.advance(10);
     k.exited({ signal: "SIGKILL" });
     assert.deepEqual(h.outcome("s1"), {
@@ -640,19 +640,19 @@ describe("run in a session", () => {
       finishedAt: 2610,
       durationMs: 2610,
       killed: true,
-      kernel: KERNEL_INFO,
+      runner: RUNNER_INFO,
       session: { name: "s", ordinal: 1, started: true, isLost: true },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "grace", "killed", "lost"]);
     assert.deepEqual(h.values("run:s1"), ["starting", "running", "interrupted", "grace", "killed", "timeout"]);
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt", "kernel.terminate", "kernel.kill", "stopped"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate", "runner.kill", "stopped"]);
     assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "lost", cwd: "/work" } });
     assert.deepEqual(ctx(h).active, {});
     assert.deepEqual(h.children(), []);
     assertHealthy(h);
   });
 
-  test("os._exit while running: kernel.exited -> runtime_error, session lost", () => {
+  test("os._exit while running: runner.exited -> runtime_error, session lost", () => {
     const h = startSupervisor();
     const k = sessionRunning(h, "s", "s1");
     h.advance(5);
@@ -666,11 +666,11 @@ describe("run in a session", () => {
       finishedAt: 25,
       durationMs: 25,
       killed: false,
-      kernel: KERNEL_INFO,
+      runner: RUNNER_INFO,
       session: { name: "s", ordinal: 1, started: true, isLost: true },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "lost"]);
-    assert.deepEqual(k.types(), ["kernel.run", "stopped"]);
+    assert.deepEqual(k.types(), ["runner.run", "stopped"]);
     assert.equal(ctx(h).sessions.s?.status, "lost");
     assert.deepEqual(h.children(), []);
     assertHealthy(h);
@@ -682,7 +682,7 @@ describe("run in a session", () => {
     k1.exited({ code: 3 });
     h.advance(100);
     h.start({ runId: "s2", session: "s" });
-    const k2 = h.kernel.of("session:s");
+    const k2 = h.runner.of("session:s");
     assert.notEqual(k2, k1);
     assert.equal(k2.index, 1);
     assert.equal(h.value("session:s"), "starting");
@@ -699,7 +699,7 @@ describe("run in a session", () => {
     assertHealthy(h);
   });
 
-  test("kernel.exited while the session is idle: lost between runs, next run replaces it", () => {
+  test("runner.exited while the session is idle: lost between runs, next run replaces it", () => {
     const h = startSupervisor();
     const k1 = sessionRunning(h, "s", "s1");
     k1.done("s1");
@@ -709,7 +709,7 @@ describe("run in a session", () => {
     assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "lost", cwd: "/work" } });
     assert.deepEqual(h.children(), []);
     h.start({ runId: "s2", session: "s" });
-    const k2 = h.kernel.of("session:s");
+    const k2 = h.runner.of("session:s");
     k2.ready();
     k2.started("s2");
     k2.done("s2");
@@ -717,11 +717,11 @@ describe("run in a session", () => {
     assertHealthy(h);
   });
 
-  test("kernel.exited while the session starts: the first run is a setup_error and the session is lost", () => {
+  test("runner.exited while the session starts: the first run is a setup_error and the session is lost", () => {
     const h = startSupervisor();
     h.start({ runId: "s1", session: "s" });
     h.advance(4);
-    h.kernel.of("session:s").exited({ code: 1 });
+    h.runner.of("session:s").exited({ code: 1 });
     assert.deepEqual(h.outcome("s1"), {
       runId: "s1",
       status: "setup_error",
@@ -742,12 +742,12 @@ describe("run in a session", () => {
   test("deadline while the session starts: the run is killed through the session link, session lost", () => {
     const h = startSupervisor();
     h.start({ runId: "s1", session: "s", timeoutMs: 1000 });
-    const k = h.kernel.of("session:s");
+    const k = h.runner.of("session:s");
     h.advance(1000);
     assert.equal(h.value("run:s1"), "killed");
-    assert.deepEqual(k.types(), ["kernel.terminate"]);
+    assert.deepEqual(k.types(), ["runner.terminate"]);
     h.advance(killMs);
-    assert.deepEqual(k.types(), ["kernel.terminate", "kernel.kill"]);
+    assert.deepEqual(k.types(), ["runner.terminate", "runner.kill"]);
     k.exited({ signal: "SIGKILL" });
     assert.deepEqual(h.outcome("s1"), {
       runId: "s1",
@@ -782,7 +782,7 @@ describe("run in a session", () => {
       message: BUSY("s"),
       session: { name: "s", ordinal: 1, started: false, isLost: false },
     } satisfies RunOutcome);
-    const k = h.kernel.of("session:s");
+    const k = h.runner.of("session:s");
     k.ready();
     k.started("s1");
     h.advance(7);
@@ -799,7 +799,7 @@ describe("run in a session", () => {
       session: { name: "s", ordinal: 1, started: false, isLost: false },
     });
     assert.equal(h.value("run:s1"), "running");
-    assert.deepEqual(k.types(), ["kernel.run"]);
+    assert.deepEqual(k.types(), ["runner.run"]);
     assert.deepEqual(ctx(h).active, { s1: "s" });
     assert.equal(ctx(h).sessions.s?.busyRunId, "s1");
     assert.deepEqual(h.children(), ["session:s"]);
@@ -809,19 +809,19 @@ describe("run in a session", () => {
     assertHealthy(h);
   });
 
-  test("reset stops the old session actor (its kernel is stopped) and starts ordinal + 1", () => {
+  test("reset stops the old session actor (its runner is stopped) and starts ordinal + 1", () => {
     const h = startSupervisor();
     const k1 = sessionRunning(h, "s", "s1");
     k1.done("s1");
     const old = h.ref("session:s")!;
     h.advance(50);
     h.start({ runId: "s2", session: "s", reset: true, cwd: "/elsewhere" });
-    assert.deepEqual(k1.types(), ["kernel.run", "stopped"]);
+    assert.deepEqual(k1.types(), ["runner.run", "stopped"]);
     assert.equal(old.getSnapshot().status, "stopped");
     const fresh = h.ref("session:s")!;
     assert.notEqual(fresh, old);
     assert.equal(h.value("session:s"), "starting");
-    const k2 = h.kernel.of("session:s");
+    const k2 = h.runner.of("session:s");
     assert.equal(k2.index, 1);
     assert.deepEqual(k2.input, { mode: "session", cwd: "/elsewhere", owner: "session:s" });
     assert.deepEqual(ctx(h).sessions, { s: { ordinal: 2, status: "alive", cwd: "/elsewhere", busyRunId: "s2" } });
@@ -835,28 +835,28 @@ describe("run in a session", () => {
     assertHealthy(h);
   });
 
-  test("session.stop on an idle session: closing -> kernel.shutdown, kill after killMs, closed", () => {
+  test("session.stop on an idle session: closing -> runner.shutdown, kill after killMs, closed", () => {
     const h = startSupervisor();
     const k = sessionRunning(h, "s", "s1");
     k.done("s1");
     h.stopSession("s");
     assert.equal(h.value("session:s"), "closing");
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.shutdown"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown"]);
     h.advance(killMs - 1);
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.shutdown"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown"]);
     h.advance(1);
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.shutdown", "kernel.kill"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown", "runner.kill"]);
     h.stopSession("s"); // ignored while closing
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.shutdown", "kernel.kill"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown", "runner.kill"]);
     k.exited({ signal: "SIGKILL" });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "idle", "closing", "closed"]);
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.shutdown", "kernel.kill", "stopped"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown", "runner.kill", "stopped"]);
     assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "closed", cwd: "/work" } });
     assert.deepEqual(h.children(), []);
     assert.equal(h.finished.length, 1);
     // A closed session starts anew on the next run, without replacedLost.
     h.start({ runId: "s2", session: "s" });
-    const k2 = h.kernel.of("session:s");
+    const k2 = h.runner.of("session:s");
     k2.ready();
     k2.started("s2");
     k2.done("s2");
@@ -864,16 +864,16 @@ describe("run in a session", () => {
     assertHealthy(h);
   });
 
-  test("session.stop: a kernel that exits in time is not killed", () => {
+  test("session.stop: a runner that exits in time is not killed", () => {
     const h = startSupervisor();
     const k = sessionRunning(h, "s", "s1");
     k.done("s1");
     h.stopSession("s");
     h.advance(20);
     k.exited({ code: 0 });
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.shutdown", "stopped"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown", "stopped"]);
     h.advance(killMs * 2);
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.shutdown", "stopped"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown", "stopped"]);
     assert.equal(ctx(h).sessions.s?.status, "closed");
     assert.deepEqual(h.timers(), []);
     // Unknown sessions are ignored.
@@ -888,7 +888,7 @@ describe("run in a session", () => {
     h.stopSession("s");
     assert.equal(h.value("run:s1"), "interrupted");
     assert.equal(h.value("session:s"), "interrupted");
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]);
     h.advance(5);
     k.done("s1", { exitCode: 130, error: "interrupt" });
     assert.deepEqual(h.outcome("s1"), {
@@ -901,11 +901,11 @@ describe("run in a session", () => {
       finishedAt: 30,
       durationMs: 30,
       killed: false,
-      kernel: KERNEL_INFO,
+      runner: RUNNER_INFO,
       session: { name: "s", ordinal: 1, started: true, isLost: false },
     });
     assert.equal(h.value("session:s"), "closing");
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt", "kernel.shutdown"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.shutdown"]);
     k.exited({ code: 0 });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "closing", "closed"]);
     assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "closed", cwd: "/work" } });
@@ -917,14 +917,14 @@ describe("run in a session", () => {
   test("session.stop while the session starts: closing at once, the waiting run is killed and cancelled", () => {
     const h = startSupervisor();
     h.start({ runId: "s1", session: "s" });
-    const k = h.kernel.of("session:s");
+    const k = h.runner.of("session:s");
     h.stopSession("s");
     assert.equal(h.value("session:s"), "closing");
     assert.equal(h.value("run:s1"), "killed");
-    assert.deepEqual(k.types(), ["kernel.shutdown", "kernel.terminate"]);
+    assert.deepEqual(k.types(), ["runner.shutdown", "runner.terminate"]);
     h.advance(killMs);
-    // Both the session's closing bound and the run's kill bound send kernel.kill.
-    assert.deepEqual(k.types(), ["kernel.shutdown", "kernel.terminate", "kernel.kill", "kernel.kill"]);
+    // Both the session's closing bound and the run's kill bound send runner.kill.
+    assert.deepEqual(k.types(), ["runner.shutdown", "runner.terminate", "runner.kill", "runner.kill"]);
     k.exited({ signal: "SIGKILL" });
     assert.deepEqual(h.outcome("s1"), {
       runId: "s1",
@@ -962,7 +962,7 @@ describe("run in a session", () => {
     });
     assert.equal(h.value("session:s"), "running");
     assert.equal(h.ref("run:x1"), undefined);
-    assert.deepEqual(k.types(), ["kernel.run"]);
+    assert.deepEqual(k.types(), ["runner.run"]);
     assertHealthy(h);
   });
 
@@ -973,7 +973,7 @@ describe("run in a session", () => {
     assert.equal(h.value("session:s"), "interrupted");
     h.stopSession("s");
     assert.equal(h.value("session:s"), "interrupted");
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt"]); // no second interrupt
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]); // no second interrupt
     h.advance(interruptWindowMs);
     assert.equal(h.value("session:s"), "grace");
     k.done("s1", { exitCode: 130, error: "interrupt" });
@@ -1005,7 +1005,7 @@ describe("run in a session", () => {
     });
     assert.deepEqual(ctx(h).active, {});
     assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "alive", cwd: "/work" } });
-    assert.deepEqual(k.types(), ["kernel.run", "kernel.shutdown"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown"]);
     assertHealthy(h);
   });
 });
@@ -1013,8 +1013,8 @@ describe("run in a session", () => {
 describe("session machine standalone (no supervisor, no first run)", () => {
   function startSession() {
     const clock = new SimulatedClock();
-    const kernel = createFakeKernel({ now: () => clock.now() });
-    const session = createActor(sessionMachine.provide({ actors: { kernel: kernel.logic } }), {
+    const runner = createFakeRunner({ now: () => clock.now() });
+    const session = createActor(sessionMachine.provide({ actors: { runner: runner.logic } }), {
       id: "session:s",
       systemId: "session:s",
       input: { name: "s", ordinal: 3, cwd: "/work", limits: TEST_LIMITS },
@@ -1023,41 +1023,41 @@ describe("session machine standalone (no supervisor, no first run)", () => {
     const errors: unknown[] = [];
     session.subscribe({ error: (e) => errors.push(e) });
     session.start();
-    return { session, clock, kernel: kernel.of("session:s"), errors };
+    return { session, clock, runner: runner.of("session:s"), errors };
   }
 
-  test("starting -> kernel.ready -> idle, then kernel.exited -> lost with its output", () => {
-    const { session, kernel, errors } = startSession();
+  test("starting -> runner.ready -> idle, then runner.exited -> lost with its output", () => {
+    const { session, runner, errors } = startSession();
     assert.equal(session.getSnapshot().value, "starting");
-    kernel.ready();
+    runner.ready();
     assert.equal(session.getSnapshot().value, "idle");
-    assert.deepEqual(session.getSnapshot().context.kernel, KERNEL_INFO);
-    kernel.exited({ code: 1 });
+    assert.deepEqual(session.getSnapshot().context.runner, RUNNER_INFO);
+    runner.exited({ code: 1 });
     assert.equal(session.getSnapshot().value, "lost");
     assert.equal(session.getSnapshot().status, "done");
     assert.deepEqual(session.getSnapshot().output, { name: "s", ordinal: 3, end: "lost" });
-    assert.deepEqual(kernel.types(), ["stopped"]);
+    assert.deepEqual(runner.types(), ["stopped"]);
     assert.deepEqual(errors, []);
   });
 
-  test("session.close while starting -> closing; kernel.failed while closing -> closed", () => {
-    const { session, clock, kernel, errors } = startSession();
+  test("session.close while starting -> closing; runner.failed while closing -> closed", () => {
+    const { session, clock, runner, errors } = startSession();
     session.send({ type: "session.close", at: 0 });
     assert.equal(session.getSnapshot().value, "closing");
-    assert.deepEqual(kernel.types(), ["kernel.shutdown"]);
+    assert.deepEqual(runner.types(), ["runner.shutdown"]);
     clock.increment(killMs);
-    assert.deepEqual(kernel.types(), ["kernel.shutdown", "kernel.kill"]);
-    kernel.failed("kill: ESRCH");
+    assert.deepEqual(runner.types(), ["runner.shutdown", "runner.kill"]);
+    runner.failed("kill: ESRCH");
     assert.equal(session.getSnapshot().value, "closed");
     assert.deepEqual(session.getSnapshot().output, { name: "s", ordinal: 3, end: "closed" });
-    assert.deepEqual(kernel.types(), ["kernel.shutdown", "kernel.kill", "stopped"]);
+    assert.deepEqual(runner.types(), ["runner.shutdown", "runner.kill", "stopped"]);
     assert.deepEqual(errors, []);
   });
 
-  test("kernel.failed while idle -> lost", () => {
-    const { session, kernel, errors } = startSession();
-    kernel.ready();
-    kernel.failed("protocol error");
+  test("runner.failed while idle -> lost", () => {
+    const { session, runner, errors } = startSession();
+    runner.ready();
+    runner.failed("protocol error");
     assert.equal(session.getSnapshot().value, "lost");
     assert.deepEqual(errors, []);
   });
@@ -1074,9 +1074,9 @@ describe("supervisor", () => {
 
     h.shutdown();
     assert.equal(h.actor.getSnapshot().value, "stopping");
-    assert.deepEqual(kf.types(), ["kernel.run", "kernel.interrupt"]);
-    assert.deepEqual(ks.types(), ["kernel.run", "kernel.shutdown"]);
-    assert.deepEqual(kt.types(), ["kernel.run", "kernel.interrupt"]);
+    assert.deepEqual(kf.types(), ["runner.run", "runner.interrupt"]);
+    assert.deepEqual(ks.types(), ["runner.run", "runner.shutdown"]);
+    assert.deepEqual(kt.types(), ["runner.run", "runner.interrupt"]);
     assert.equal(h.value("session:s"), "closing");
     assert.equal(h.value("session:t"), "interrupted");
 
@@ -1111,7 +1111,7 @@ describe("supervisor", () => {
     assert.equal(h.outcome("r1").status, "cancelled");
     assert.equal(h.outcome("t1").status, "cancelled");
     assert.equal(h.value("session:t"), "closing");
-    assert.deepEqual(kt.types(), ["kernel.run", "kernel.interrupt", "kernel.shutdown"]);
+    assert.deepEqual(kt.types(), ["runner.run", "runner.interrupt", "runner.shutdown"]);
     ks.exited({ code: 0 });
     kt.exited({ code: 0 });
     assert.deepEqual(h.children(), []);
@@ -1124,12 +1124,12 @@ describe("supervisor", () => {
     assertHealthy(h);
   });
 
-  test("supervisor.shutdown kills a fresh run that has no kernel yet", () => {
+  test("supervisor.shutdown kills a fresh run that has no runner yet", () => {
     const h = startSupervisor();
     h.start({ runId: "r1" });
     h.shutdown();
     assert.equal(h.value("run:r1"), "killed");
-    h.kernel.of("run:r1").exited({ signal: "SIGTERM" });
+    h.runner.of("run:r1").exited({ signal: "SIGTERM" });
     assert.equal(h.outcome("r1").status, "cancelled");
     assert.equal(h.outcome("r1").killed, true);
     assertHealthy(h);
@@ -1157,12 +1157,12 @@ describe("supervisor", () => {
     assert.equal(h.finished[1]?.message, "Run id r1 is already in use.");
     assert.deepEqual(h.finished[1]?.session, { name: "s", ordinal: 0, started: false, isLost: false });
     assert.deepEqual(h.children(), ["run:r1"]);
-    assert.equal(h.kernel.instances.length, 1);
+    assert.equal(h.runner.instances.length, 1);
     assert.equal(h.value("run:r1"), "running");
     k.done("r1");
     assert.equal(h.finished[2]?.status, "success");
     h.start({ runId: "r1" });
-    assert.equal(h.kernel.instances.length, 2);
+    assert.equal(h.runner.instances.length, 2);
     assert.equal(h.value("run:r1"), "starting");
     assertHealthy(h);
   });
@@ -1181,14 +1181,14 @@ describe("supervisor", () => {
     sessionRunning(h, "s", "s0").done("s0");
     for (let i = 1; i < 15; i++) nextSessionRun(h, "s", `s${i}`).done(`s${i}`);
     assert.deepEqual(h.children(), ["session:s"]);
-    assert.deepEqual(Object.keys(h.ref("session:s")!.getSnapshot().children), ["kernel"]);
+    assert.deepEqual(Object.keys(h.ref("session:s")!.getSnapshot().children), ["runner"]);
     assert.equal(h.finished.length, 40);
     assert.deepEqual(ctx(h).active, {});
     h.stopSession("s");
-    h.kernel.of("session:s").exited({ code: 0 });
+    h.runner.of("session:s").exited({ code: 0 });
     assert.deepEqual(h.children(), []);
     assert.equal(
-      h.kernel.instances.every((k) => k.stopped),
+      h.runner.instances.every((k) => k.stopped),
       true,
     );
     assert.deepEqual(h.timers(), []);
@@ -1198,7 +1198,7 @@ describe("supervisor", () => {
 
 // Regressions: each of these was a machine bug found by this suite.
 describe("fixed machine bugs", () => {
-  test("kernel.failed while a session run is running still finishes the run, and the session is lost", () => {
+  test("runner.failed while a session run is running still finishes the run, and the session is lost", () => {
     const h = startSupervisor();
     const k = sessionRunning(h, "s", "s1");
     k.failed("protocol error: bad frame");
@@ -1210,22 +1210,22 @@ describe("fixed machine bugs", () => {
     assertHealthy(h);
   });
 
-  test("kernel.failed while a session starts: setup_error, the session closes without claiming lost state", () => {
+  test("runner.failed while a session starts: setup_error, the session closes without claiming lost state", () => {
     const h = startSupervisor();
     h.start({ runId: "s1", session: "s" });
-    h.kernel.of("session:s").failed("cannot start python");
+    h.runner.of("session:s").failed("cannot start python");
     assert.equal(ctx(h).sessions.s?.status, "closed");
     assert.equal(h.outcome("s1").status, "setup_error");
     assert.equal(h.outcome("s1").session?.isLost, false);
     h.start({ runId: "s2", session: "s" });
-    h.kernel.of("session:s").ready();
-    h.kernel.of("session:s").started("s2");
-    h.kernel.of("session:s").done("s2");
+    h.runner.of("session:s").ready();
+    h.runner.of("session:s").started("s2");
+    h.runner.of("session:s").done("s2");
     assert.equal(h.outcome("s2").session?.replacedLost, undefined);
     assert.equal(h.outcome("s2").session?.ordinal, 2);
   });
 
-  test("the session mirrors `killed` when its first run is killed before the kernel is ready", () => {
+  test("the session mirrors `killed` when its first run is killed before the runner is ready", () => {
     const h = startSupervisor();
     h.start({ runId: "s1", session: "s" });
     h.cancel("s1");
@@ -1237,7 +1237,7 @@ describe("fixed machine bugs", () => {
     const h = startSupervisor();
     sessionRunning(h, "s", "s1").done("s1");
     h.start({ runId: "s2", session: "s", reset: true });
-    const k2 = h.kernel.of("session:s");
+    const k2 = h.runner.of("session:s");
     k2.ready();
     k2.started("s2");
     k2.done("s2");

@@ -12,7 +12,7 @@ import { pruneLogDir, DEFAULT_LOG_LIMITS } from "../record/log-files.ts";
 import { SystemObserver } from "../record/observe.ts";
 import { Recorder } from "../record/recorder.ts";
 import { formatReport, parseLog, replayFile, replayRecords } from "../record/replay.ts";
-import { BRIDGE_TOOLS, FAULT_FIXTURE_DIR, FIXTURE_DIR, recordScenario } from "../scripts/record-fixtures.ts";
+import { PI_TOOLS, FAULT_FIXTURE_DIR, FIXTURE_DIR, recordScenario } from "../scripts/record-fixtures.ts";
 import { startPi } from "./helpers/pi-session.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -81,7 +81,7 @@ describe("committed fixtures", () => {
     const reset = records(fixture("reset")).filter((r) => r.k === "actor" && r.id === "session:fresh-start");
     assert.equal(reset.length, 2, "reset created the session anew under the same explicit id");
     const ids = new Set(records(fixture("fresh-runs")).flatMap((r) => (r.id ? [r.id] : r.to ? [r.to] : [])));
-    for (const id of ids) assert.match(id, /^(supervisor|session:[^/]+|run:[^/]+|spare:\d+)(\/kernel)?$/, "explicit ids only");
+    for (const id of ids) assert.match(id, /^(supervisor|session:[^/]+|run:[^/]+|spare:\d+)(\/runner)?$/, "explicit ids only");
     assert.ok(ids.has("spare:1"), "fresh runs keep a spare runner, visible as an actor");
   });
 });
@@ -114,7 +114,7 @@ describe("divergence", () => {
     const d = report.divergence!;
     assert.equal(d.line, lostLine + 1, "the log line of the altered record");
     assert.equal(d.actor, "session:exiting");
-    assert.equal(d.event, "kernel.exited");
+    assert.equal(d.event, "runner.exited");
     assert.match(d.message, /expected state "idle" \(active\), actual "lost" \(done\)/);
   });
 
@@ -140,7 +140,7 @@ describe("the CLI", () => {
     writeFileSync(path, readFileSync(fixture("os-exit-lost"), "utf8").replace('"value":"lost"', '"value":"idle"'));
     const r = spawnSync(process.execPath, [cli, "replay", path], { encoding: "utf8" });
     assert.equal(r.status, 1);
-    assert.match(r.stdout, /first divergence .*\n\s+actor:\s+session:exiting\n\s+event:\s+kernel.exited/);
+    assert.match(r.stdout, /first divergence .*\n\s+actor:\s+session:exiting\n\s+event:\s+runner.exited/);
   });
   test("npx runs the package's bin", () => {
     const r = spawnSync("npx", ["--no-install", "pi-code-supervisor", "replay", fixture("fresh-runs")], {
@@ -234,7 +234,7 @@ describe("recording live systems", () => {
 
   test(
     "nested tool calls (tool:<runId>:<n> and their dispatchers) are recorded and replay identical",
-    { skip: !existsSync(BRIDGE_TOOLS) && "the tool bridge is not in this tree" },
+    { skip: !existsSync(PI_TOOLS) && "nested tool calls is not in this tree" },
     async () => {
       const dir = mkdtempSync(join(tmpdir(), "pcs-nested-"));
       const path = await recordScenario("nested-calls", dir);

@@ -1,12 +1,12 @@
 // The nested tool-call machine (machines/tool-call.ts) and the run's side of it (machines/run-calls.ts), with a
-// SimulatedClock, the fake kernel and a scriptable fake dispatch actor: no process, no Pi, no real timer. The
+// SimulatedClock, the fake runner and a scriptable fake dispatch actor: no process, no Pi, no real timer. The
 // supervisor is the one the host runs (actors/system.ts `supervisorWith`), so the wiring into fresh runs and
 // session runs is the production one.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { SimulatedClock, createActor, fromCallback } from "xstate";
 import type { AnyActorRef, InspectionEvent } from "xstate";
-import type { KernelCommand, RunOutcome, RunRequest } from "../machines/events.ts";
+import type { RunnerCommand, RunOutcome, RunRequest } from "../machines/events.ts";
 import { toolCallMachine, type ToolCallInput } from "../machines/tool-call.ts";
 import {
   MAX_OPEN_CALLS,
@@ -19,7 +19,7 @@ import {
 } from "../machines/tool-events.ts";
 import { callRecord, preview } from "../machines/tool-records.ts";
 import { supervisorWith } from "../host/system.ts";
-import { KERNEL_INFO, TEST_LIMITS, createFakeKernel } from "./helpers/fake-kernel.ts";
+import { RUNNER_INFO, TEST_LIMITS, createFakeRunner } from "./helpers/fake-runner.ts";
 
 // ---- a scriptable dispatch actor ----
 interface FakeDispatch {
@@ -176,7 +176,7 @@ const TOOLS: ToolSpec[] = [
 function startSystem() {
   const clock = new SimulatedClock();
   clock.set(10_000);
-  const kernel = createFakeKernel({ now: () => clock.now() });
+  const runner = createFakeRunner({ now: () => clock.now() });
   const dispatch = createFakeDispatch(() => clock.now());
   const finished: RunOutcome[] = [];
   const records: NestedCallRecord[] = [];
@@ -187,7 +187,7 @@ function startSystem() {
       if (id.startsWith("tool:")) spawned.push(id);
     }
   };
-  const actor = createActor(supervisorWith(kernel.logic, { dispatch: dispatch.logic }), {
+  const actor = createActor(supervisorWith(runner.logic, { dispatch: dispatch.logic }), {
     id: "supervisor",
     systemId: "supervisor",
     input: { limits: TEST_LIMITS },
@@ -200,7 +200,7 @@ function startSystem() {
   const h = {
     actor,
     clock,
-    kernel,
+    runner,
     dispatch,
     finished,
     records,
@@ -211,14 +211,14 @@ function startSystem() {
       actor.send({ type: "run.start", at: clock.now(), code: "x", cwd: "/w", timeoutMs: 1000, ...req });
     },
     value: (id: string) => (actor.system.get(id)?.getSnapshot() as { value: unknown } | undefined)?.value,
-    /** A fresh run with the bridge (null: without one), running. */
+    /** A fresh run with tools exposed (null: without any), running. */
     running(
       runId = "r1",
-      bridge: RunRequest["bridge"] | null = { callerId: "call_1", tools: TOOLS },
+      calls: RunRequest["calls"] | null = { callerId: "call_1", tools: TOOLS },
       timeoutMs = 1000,
     ) {
-      h.start({ runId, timeoutMs, ...(bridge ? { bridge } : {}) });
-      const k = kernel.of(`run:${runId}`);
+      h.start({ runId, timeoutMs, ...(calls ? { calls } : {}) });
+      const k = runner.of(`run:${runId}`);
       clock.increment(10);
       k.ready();
       clock.increment(10);
@@ -227,17 +227,17 @@ function startSystem() {
       return k;
     },
     call(
-      k: ReturnType<typeof kernel.of>,
+      k: ReturnType<typeof runner.of>,
       runId: string,
       callId: string,
       name = "read",
       args: Record<string, unknown> = { path: "a" },
     ) {
-      k.send({ type: "kernel.tool_call", at: clock.now(), runId, callId, name, args });
+      k.send({ type: "runner.tool_call", at: clock.now(), runId, callId, name, args });
     },
-    results(k: ReturnType<typeof kernel.of>) {
+    results(k: ReturnType<typeof runner.of>) {
       return k.received.filter(
-        (c): c is Extract<KernelCommand, { type: "kernel.tool_result" }> => c.type === "kernel.tool_result",
+        (c): c is Extract<RunnerCommand, { type: "runner.tool_result" }> => c.type === "runner.tool_result",
       );
     },
   };
@@ -248,7 +248,7 @@ describe("nested calls in a run", () => {
   test("a call spawns tool:<runId>:<seq> (id and systemId); its end answers the runner and is recorded", () => {
     const h = startSystem();
     const k = h.running();
-    const run = k.received.find((c) => c.type === "kernel.run")!;
+    const run = k.received.find((c) => c.type === "runner.run")!;
     assert.deepEqual((run as { tools?: ToolSpec[] }).tools, TOOLS, "the run frame carries the tools");
     h.call(k, "r1", "c1");
     assert.deepEqual(h.spawned, ["tool:r1:1"]);
@@ -262,7 +262,7 @@ describe("nested calls in a run", () => {
     h.clock.increment(5);
     d.finish("succeeded", { text: "content" });
     assert.deepEqual(h.results(k), [
-      { type: "kernel.tool_result", runId: "r1", callId: "c1", status: "ok", text: "content" },
+      { type: "runner.tool_result", runId: "r1", callId: "c1", status: "ok", text: "content" },
     ]);
     assert.equal(h.actor.system.get("tool:r1:1"), undefined, "the ended call is released");
     k.done("r1");
@@ -346,13 +346,13 @@ describe("nested calls in a run", () => {
     assert.equal(h.calls("r2")[0]!.parentId, "run:r2");
   });
 
-  test("Python stopped waiting (kernel.tool_cancel): the call's dispatcher is cancelled", () => {
+  test("Python stopped waiting (runner.tool_cancel): the call's dispatcher is cancelled", () => {
     const h = startSystem();
     const k = h.running();
     h.call(k, "r1", "c1");
     const d = h.dispatch.of("tool:r1:1");
     d.validated();
-    k.send({ type: "kernel.tool_cancel", at: h.clock.now(), runId: "r1", callId: "c1" });
+    k.send({ type: "runner.tool_cancel", at: h.clock.now(), runId: "r1", callId: "c1" });
     assert.equal(h.value("tool:r1:1"), "cancelling");
     assert.equal(d.received[0]?.type, "dispatch.cancel");
     d.finish("cancelled");
@@ -451,10 +451,10 @@ describe("nested calls in a run", () => {
     assert.equal(h.spawned.length, MAX_OPEN_CALLS + 1, "a slot freed up");
   });
 
-  test("in a session: calls reach the active run through the session, answers reach the session's kernel", () => {
+  test("in a session: calls reach the active run through the session, answers reach the session's runner", () => {
     const h = startSystem();
-    h.start({ runId: "s1", session: "s", bridge: { callerId: "call_9", tools: TOOLS } });
-    const k = h.kernel.of("session:s");
+    h.start({ runId: "s1", session: "s", calls: { callerId: "call_9", tools: TOOLS } });
+    const k = h.runner.of("session:s");
     h.clock.increment(10);
     k.ready();
     k.started("s1");
@@ -462,15 +462,15 @@ describe("nested calls in a run", () => {
     assert.deepEqual(h.spawned, ["tool:s1:1"]);
     h.dispatch.of("tool:s1:1").finish("succeeded", { text: "hi" });
     assert.deepEqual(h.results(k), [
-      { type: "kernel.tool_result", runId: "s1", callId: "c1", status: "ok", text: "hi" },
+      { type: "runner.tool_result", runId: "s1", callId: "c1", status: "ok", text: "hi" },
     ]);
     k.done("s1");
     assert.equal(h.calls("s1")[0]!.parentId, "call_9");
     // The next run of the session brings its own tools (here none): the run frame says so.
     h.start({ runId: "s2", session: "s" });
-    const runs = k.received.filter((c) => c.type === "kernel.run") as { tools?: ToolSpec[] }[];
+    const runs = k.received.filter((c) => c.type === "runner.run") as { tools?: ToolSpec[] }[];
     assert.deepEqual(runs[0]!.tools, TOOLS);
     assert.equal(runs[1]!.tools, undefined);
-    assert.equal(KERNEL_INFO.pid > 0, true);
+    assert.equal(RUNNER_INFO.pid > 0, true);
   });
 });

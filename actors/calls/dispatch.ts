@@ -1,6 +1,6 @@
-// The tool bridge's effects: the `dispatch` actor each nested call (machines/tool-call.ts) spawns, and the fixed
+// Nested tool calls's effects: the `dispatch` actor each nested call (machines/tool-call.ts) spawns, and the fixed
 // lifecycle it runs. The Pi side (which tools, how they validate, Pi's hooked dispatch, the event bus) comes in a
-// `RunBridge` built by the extension for each run (extension/bridge.ts); nothing here knows Pi.
+// `RunTools` built by the extension for each run (extension/calls.ts); nothing here knows Pi.
 //
 // Lifecycle, in this order: 1 the `nested_tool_start` observation; 2 validation; 3 the legacy `code_execution:tool_call`
 // interception event; 4 the registration's `before`; 5 dispatch (the registration's dispatcher, else Pi's hooked
@@ -64,7 +64,7 @@ export interface NestedCallOutcome extends NestedCall {
   error?: string;
 }
 
-/** A registration's lifecycle handlers (extension/host-api.ts documents them for other extensions). */
+/** A registration's lifecycle handlers (extension/api.ts documents them for other extensions). */
 export interface NestedCallHooks {
   /** Throw (or return `{block: true, reason}`) to block the call: Python gets a RuntimeError, the run a policy_error. */
   before?: (call: NestedCall) => unknown;
@@ -92,7 +92,7 @@ export interface LegacyToolCallEvent {
 }
 
 /** One tool Python may call in a run. */
-export interface BridgeTool {
+export interface RunTool {
   spec: ToolSpec;
   /** Prepares and validates arguments against the tool's schema: the prepared input, or why they are invalid. */
   validate(args: Record<string, unknown>): Result<Record<string, unknown>>;
@@ -110,11 +110,11 @@ export interface DispatchOutcome {
 }
 
 /** Everything a run's nested calls need from the extension. */
-export interface RunBridge {
+export interface RunTools {
   /** The outer Pi tool call. */
   callerId: string;
   cwd: string;
-  tools: BridgeTool[];
+  tools: RunTool[];
   /** The shared event bus (Pi's `pi.events.emit`): observations and the legacy event. */
   emit(channel: string, payload: unknown): void;
   /** Runs a tool through Pi's hooked dispatch (validation, every tool_call and tool_result hook). */
@@ -125,12 +125,12 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 
 class Aborted extends Error {}
 
-/** One preview budget per run (its bridge), dropped with it. */
-const budgets = new WeakMap<RunBridge, PreviewBudget>();
-function budgetOf(bridge: RunBridge | undefined): PreviewBudget {
-  if (!bridge) return new PreviewBudget();
-  let budget = budgets.get(bridge);
-  if (!budget) budgets.set(bridge, (budget = new PreviewBudget()));
+/** One preview budget per run (its tools), dropped with it. */
+const budgets = new WeakMap<RunTools, PreviewBudget>();
+function budgetOf(pi: RunTools | undefined): PreviewBudget {
+  if (!pi) return new PreviewBudget();
+  let budget = budgets.get(pi);
+  if (!budget) budgets.set(pi, (budget = new PreviewBudget()));
   return budget;
 }
 
@@ -171,14 +171,14 @@ interface Ending {
 
 /** Runs one nested call through the lifecycle. Never rejects: every failure is a status in the returned record. */
 export async function runNestedCall(
-  bridge: RunBridge | undefined,
+  pi: RunTools | undefined,
   input: DispatchInput,
   signal: AbortSignal,
   onValidated: () => void,
 ): Promise<{ record: NestedCallRecord; reply: ToolReply }> {
   const t0 = performance.now();
-  const tool = bridge?.tools.find((t) => t.spec.name === input.name);
-  const budget = budgetOf(bridge);
+  const tool = pi?.tools.find((t) => t.spec.name === input.name);
+  const budget = budgetOf(pi);
   const call: NestedCall = {
     parentToolCallId: input.parentId,
     childToolCallId: input.childId,
@@ -188,7 +188,7 @@ export async function runNestedCall(
     toolName: input.name,
     pythonName: input.python,
     startedAt: isoTime(input.at),
-    cwd: bridge?.cwd ?? "",
+    cwd: pi?.cwd ?? "",
     input: input.args,
     signal,
   };
@@ -204,7 +204,7 @@ export async function runNestedCall(
   };
   const emit = (channel: string, payload: unknown) => {
     try {
-      bridge?.emit(channel, payload);
+      pi?.emit(channel, payload);
     } catch {
       // an observer's failure never changes the call
     }
@@ -213,7 +213,7 @@ export async function runNestedCall(
 
   let end: Ending;
   try {
-    end = await intercepted(bridge, tool, call, signal, onValidated);
+    end = await intercepted(pi, tool, call, signal, onValidated);
   } catch (e) {
     end =
       signal.aborted || e instanceof Aborted ? { status: "cancelled" } : { status: "failed", text: errorMessage(e) };
@@ -274,13 +274,13 @@ export async function runNestedCall(
 
 /** Steps 2-5: validation, the legacy event, `before`, dispatch. */
 async function intercepted(
-  bridge: RunBridge | undefined,
-  tool: BridgeTool | undefined,
+  pi: RunTools | undefined,
+  tool: RunTool | undefined,
   call: NestedCall,
   signal: AbortSignal,
   onValidated: () => void,
 ): Promise<Ending> {
-  if (!bridge || !tool)
+  if (!pi || !tool)
     return { status: "invalid", text: `${call.registeredName} is not exposed to Python in this run` };
   const checked = tool.validate(call.input);
   if (!checked.ok) return { status: "invalid", text: checked.error };
@@ -301,7 +301,7 @@ async function intercepted(
     signal,
   };
   try {
-    bridge.emit(LEGACY_TOOL_CALL_EVENT, legacy);
+    pi.emit(LEGACY_TOOL_CALL_EVENT, legacy);
   } catch {
     // the bus failed (Pi's catches handler errors itself): nothing intercepted the call
   }
@@ -333,7 +333,7 @@ async function intercepted(
       dispatcher: "registration",
     };
   }
-  const out = await abortable(bridge.execute(call.registeredName, call.input, signal), signal);
+  const out = await abortable(pi.execute(call.registeredName, call.input, signal), signal);
   const ended: Ending = {
     status: out.blocked
       ? "blocked"
@@ -353,7 +353,7 @@ async function intercepted(
 }
 
 export interface DispatchDeps {
-  bridgeFor(runId: string): RunBridge | undefined;
+  toolsFor(runId: string): RunTools | undefined;
   now(): number;
 }
 
@@ -369,7 +369,7 @@ export function createDispatchLogic(deps: DispatchDeps) {
     receive((command) => {
       if (command.type === "dispatch.cancel") controller.abort(new Error("cancelled"));
     });
-    void runNestedCall(deps.bridgeFor(input.runId), input, controller.signal, () =>
+    void runNestedCall(deps.toolsFor(input.runId), input, controller.signal, () =>
       back({ type: "dispatch.validated", at: deps.now() }),
     ).then(({ record, reply }) => back({ type: "dispatch.finished", at: deps.now(), record, reply }));
     return () => {

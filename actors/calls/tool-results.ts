@@ -3,7 +3,7 @@
 import { PREVIEW_BYTES, preview as boundedPreview } from "../../machines/tool-records.ts";
 import type { Preview } from "../../machines/tool-events.ts";
 
-/** The part of a Pi tool result the bridge reads (AgentToolResult, loosely typed: other extensions return it). */
+/** The part of a Pi tool result a nested call reads (AgentToolResult, loosely typed: other extensions return it). */
 export interface ToolResultLike {
   content?: unknown;
   isError?: boolean;

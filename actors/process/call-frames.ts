@@ -1,9 +1,9 @@
-// Tool-bridge frames on the control channel (docs/protocol.md, "Tool bridge"): the runner's `tool.call` and
-// `tool.cancel` become kernel facts for the run that is executing; the run's answers become `tool.result` frames.
+// Nested-call frames on the control channel (docs/protocol.md, "Nested tool calls"): the runner's `tool.call` and
+// `tool.cancel` become runner facts for the run that is executing; the run's answers become `tool.result` frames.
 // Anything malformed or meant for another run is answered here and never reaches a machine.
-import type { KernelFact } from "../../machines/events.ts";
+import type { RunnerFact } from "../../machines/events.ts";
 import type { ToolResultCommand } from "../../machines/tool-events.ts";
-import type { Frame } from "./frames.ts";
+import type { Frame } from "./framing.ts";
 import type { RunnerHandle } from "./operations.ts";
 import { fail, ok, type Result } from "../../lib/result.ts";
 
@@ -17,7 +17,7 @@ export function toolFrameFact(
   frame: Frame,
   at: number,
   executingRun: string | undefined,
-): Result<KernelFact, Frame | undefined> {
+): Result<RunnerFact, Frame | undefined> {
   const id = frame.id;
   if (typeof id !== "string" || id.length === 0 || id.length > MAX_ID_LENGTH) return fail(undefined);
   const refuse = (text: string) =>
@@ -27,9 +27,9 @@ export function toolFrameFact(
       ? fail(undefined)
       : refuse("tool calls are accepted only while their run executes");
   }
-  if (frame.type === "tool.cancel") return ok({ type: "kernel.tool_cancel", at, runId: frame.run, callId: id });
+  if (frame.type === "tool.cancel") return ok({ type: "runner.tool_cancel", at, runId: frame.run, callId: id });
   if (typeof frame.name !== "string" || !isObject(frame.args)) return refuse("bad tool.call frame: name and args");
-  return ok({ type: "kernel.tool_call", at, runId: frame.run, callId: id, name: frame.name, args: frame.args });
+  return ok({ type: "runner.tool_call", at, runId: frame.run, callId: id, name: frame.name, args: frame.args });
 }
 
 /** Sends a run's answer; an answer too large for one frame becomes an error the script can read. */

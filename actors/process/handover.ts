@@ -1,5 +1,5 @@
-// Hands a spare runner's process to the fresh run that claimed it. The spare's kernel actor offers its handle
-// (or gives up: its process died or it was stopped); the run's kernel actor takes it, or starts a process of its
+// Hands a spare runner's process to the fresh run that claimed it. The spare's runner actor offers its handle
+// (or gives up: its process died or it was stopped); the run's runner actor takes it, or starts a process of its
 // own when nothing came. Process handles never enter machine context.
 import type { RunnerHandle } from "./operations.ts";
 

@@ -3,7 +3,7 @@
 import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
-import { encodeFrame, FrameDecoder, type Frame } from "./frames.ts";
+import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
 import { fail, ok, type Result } from "../../lib/result.ts";
 import { stopGroup } from "./registry.ts";
 

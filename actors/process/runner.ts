@@ -1,9 +1,9 @@
-// The kernel actor: one runner process. It turns control frames and process exits into kernel facts for the
+// The runner actor: one runner process. It turns control frames and process exits into runner facts for the
 // machine that owns it, routes the process's output to the run that is executing, and carries out the machine's
 // commands (run, interrupt, terminate, kill, shutdown). The process handle lives only in this closure.
 import { fileURLToPath } from "node:url";
 import { fromCallback } from "xstate";
-import type { KernelCommand, KernelFact, KernelInput } from "../../machines/events.ts";
+import type { RunnerCommand, RunnerFact, RunnerInput } from "../../machines/events.ts";
 import type { ProcessOperations, RunnerHandle } from "./operations.ts";
 import type { PythonInfo } from "../interpreter/probe.ts";
 import { registerGroup, stopGroup } from "./registry.ts";
@@ -16,11 +16,11 @@ import { offer, take, type Handover } from "./handover.ts";
 
 export const RUNNER_PATH = fileURLToPath(new URL("../../runtime-py/runner.py", import.meta.url));
 
-export interface KernelDeps {
+export interface RunnerDeps {
   ops: ProcessOperations;
   python: () => Promise<Result<PythonInfo>>;
   /** The runner's environment, for its interpreter (actors/interpreter.ts `runnerEnv`). */
-  env: (input: KernelInput) => NodeJS.ProcessEnv;
+  env: (input: RunnerInput) => NodeJS.ProcessEnv;
   /** A session's local-module watcher (actors/module-watch.ts); none when module reload is off. */
   watchModules?: (cwd: string) => ModuleWatch | undefined;
   /** Output of the run currently executing; output with no run (between runs) is dropped. */
@@ -31,9 +31,9 @@ export interface KernelDeps {
   hostId: string;
 }
 
-export function createKernelLogic(deps: KernelDeps) {
-  return fromCallback<KernelCommand, KernelInput>(({ input, sendBack, receive }) => {
-    const send = (fact: KernelFact) => {
+export function createRunnerLogic(deps: RunnerDeps) {
+  return fromCallback<RunnerCommand, RunnerInput>(({ input, sendBack, receive }) => {
+    const send = (fact: RunnerFact) => {
       if (!stopped) sendBack(fact);
     };
     let proc: RunnerHandle | undefined;
@@ -51,7 +51,7 @@ export function createKernelLogic(deps: KernelDeps) {
     let readyInfo: Handover["ready"] | undefined;
     let handedOver = false;
 
-    const end = (fact: KernelFact) => {
+    const end = (fact: RunnerFact) => {
       if (ended) return;
       ended = true;
       send(fact);
@@ -63,8 +63,8 @@ export function createKernelLogic(deps: KernelDeps) {
       // A named interpreter was validated before the run was requested; else the host's default.
       const python = input.python ? ok({ executable: input.python, version: "" }) : await deps.python();
       if (stopped) return;
-      if (!python.ok) return end({ type: "kernel.failed", at: deps.now(), message: python.error });
-      if (abandoned) return end({ type: "kernel.exited", at: deps.now(), code: null, signal: null });
+      if (!python.ok) return end({ type: "runner.failed", at: deps.now(), message: python.error });
+      if (abandoned) return end({ type: "runner.exited", at: deps.now(), code: null, signal: null });
       // A claimed spare's process, already started and ready; if it has none to give, start one.
       const adopted = input.adopt ? await take(input.adopt) : undefined;
       if (adopted && (stopped || abandoned)) adopted.handle.signalGroup("SIGKILL");
@@ -76,13 +76,13 @@ export function createKernelLogic(deps: KernelDeps) {
             cwd: input.cwd,
             env: deps.env(input),
           });
-      if (!started.ok) return end({ type: "kernel.failed", at: deps.now(), message: started.error });
+      if (!started.ok) return end({ type: "runner.failed", at: deps.now(), message: started.error });
       const p = started.value;
       registerGroup(p.pid, { host: deps.hostId, owner: input.owner });
       proc = p;
       if (stopped || abandoned) {
         void stopGroup(p.pid, deps.killMs);
-        if (abandoned) end({ type: "kernel.exited", at: deps.now(), code: null, signal: null });
+        if (abandoned) end({ type: "runner.exited", at: deps.now(), code: null, signal: null });
         return;
       }
       p.onStdout((chunk) => currentRun && deps.output(currentRun, "stdout", chunk));
@@ -103,12 +103,12 @@ export function createKernelLogic(deps: KernelDeps) {
               python: String(frame.python ?? python.value.version),
               executable: String(frame.executable ?? python.value.executable),
             };
-            return send({ type: "kernel.ready", at, pid: p.pid, ...readyInfo });
+            return send({ type: "runner.ready", at, pid: p.pid, ...readyInfo });
           case "started": {
             const runId = String(frame.id);
             startedRun = runId;
             waitingCalls.clear();
-            send({ type: "kernel.started", at, runId });
+            send({ type: "runner.started", at, runId });
             if (pendingInterrupt === runId) {
               pendingInterrupt = undefined;
               p.signal("SIGINT");
@@ -120,21 +120,21 @@ export function createKernelLogic(deps: KernelDeps) {
             currentRun = undefined;
             startedRun = undefined;
             return send({
-              type: "kernel.done",
+              type: "runner.done",
               at,
               runId,
               exitCode: Number(frame.exitCode ?? 1),
               displayedValue: frame.displayedValue === true,
-              error: (frame.error ?? null) as Extract<KernelFact, { type: "kernel.done" }>["error"],
+              error: (frame.error ?? null) as Extract<RunnerFact, { type: "runner.done" }>["error"],
               ...doneExtras(frame, modules),
             });
           }
           case "tool.call":
           case "tool.cancel": {
-            // The tool bridge: only the executing run may call; other frames are answered without a fact.
+            // Nested tool calls: only the executing run may call; other frames are answered without a fact.
             if (frame.type === "tool.call" && waitingCalls.has(frame.id as string)) return;
             const fact = toolFrameFact(frame, at, startedRun);
-            if (fact.ok && fact.value.type === "kernel.tool_call") waitingCalls.add(fact.value.callId);
+            if (fact.ok && fact.value.type === "runner.tool_call") waitingCalls.add(fact.value.callId);
             if (fact.ok) return send(fact.value);
             if (fact.error) p.send(fact.error);
             return;
@@ -145,18 +145,18 @@ export function createKernelLogic(deps: KernelDeps) {
       });
       p.onExit((exit) => {
         currentRun = undefined;
-        if (broken) end({ type: "kernel.failed", at: deps.now(), message: `${broken}; its process was killed` });
-        else end({ type: "kernel.exited", at: deps.now(), code: exit.code, signal: exit.signal });
+        if (broken) end({ type: "runner.failed", at: deps.now(), message: `${broken}; its process was killed` });
+        else end({ type: "runner.exited", at: deps.now(), code: exit.code, signal: exit.signal });
       });
       if (adopted) {
         readyInfo = adopted.ready;
-        send({ type: "kernel.ready", at: deps.now(), pid: p.pid, ...adopted.ready });
+        send({ type: "runner.ready", at: deps.now(), pid: p.pid, ...adopted.ready });
       }
     })();
 
     receive((command) => {
       switch (command.type) {
-        case "kernel.run":
+        case "runner.run":
           currentRun = command.runId;
           proc?.send({
             type: "run",
@@ -167,28 +167,28 @@ export function createKernelLogic(deps: KernelDeps) {
             ...runExtras(command, modules),
           });
           return;
-        case "kernel.tool_result":
+        case "runner.tool_result":
           waitingCalls.delete(command.callId);
           if (proc) sendToolResult(proc, command);
           return;
-        case "kernel.interrupt":
+        case "runner.interrupt":
           // SIGINT only once the runner has installed its handler for this run; before that it is deferred.
           if (proc && startedRun === command.runId) proc.signal("SIGINT");
           else pendingInterrupt = command.runId;
           return;
-        case "kernel.terminate":
+        case "runner.terminate":
           if (proc) proc.signalGroup("SIGTERM");
           else abandoned = true;
           return;
-        case "kernel.kill":
+        case "runner.kill":
           if (proc) proc.signalGroup("SIGKILL");
           else abandoned = true;
           return;
-        case "kernel.shutdown":
+        case "runner.shutdown":
           if (proc) proc.send({ type: "shutdown" });
           else abandoned = true;
           return;
-        case "kernel.handover":
+        case "runner.handover":
           // A spare's process moves to the run that claimed it: listeners off, handle offered, nothing stopped.
           if (proc && readyInfo && !ended) {
             proc.detach();
@@ -212,7 +212,7 @@ export function createKernelLogic(deps: KernelDeps) {
 }
 
 /** Optional run-frame fields: package directories, installed modules to check, changed local modules to reload. */
-function runExtras(command: Extract<KernelCommand, { type: "kernel.run" }>, modules: ModuleWatch | undefined) {
+function runExtras(command: Extract<RunnerCommand, { type: "runner.run" }>, modules: ModuleWatch | undefined) {
   const reload = modules?.take() ?? [];
   return {
     ...(command.sysPath?.length ? { sysPath: command.sysPath } : {}),

@@ -11,7 +11,7 @@ import { saveSource } from "../../store/sources.ts";
 import type { ArtifactOutcome } from "../preview.ts";
 import type { JournalLink } from "../journal.ts";
 import { resolveSource } from "./source.ts";
-import { createRunBridge, outerUsage } from "../bridge.ts";
+import { createRunTools, outerUsage } from "../calls.ts";
 
 const DESCRIPTION = [
   "Run Python code and get its output.",
@@ -66,8 +66,8 @@ export function registerCodeExecutionTool(
         const saving: Promise<string | undefined> =
           p.sourceId !== undefined ? Promise.resolve(p.sourceId) : saveSource(code).catch(() => undefined);
         const supervisor = getHost();
-        // The Pi tools this run's Python may await (extension/bridge.ts), as callable at this moment.
-        const bridge = createRunBridge(pi, ctx, toolCallId);
+        // The Pi tools this run's Python may await (extension/calls.ts), as callable at this moment.
+        const tools = createRunTools(pi, ctx, toolCallId);
         const live = onUpdate ? liveUpdates(onUpdate, p.session ? { session: p.session } : {}) : undefined;
         const result = await supervisor.run(
           {
@@ -78,7 +78,7 @@ export function registerCodeExecutionTool(
             reset: p.reset,
           },
           {
-            bridge,
+            tools,
             ...(signal ? { signal } : {}),
             ...(live ? { onOutput: live.onOutput, onProgress: live.onProgress } : {}),
           },

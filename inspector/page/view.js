@@ -16,7 +16,7 @@ const h = (tag, attrs = {}, ...children) => {
 
 const time = (at, start) => (at === undefined || start === undefined ? "" : `+${((at - start) / 1000).toFixed(3)}s`);
 const clock = (at) => (at ? new Date(at).toISOString().slice(11, 23) : "");
-/** `supervisor`, `session`, `run`, `tool`, or for a boundary child (`…/kernel`, `…/install`, `…/dispatch`) its id. */
+/** `supervisor`, `session`, `run`, `tool`, or for a boundary child (`…/runner`, `…/install`, `…/dispatch`) its id. */
 const kindOf = (id) =>
   id === "supervisor" ? "supervisor" : id.includes("/") ? id.split("/").pop() : id.split(":")[0] || "actor";
 const isBoundary = (id) => id.includes("/");
@@ -138,7 +138,7 @@ export function renderDetails(el, model, id, options) {
   );
 }
 
-/** One lane per actor (boundary children such as kernels left out), coloured by state over time. */
+/** One lane per actor (boundary children such as runners left out), coloured by state over time. */
 export function renderTimeline(el, model, now) {
   const start = model.start;
   const end = Math.max(now ?? model.end ?? 0, (model.end ?? 0) + 1);

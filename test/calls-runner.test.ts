@@ -1,5 +1,5 @@
-// The Python side of the tool bridge (runtime-py/bridge.py) against a real runner: the test plays the host, reading
-// `tool.call` frames and answering with `tool.result` (docs/protocol.md, "Tool bridge").
+// The Python side of nested tool calls (runtime-py/pi_tools.py) against a real runner: the test plays the host, reading
+// `tool.call` frames and answering with `tool.result` (docs/protocol.md, "Nested tool calls").
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { RunnerDriver, sleep, type Frame } from "./helpers/runner-driver.ts";

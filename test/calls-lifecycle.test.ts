@@ -1,8 +1,8 @@
-// The nested-call lifecycle of actors/bridge.ts against a scripted RunBridge: no process, no Pi. What Pi's own hooks
-// add is covered in test/bridge.test.ts; here are the edges that are hard to reach through a session.
+// The nested-call lifecycle of actors/calls/dispatch.ts against a scripted RunTools: no process, no Pi. What Pi's own hooks
+// add is covered in test/calls.test.ts; here are the edges that are hard to reach through a session.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { runNestedCall, type BridgeTool, type RunBridge } from "../actors/calls/dispatch.ts";
+import { runNestedCall, type RunTool, type RunTools } from "../actors/calls/dispatch.ts";
 import { MAX_RESULT_BYTES, PREVIEW_FLOOR, RUN_PREVIEW_BUDGET } from "../actors/calls/tool-results.ts";
 import type { DispatchInput } from "../machines/tool-events.ts";
 
@@ -18,7 +18,7 @@ const input = (seq: number, args: Record<string, unknown> = { q: "x" }): Dispatc
   at: Date.UTC(2030, 0, 1),
 });
 
-function bridge(tool: Partial<BridgeTool>, execute: RunBridge["execute"], log: string[] = []): RunBridge {
+function bridge(tool: Partial<RunTool>, execute: RunTools["execute"], log: string[] = []): RunTools {
   return {
     callerId: "call_1",
     cwd: "/w",

@@ -1,5 +1,7 @@
-// The package's `host` entry point (`pi-code-supervisor/host`): what another Pi extension needs to expose its tools
-// to code_execution's Python, own their nested-call policy, or observe nested calls. See README.md, "Tool bridge".
+// The package's entry point for other extensions: what another Pi extension needs to expose its tools to
+// code_execution's Python, own their nested-call policy, or observe nested calls (README.md, "Nested tool calls").
+// Its package subpath is `pi-code-supervisor/host`, a name kept so existing imports go on working; everywhere else
+// "host" means the supervisor host (host/).
 //
 //   pi.events.on(CODE_EXECUTION_COLLECT_TOOLS_EVENT, (event) => {
 //     (event as CodeExecutionToolCollection).register(myTool, { before, after, dispatch });

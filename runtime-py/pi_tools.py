@@ -1,7 +1,7 @@
-"""pi-code-supervisor tool bridge: calls from Python to Pi tools over the runner's control channel, and results.
+"""pi-code-supervisor nested tool calls: calls from Python to Pi tools over the runner's control channel, and results.
 
 Loaded by runner.py (never imported by user code) on the first tool call; runner.py installs the tool functions.
-See docs/protocol.md, "Tool bridge". Standard library only.
+See docs/protocol.md, "Nested tool calls". Standard library only.
 
 A call is bound to the run executing when it is made: the coroutine may run on any asyncio loop in any thread of the
 run's process (the reader thread hands the answer to that loop). When the run ends, calls still waiting fail.

@@ -1,12 +1,12 @@
 // Nested tool-call round trip, run on demand: `bash bench/run.sh` runs bench/run.ts; this file with
-// `source scripts/env.sh && node bench/bridge.ts [--quick]`. Python times each `await tool(...)` itself
-// (time.perf_counter), so a figure is the whole round trip: runner frame, kernel fact, the run spawning a tool-call
+// `source scripts/env.sh && node bench/calls.ts [--quick]`. Python times each `await tool(...)` itself
+// (time.perf_counter), so a figure is the whole round trip: runner frame, runner fact, the run spawning a tool-call
 // actor, the dispatch lifecycle, the answer frame. Printed beside the raw Node<->Python pipe echo of the same run.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SupervisorHost } from "../host/host.ts";
-import type { RunBridge } from "../actors/calls/dispatch.ts";
+import type { RunTools } from "../actors/calls/dispatch.ts";
 import { resolvePython } from "../actors/interpreter/probe.ts";
 import { EXTENSION_PATH, startPi, textOf } from "../test/helpers/pi-session.ts";
 import { line, pipeEcho } from "./run.ts";
@@ -38,8 +38,8 @@ const concurrent = (call: string, n: number) =>
     "print(json.dumps(ts))",
   ].join("\n");
 
-/** A bridge with one tool answering at once: what the supervisor itself costs per call. */
-function echoBridge(cwd: string): RunBridge {
+/** Tools: one answering at once: what the supervisor itself costs per call. */
+function echoTools(cwd: string): RunTools {
   return {
     callerId: "bench",
     cwd,
@@ -60,7 +60,7 @@ function echoBridge(cwd: string): RunBridge {
 async function main() {
   const py = await resolvePython(process.env.PI_PYTHON ?? "python3");
   if (!py.ok) throw new Error(py.error);
-  const cwd = mkdtempSync(join(tmpdir(), "pcs-bench-bridge-"));
+  const cwd = mkdtempSync(join(tmpdir(), "pcs-bench-calls-"));
   console.log(
     `python ${py.value.version} at ${py.value.executable}; node ${process.version}; ${quick ? "quick" : "full"} run\n`,
   );
@@ -69,9 +69,9 @@ async function main() {
 
   const host = new SupervisorHost();
   try {
-    const bridge = echoBridge(cwd);
+    const tools = echoTools(cwd);
     const run = async (code: string) => {
-      const r = await host.run({ code, cwd, timeoutMs: 120_000, session: "bench" }, { bridge });
+      const r = await host.run({ code, cwd, timeoutMs: 120_000, session: "bench" }, { tools });
       if (r.outcome.status !== "success") throw new Error(`${r.outcome.status}: ${r.stderr}`);
       return JSON.parse(r.stdout) as number[];
     };
@@ -83,7 +83,7 @@ async function main() {
 
   // The same through a real Pi session: Pi's executeTool with its validation and hooks, a real tool.
   const pi = await startPi({
-    extensionPaths: [EXTENSION_PATH, resolve(import.meta.dirname, "../test/fixtures/bridge-tools.ts")],
+    extensionPaths: [EXTENSION_PATH, resolve(import.meta.dirname, "../test/fixtures/pi-tools.ts")],
   });
   try {
     const viaPi = async (code: string) => {

@@ -1,18 +1,18 @@
-// The tool bridge in a real Pi session driven by the scripted model: Python awaits Pi tools registered by a helper
-// extension (test/fixtures/bridge-tools.ts), a second extension blocks one call in its tool_call hook
-// (test/fixtures/bridge-blocker.ts), and every nested call goes through Pi's hooked dispatch.
+// Nested tool calls in a real Pi session driven by the scripted model: Python awaits Pi tools registered by a helper
+// extension (test/fixtures/pi-tools.ts), a second extension blocks one call in its tool_call hook
+// (test/fixtures/call-blocker.ts), and every nested call goes through Pi's hooked dispatch.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { EXTENSION_PATH, startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
-import { probe } from "./fixtures/bridge-tools.ts";
+import { probe } from "./fixtures/pi-tools.ts";
 import { waitUntil } from "./helpers/procs.ts";
 import { PYTHON } from "./helpers/runner-driver.ts";
 
-const TOOLS_FIXTURE = resolve(import.meta.dirname, "fixtures/bridge-tools.ts");
-const BLOCKER_FIXTURE = resolve(import.meta.dirname, "fixtures/bridge-blocker.ts");
+const TOOLS_FIXTURE = resolve(import.meta.dirname, "fixtures/pi-tools.ts");
+const BLOCKER_FIXTURE = resolve(import.meta.dirname, "fixtures/call-blocker.ts");
 const PROBE = resolve(import.meta.dirname, "fixtures/foreign-probe.py");
 
 let pi: PiHarness;

@@ -1,21 +1,21 @@
-// The Pi side of the tool bridge: which tools a run's Python may call, and how. Callable means what Pi's
+// The Pi side of nested tool calls: which tools a run's Python may call, and how. Callable means what Pi's
 // `ctx.executeTool` reaches (active direct tools plus codemode and deferred ones), minus code_execution's own tools,
 // with registrations from the shared `code_execution:collect_tools` event replacing discovered tools of their name.
 // Arguments are validated with Pi's own validator; dispatch goes through `ctx.executeTool`, so every extension's
 // tool_call and tool_result hooks see nested calls as they see the model's.
 import type { ExtensionAPI, ExtensionToolContext, ToolInfo } from "@earendil-works/pi-coding-agent";
 import { validateToolArguments } from "@earendil-works/pi-ai";
-import type { BridgeTool, DispatchOutcome, NestedCallHooks, RunBridge } from "../host/index.ts";
+import type { RunTool, DispatchOutcome, NestedCallHooks, RunTools } from "../host/index.ts";
 import { errorMessage } from "../lib/errors.ts";
 import { fail, ok, type Result } from "../lib/result.ts";
 import type { NestedCallRecord, ToolSpec } from "../machines/tool-events.ts";
-import { CODE_EXECUTION_COLLECT_TOOLS_EVENT, createToolCollection, type NestedToolRegistration } from "./host-api.ts";
+import { CODE_EXECUTION_COLLECT_TOOLS_EVENT, createToolCollection, type NestedToolRegistration } from "./api.ts";
 import { pythonNames, signature } from "./python-names.ts";
 
 /** code_execution and its companions are never exposed to Python (a script calling itself). */
 export const isCodeExecutionTool = (name: string) => /^code_execution($|_)/.test(name);
 
-/** What the bridge needs of a tool (Pi's AgentTool, a ToolDefinition or a ToolInfo). */
+/** What a nested call needs of a tool (Pi's AgentTool, a ToolDefinition or a ToolInfo). */
 export interface CallableTool {
   name: string;
   description?: string;
@@ -100,10 +100,10 @@ export function validator(tool: CallableTool): (args: Record<string, unknown>) =
   };
 }
 
-/** One run's bridge: the tools of this moment, validated by Pi's validator and dispatched by `ctx.executeTool`. */
-export function createRunBridge(pi: ExtensionAPI, ctx: ExtensionToolContext, callerId: string): RunBridge {
+/** One run's tools: those callable at this moment, validated by Pi's validator and dispatched by `ctx.executeTool`. */
+export function createRunTools(pi: ExtensionAPI, ctx: ExtensionToolContext, callerId: string): RunTools {
   const exposed = exposedTools(ctx.tools as readonly CallableTool[], collectRegistrations(pi));
-  const tools: BridgeTool[] = exposed.map(({ spec, tool, hooks }) => ({
+  const tools: RunTool[] = exposed.map(({ spec, tool, hooks }) => ({
     spec,
     validate: validator(tool),
     ...(hooks ? { hooks } : {}),

@@ -1,5 +1,5 @@
-// Faults on the tool bridge, against real runners and the real host (kernel, machines, dispatch actors); the Pi
-// side is a RunBridge whose tools are plain functions (what Pi adds is covered in test/bridge.test.ts, including a
+// Faults on nested tool calls, against real runners and the real host (runner, machines, dispatch actors); the Pi
+// side is a RunTools whose tools are plain functions (what Pi adds is covered in test/calls.test.ts, including a
 // foreign local process that finds no channel into the runner or the host).
 //
 // User code runs inside the runner, so it can write any frame to the control channel itself: through the runner's
@@ -12,7 +12,7 @@ import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import type { BridgeTool, RunBridge } from "../actors/calls/dispatch.ts";
+import type { RunTool, RunTools } from "../actors/calls/dispatch.ts";
 import { SupervisorHost, type RunResult } from "../host/host.ts";
 import { liveGroups } from "../actors/process/registry.ts";
 import { MAX_OPEN_CALLS } from "../machines/tool-events.ts";
@@ -36,7 +36,7 @@ function makeProbe(): Probe {
   return { executed: [], running: 0, maxRunning: 0, aborted: 0, gate: () => gate, openGate: () => release() };
 }
 
-const tool = (name: string, signature: string): BridgeTool => ({
+const tool = (name: string, signature: string): RunTool => ({
   spec: { name, python: name, signature },
   validate: (args) => ({ ok: true, value: args }),
 });
@@ -44,7 +44,7 @@ const tool = (name: string, signature: string): BridgeTool => ({
 /** Tools: `echo(x)` answers at once; `hold(i)` when the probe's gate opens; `release()` opens it. Frames on the
  * channel are handled in order, so a script that forged a frame and then awaits `release()` knows the host has
  * seen the forgery before any held call ends: no timing is involved. */
-function bridgeFor(probe: Probe): RunBridge {
+function toolsFor(probe: Probe): RunTools {
   return {
     callerId: "outer-call",
     cwd: "/",
@@ -68,17 +68,17 @@ function bridgeFor(probe: Probe): RunBridge {
 let host: SupervisorHost;
 let cwd: string;
 const run = (code: string, probe: Probe, extra: { session?: string; timeoutMs?: number } = {}): Promise<RunResult> =>
-  host.run({ code, cwd, timeoutMs: extra.timeoutMs ?? 20_000, ...extra }, { bridge: bridgeFor(probe) });
+  host.run({ code, cwd, timeoutMs: extra.timeoutMs ?? 20_000, ...extra }, { tools: toolsFor(probe) });
 
 /** Helpers the scripts use: the runner module, its current run id and the id of the newest call. */
 const PRELUDE = [
   "import asyncio, json, os, sys",
   "_r = sys.modules['pcs_runner']",
-  "_r._load_bridge()",
+  "_r._load_pi_tools()",
   "def forge(**frame):",
   "    _r._write_frame(json.dumps(frame).encode())",
   "def last_id():",
-  "    return 'c%d' % _r._bridge._seq",
+  "    return 'c%d' % _r._pi_tools._seq",
   "",
 ].join("\n");
 
@@ -95,7 +95,7 @@ async function stillServing(session: string) {
 }
 
 before(() => {
-  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-bridge-faults-")));
+  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-calls-faults-")));
   host = new SupervisorHost({ limits: { graceMs: 300, killMs: 300 } });
 });
 after(async () => {
@@ -157,9 +157,9 @@ describe("forged and replayed frames from user code", () => {
       PRELUDE,
       "sent = []",
       "_w = _r._write_frame",
-      "_r._bridge._write = lambda data: (sent.append(data), _w(data))[1]",
+      "_r._pi_tools._write = lambda data: (sent.append(data), _w(data))[1]",
       "print(await echo(x='once'))",
-      "_r._bridge._write = _w",
+      "_r._pi_tools._write = _w",
     ].join("\n");
     const first = await run(capture, probe, { session: "replay" });
     assert.equal(first.stdout, "echo:once\n", first.stderr);
@@ -174,9 +174,9 @@ describe("forged and replayed frames from user code", () => {
       PRELUDE,
       "sent = []",
       "_w = _r._write_frame",
-      "_r._bridge._write = lambda data: (sent.append(data), _w(data))[1]",
+      "_r._pi_tools._write = lambda data: (sent.append(data), _w(data))[1]",
       "print(await echo(x='twice'))",
-      "_r._bridge._write = _w",
+      "_r._pi_tools._write = _w",
       "_r._write_frame(sent[0])",
       "await echo(x='after');",
     ].join("\n");

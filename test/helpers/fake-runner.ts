@@ -1,17 +1,17 @@
-// A scriptable stand-in for the `kernel` actor (the Python process) and a harness that starts the supervisor with
-// it under a SimulatedClock. No process, no real timer: a test advances the clock and sends kernel facts by hand.
+// A scriptable stand-in for the `runner` actor (the Python process) and a harness that starts the supervisor with
+// it under a SimulatedClock. No process, no real timer: a test advances the clock and sends runner facts by hand.
 //
-// Every instance of the fake records, in order, the commands it receives (kernel.run, kernel.interrupt,
-// kernel.terminate, kernel.kill, kernel.shutdown) and a final `{type: "stopped"}` when XState stops it (the real
-// kernel's cleanup kills the process group there). Facts (kernel.ready, kernel.started, kernel.done, kernel.exited,
-// kernel.failed) go back to the owner with `sendBack`, exactly as the real kernel does.
+// Every instance of the fake records, in order, the commands it receives (runner.run, runner.interrupt,
+// runner.terminate, runner.kill, runner.shutdown) and a final `{type: "stopped"}` when XState stops it (the real
+// runner's cleanup kills the process group there). Facts (runner.ready, runner.started, runner.done, runner.exited,
+// runner.failed) go back to the owner with `sendBack`, exactly as the real runner does.
 import { SimulatedClock, createActor, fromCallback } from "xstate";
 import type { AnyActorRef, InspectionEvent } from "xstate";
 import type {
-  KernelCommand,
-  KernelFact,
-  KernelInfo,
-  KernelInput,
+  RunnerCommand,
+  RunnerFact,
+  RunnerInfo,
+  RunnerInput,
   Limits,
   RunOutcome,
   RunRequest,
@@ -22,61 +22,61 @@ import { sessionMachine } from "../../machines/session.ts";
 import { supervisorMachine } from "../../machines/supervisor.ts";
 import type { SupervisorEvent } from "../../machines/supervisor.ts";
 
-export type KernelReceived = KernelCommand | { type: "stopped" };
+export type RunnerReceived = RunnerCommand | { type: "stopped" };
 
-export const KERNEL_INFO: KernelInfo = { pid: 4242, python: "3.11.2", executable: "/usr/bin/python3" };
+export const RUNNER_INFO: RunnerInfo = { pid: 4242, python: "3.11.2", executable: "/usr/bin/python3" };
 
-export interface FakeKernelInstance {
+export interface FakeRunnerInstance {
   /** 0-based, in start order over the whole fake. */
   readonly index: number;
-  readonly input: KernelInput;
+  readonly input: RunnerInput;
   /** Commands received, in order, then `{type: "stopped"}` once stopped. */
-  readonly received: KernelReceived[];
+  readonly received: RunnerReceived[];
   /** `received` as a list of types. */
   types(): string[];
   readonly stopped: boolean;
-  /** Sends a fact to the owner. Throws if the instance was stopped (a test sending to a dead kernel is a bug in
+  /** Sends a fact to the owner. Throws if the instance was stopped (a test sending to a dead runner is a bug in
    * the test; a real late fact is modelled with `sendLate`). */
-  send(fact: KernelFact): void;
+  send(fact: RunnerFact): void;
   /** Sends even when stopped (XState drops it: a stopped callback actor's `sendBack` is a no-op). */
-  sendLate(fact: KernelFact): void;
-  ready(at?: number, info?: KernelInfo): void;
+  sendLate(fact: RunnerFact): void;
+  ready(at?: number, info?: RunnerInfo): void;
   started(runId: string, at?: number): void;
   done(runId: string, opts?: { at?: number; exitCode?: number; displayedValue?: boolean; error?: RunnerError }): void;
   exited(opts?: { at?: number; code?: number | null; signal?: string | null }): void;
   failed(message: string, at?: number): void;
 }
 
-export interface FakeKernelOptions {
+export interface FakeRunnerOptions {
   /** Time for facts sent without an explicit `at` (the harness passes the simulated clock). */
   now?: () => number;
-  /** Called when an instance starts (e.g. to answer `kernel.ready` at once). */
-  onStart?: (kernel: FakeKernelInstance) => void;
-  /** Called after each command is recorded (e.g. to answer `kernel.run` with started/done). */
-  onCommand?: (command: KernelCommand, kernel: FakeKernelInstance) => void;
+  /** Called when an instance starts (e.g. to answer `runner.ready` at once). */
+  onStart?: (runner: FakeRunnerInstance) => void;
+  /** Called after each command is recorded (e.g. to answer `runner.run` with started/done). */
+  onCommand?: (command: RunnerCommand, runner: FakeRunnerInstance) => void;
 }
 
-export interface FakeKernelLogEntry {
+export interface FakeRunnerLogEntry {
   index: number;
   owner: string;
-  received: KernelReceived;
+  received: RunnerReceived;
 }
 
-export function createFakeKernel(options: FakeKernelOptions = {}) {
+export function createFakeRunner(options: FakeRunnerOptions = {}) {
   const now = options.now ?? (() => 0);
-  const instances: FakeKernelInstance[] = [];
+  const instances: FakeRunnerInstance[] = [];
   /** Every command to every instance, in global order. */
-  const log: FakeKernelLogEntry[] = [];
+  const log: FakeRunnerLogEntry[] = [];
 
-  const logic = fromCallback<KernelCommand, KernelInput>(({ input, sendBack, receive }) => {
-    const received: KernelReceived[] = [];
+  const logic = fromCallback<RunnerCommand, RunnerInput>(({ input, sendBack, receive }) => {
+    const received: RunnerReceived[] = [];
     let stopped = false;
     const index = instances.length;
-    const record = (r: KernelReceived) => {
+    const record = (r: RunnerReceived) => {
       received.push(r);
       log.push({ index, owner: input.owner, received: r });
     };
-    const instance: FakeKernelInstance = {
+    const instance: FakeRunnerInstance = {
       index,
       input,
       received,
@@ -85,26 +85,26 @@ export function createFakeKernel(options: FakeKernelOptions = {}) {
         return stopped;
       },
       send(fact) {
-        if (stopped) throw new Error(`fake kernel #${index} (${input.owner}) is stopped; cannot send ${fact.type}`);
+        if (stopped) throw new Error(`fake runner #${index} (${input.owner}) is stopped; cannot send ${fact.type}`);
         sendBack(fact);
       },
       sendLate(fact) {
         sendBack(fact);
       },
-      ready(at = now(), info = KERNEL_INFO) {
-        instance.send({ type: "kernel.ready", at, ...info });
+      ready(at = now(), info = RUNNER_INFO) {
+        instance.send({ type: "runner.ready", at, ...info });
       },
       started(runId, at = now()) {
-        instance.send({ type: "kernel.started", at, runId });
+        instance.send({ type: "runner.started", at, runId });
       },
       done(runId, { at = now(), exitCode = 0, displayedValue = false, error = null } = {}) {
-        instance.send({ type: "kernel.done", at, runId, exitCode, displayedValue, error });
+        instance.send({ type: "runner.done", at, runId, exitCode, displayedValue, error });
       },
       exited({ at = now(), code = null, signal = null } = {}) {
-        instance.send({ type: "kernel.exited", at, code, signal });
+        instance.send({ type: "runner.exited", at, code, signal });
       },
       failed(message, at = now()) {
-        instance.send({ type: "kernel.failed", at, message });
+        instance.send({ type: "runner.failed", at, message });
       },
     };
     instances.push(instance);
@@ -124,30 +124,30 @@ export function createFakeKernel(options: FakeKernelOptions = {}) {
     instances,
     log,
     /** Every instance started for `owner` (`run:<id>` for a fresh run, `session:<name>`), oldest first. */
-    all(owner: string): FakeKernelInstance[] {
+    all(owner: string): FakeRunnerInstance[] {
       return instances.filter((k) => k.input.owner === owner);
     },
     /** The latest instance for `owner`; throws if there is none. */
-    of(owner: string): FakeKernelInstance {
+    of(owner: string): FakeRunnerInstance {
       const found = instances.filter((k) => k.input.owner === owner);
       const last = found[found.length - 1];
-      if (!last) throw new Error(`no fake kernel for ${owner} (have: ${instances.map((k) => k.input.owner).join(", ")})`);
+      if (!last) throw new Error(`no fake runner for ${owner} (have: ${instances.map((k) => k.input.owner).join(", ")})`);
       return last;
     },
   };
 }
 
-export type FakeKernel = ReturnType<typeof createFakeKernel>;
+export type FakeRunner = ReturnType<typeof createFakeRunner>;
 
 export const TEST_LIMITS: Limits = { interruptWindowMs: 100, graceMs: 1000, killMs: 500 };
 
-/** The supervisor with the fake kernel provided to fresh runs and to sessions (a session run talks to its
- * session's kernel through the session link, which stays as is). */
-export function provideSupervisor(kernel: FakeKernel) {
+/** The supervisor with the fake runner provided to fresh runs and to sessions (a session run talks to its
+ * session's runner through the session link, which stays as is). */
+export function provideSupervisor(runner: FakeRunner) {
   return supervisorMachine.provide({
     actors: {
-      run: runMachine.provide({ actors: { kernel: kernel.logic } }),
-      session: sessionMachine.provide({ actors: { kernel: kernel.logic } }),
+      run: runMachine.provide({ actors: { runner: runner.logic } }),
+      session: sessionMachine.provide({ actors: { runner: runner.logic } }),
     },
   });
 }
@@ -173,7 +173,7 @@ export interface PendingTimer {
 
 export interface HarnessOptions {
   limits?: Limits;
-  kernel?: Omit<FakeKernelOptions, "now">;
+  runner?: Omit<FakeRunnerOptions, "now">;
 }
 
 /** Starts the provided supervisor as the root (`systemId: "supervisor"`) with a SimulatedClock and records what a
@@ -182,7 +182,7 @@ export interface HarnessOptions {
 export function startSupervisor(options: HarnessOptions = {}) {
   const limits = options.limits ?? TEST_LIMITS;
   const clock = new SimulatedClock();
-  const kernel = createFakeKernel({ ...options.kernel, now: () => clock.now() });
+  const runner = createFakeRunner({ ...options.runner, now: () => clock.now() });
   const finished: RunOutcome[] = [];
   const trace: TraceEntry[] = [];
   const eventTypes: string[] = [];
@@ -216,7 +216,7 @@ export function startSupervisor(options: HarnessOptions = {}) {
     }
   };
 
-  const actor = createActor(provideSupervisor(kernel), { id: "supervisor", systemId: "supervisor", input: { limits }, clock, inspect });
+  const actor = createActor(provideSupervisor(runner), { id: "supervisor", systemId: "supervisor", input: { limits }, clock, inspect });
   actor.on("run.finished", (e) => finished.push(e.outcome));
   actor.subscribe({ error: (err) => errors.push(err) });
   actor.start();
@@ -224,7 +224,7 @@ export function startSupervisor(options: HarnessOptions = {}) {
   const h = {
     actor,
     clock,
-    kernel,
+    runner,
     limits,
     finished,
     trace,
