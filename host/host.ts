@@ -1,26 +1,29 @@
-// The supervisor host: builds the actor system with every effect provided from actors/, and is the extension's one
-// door (exported through host/index.ts): commands in (run, stop, restart, shutdown), selectors (sessions, limits,
-// warnings) and change events out. The root actor stays inside.
-import { createHash } from "node:crypto";
+// The supervisor host: builds the actor system with every effect provided (host/effects.ts), and is the extension's
+// one door (exported through host/index.ts): commands in (run, stop, restart, shutdown), selectors (sessions,
+// limits, warnings) and change events out. The root actor stays inside.
 import { nanoid } from "nanoid";
 import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
-import { DEFAULT_LIMITS, type Limits, type RunOutcome } from "../machines/events.ts";
-import type { CommandEvent } from "../machines/events.ts";
-import type { supervisorMachine, SessionEntry } from "../machines/supervisor.ts";
-import { createRunnerLogic } from "../actors/process/runner.ts";
-import { createDispatchLogic, type RunTools } from "../actors/calls/dispatch.ts";
+import { DEFAULT_LIMITS, type CommandEvent, type Limits, type RunOutcome } from "../machines/events.ts";
+import type { SessionEntry } from "../machines/supervisor.ts";
+import { refusal, requestOutcome } from "../machines/run-outcome.ts";
+import { supervisorWith, type SupervisorLogic } from "../machines/system.ts";
 import type { NestedCallRecord } from "../machines/tool-events.ts";
-import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
+import type { RunTools } from "../actors/calls/dispatch.ts";
+import { removeSessionPackages, type InstallProgress } from "../actors/deps/dependencies.ts";
+import { InterpreterResolver } from "../actors/interpreter/interpreter.ts";
+import type { PythonInfo } from "../actors/interpreter/probe.ts";
+import type { ProcessOperations } from "../actors/process/operations.ts";
 import { RunOutput, type CollectedOutput } from "../actors/process/output.ts";
-import { pythonCommand, resolvePython, type PythonInfo } from "../actors/interpreter/probe.ts";
 import { liveGroups, stopGroup } from "../actors/process/registry.ts";
-import { supervisorWith, tapCommands } from "./system.ts";
 import type { Clock } from "../record/observe.ts";
 import type { Result } from "../lib/result.ts";
-import { createInstallLogic, removeSessionPackages, type InstallProgress } from "../actors/deps/dependencies.ts";
-import { InterpreterResolver, knownInterpreter, runnerEnv, type Interpreter } from "../actors/interpreter/interpreter.ts";
-import { watchModules } from "../actors/process/module-watch.ts";
-import { finishOutcome, prepareRun, refusedOutcome, SessionBook, type SessionHistory } from "./prepare.ts";
+import { hostEffects } from "./effects.ts";
+import { withOutputHints } from "./output-hints.ts";
+import { sessionInfos, spareList, type SessionInfo } from "./selectors.ts";
+import { SessionBook } from "./session-book.ts";
+import { tapCommands } from "./system.ts";
+
+export type { SessionInfo } from "./selectors.ts";
 
 export interface HostOptions {
   limits?: Partial<Limits>;
@@ -31,16 +34,16 @@ export interface HostOptions {
   now?: () => number;
   /** A synchronous observer of every inspection event of the actor system. */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
-  /** The clock of the actor system's timers (the recorder numbers them; see actors/observe.ts). */
+  /** The clock of the actor system's timers (the recorder numbers them; see record/observe.ts). */
   clock?: Clock;
   /** Taps on the machines' inputs from outside, called just before delivery (facts from boundary actors are
-   * seen through `inspect`, see actors/observe.ts). */
+   * seen through `inspect`, see record/observe.ts). */
   onCommand?: (event: CommandEvent) => void;
   onStop?: () => void;
   onOutput?: (runId: string, channel: string, chunk: Uint8Array) => void;
   /** Interpreter discovery and the python_set_interpreter selection (default: discovery with default settings). */
   interpreter?: InterpreterResolver;
-  /** Where PEP 723 environments (fresh runs) and session package directories go (defaults: actors/dependencies.ts). */
+  /** Where PEP 723 environments (fresh runs) and session package directories go (defaults: actors/deps/). */
   packages?: { envRoot?: string; sessionRoot?: string };
   /** Whether sessions watch and reload their local modules (read when each session starts; default on). */
   moduleReload?: () => boolean;
@@ -72,32 +75,25 @@ export interface RunResult extends CollectedOutput {
   outcome: RunOutcome;
 }
 
-export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "ordinal">> {
-  name: string;
-  state: string;
-  pid?: number;
-  /** The interpreter's version, from its runner. */
-  pythonVersion?: string;
-}
-
-interface PendingRun {
-  output: RunOutput;
-  /** Settles `run()`; the first call wins (a promise settles once). */
-  resolve: (outcome: RunOutcome) => void;
-  /** Nested-call records by seq (the supervisor emits each as its call ends). */
-  nestedCalls: NestedCallRecord[];
-  tools?: RunTools;
-  onProgress?: (p: InstallProgress) => void;
-}
-
 /** A change of the supervisor's session table: every session by name, now and before. */
 export type SessionsListener = (
   sessions: Readonly<Record<string, SessionEntry>>,
   previous: Readonly<Record<string, SessionEntry>>,
 ) => void;
 
+interface PendingRun {
+  output: RunOutput;
+  /** Settles `run()`; the first call wins (a promise settles once). */
+  resolve: (outcome: RunOutcome) => void;
+  requestedAt: number;
+  /** Nested-call records by seq (the supervisor emits each as its call ends). */
+  nestedCalls: NestedCallRecord[];
+  tools?: RunTools;
+  onProgress?: (p: InstallProgress) => void;
+}
+
 export class SupervisorHost {
-  private readonly actor: Actor<typeof supervisorMachine>;
+  private readonly actor: Actor<SupervisorLogic>;
   /** The escalation bounds for new runs (settings may change them: `setLimits`). */
   limits: Limits;
   readonly interpreter: InterpreterResolver;
@@ -106,15 +102,11 @@ export class SupervisorHost {
   private readonly options: HostOptions;
   private readonly initialLimits: Limits;
   private readonly book = new SessionBook();
-  /** Requests are prepared (interpreter, metadata) one at a time, so they reach the supervisor in call order. */
-  private queue: Promise<unknown> = Promise.resolve();
   /** What the host keeps for each unfinished run, from `run()` until its outcome arrives. */
   private readonly runs = new Map<string, PendingRun>();
   private readonly now: () => number;
   private closed = false;
   readonly id = nanoid(8);
-  private readonly baseEnv: () => NodeJS.ProcessEnv;
-  private readonly spareRunners: () => boolean;
 
   constructor(options: HostOptions = {}) {
     this.options = options;
@@ -122,36 +114,27 @@ export class SupervisorHost {
     this.initialLimits = this.limits;
     this.now = options.now ?? Date.now;
     const env = options.env ?? (() => process.env);
-    this.baseEnv = env;
-    this.spareRunners = options.spareRunners ?? (() => true);
     this.interpreter = options.interpreter ?? new InterpreterResolver({ env });
-    const host = this;
-    const runner = createRunnerLogic({
-      ops: options.ops ?? localOperations,
-      python: options.python ?? (() => resolvePython(pythonCommand(env()), env())),
-      env: (input) => this.runnerEnvFor(env(), input.python),
-      watchModules: (cwd) => ((options.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
+    const { runner, boundary } = hostEffects({
+      ...(options.ops ? { ops: options.ops } : {}),
+      env,
+      ...(options.python ? { python: options.python } : {}),
+      interpreter: this.interpreter,
+      now: this.now,
+      hostId: this.id,
+      killMs: () => this.limits.killMs,
+      ...(options.packages ? { packages: options.packages } : {}),
+      ...(options.moduleReload ? { moduleReload: options.moduleReload } : {}),
+      spareRunners: options.spareRunners ?? (() => true),
       output: (runId, channel, chunk) => {
         options.onOutput?.(runId, channel, chunk);
         this.runs.get(runId)?.output.write(channel, chunk);
       },
-      now: this.now,
-      get killMs() {
-        return host.limits.killMs;
-      },
-      hostId: this.id,
-    });
-    const install = createInstallLogic({
-      env,
-      now: this.now,
-      hostId: this.id,
-      killMs: () => this.limits.killMs,
       progress: (runId, p) => this.runs.get(runId)?.onProgress?.(p),
-      ...options.packages,
+      tools: (runId) => this.runs.get(runId)?.tools,
+      warn: (w) => this.warnings.add(w),
     });
-    const dispatch = createDispatchLogic({ toolsFor: (runId) => this.runs.get(runId)?.tools, now: this.now });
-    const machine = supervisorWith(runner, { dispatch, install });
-    this.actor = createActor(machine, {
+    this.actor = createActor(supervisorWith(runner, boundary), {
       id: "supervisor",
       systemId: "supervisor",
       input: {
@@ -177,69 +160,31 @@ export class SupervisorHost {
   /** Runs code and resolves with its outcome and output. Never rejects: failures are outcomes. */
   run(request: RunRequestInput, callbacks: RunCallbacks = {}): Promise<RunResult> {
     const runId = nanoid(12);
+    const requestedAt = this.now();
     if (this.closed) {
-      const at = this.now();
-      return Promise.resolve({
-        outcome: refusedOutcome(runId, request, at, at, undefined),
-        ...new RunOutput().collect(),
-      });
+      const ref = { runId, at: requestedAt, ...(request.session !== undefined ? { session: request.session } : {}) };
+      const outcome = refusal(ref, "The code_execution supervisor has shut down.");
+      return Promise.resolve({ outcome, ...new RunOutput().collect() });
     }
     const output = new RunOutput();
     if (callbacks.onOutput) output.onWrite(() => callbacks.onOutput!(output));
-    const tools = callbacks.tools;
+    const { tools, signal } = callbacks;
     const finished = new Promise<RunOutcome>((resolve) =>
       this.runs.set(runId, {
         output,
         resolve,
+        requestedAt,
         nestedCalls: [],
         ...(tools ? { tools } : {}),
         ...(callbacks.onProgress ? { onProgress: callbacks.onProgress } : {}),
       }),
     );
     const cancel = () => this.actor.send({ type: "run.cancel", at: this.now(), runId });
-    const requestedAt = this.now();
-    // The interpreter and the script's metadata are settled first, one request at a time (call order holds).
-    const prepared = this.queue.then(() =>
-      prepareRun(request, this.options.python ? undefined : () => this.interpreter.resolve(request.cwd)),
-    );
-    this.queue = prepared;
-    let notes: string[] = [];
-    void prepared.then((p) => {
-      if (this.closed || !p.ok) {
-        // Refused before any actor exists: the outcome is the host's own.
-        return this.runs
-          .get(runId)
-          ?.resolve(refusedOutcome(runId, request, requestedAt, this.now(), p.ok ? undefined : p.error));
-      }
-      notes = p.value.notes;
-      callbacks.signal?.addEventListener("abort", cancel, { once: true });
-      this.send(request, runId, requestedAt, p.value, tools);
-      if (callbacks.signal?.aborted) cancel();
-    });
-    return finished.then((outcome) => {
-      callbacks.signal?.removeEventListener("abort", cancel);
-      const nestedCalls = (this.runs.get(runId)?.nestedCalls ?? []).filter(Boolean);
-      this.runs.delete(runId);
-      if (nestedCalls.length) outcome = { ...outcome, nestedCalls };
-      this.book.record(outcome);
-      // Not a spread: that would decode the retained output (up to 64 MiB) whether or not anyone reads it.
-      const result = Object.assign(output.collect(), { outcome });
-      result.outcome = finishOutcome(outcome, result.capture.stderr.tail, notes);
-      return result;
-    });
-  }
-
-  private send(
-    request: RunRequestInput,
-    runId: string,
-    at: number,
-    p: { interpreter?: Interpreter; dependencies?: string[] },
-    tools: RunTools | undefined,
-  ): void {
-    const python = p.interpreter?.executable;
+    signal?.addEventListener("abort", cancel, { once: true });
+    // Preparation (interpreter, PEP 723, spare key) happens in the actor system, one request at a time in call order.
     this.actor.send({
       type: "run.start",
-      at,
+      at: requestedAt,
       runId,
       code: request.code,
       cwd: request.cwd,
@@ -247,45 +192,25 @@ export class SupervisorHost {
       ...(request.session !== undefined ? { session: request.session } : {}),
       ...(request.reset ? { reset: true } : {}),
       ...(tools ? { calls: { callerId: tools.callerId, tools: tools.tools.map((t) => t.spec) } } : {}),
-      ...(python ? { python } : {}),
-      ...(p.dependencies ? { dependencies: p.dependencies } : {}),
       ...(sameLimits(this.limits, this.initialLimits) ? {} : { limits: this.limits }),
-      ...(request.session === undefined && this.spareRunners() ? { spareKey: this.spareKey(python, request.cwd) } : {}),
     });
-  }
-
-  /** What a spare runner must share with a fresh run to serve it: interpreter, cwd and the whole environment. */
-  private spareKey(python: string | undefined, cwd: string): string {
-    const env = this.baseEnv();
-    const h = createHash("sha256")
-      .update(python ?? "")
-      .update("\0")
-      .update(cwd);
-    for (const k of Object.keys(env).sort())
-      h.update("\0")
-        .update(k)
-        .update("=")
-        .update(env[k] ?? "");
-    return h.digest("hex").slice(0, 16);
+    if (signal?.aborted) cancel();
+    return finished.then((outcome) => {
+      signal?.removeEventListener("abort", cancel);
+      const nestedCalls = (this.runs.get(runId)?.nestedCalls ?? []).filter(Boolean);
+      this.runs.delete(runId);
+      if (nestedCalls.length) outcome = { ...outcome, nestedCalls };
+      this.book.record(outcome);
+      // Not a spread: that would decode the retained output (up to 64 MiB) whether or not anyone reads it.
+      const result = Object.assign(output.collect(), { outcome });
+      result.outcome = withOutputHints(outcome, result.capture.stderr.tail);
+      return result;
+    });
   }
 
   /** New escalation bounds: they apply to runs requested from now on (and to sessions they start). */
   setLimits(limits: Partial<Limits>): void {
     this.limits = { ...this.limits, ...limits };
-  }
-
-  /** The runner's environment: a PYTHONPATH built for another interpreter is left out (and said so once), and a
-   * virtual environment's interpreter gets its bin/ first on PATH. */
-  private runnerEnvFor(base: NodeJS.ProcessEnv, python: string | undefined): NodeJS.ProcessEnv {
-    const info = python ? knownInterpreter(python) : undefined;
-    if (!info) return base;
-    const { env, dropped } = runnerEnv(base, info);
-    if (dropped) {
-      this.warnings.add(
-        `PYTHONPATH is not passed to Python ${info.version} (${python}): its entry ${dropped} belongs to another Python version`,
-      );
-    }
-    return env;
   }
 
   /** Calls `listener` whenever the session table changes (a session started, reset, lost, closed, busy or idle);
@@ -310,13 +235,14 @@ export class SupervisorHost {
     return this.actor.getSnapshot().context.sessions;
   }
 
+  /** The live sessions with their phase, process and history. */
+  sessions(): SessionInfo[] {
+    return sessionInfos(this.actor.getSnapshot(), this.book);
+  }
+
   /** The live spare runners (`spare:<n>`) and whether each is ready to serve a fresh run. */
   spares(): { id: string; ready: boolean }[] {
-    const { children, context } = this.actor.getSnapshot();
-    const ready = new Set(Object.values(context.spares).flatMap((s) => (s.ready ? [s.id] : [])));
-    return Object.keys(children)
-      .filter((id) => id.startsWith("spare:"))
-      .map((id) => ({ id, ready: ready.has(id) }));
+    return spareList(this.actor.getSnapshot());
   }
 
   /** Live actors under the root, and spare runners ready to serve (benchmarks and diagnostics). */
@@ -327,41 +253,18 @@ export class SupervisorHost {
     };
   }
 
-  sessions(): SessionInfo[] {
-    const snapshot = this.actor.getSnapshot();
-    return Object.entries(snapshot.context.sessions)
-      .filter(([, entry]) => entry.status === "alive")
-      .map(([name, entry]) => {
-        const child = snapshot.children[`session:${name}`];
-        const s = child?.getSnapshot() as
-          { value?: unknown; context?: { runner?: { pid: number; python: string } } } | undefined;
-        const history = this.book.get(name, entry.ordinal);
-        return {
-          name,
-          ...entry,
-          state: String(s?.value ?? "unknown"),
-          ...(s?.context?.runner ? { pid: s.context.runner.pid, pythonVersion: s.context.runner.python } : {}),
-          ...(history
-            ? { startedAt: history.startedAt, ...(history.lastRun ? { lastRun: history.lastRun } : {}) }
-            : {}),
-        };
-      });
-  }
-
   /** Stops a session and starts it again empty: same name and working directory, the current interpreter. */
   async restartSession(name: string, timeoutMs = 60_000): Promise<RunResult | undefined> {
-    const entry = this.actor.getSnapshot().context.sessions[name];
+    const entry = this.sessionTable()[name];
     if (!entry || entry.status !== "alive") return undefined;
     return this.run({ code: "", cwd: entry.cwd, timeoutMs, session: name, reset: true });
   }
 
   stopSession(name: string): Promise<boolean> {
-    const entry = this.actor.getSnapshot().context.sessions[name];
+    const entry = this.sessionTable()[name];
     if (!entry || entry.status !== "alive") return Promise.resolve(false);
     this.actor.send({ type: "session.stop", at: this.now(), name });
-    return this.waitFor(() => this.actor.getSnapshot().context.sessions[name]?.status !== "alive", 3000).then(
-      () => true,
-    );
+    return this.waitFor(() => this.sessionTable()[name]?.status !== "alive", 3000).then(() => true);
   }
 
   /** Closes sessions, cancels runs and makes sure no Python process outlives the host. */
@@ -378,19 +281,15 @@ export class SupervisorHost {
     await this.killEverything();
     await removeSessionPackages(this.id, this.options.packages?.sessionRoot);
     // Runs that did not report within the bound end as cancelled: no caller waits forever.
-    for (const [runId, { resolve }] of this.runs) {
-      const at = this.now();
-      resolve({
-        runId,
-        status: "cancelled",
-        displayedValue: false,
-        requestedAt: at,
-        finishedAt: at,
-        durationMs: 0,
-        killed: true,
-        stopReason: "cancelled",
-        message: "Pi shut down during the run.",
-      });
+    for (const [runId, pending] of this.runs) {
+      pending.resolve(
+        requestOutcome({ runId, at: pending.requestedAt }, "cancelled", {
+          at: this.now(),
+          killed: true,
+          stopReason: "cancelled",
+          message: "Pi shut down during the run.",
+        }),
+      );
     }
   }
 

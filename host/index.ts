@@ -11,7 +11,7 @@ export {
   type SessionsListener,
 } from "./host.ts";
 export { Observability, type ObservabilitySettings, type RecorderOptions } from "./observability.ts";
-export { SESSION_NAME_PATTERN } from "./prepare.ts";
+export { SESSION_NAME_PATTERN } from "../actors/prepare/prepare.ts";
 
 // Interpreters: the resolver the host is given, and what the interpreter tool and /code-status say of one.
 export {

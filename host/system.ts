@@ -1,41 +1,7 @@
-// The supervisor machine with its boundary provided: one definition for the live host and for replay, so a
-// replayed log runs exactly the actor tree that recorded it (only the boundary actors differ: effects, or stubs).
-import type { Actor, AnyActorLogic, CallbackActorLogic } from "xstate";
+// The live actor system's taps: commands sent to the root from outside, and its stop (the recorder's inputs).
+import type { Actor } from "xstate";
 import type { CommandEvent } from "../machines/events.ts";
-import { runMachine } from "../machines/run.ts";
-import { sessionLink, sessionMachine } from "../machines/session.ts";
-import { spareMachine } from "../machines/spare.ts";
-import { supervisorMachine } from "../machines/supervisor.ts";
-import { toolCallMachine } from "../machines/tool-call.ts";
-import type { DispatchCommand, DispatchInput } from "../machines/tool-events.ts";
-
-type DispatchLogic = CallbackActorLogic<DispatchCommand, DispatchInput>;
-
-/** Effects besides the runner. `dispatch`: runs one nested tool call (actors/calls/dispatch.ts); without it calls fail. */
-export interface BoundaryActors {
-  dispatch?: AnyActorLogic;
-  /** The dependency installer (actors/dependencies.ts). Replay provides one stub for every boundary actor
-   * (`BOUNDARY_IDS` in actors/trace.ts), which re-delivers the recorded facts under the actor's explicit name. */
-  install?: AnyActorLogic;
-}
-
-export function supervisorWith(runner: AnyActorLogic, boundary: BoundaryActors = {}) {
-  const toolCall = boundary.dispatch
-    ? toolCallMachine.provide({ actors: { dispatch: boundary.dispatch as DispatchLogic } })
-    : toolCallMachine;
-  const install = boundary.install ?? runner;
-  return supervisorMachine.provide({
-    actors: {
-      run: runMachine.provide({ actors: { runner, toolCall, install } }),
-      session: sessionMachine.provide({
-        actors: { runner, run: runMachine.provide({ actors: { runner: sessionLink, toolCall, install } }) },
-      }),
-      spare: spareMachine.provide({ actors: { runner } }),
-    },
-  });
-}
-
-export type SupervisorLogic = ReturnType<typeof supervisorWith>;
+import type { SupervisorLogic } from "../machines/system.ts";
 
 /** Calls `onCommand` with every command sent to the root from outside, before the root receives it, and `onStop`
  * before the root is stopped. XState's own deliveries (children, timers) go through its internal relay, never

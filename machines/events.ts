@@ -24,17 +24,20 @@ export interface RunRequest {
   /** Named session, or undefined for a fresh process. */
   session?: string;
   reset?: boolean;
-  /** The interpreter's executable (`sys.executable`); a session never mixes interpreters or working directories. */
-  python?: string;
-  /** PEP 723 dependencies to install before the code runs (normalized requirement strings). */
-  dependencies?: string[];
   /** The escalation bounds for this run, when they differ from the supervisor's (settings changed). */
   limits?: Limits;
   /** Pi tools the code may call (machines/tool-events.ts); absent: none. */
   calls?: CallsRequest;
-  /** Fresh runs: what a spare runner must match to serve this run (interpreter, cwd, environment), from the host.
-   * Absent: spares are off. */
+  // ---- what preparation settles (actors/prepare/); a sender may settle them itself ----
+  /** The interpreter's executable (`sys.executable`); a session never mixes interpreters or working directories. */
+  python?: string;
+  /** PEP 723 dependencies to install before the code runs (normalized requirement strings). */
+  dependencies?: string[];
+  /** Fresh runs: what a spare runner must match to serve this run (interpreter, cwd, environment). Absent: spares
+   * are off. */
   spareKey?: string;
+  /** Notices for the result (PEP 723 keys without effect in a session, ...). */
+  notes?: string[];
 }
 
 // ---- commands (extension -> supervisor) ----
@@ -141,9 +144,13 @@ export interface Hint {
   text: string;
 }
 
-// ---- run -> owner notifications ----
-export type RunPhase = "running" | "interrupted" | "grace" | "killed";
-export type RunPhaseEvent = { type: "run.phase"; runId: string; phase: RunPhase };
+// ---- preparation (supervisor -> prepare actor -> supervisor) ----
+/** What preparation settles for a request: the interpreter, the dependencies, the spare key and notices. */
+export type Prepared = Pick<RunRequest, "python" | "dependencies" | "spareKey" | "notes">;
+
+export type PrepareFact =
+  | ({ type: "prepare.done"; at: number; runId: string } & Prepared)
+  | { type: "prepare.failed"; at: number; runId: string; message: string; hints?: Hint[] };
 
 export interface SessionRef {
   name: string;

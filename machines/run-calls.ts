@@ -1,8 +1,9 @@
 // The run's side of nested tool calls, as pure functions of the run's context (machines/run.ts wires them into
 // actions). A run spawns one `tool:<runId>:<seq>` actor per nested call (machines/tool-call.ts), answers the runner
-// when a call ends, and passes each call's terminal record on as a `run.nested_call` event (the supervisor emits it;
-// the host puts the records in start order on the run's result). Calls that cannot start (no such tool, too many in
-// flight, the run is stopping) are answered at once and recorded all the same: `nestedCalls` lists every attempt.
+// when a call ends, and passes each call's terminal record to its parent as a `run.nested_call` event (a session
+// passes it on, the supervisor emits it, the host puts the records in start order on the run's result). Calls that
+// cannot start (no such tool, too many in flight, the run is stopping) are answered at once and recorded all the
+// same: `nestedCalls` lists every attempt.
 //
 // The context keeps only what is bounded: a counter, the open calls and how many were blocked. Records never
 // accumulate in it: every snapshot of a run is observed (and recorded), so a growing list would cost each event of
@@ -40,8 +41,15 @@ export interface CallsContext {
   blocked?: number;
 }
 
-/** The run -> supervisor event carrying one call's terminal record (the supervisor emits it to the host). */
+/** The run -> parent event carrying one call's terminal record (a session passes it on; the supervisor emits it to
+ * the host). */
 export type NestedCallEvent = { type: "run.nested_call"; runId: string; record: NestedCallRecord };
+
+export const recorded = (c: CallsContext, record: NestedCallRecord): NestedCallEvent => ({
+  type: "run.nested_call",
+  runId: c.runId,
+  record,
+});
 
 type CallFact = Extract<ToolCallFact, { type: "runner.tool_call" }>;
 

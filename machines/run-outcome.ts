@@ -1,7 +1,32 @@
-// The outcome of a run, computed from its context and the fact that ended it (pure functions of their inputs).
-import type { RunnerFact, RunOutcome, RunStartEvent, RunStatus } from "./events.ts";
-import type { RunContext } from "./run.ts";
+// The one outcome builder: every RunOutcome (a run's own, a refusal before any run exists, a request the host gave
+// up on) is made here, from what is known of the request and the fact that ended it. Pure functions.
+import type { RunnerFact, RunOutcome, RunRequest, RunStatus, SessionRef } from "./events.ts";
+import type { RunContext } from "./run-context.ts";
 
+/** What every outcome starts from: which request, when it was made, its session and preparation notices. */
+interface OutcomeBase {
+  runId: string;
+  requestedAt: number;
+  session?: SessionRef;
+  notes?: string[];
+}
+
+function outcome(base: OutcomeBase, status: RunStatus, at: number, extra: Partial<RunOutcome>): RunOutcome {
+  return {
+    runId: base.runId,
+    status,
+    displayedValue: false,
+    requestedAt: base.requestedAt,
+    finishedAt: at,
+    durationMs: Math.max(0, at - base.requestedAt),
+    killed: false,
+    ...(base.session ? { session: base.session } : {}),
+    ...(base.notes?.length ? { notes: base.notes } : {}),
+    ...extra,
+  };
+}
+
+/** A run's outcome, from its context. `lost`: the session's process (and its state) is gone. */
 export function outcomeOf(
   context: RunContext,
   status: RunStatus,
@@ -9,22 +34,21 @@ export function outcomeOf(
   extra: Partial<RunOutcome> & { lost?: boolean } = {},
 ): RunOutcome {
   const { lost, ...rest } = extra;
-  return {
+  const base = {
     runId: context.runId,
-    status,
-    displayedValue: false,
     requestedAt: context.requestedAt,
-    finishedAt: at,
-    durationMs: Math.max(0, at - context.requestedAt),
+    ...(context.session ? { session: { ...context.session, isLost: Boolean(lost) } } : {}),
+    ...(context.notes ? { notes: context.notes } : {}),
+  };
+  return outcome(base, status, at, {
     killed: context.killed,
     ...(context.stopReason ? { stopReason: context.stopReason } : {}),
     ...(context.message ? { message: context.message } : {}),
     ...(context.runner ? { runner: context.runner } : {}),
-    ...(context.session ? { session: { ...context.session, isLost: Boolean(lost) } } : {}),
     ...(context.install ? { install: context.install } : {}),
     ...(context.stage ? { stage: context.stage } : {}),
     ...rest,
-  };
+  });
 }
 
 export type Done = Extract<RunnerFact, { type: "runner.done" }>;
@@ -69,17 +93,30 @@ export function exitedOutcome(context: RunContext, e: Exited, userCodeStarted = 
   });
 }
 
-/** A setup_error outcome for a request refused before any run actor exists (busy session, shutdown, ...). */
-export function refusal(e: RunStartEvent, message: string, ordinal = 0): RunOutcome {
-  return {
+/** The request as far as an outcome needs it (a `run.start`, or what the host knows of a request). */
+export type RequestRef = Pick<RunRequest, "runId" | "session" | "notes"> & { at: number };
+
+/** The outcome of a request that no run actor ever served, ending at `at` (default: when it was made). */
+export function requestOutcome(
+  e: RequestRef,
+  status: RunStatus,
+  extra: Partial<RunOutcome> & { at?: number; ordinal?: number } = {},
+): RunOutcome {
+  const { at = e.at, ordinal = 0, ...rest } = extra;
+  const base = {
     runId: e.runId,
-    status: "setup_error",
-    displayedValue: false,
     requestedAt: e.at,
-    finishedAt: e.at,
-    durationMs: 0,
-    killed: false,
-    message,
     ...(e.session !== undefined ? { session: { name: e.session, ordinal, started: false, isLost: false } } : {}),
+    ...(e.notes ? { notes: e.notes } : {}),
   };
+  return outcome(base, status, at, rest);
+}
+
+/** A setup_error for a request refused before any run actor exists (busy session, shutdown, bad metadata, ...). */
+export function refusal(
+  e: RequestRef,
+  message: string,
+  extra: Omit<Partial<RunOutcome>, "message"> & { at?: number; ordinal?: number } = {},
+): RunOutcome {
+  return requestOutcome(e, "setup_error", { ...extra, message });
 }

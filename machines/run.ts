@@ -1,144 +1,32 @@
-// One execution of a script: from the request to its outcome. A fresh run owns its runner (a new process); a
-// session run talks to its session's runner through `runner` provided as the session link. Either way the run
-// sees the same runner facts and sends the same runner commands, so one machine describes both.
-import { assign, enqueueActions, fromCallback, sendParent, sendTo, setup } from "xstate";
-import type { AnyActorRef, DoneActorEvent, EventObject } from "xstate";
-import type {
-  InstallFact,
-  InstallInput,
-  InstallSummary,
-  RunnerCommand,
-  RunnerFact,
-  RunnerInfo,
-  RunnerInput,
-  Limits,
-  RunFinishedEvent,
-  RunOutcome,
-  RunPhase,
-  RunStatus,
-  SessionReplacement,
-  StopReason,
-} from "./events.ts";
-import type { CallsRequest, NestedCallRecord, ToolCallFact, ToolCallOutput } from "./tool-events.ts";
+// One execution of a script: from the prepared request to its outcome, which is the run's output (its parent, the
+// supervisor or a session, gets it with the run's done event). A fresh run owns its runner (a new process); a
+// session run talks to its session's runner through `runner` provided as the session link. Either way the run sees
+// the same runner facts and sends the same runner commands, so one machine describes both.
+import { assertEvent, assign, enqueueActions, not, sendTo, setup } from "xstate";
+import type { EventObject } from "xstate";
+import type { InstallInput, RunnerCommand, RunnerInput, RunOutcome, RunStatus, StopReason } from "./events.ts";
+import type { ToolCallOutput } from "./tool-events.ts";
 import { toolCallMachine } from "./tool-call.ts";
 import * as calls from "./run-calls.ts";
-import { exitedOutcome, finishedOutcome, outcomeOf, stoppedOutcome, type Done, type Exited } from "./run-outcome.ts";
+import {
+  concernsRun,
+  initialContext,
+  installInput,
+  mustInstall,
+  runCommand,
+  runnerAtStart,
+  runnerInfo,
+  runnerInput,
+  type RunContext,
+  type RunEvent,
+  type RunInput,
+} from "./run-context.ts";
+import { exitedOutcome, finishedOutcome, outcomeOf, stoppedOutcome } from "./run-outcome.ts";
+import { placeholder } from "./placeholder.ts";
 
-export interface RunInput {
-  runId: string;
-  code: string;
-  filename: string;
-  cwd: string;
-  timeoutMs: number;
-  requestedAt: number;
-  limits: Limits;
-  session?: { name: string; ordinal: number; started: boolean; replacedLost?: boolean; replaced?: SessionReplacement };
-  /** The interpreter (else the host's default). */
-  python?: string;
-  /** PEP 723 dependencies, installed before the code runs. */
-  dependencies?: string[];
-  /** Pi tools the code may call; each call is a `tool:<runId>:<seq>` child (machines/run-calls.ts). */
-  calls?: CallsRequest;
-  /** A claimed spare runner (`spare:<n>`) whose process this fresh run takes over. */
-  spare?: string;
-}
+export type { RunContext, RunEvent, RunInput } from "./run-context.ts";
 
-export interface RunContext extends RunInput {
-  deadlineAt: number;
-  /** Time of the latest fact, used to compute what is left of the deadline. */
-  now: number;
-  runnerReady: boolean;
-  stopReason?: StopReason;
-  killed: boolean;
-  runner?: RunnerInfo;
-  message?: string;
-  outcome?: RunOutcome;
-  /** Set once the dependencies are installed. */
-  install?: InstallSummary;
-  /** The run ended during dependency installation. */
-  stage?: "install";
-  /** Nested tool calls (machines/run-calls.ts); absent until the first one. */
-  callCount?: number;
-  open?: calls.CallsContext["open"];
-  blocked?: number;
-}
-
-export type RunEvent =
-  RunnerFact | InstallFact | { type: "run.cancel"; at: number; runId?: string } | DoneActorEvent<ToolCallOutput>;
-
-type CallFact = Extract<ToolCallFact, { type: "runner.tool_call" }>;
-
-/** Placeholder: the real runner is provided from actors/ (a process) or by the session (a link). */
-const runnerPlaceholder = fromCallback<RunnerCommand, RunnerInput>(() => {
-  throw new Error("run: the `runner` actor must be provided");
-});
-
-/** Placeholder: the dependency installer is provided from actors/ (uv or pip). */
-const installPlaceholder = fromCallback<{ type: string }, InstallInput>(() => {
-  throw new Error("run: the `install` actor must be provided");
-});
-
-/** A fresh run with dependencies starts its process only once they are installed (it runs the environment's
- * interpreter); a session run's runner is its session's link, there from the start. */
-const mustInstall = (c: RunContext) => (c.dependencies?.length ?? 0) > 0 && c.install === undefined;
-
-function runnerInput(c: RunContext): RunnerInput {
-  const python = c.install?.python ?? c.python;
-  return {
-    mode: c.session ? "session" : "fresh",
-    cwd: c.cwd,
-    owner: c.session ? `session:${c.session.name}` : `run:${c.runId}`,
-    ...(python ? { python } : {}),
-    // A spare was started for the run's own interpreter, not for an installed environment's.
-    ...(c.spare && !c.install ? { adopt: c.spare } : {}),
-  };
-}
-
-type Settle = { type: "settle"; params: (args: { context: RunContext; event: any }) => RunOutcome };
-const settleWith = (compute: (context: RunContext, event: any) => RunOutcome) => ({
-  target: "finished" as const,
-  actions: {
-    type: "settle",
-    params: ({ context, event }: { context: RunContext; event: any }) => compute(context, event),
-  } as Settle,
-});
-
-const onDone = settleWith((c, e: Done) => finishedOutcome(c, e));
-const onStoppedDone = settleWith((c, e: Done) => stoppedOutcome(c, e));
-const onExited = settleWith((c, e: Exited) => exitedOutcome(c, e));
-const onExitedBeforeStart = settleWith((c, e: Exited) => exitedOutcome(c, e, false));
-const onFailed = settleWith((c, e: Extract<RunnerFact, { type: "runner.failed" }>) =>
-  outcomeOf(c, c.stopReason ?? "setup_error", e.at, { message: e.message }),
-);
-/** The runner broke after user code started: for a session its state is gone with it. */
-const onFailedAfterStart = settleWith((c, e: Extract<RunnerFact, { type: "runner.failed" }>) =>
-  outcomeOf(c, c.stopReason ?? "runtime_error", e.at, { message: e.message, lost: Boolean(c.session) }),
-);
-const report = { type: "report", params: ({ context }: { context: RunContext }) => context.outcome! } as const;
-/** Installation failed: the code never ran. */
-const onInstallFailed = settleWith((c, e: Extract<InstallFact, { type: "install.failed" }>) =>
-  outcomeOf(c, "setup_error", e.at, {
-    message: e.message,
-    stage: "install",
-    ...(e.hint ? { hints: [e.hint] } : {}),
-  }),
-);
-/** The deadline or a cancellation during installation: the installer is stopped with the state (a session's
- * process never ran anything of this run, so it keeps its state). */
-const stopInstall = (reason: StopReason) =>
-  settleWith((c, e: { at?: number }) =>
-    outcomeOf(
-      { ...c, stopReason: reason, stage: "install" },
-      reason,
-      reason === "timeout" ? c.deadlineAt : Math.max(e.at ?? 0, c.now),
-      {
-        message:
-          reason === "timeout"
-            ? `dependency installation did not finish within the ${c.timeoutMs / 1000} s timeout; the code did not run`
-            : "cancelled during dependency installation; the code did not run",
-      },
-    ),
-  );
+const settled = (outcome: RunOutcome) => ({ outcome });
 
 export const runMachine = setup({
   types: {
@@ -147,20 +35,24 @@ export const runMachine = setup({
     events: {} as RunEvent,
     output: {} as RunOutcome,
   },
-  actors: { runner: runnerPlaceholder, install: installPlaceholder, toolCall: toolCallMachine },
+  actors: {
+    runner: placeholder<RunnerCommand, RunnerInput>("run", "runner"),
+    install: placeholder<EventObject, InstallInput>("run", "install"),
+    toolCall: toolCallMachine,
+  },
   actions: {
-    sendRun: sendTo("runner", ({ context }): RunnerCommand => ({
-      type: "runner.run",
-      runId: context.runId,
-      code: context.code,
-      filename: context.filename,
-      ...(context.session && context.install?.sysPath
-        ? { sysPath: [context.install.sysPath], checkLoaded: context.install.modules }
-        : {}),
-      ...(context.calls ? { tools: context.calls.tools } : {}),
-    })),
-    spawnRunner: enqueueActions(({ context, enqueue }) => {
-      enqueue.spawnChild("runner", { id: "runner", input: runnerInput(context) });
+    /** A session run's runner is its session's link, there from the start; a fresh run's process starts now
+     * unless it installs dependencies first (it then runs the environment's interpreter). */
+    spawnRunnerAtStart: enqueueActions(({ context, enqueue }) => {
+      if (runnerAtStart(context)) enqueue.spawnChild("runner", { id: "runner", input: runnerInput(context) });
+    }),
+    spawnRunnerAfterInstall: enqueueActions(({ context, enqueue }) => {
+      if (!context.session) enqueue.spawnChild("runner", { id: "runner", input: runnerInput(context) });
+    }),
+    sendRun: sendTo("runner", ({ context }) => runCommand(context)),
+    /** After installation a session's process may already be up: the run goes out at once. */
+    sendRunIfReady: enqueueActions(({ context, enqueue }) => {
+      if (context.runnerReady) enqueue.sendTo("runner", runCommand(context));
     }),
     sendInterrupt: sendTo("runner", ({ context }): RunnerCommand => ({
       type: "runner.interrupt",
@@ -168,82 +60,137 @@ export const runMachine = setup({
     })),
     terminate: sendTo("runner", { type: "runner.terminate" } satisfies RunnerCommand),
     kill: sendTo("runner", { type: "runner.kill" } satisfies RunnerCommand),
-    notifyPhase: sendParent(({ context }, phase: RunPhase) => ({
-      type: "run.phase",
-      runId: context.runId,
-      phase,
-    })),
+    noteReady: assign(({ event }) => {
+      assertEvent(event, "runner.ready");
+      return { runnerReady: true, now: event.at, runner: runnerInfo(event) };
+    }),
+    noteInstalled: assign(({ event }) => {
+      assertEvent(event, "install.done");
+      const { type: _t, at, ...summary } = event;
+      return { install: summary, now: at };
+    }),
+    noteTime: assign(({ event }) => {
+      assertEvent(event, "runner.started");
+      return { now: event.at };
+    }),
     markKilled: assign({ killed: true }),
-    settle: assign((_, outcome: RunOutcome) => ({ outcome })),
     stopFor: assign((_, reason: StopReason) => ({ stopReason: reason })),
-    noteTime: assign({ now: ({ event }) => ("at" in event ? event.at : 0) }),
+    settleDone: assign(({ context, event }) => {
+      assertEvent(event, "runner.done");
+      return settled(finishedOutcome(context, event));
+    }),
+    settleStopped: assign(({ context, event }) => {
+      assertEvent(event, "runner.done");
+      return settled(stoppedOutcome(context, event));
+    }),
+    settleExited: assign(({ context, event }) => {
+      assertEvent(event, "runner.exited");
+      return settled(exitedOutcome(context, event));
+    }),
+    settleExitedBeforeStart: assign(({ context, event }) => {
+      assertEvent(event, "runner.exited");
+      return settled(exitedOutcome(context, event, false));
+    }),
+    settleFailed: assign(({ context, event }) => {
+      assertEvent(event, "runner.failed");
+      return settled(outcomeOf(context, context.stopReason ?? "setup_error", event.at, { message: event.message }));
+    }),
+    /** The runner broke after user code started: for a session its state is gone with it. */
+    settleFailedAfterStart: assign(({ context, event }) => {
+      assertEvent(event, "runner.failed");
+      const lost = Boolean(context.session);
+      return settled(
+        outcomeOf(context, context.stopReason ?? "runtime_error", event.at, { message: event.message, lost }),
+      );
+    }),
+    /** Installation failed: the code never ran. */
+    settleInstallFailed: assign(({ context, event }) => {
+      assertEvent(event, "install.failed");
+      const extra = {
+        message: event.message,
+        stage: "install" as const,
+        ...(event.hint ? { hints: [event.hint] } : {}),
+      };
+      return settled(outcomeOf(context, "setup_error", event.at, extra));
+    }),
+    /** The deadline or a cancellation during installation: the installer is stopped with the state (a session's
+     * process never ran anything of this run, so it keeps its state). */
+    settleInstallStopped: assign(({ context, event }, reason: StopReason) => {
+      const at = reason === "timeout" ? context.deadlineAt : Math.max("at" in event ? event.at : 0, context.now);
+      const message =
+        reason === "timeout"
+          ? `dependency installation did not finish within the ${context.timeoutMs / 1000} s timeout; the code did not run`
+          : "cancelled during dependency installation; the code did not run";
+      return settled(outcomeOf({ ...context, stopReason: reason, stage: "install" }, reason, at, { message }));
+    }),
     /** A nested tool call while user code runs: its actor is spawned, or it is refused at once. */
-    startCall: enqueueActions(({ context, event, enqueue, system }) => {
-      const step = calls.startCall(context, event as CallFact);
+    startCall: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, "runner.tool_call");
+      const step = calls.startCall(context, event);
       enqueue.assign({ callCount: step.callCount });
       if (step.kind === "refuse") {
         enqueue.sendTo("runner", step.reply);
-        return recordCall(enqueue, system, context.runId, step.record);
+        enqueue.sendParent(calls.recorded(context, step.record));
+        return;
       }
       enqueue.spawnChild("toolCall", { id: step.id, systemId: step.id, input: step.input });
       enqueue.assign({ open: step.open });
     }),
-    refuseCall: enqueueActions(({ context, event, enqueue, system }, why: calls.RefusalReason) => {
-      const step = calls.refuseCall(context, event as CallFact, why);
+    /** A call while the run is being stopped or has ended: answered as cancelled and recorded, never started. */
+    refuseCall: enqueueActions(({ context, event, enqueue }, why: calls.RefusalReason) => {
+      assertEvent(event, "runner.tool_call");
+      const step = calls.refuseCall(context, event, why);
       enqueue.assign({ callCount: step.callCount });
       if (step.kind !== "refuse") return;
       enqueue.sendTo("runner", step.reply);
-      recordCall(enqueue, system, context.runId, step.record);
+      enqueue.sendParent(calls.recorded(context, step.record));
     }),
     /** Python stopped waiting for a call (its task was cancelled): the dispatch is aborted. */
     cancelCall: enqueueActions(({ context, event, enqueue }) => {
-      const e = event as Extract<ToolCallFact, { type: "runner.tool_cancel" }>;
-      const child = calls.openChild(context, e.callId);
-      if (child) enqueue.sendTo(child, { type: "tool.cancel", at: e.at });
+      assertEvent(event, "runner.tool_cancel");
+      const child = calls.openChild(context, event.callId);
+      if (child) enqueue.sendTo(child, { type: "tool.cancel", at: event.at });
     }),
     cancelCalls: enqueueActions(({ context, event, enqueue }) => {
       const at = "at" in event && typeof event.at === "number" ? event.at : context.now;
       for (const child of calls.openChildren(context)) enqueue.sendTo(child, { type: "tool.cancel", at });
     }),
-    finishCall: enqueueActions(({ context, event, enqueue, system }) => {
-      const done = event as DoneActorEvent<ToolCallOutput>;
-      if (!done.actorId.startsWith("tool:")) return;
-      enqueue.stopChild(done.actorId);
-      const { reply, ...rest } = calls.finishCall(context, done.output);
+    /** A call's actor ended: the runner gets the answer, the record goes to the parent. */
+    finishCall: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, "xstate.done.actor.*");
+      const output = event.output as ToolCallOutput;
+      enqueue.stopChild(event.actorId);
+      const { reply, ...rest } = calls.finishCall(context, output);
       enqueue.assign(rest);
       enqueue.sendTo("runner", reply);
-      recordCall(enqueue, system, context.runId, done.output.record);
+      enqueue.sendParent(calls.recorded(context, output.record));
     }),
     /** Open calls that did not report within the bound are recorded as cancelled (they die with the run). */
-    abandonCalls: enqueueActions(({ context, enqueue, system }) => {
+    abandonCalls: enqueueActions(({ context, enqueue }) => {
       const at = (context.outcome?.finishedAt ?? context.now) + context.limits.graceMs;
       for (const record of calls.abandonCalls(context, at, context.limits.graceMs))
-        recordCall(enqueue, system, context.runId, record);
+        enqueue.sendParent(calls.recorded(context, record));
       enqueue.assign({ open: {} });
     }),
     /** The session's process is gone with calls open: recorded as cancelled now (see `sessionEndsNow`). */
-    abandonCallsNow: enqueueActions(({ context, enqueue, system }) => {
+    abandonCallsNow: enqueueActions(({ context, enqueue }) => {
       const at = context.outcome?.finishedAt ?? context.now;
       const text = "The run's process ended while this call was open; the call was cancelled with it.";
-      for (const record of calls.abandonCalls(context, at, 0, text)) recordCall(enqueue, system, context.runId, record);
+      for (const record of calls.abandonCalls(context, at, 0, text))
+        enqueue.sendParent(calls.recorded(context, record));
       enqueue.assign({ open: {} });
     }),
     markPolicy: assign(({ context }) => ({ outcome: { ...context.outcome!, status: "policy_error" as const } })),
-    /** The outcome goes to the supervisor directly: the owner (a session) may end in the same step. */
-    report: enqueueActions(({ system, enqueue }, outcome: RunOutcome) => {
-      const supervisor = system.get("supervisor");
-      const finished: RunFinishedEvent = { type: "run.finished", outcome };
-      if (supervisor) enqueue.sendTo(supervisor, finished);
-    }),
   },
   guards: {
-    isMine: ({ context, event }) => !("runId" in event) || event.runId === undefined || event.runId === context.runId,
+    isMine: ({ context, event }) => concernsRun(context, event),
+    isToolCall: ({ event }) => "actorId" in event && event.actorId.startsWith("tool:"),
     runnerReady: ({ context }) => context.runnerReady,
     mustInstall: ({ context }) => mustInstall(context),
-    is: ({ context }, status: RunStatus) => context.outcome?.status === status,
+    statusIs: ({ context }, status: RunStatus) => context.outcome?.status === status,
     hasOpenCalls: ({ context }) => calls.hasOpenCalls(context),
-    /** A session run settled by its process exiting or failing: the session ends in this same step and stops this
-     * run with it, so open calls cannot drain (the run would never report). */
+    /** A session run settled by its process exiting or failing: the session is lost with the process, so open calls
+     * cannot drain; they are recorded as cancelled at once and the run reports without waiting. */
     sessionEndsNow: ({ context, event }) =>
       Boolean(context.session) &&
       calls.hasOpenCalls(context) &&
@@ -258,179 +205,132 @@ export const runMachine = setup({
   },
 }).createMachine({
   id: "run",
-  context: ({ input }) => ({
-    ...input,
-    deadlineAt: input.requestedAt + input.timeoutMs,
-    now: input.requestedAt,
-    runnerReady: false,
-    killed: false,
-  }),
-  entry: enqueueActions(({ enqueue, context }) => {
-    if (context.session || !mustInstall(context)) enqueue({ type: "spawnRunner" });
-  }),
-  // Nested tool calls: refused unless user code is running (`running` starts them); ended calls answer the runner.
+  context: ({ input }) => initialContext(input),
+  entry: "spawnRunnerAtStart",
   on: {
     "runner.tool_call": { guard: "isMine", actions: { type: "refuseCall", params: "stopping" } },
     "runner.tool_cancel": { guard: "isMine", actions: "cancelCall" },
-    "xstate.done.actor.*": { actions: "finishCall" },
+    "xstate.done.actor.*": { guard: "isToolCall", actions: "finishCall" },
   },
   initial: "preparing",
   states: {
-    /** Transient: a script with PEP 723 dependencies installs them first. */
-    preparing: { always: [{ guard: "mustInstall", target: "installing" }, { target: "starting" }] },
-    /** The dependencies are being installed (uv or pip); the deadline covers this. A session run's runner may
-     * report ready meanwhile; the run is sent once installation is done. */
-    installing: {
-      invoke: {
-        id: "install",
-        src: "install",
-        input: ({ context }): InstallInput => ({
-          runId: context.runId,
-          owner: `install:${context.runId}`,
-          mode: context.session ? "session" : "fresh",
-          dependencies: context.dependencies ?? [],
-          cwd: context.cwd,
-          ...(context.python ? { python: context.python } : {}),
-          ...(context.session ? { session: { name: context.session.name, ordinal: context.session.ordinal } } : {}),
-        }),
-      },
-      on: {
-        "install.done": {
-          target: "starting",
-          actions: [
-            assign(({ event }) => {
-              const { type: _t, at, ...summary } = event;
-              return { install: summary, now: at };
-            }),
-            enqueueActions(({ context, enqueue }) => {
-              if (!context.session) enqueue({ type: "spawnRunner" });
-            }),
-          ],
-        },
-        "install.failed": onInstallFailed,
-        "runner.ready": {
-          actions: assign(({ event }) => ({ runnerReady: true, now: event.at, runner: pick(event) })),
-        },
-        "runner.failed": onFailed,
-        "runner.exited": onExitedBeforeStart,
-        "run.cancel": stopInstall("cancelled"),
-      },
-      after: { deadline: stopInstall("timeout") },
+    preparing: {
+      description: "Transient: a script with PEP 723 dependencies installs them first.",
+      always: [{ guard: "mustInstall", target: "installing" }, { target: "starting" }],
     },
-    /** Waiting for the interpreter to be ready and to confirm that the script is about to run. */
-    starting: {
-      // After installation, a session's process may already be up: the run goes out at once.
-      entry: enqueueActions(({ context, enqueue }) => {
-        if (context.runnerReady) enqueue("sendRun");
-      }),
+    installing: {
+      description:
+        "The dependencies are being installed (uv or pip); the deadline covers this. A session run's runner may " +
+        "report ready meanwhile; the run is sent once installation is done.",
+      invoke: { id: "install", src: "install", input: ({ context }) => installInput(context) },
       on: {
-        "runner.ready": {
-          actions: [assign(({ event }) => ({ runnerReady: true, now: event.at, runner: pick(event) })), "sendRun"],
-        },
+        "install.done": { target: "starting", actions: ["noteInstalled", "spawnRunnerAfterInstall"] },
+        "install.failed": { target: "finished", actions: "settleInstallFailed" },
+        "runner.ready": { actions: "noteReady" },
+        "runner.failed": { target: "finished", actions: "settleFailed" },
+        "runner.exited": { target: "finished", actions: "settleExitedBeforeStart" },
+        "run.cancel": { target: "finished", actions: { type: "settleInstallStopped", params: "cancelled" } },
+      },
+      after: { deadline: { target: "finished", actions: { type: "settleInstallStopped", params: "timeout" } } },
+    },
+    starting: {
+      description: "Waiting for the interpreter to be ready and to confirm that the script is about to run.",
+      entry: "sendRunIfReady",
+      on: {
+        "runner.ready": { actions: ["noteReady", "sendRun"] },
         "runner.started": { guard: "isMine", target: "running", actions: "noteTime" },
-        "runner.done": { guard: "isMine", ...onDone },
-        "runner.failed": onFailed,
-        "runner.exited": onExitedBeforeStart,
+        "runner.done": { guard: "isMine", target: "finished", actions: "settleDone" },
+        "runner.failed": { target: "finished", actions: "settleFailed" },
+        "runner.exited": { target: "finished", actions: "settleExitedBeforeStart" },
         "run.cancel": [
-          // Nothing was sent to the interpreter yet: stop its process, the script never runs.
+          { guard: "runnerReady", target: "stopping", actions: { type: "stopFor", params: "cancelled" } },
           {
-            guard: ({ context }) => !context.runnerReady,
-            target: "killed",
+            description: "Nothing was sent to the interpreter yet: its process is stopped, the script never runs.",
+            target: "stopping.killed",
             actions: { type: "stopFor", params: "cancelled" },
           },
-          { target: "interrupted", actions: { type: "stopFor", params: "cancelled" } },
         ],
       },
       after: {
         deadline: [
-          { guard: "runnerReady", target: "interrupted", actions: { type: "stopFor", params: "timeout" } },
-          { target: "killed", actions: { type: "stopFor", params: "timeout" } },
+          { guard: "runnerReady", target: "stopping", actions: { type: "stopFor", params: "timeout" } },
+          { target: "stopping.killed", actions: { type: "stopFor", params: "timeout" } },
         ],
       },
     },
-    /** User code is executing. */
     running: {
-      entry: { type: "notifyPhase", params: "running" },
+      description: "User code is executing; its nested tool calls start here.",
       on: {
-        "runner.done": { guard: "isMine", ...onDone },
-        "runner.exited": onExited,
-        "runner.failed": onFailedAfterStart,
-        "run.cancel": { target: "interrupted", actions: { type: "stopFor", params: "cancelled" } },
+        "runner.done": { guard: "isMine", target: "finished", actions: "settleDone" },
+        "runner.exited": { target: "finished", actions: "settleExited" },
+        "runner.failed": { target: "finished", actions: "settleFailedAfterStart" },
+        "run.cancel": { target: "stopping", actions: { type: "stopFor", params: "cancelled" } },
         "runner.tool_call": { guard: "isMine", actions: "startCall" },
       },
-      after: { deadline: { target: "interrupted", actions: { type: "stopFor", params: "timeout" } } },
+      after: { deadline: { target: "stopping", actions: { type: "stopFor", params: "timeout" } } },
     },
-    /** One KeyboardInterrupt was sent to the main thread; an interruptible script ends now and keeps its state. */
-    interrupted: {
-      entry: [{ type: "notifyPhase", params: "interrupted" }, "sendInterrupt", "cancelCalls"],
+    stopping: {
+      description:
+        "The deadline passed or the run was cancelled: one interrupt, a grace period, then the process tree is " +
+        "stopped. Whichever step it is in, the process exiting or failing ends the run.",
       on: {
-        "runner.done": { guard: "isMine", ...onStoppedDone },
-        "runner.exited": onExited,
-        "runner.failed": onFailedAfterStart,
+        "runner.exited": { target: "finished", actions: "settleExited" },
+        "runner.failed": { target: "finished", actions: "settleFailedAfterStart" },
       },
-      after: { interruptWindow: "grace" },
-    },
-    /** Still running (cleanup, or the interrupt was caught). No second interrupt: a grace period, then the
-     * process tree is stopped. */
-    grace: {
-      entry: { type: "notifyPhase", params: "grace" },
-      on: {
-        "runner.done": { guard: "isMine", ...onStoppedDone },
-        "runner.exited": onExited,
-        "runner.failed": onFailedAfterStart,
+      initial: "interrupted",
+      states: {
+        interrupted: {
+          description:
+            "One KeyboardInterrupt was sent to the main thread; an interruptible script ends now and keeps its state.",
+          entry: ["sendInterrupt", "cancelCalls"],
+          on: { "runner.done": { guard: "isMine", target: "#run.finished", actions: "settleStopped" } },
+          after: { interruptWindow: "grace" },
+        },
+        grace: {
+          description:
+            "Still running (cleanup, or the interrupt was caught). No second interrupt: a grace period, then the " +
+            "process tree is stopped.",
+          on: { "runner.done": { guard: "isMine", target: "#run.finished", actions: "settleStopped" } },
+          after: { grace: "killed" },
+        },
+        killed: {
+          description:
+            "SIGTERM to the process group, SIGKILL after a short bound; the run ends when the process is gone.",
+          entry: ["markKilled", "terminate"],
+          after: { killBound: { actions: "kill" } },
+        },
       },
-      after: { grace: "killed" },
     },
-    /** SIGTERM to the process group, SIGKILL after a short bound; the run ends when the process is gone. */
-    killed: {
-      entry: [{ type: "notifyPhase", params: "killed" }, "markKilled", "terminate"],
-      on: { "runner.exited": onExited, "runner.failed": onFailedAfterStart },
-      after: { killBound: { actions: "kill" } },
-    },
-    /** Routes to the final state named by the outcome's status, once no nested call is open; a blocked call makes
-     * it `policy_error`. */
     finished: {
+      description:
+        "Routes to the final state named by the outcome's status, once no nested call is open; a blocked call " +
+        "makes it `policy_error`.",
       always: [
         { guard: "sessionEndsNow", actions: "abandonCallsNow" },
         { guard: "hasOpenCalls", target: "draining" },
         { guard: "policyViolated", target: "policy_error", actions: "markPolicy" },
-        { guard: { type: "is", params: "success" }, target: "success" },
-        { guard: { type: "is", params: "runtime_error" }, target: "runtime_error" },
-        { guard: { type: "is", params: "timeout" }, target: "timeout" },
-        { guard: { type: "is", params: "cancelled" }, target: "cancelled" },
+        { guard: { type: "statusIs", params: "success" }, target: "success" },
+        { guard: { type: "statusIs", params: "runtime_error" }, target: "runtime_error" },
+        { guard: { type: "statusIs", params: "timeout" }, target: "timeout" },
+        { guard: { type: "statusIs", params: "cancelled" }, target: "cancelled" },
         { target: "setup_error" },
       ],
     },
-    success: { type: "final", entry: report },
-    runtime_error: { type: "final", entry: report },
-    setup_error: { type: "final", entry: report },
-    timeout: { type: "final", entry: report },
-    cancelled: { type: "final", entry: report },
-    policy_error: { type: "final", entry: report },
-    /** The outcome is known but nested calls are open: they are cancelled, and their `after` handlers and finish
-     * observations get up to the grace period to complete before the run reports. */
     draining: {
+      description:
+        "The outcome is known but nested calls are open: they are cancelled, and their `after` handlers and finish " +
+        "observations get up to the grace period to complete before the run reports.",
       entry: "cancelCalls",
-      always: { guard: ({ context }) => !calls.hasOpenCalls(context), target: "finished" },
+      always: { guard: not("hasOpenCalls"), target: "finished" },
       on: { "runner.tool_call": { guard: "isMine", actions: { type: "refuseCall", params: "ended" } } },
       after: { grace: { target: "finished", actions: "abandonCalls" } },
     },
+    success: { type: "final", description: "The code ran to its end (exit code 0)." },
+    runtime_error: { type: "final", description: "The code raised, exited non-zero, or its process died." },
+    setup_error: { type: "final", description: "The code never ran: the interpreter, installation or start failed." },
+    timeout: { type: "final", description: "The deadline stopped the run." },
+    cancelled: { type: "final", description: "The caller cancelled the run (Pi's abort, a session closing)." },
+    policy_error: { type: "final", description: "A nested tool call was blocked by a policy." },
   },
   output: ({ context }) => context.outcome!,
 });
-
-/** A call's terminal record goes to the supervisor, which emits it for the host (machines/run-calls.ts). */
-function recordCall(
-  enqueue: { sendTo: (to: AnyActorRef, event: EventObject) => void },
-  system: { get: (id: string) => AnyActorRef | undefined },
-  runId: string,
-  record: NestedCallRecord,
-) {
-  const supervisor = system.get("supervisor");
-  const event: calls.NestedCallEvent = { type: "run.nested_call", runId, record };
-  if (supervisor) enqueue.sendTo(supervisor, event);
-}
-
-function pick(e: RunnerInfo): RunnerInfo {
-  return { pid: e.pid, python: e.python, executable: e.executable };
-}

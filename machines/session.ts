@@ -1,21 +1,24 @@
-// A named persistent Python process. Its runs are child actors; while one runs the session mirrors the run's
-// phase (running, interrupted, grace, killed) so the inspector shows what the process is going through.
-import { assign, enqueueActions, fromCallback, setup } from "xstate";
+// A named persistent Python process. Its runs are child actors, one at a time; a run's phase (running, interrupted,
+// grace, killed) is the run's own state, which the session does not copy: `sessionPhase` reads it from the run.
+// Everything a run reports (its outcome, its nested calls' records) goes to the session, which passes it on.
+import { assertEvent, assign, enqueueActions, fromCallback, sendParent, sendTo, setup } from "xstate";
 import type { DoneActorEvent } from "xstate";
 import type {
+  Limits,
+  RunFinishedEvent,
   RunnerCommand,
   RunnerFact,
   RunnerInfo,
   RunnerInput,
-  Limits,
   RunOutcome,
-  RunPhaseEvent,
   RunStartEvent,
   SessionReplacement,
 } from "./events.ts";
 import { runMachine, type RunInput } from "./run.ts";
-import { message } from "./message.ts";
+import type { RunCancel } from "./run-context.ts";
 import { refusal } from "./run-outcome.ts";
+import type { NestedCallEvent } from "./run-calls.ts";
+import { placeholder } from "./placeholder.ts";
 
 export interface SessionInput {
   name: string;
@@ -37,13 +40,15 @@ export interface SessionContext extends SessionInput {
   runCount: number;
   closeRequested: boolean;
   runner?: RunnerInfo;
+  /** The process ended while a run was active: the session ends so once that run has reported. */
+  ending?: "lost" | "closed";
 }
 
 export type SessionEvent =
   | RunnerFact
   | RunnerCommand
   | RunStartEvent
-  | RunPhaseEvent
+  | NestedCallEvent
   | { type: "session.close"; at: number }
   | DoneActorEvent<RunOutcome>;
 
@@ -58,9 +63,16 @@ export const sessionLink = fromCallback<RunnerCommand, RunnerInput>(({ input, re
   receive((command) => system.get(input.owner)?.send(command));
 });
 
-const runnerPlaceholder = fromCallback<RunnerCommand, RunnerInput>(() => {
-  throw new Error("session: the `runner` actor must be provided");
-});
+/** A session's run: the run machine whose runner is the session link (the process stays the session's). */
+export const sessionRun = runMachine.provide({ actors: { runner: sessionLink } });
+
+/** A session's phase as people name it: its own state, except that while its run is being stopped the run's step
+ * (`interrupted`, `grace`, `killed`) shows through. `run` is the active run's state value, if any. */
+export function sessionPhase(session: unknown, run: unknown): string {
+  const own = typeof session === "string" ? session : JSON.stringify(session);
+  const step = run && typeof run === "object" ? (run as { stopping?: unknown }).stopping : undefined;
+  return (own === "running" || own === "starting") && typeof step === "string" ? step : own;
+}
 
 function runInput(context: SessionContext, e: RunStartEvent): RunInput {
   const first = context.runCount === 0;
@@ -82,10 +94,11 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     ...(context.python ? { python: context.python } : {}),
     ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
     ...(e.calls ? { calls: e.calls } : {}),
+    ...(e.notes?.length ? { notes: e.notes } : {}),
   };
 }
 
-const busy = { actions: { type: "rejectBusy", params: "busy" } } as const;
+const releaseAndReport = ["reportRun", "releaseRun"] as const;
 
 export const sessionMachine = setup({
   types: {
@@ -95,55 +108,85 @@ export const sessionMachine = setup({
     output: {} as SessionOutput,
   },
   actors: {
-    runner: runnerPlaceholder,
-    run: runMachine.provide({ actors: { runner: sessionLink } }),
+    runner: placeholder<RunnerCommand, RunnerInput>("session", "runner"),
+    run: sessionRun,
   },
   actions: {
-    spawnRun: enqueueActions(({ context, enqueue }, e: RunStartEvent) => {
+    startProcess: enqueueActions(({ context, enqueue }) => {
+      const input: RunnerInput = {
+        mode: "session",
+        cwd: context.cwd,
+        owner: `session:${context.name}`,
+        ...(context.python ? { python: context.python } : {}),
+      };
+      enqueue.spawnChild("runner", { id: "runner", input });
+    }),
+    spawnRun: enqueueActions(({ context, enqueue }, e: RunStartEvent | undefined) => {
+      if (!e) return;
       const id = `run:${e.runId}`;
       enqueue.spawnChild("run", { id, systemId: id, input: runInput(context, e) });
       enqueue.assign({ activeRunId: e.runId, runCount: context.runCount + 1 });
     }),
+    noteRunner: assign(({ event }) => {
+      assertEvent(event, "runner.ready");
+      return { runner: { pid: event.pid, python: event.python, executable: event.executable } };
+    }),
     /** A run started while the runner is up learns it at once. */
     tellReady: enqueueActions(({ context, enqueue }, at: number) => {
       if (context.runner && context.activeRunId) {
-        enqueue.sendTo(`run:${context.activeRunId}`, { type: "runner.ready", at, ...context.runner });
+        const ready = { type: "runner.ready", at, ...context.runner } satisfies RunnerFact;
+        enqueue.sendTo(`run:${context.activeRunId}`, ready);
       }
     }),
     /** Runner facts belong to the active run; with none (between runs) they are the session's alone. */
-    forwardToRun: enqueueActions(({ context, event, enqueue, system }) => {
-      const run = context.activeRunId ? system.get(`run:${context.activeRunId}`) : undefined;
-      if (run) enqueue.sendTo(run, event);
+    forwardToRun: enqueueActions(({ context, event, enqueue }) => {
+      if (context.activeRunId) enqueue.sendTo(`run:${context.activeRunId}`, event);
     }),
-    toRunner: enqueueActions(({ event, enqueue }) => {
-      enqueue.sendTo("runner", event as RunnerCommand);
+    toRunner: sendTo("runner", ({ event }) => {
+      assertEvent(event, ["runner.run", "runner.interrupt", "runner.terminate", "runner.kill", "runner.tool_result"]);
+      return event;
     }),
-    rejectBusy: enqueueActions(({ context, event, enqueue, system }, why: "busy" | "closing") => {
-      const e = event as RunStartEvent;
-      const supervisor = system.get("supervisor");
-      if (!supervisor) return;
-      const outcome = refusal(
-        { ...e, session: context.name },
+    shutdownRunner: sendTo("runner", { type: "runner.shutdown" } satisfies RunnerCommand),
+    killRunner: sendTo("runner", { type: "runner.kill" } satisfies RunnerCommand),
+    /** A run the session cannot take (busy, closing) is refused; the refusal goes up like any outcome. */
+    rejectRun: sendParent(({ context, event }, why: "busy" | "closing"): RunFinishedEvent => {
+      assertEvent(event, "run.start");
+      const message =
         why === "closing"
           ? `Session "${context.name}" is closing; run again once it has stopped.`
-          : `Session "${context.name}" is busy with another run; wait for it to finish.`,
-        context.ordinal,
-      );
-      enqueue.sendTo(supervisor, message({ type: "run.finished", outcome }));
+          : `Session "${context.name}" is busy with another run; wait for it to finish.`;
+      return {
+        type: "run.finished",
+        outcome: refusal({ ...event, session: context.name }, message, { ordinal: context.ordinal }),
+      };
     }),
-    cancelActiveRun: enqueueActions(({ context, event, enqueue, system }) => {
-      const run = context.activeRunId ? system.get(`run:${context.activeRunId}`) : undefined;
+    requestClose: assign({ closeRequested: true }),
+    cancelActiveRun: enqueueActions(({ context, event, enqueue }) => {
       const at = "at" in event && typeof event.at === "number" ? event.at : 0;
-      if (run) enqueue.sendTo(run, message({ type: "run.cancel", at }));
+      const cancel = { type: "run.cancel", at } satisfies RunCancel;
+      if (context.activeRunId) enqueue.sendTo(`run:${context.activeRunId}`, cancel);
+    }),
+    markEnding: assign((_, end: "lost" | "closed") => ({ ending: end })),
+    /** The run's outcome (its output) goes to the supervisor. */
+    reportRun: sendParent(({ event }): RunFinishedEvent => {
+      assertEvent(event, "xstate.done.actor.*");
+      return { type: "run.finished", outcome: event.output as RunOutcome };
     }),
     releaseRun: enqueueActions(({ event, enqueue }) => {
-      enqueue.stopChild((event as DoneActorEvent).actorId);
+      assertEvent(event, "xstate.done.actor.*");
+      enqueue.stopChild(event.actorId);
       enqueue.assign({ activeRunId: undefined });
+    }),
+    passNestedCall: sendParent(({ event }) => {
+      assertEvent(event, "run.nested_call");
+      return event;
     }),
   },
   guards: {
     hasActiveRun: ({ context }) => context.activeRunId !== undefined,
+    processReady: ({ context }) => context.runner !== undefined,
     closeRequested: ({ context }) => context.closeRequested,
+    endingIs: ({ context }, end: "lost" | "closed") => context.ending === end,
   },
   delays: {
     killBound: ({ context }) => context.limits.killMs,
@@ -151,70 +194,62 @@ export const sessionMachine = setup({
 }).createMachine({
   id: "session",
   context: ({ input }) => ({ ...input, runCount: 0, closeRequested: false }),
-  entry: enqueueActions(({ context, enqueue }) => {
-    enqueue.spawnChild("runner", {
-      id: "runner",
-      input: {
-        mode: "session",
-        cwd: context.cwd,
-        owner: `session:${context.name}`,
-        ...(context.python ? { python: context.python } : {}),
-      },
-    });
-    if (context.firstRun) enqueue({ type: "spawnRun", params: context.firstRun });
-  }),
+  entry: ["startProcess", { type: "spawnRun", params: ({ context }) => context.firstRun }],
   initial: "starting",
   on: {
     "runner.run": { actions: "toRunner" },
     "runner.interrupt": { actions: "toRunner" },
     "runner.terminate": { actions: "toRunner" },
     "runner.kill": { actions: "toRunner" },
+    "runner.tool_result": { actions: "toRunner" },
     "runner.started": { actions: "forwardToRun" },
     "runner.done": { actions: "forwardToRun" },
-    // Nested tool calls: the active run's calls and their answers.
     "runner.tool_call": { actions: "forwardToRun" },
     "runner.tool_cancel": { actions: "forwardToRun" },
-    "runner.tool_result": { actions: "toRunner" },
-    // The process is gone: so is every variable in it.
-    "runner.exited": { target: ".lost", actions: "forwardToRun" },
-    "runner.failed": { target: ".lost", actions: "forwardToRun" },
-    "run.start": busy,
-    "session.close": { actions: [assign({ closeRequested: true }), "cancelActiveRun"] },
+    "run.nested_call": { actions: "passNestedCall" },
+    // The process is gone: so is every variable in it. An active run gets the fact and reports first.
+    "runner.exited": [
+      { guard: "hasActiveRun", actions: ["forwardToRun", { type: "markEnding", params: "lost" }] },
+      { target: ".lost" },
+    ],
+    "runner.failed": [
+      { guard: "hasActiveRun", actions: ["forwardToRun", { type: "markEnding", params: "lost" }] },
+      { target: ".lost" },
+    ],
+    "run.start": { actions: { type: "rejectRun", params: "busy" } },
+    "session.close": { actions: ["requestClose", "cancelActiveRun"] },
     "xstate.done.actor.*": [
-      { guard: "closeRequested", target: ".closing", actions: "releaseRun" },
-      { target: ".idle", actions: "releaseRun" },
+      { guard: { type: "endingIs", params: "lost" }, target: ".lost", actions: releaseAndReport },
+      { guard: { type: "endingIs", params: "closed" }, target: ".closed", actions: releaseAndReport },
+      { guard: "closeRequested", target: ".closing", actions: releaseAndReport },
+      { guard: "processReady", target: ".idle", actions: releaseAndReport },
+      {
+        description: "The first run ended before the interpreter was ready: the session still waits for it.",
+        actions: releaseAndReport,
+      },
     ],
   },
   states: {
-    /** The interpreter is starting; a first run waits for it. */
     starting: {
+      description: "The interpreter is starting; a first run waits for it.",
       on: {
         "runner.ready": [
-          {
-            guard: "hasActiveRun",
-            target: "running",
-            actions: [
-              assign(({ event }) => ({
-                runner: { pid: event.pid, python: event.python, executable: event.executable },
-              })),
-              "forwardToRun",
-            ],
-          },
-          {
-            target: "idle",
-            actions: assign(({ event }) => ({
-              runner: { pid: event.pid, python: event.python, executable: event.executable },
-            })),
-          },
+          { guard: "hasActiveRun", target: "running", actions: ["noteRunner", "forwardToRun"] },
+          { target: "idle", actions: "noteRunner" },
         ],
-        "session.close": { target: "closing", actions: ["cancelActiveRun"] },
-        // The interpreter never started (missing, bad cwd): nothing was lost.
-        "runner.failed": { target: "closed", actions: "forwardToRun" },
-        "run.phase": phaseTarget(),
+        "session.close": { target: "closing", actions: "cancelActiveRun" },
+        "runner.failed": [
+          {
+            description: "The interpreter never started (missing, bad cwd): nothing was lost.",
+            guard: "hasActiveRun",
+            actions: ["forwardToRun", { type: "markEnding", params: "closed" }],
+          },
+          { target: "closed" },
+        ],
       },
     },
-    /** Alive, no run: SIGINT is ignored in the process, threads may keep running. */
     idle: {
+      description: "Alive, no run: SIGINT is ignored in the process, threads may keep running.",
       on: {
         "run.start": {
           target: "running",
@@ -226,44 +261,42 @@ export const sessionMachine = setup({
         "session.close": "closing",
       },
     },
-    running: { on: { "run.phase": phaseTarget() } },
-    interrupted: { on: { "run.phase": phaseTarget() } },
-    grace: { on: { "run.phase": phaseTarget() } },
-    killed: { on: { "run.phase": phaseTarget() } },
-    /** Asked to exit; killed if it does not within the bound. */
+    running: {
+      description:
+        "A run is active. How far it is (running, interrupted, grace, killed) is the run's own state; the session " +
+        "passes runner facts to it and its commands to the process.",
+    },
     closing: {
-      entry: enqueueActions(({ enqueue }) => enqueue.sendTo("runner", { type: "runner.shutdown" })),
+      description: "Asked to exit; killed if it does not within the bound.",
+      entry: "shutdownRunner",
       on: {
-        "runner.exited": { target: "closed", actions: "forwardToRun" },
-        "runner.failed": { target: "closed", actions: "forwardToRun" },
-        "xstate.done.actor.*": { actions: "releaseRun" },
-        "run.start": { actions: { type: "rejectBusy", params: "closing" } },
+        "runner.exited": [
+          { guard: "hasActiveRun", actions: ["forwardToRun", { type: "markEnding", params: "closed" }] },
+          { target: "closed" },
+        ],
+        "runner.failed": [
+          { guard: "hasActiveRun", actions: ["forwardToRun", { type: "markEnding", params: "closed" }] },
+          { target: "closed" },
+        ],
+        "xstate.done.actor.*": [
+          { guard: { type: "endingIs", params: "closed" }, target: "closed", actions: releaseAndReport },
+          { actions: releaseAndReport },
+        ],
+        "run.start": { actions: { type: "rejectRun", params: "closing" } },
         "session.close": {},
       },
-      after: {
-        killBound: { actions: enqueueActions(({ enqueue }) => enqueue.sendTo("runner", { type: "runner.kill" })) },
-      },
+      after: { killBound: { actions: "killRunner" } },
     },
     lost: {
       type: "final",
+      description: "The process died or was killed: its state is gone.",
       output: ({ context }) => ({ name: context.name, ordinal: context.ordinal, end: "lost" as const }),
     },
     closed: {
       type: "final",
+      description: "The process exited when asked (or never started).",
       output: ({ context }) => ({ name: context.name, ordinal: context.ordinal, end: "closed" as const }),
     },
   },
   output: ({ event }) => event.output as SessionOutput,
 });
-
-function phaseTarget() {
-  return [
-    { guard: ({ event }: { event: SessionEvent }) => (event as RunPhaseEvent).phase === "running", target: "running" },
-    {
-      guard: ({ event }: { event: SessionEvent }) => (event as RunPhaseEvent).phase === "interrupted",
-      target: "interrupted",
-    },
-    { guard: ({ event }: { event: SessionEvent }) => (event as RunPhaseEvent).phase === "grace", target: "grace" },
-    { target: "killed" },
-  ];
-}

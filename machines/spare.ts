@@ -1,8 +1,9 @@
 // A spare runner: a fresh-mode interpreter started ahead of time for one (interpreter, cwd, environment) key, so a
 // fresh run can take it instead of paying an interpreter start. It waits `ready`; a fresh run `claimed` it (its
 // process moves to the run); unused for long enough it is `retired`; a process that dies while waiting is `failed`.
-import { enqueueActions, fromCallback, sendParent, setup } from "xstate";
+import { assertEvent, sendParent, sendTo, setup, spawnChild } from "xstate";
 import type { RunnerCommand, RunnerFact, RunnerInput } from "./events.ts";
+import { placeholder } from "./placeholder.ts";
 
 export interface SpareInput {
   /** `spare:<n>`: the actor's id and systemId, and the handover key of its process. */
@@ -25,8 +26,9 @@ export interface SpareOutput {
   end: "claimed" | "retired" | "failed";
 }
 
-const runnerPlaceholder = fromCallback<RunnerCommand, RunnerInput>(() => {
-  throw new Error("spare: the `runner` actor must be provided");
+const end = (how: SpareOutput["end"]) => ({
+  type: "final" as const,
+  output: ({ context }: { context: SpareInput }): SpareOutput => ({ id: context.id, key: context.key, end: how }),
 });
 
 export const spareMachine = setup({
@@ -36,22 +38,33 @@ export const spareMachine = setup({
     events: {} as SpareEvent,
     output: {} as SpareOutput,
   },
-  actors: { runner: runnerPlaceholder },
-  delays: { idle: ({ context }) => context.idleMs },
-}).createMachine({
-  id: "spare",
-  context: ({ input }) => input,
-  entry: enqueueActions(({ context, enqueue }) => {
-    enqueue.spawnChild("runner", {
+  actors: { runner: placeholder<RunnerCommand, RunnerInput>("spare", "runner") },
+  actions: {
+    startProcess: spawnChild("runner", {
       id: "runner",
-      input: {
+      input: ({ context }): RunnerInput => ({
         mode: "fresh",
         cwd: context.cwd,
         owner: context.id,
         ...(context.python ? { python: context.python } : {}),
-      },
-    });
-  }),
+      }),
+    }),
+    announceReady: sendParent(({ context }): SpareNotice => ({
+      type: "spare.ready",
+      key: context.key,
+      id: context.id,
+    })),
+    /** The process moves to the run: the runner hands its handle over instead of stopping it. */
+    handOver: sendTo("runner", ({ event }): RunnerCommand => {
+      assertEvent(event, "spare.claim");
+      return { type: "runner.handover", runId: event.runId };
+    }),
+  },
+  delays: { idle: ({ context }) => context.idleMs },
+}).createMachine({
+  id: "spare",
+  context: ({ input }) => input,
+  entry: "startProcess",
   initial: "warming",
   on: {
     "runner.exited": ".failed",
@@ -59,33 +72,19 @@ export const spareMachine = setup({
     "spare.retire": ".retired",
   },
   states: {
-    /** The interpreter is starting. */
     warming: {
+      description: "The interpreter is starting.",
       on: { "runner.ready": "ready" },
     },
-    /** Started and idle, waiting for a fresh run with the same key. */
     ready: {
-      entry: sendParent(({ context }): SpareNotice => ({ type: "spare.ready", key: context.key, id: context.id })),
-      on: {
-        "spare.claim": {
-          target: "claimed",
-          // The process moves to the run: the runner hands its handle over instead of stopping it.
-          actions: enqueueActions(({ enqueue, event }) =>
-            enqueue.sendTo("runner", { type: "runner.handover", runId: event.runId }),
-          ),
-        },
-      },
+      description: "Started and idle, waiting for a fresh run with the same key.",
+      entry: "announceReady",
+      on: { "spare.claim": { target: "claimed", actions: "handOver" } },
       after: { idle: "retired" },
     },
-    claimed: {
-      type: "final",
-      output: ({ context }) => ({ id: context.id, key: context.key, end: "claimed" as const }),
-    },
-    retired: {
-      type: "final",
-      output: ({ context }) => ({ id: context.id, key: context.key, end: "retired" as const }),
-    },
-    failed: { type: "final", output: ({ context }) => ({ id: context.id, key: context.key, end: "failed" as const }) },
+    claimed: { ...end("claimed"), description: "A fresh run took the process." },
+    retired: { ...end("retired"), description: "Unused for too long, or the supervisor is shutting down." },
+    failed: { ...end("failed"), description: "The process died or never started." },
   },
   output: ({ event }) => event.output as SpareOutput,
 });

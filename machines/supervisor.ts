@@ -1,96 +1,46 @@
-// The root actor. The extension sends it commands; it starts fresh runs (`run:<id>`) and named sessions
-// (`session:<name>`) as children with explicit ids, and announces every outcome as an emitted `run.finished`.
-import { emit, enqueueActions, fromCallback, setup } from "xstate";
-import type { DoneActorEvent } from "xstate";
-import type {
-  CommandEvent,
-  RunnerCommand,
-  RunnerInput,
-  Limits,
-  RunFinishedEvent,
-  RunOutcome,
-  RunPhaseEvent,
-  RunStartEvent,
-  SessionReplacement,
-} from "./events.ts";
+// The root actor. The host sends it commands. Each request is prepared first, one at a time in arrival order, by
+// the `prepare` child (interpreter, PEP 723 metadata, spare key: actors/prepare/); then the supervisor starts a fresh
+// run (`run:<id>`) or passes it to a named session (`session:<name>`), children with explicit ids. Every outcome,
+// including refusals, is announced as an emitted `run.finished`; nested calls' records as `run.nested_call`.
+import { assertEvent, emit, enqueueActions, not, setup } from "xstate";
+import type { EventObject } from "xstate";
+import type { RunFinishedEvent, RunOutcome, RunStartEvent } from "./events.ts";
 import { runMachine } from "./run.ts";
-import { refusal } from "./run-outcome.ts";
-import type { NestedCallEvent } from "./run-calls.ts";
-import { message } from "./message.ts";
-import { spareMachine, type SpareInput, type SpareNotice, type SpareOutput } from "./spare.ts";
-import { sessionMachine, type SessionOutput } from "./session.ts";
+import { refusal, requestOutcome } from "./run-outcome.ts";
+import { placeholder } from "./placeholder.ts";
+import { spareMachine, type SpareEvent, type SpareOutput } from "./spare.ts";
+import { sessionMachine, type SessionEvent, type SessionOutput } from "./session.ts";
+import type { RunCancel } from "./run-context.ts";
+import {
+  freshInput,
+  initialContext,
+  isQueued,
+  preparedRequest,
+  replacementOf,
+  sessionInput,
+  sessionsAfter,
+  sessionsEnded,
+  spareInput,
+  spareKeyOf,
+  type SpareRequest,
+  type SupervisorContext,
+  type SupervisorEmitted,
+  type SupervisorEvent,
+  type SupervisorInput,
+} from "./supervisor-context.ts";
 
-export interface SupervisorInput {
-  limits: Limits;
-  /** A spare runner unused this long retires (default 60 s). */
-  spareIdleMs?: number;
-}
+export * from "./supervisor-context.ts";
 
-/** The spare runner kept for one key: warming until it reports ready. */
-export interface SpareEntry {
-  id: string;
-  ready: boolean;
-}
+const SHUTDOWN = "Pi is shutting down; the code_execution supervisor accepts no new runs.";
+const busy = (name: string) => `Session "${name}" is busy with another run; wait for it to finish.`;
 
-export interface SessionEntry {
-  ordinal: number;
-  /** `alive` while its actor exists; `lost` or `closed` after it ended. */
-  status: "alive" | "lost" | "closed";
-  cwd: string;
-  /** The interpreter's executable, when the host named one. */
-  python?: string;
-  /** The run the session is executing, if any. */
-  busyRunId?: string;
-}
-
-export interface SupervisorContext extends SupervisorInput {
-  sessions: Record<string, SessionEntry>;
-  /** Runs not yet finished, with their session (null for fresh runs). */
-  active: Record<string, string | null>;
-  /** One spare runner per key in use (machines/spare.ts). */
-  spares: Record<string, SpareEntry>;
-  spareSeq: number;
-  /** False once shutdown began: no new spares. */
-  serving: boolean;
-  /** Fresh runs that took a spare: its replacement starts when the run ends, off the run's critical path. */
-  replaceSpare: Record<string, SpareRequest>;
-}
-
-/** What a spare runner is started for. */
-export interface SpareRequest {
-  key: string;
-  cwd: string;
-  python?: string;
-}
-
-export type SupervisorEvent =
-  | SpareNotice
-  | CommandEvent
-  | RunFinishedEvent
-  | RunPhaseEvent
-  | NestedCallEvent
-  | DoneActorEvent<RunOutcome | SessionOutput>;
-
-/** `run.nested_call`: one nested tool call's terminal record, passed on as it ends (machines/run-calls.ts). */
-export type SupervisorEmitted = RunFinishedEvent | NestedCallEvent;
-
-const runnerPlaceholder = fromCallback<RunnerCommand, RunnerInput>(() => {
-  throw new Error("supervisor: the `runner` actor must be provided");
-});
+type Enqueue = { spawnChild: (src: "spare", options: { id: string; systemId: string; input: never }) => void };
 
 /** Spawns a spare runner for `request` and returns the context changes that record it. */
-function warmSpare(
-  enqueue: { spawnChild: (src: "spare", options: { id: string; systemId: string; input: SpareInput }) => void },
-  context: SupervisorContext,
-  request: SpareRequest,
-): Pick<SupervisorContext, "spares" | "spareSeq"> {
+function warmSpare(enqueue: Enqueue, context: SupervisorContext, request: SpareRequest) {
   const spareSeq = context.spareSeq + 1;
   const id = `spare:${spareSeq}`;
-  enqueue.spawnChild("spare", {
-    id,
-    systemId: id,
-    input: { id, idleMs: context.spareIdleMs ?? 60_000, ...request },
-  });
+  enqueue.spawnChild("spare", { id, systemId: id, input: spareInput(context, id, request) as never });
   return { spareSeq, spares: { ...context.spares, [request.key]: { id, ready: false } } };
 }
 
@@ -102,37 +52,48 @@ export const supervisorMachine = setup({
     emitted: {} as SupervisorEmitted,
   },
   actors: {
-    run: runMachine.provide({ actors: { runner: runnerPlaceholder } }),
-    session: sessionMachine.provide({ actors: { runner: runnerPlaceholder } }),
-    spare: spareMachine.provide({ actors: { runner: runnerPlaceholder } }),
+    prepare: placeholder<EventObject, RunStartEvent>("supervisor", "prepare"),
+    run: runMachine,
+    session: sessionMachine,
+    spare: spareMachine,
   },
   actions: {
-    refuse: emit((_, outcome: RunOutcome) => ({ type: "run.finished" as const, outcome })),
-    startFresh: enqueueActions(({ context, enqueue, system }, e: RunStartEvent) => {
+    /** A request joins the queue; the first in line is prepared at once. */
+    enqueue: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, "run.start");
+      if (context.queue.length === 0) enqueue.spawnChild("prepare", { id: "prepare", input: event });
+      enqueue.assign({ queue: [...context.queue, event] });
+    }),
+    /** The head of the queue is done with (prepared, refused or cancelled): the next one is prepared. */
+    next: enqueueActions(({ context, enqueue }) => {
+      enqueue.stopChild("prepare");
+      const [, ...queue] = context.queue;
+      if (queue.length) enqueue.spawnChild("prepare", { id: "prepare", input: queue[0]! });
+      enqueue.assign({ queue });
+    }),
+    refuse: emit((_, outcome: RunOutcome): RunFinishedEvent => ({ type: "run.finished", outcome })),
+    refuseUnprepared: emit(({ context, event }): RunFinishedEvent => {
+      assertEvent(event, "prepare.failed");
+      const extra = { at: event.at, ...(event.hints ? { hints: event.hints } : {}) };
+      return { type: "run.finished", outcome: refusal(context.queue[0]!, event.message, extra) };
+    }),
+    refuseBusy: emit(({ context, event }): RunFinishedEvent => {
+      assertEvent(event, "prepare.done");
+      const e = preparedRequest(context, event);
+      const ordinal = context.sessions[e.session!]?.ordinal;
+      return { type: "run.finished", outcome: refusal(e, busy(e.session!), { at: event.at, ordinal }) };
+    }),
+    startFresh: enqueueActions(({ context, event, enqueue, system }) => {
+      assertEvent(event, "prepare.done");
+      const e = preparedRequest(context, event);
       const id = `run:${e.runId}`;
-      // Spares serve runs of the key's own interpreter; a run with dependencies uses an installed environment.
-      const key = e.spareKey !== undefined && !e.dependencies?.length ? e.spareKey : undefined;
+      const key = spareKeyOf(e);
       const spare = key !== undefined ? context.spares[key] : undefined;
       const spareRef = spare?.ready ? system.get(spare.id) : undefined;
       const claimed = spareRef ? spare!.id : undefined;
-      if (spareRef) enqueue.sendTo(spareRef, message({ type: "spare.claim", at: e.at, runId: e.runId }));
-      enqueue.spawnChild("run", {
-        id,
-        systemId: id,
-        input: {
-          runId: e.runId,
-          code: e.code,
-          filename: "script.py",
-          cwd: e.cwd,
-          timeoutMs: e.timeoutMs,
-          requestedAt: e.at,
-          limits: e.limits ?? context.limits,
-          ...(e.python ? { python: e.python } : {}),
-          ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
-          ...(e.calls ? { calls: e.calls } : {}),
-          ...(claimed ? { spare: claimed } : {}),
-        },
-      });
+      const claim = { type: "spare.claim", at: e.at, runId: e.runId } satisfies SpareEvent;
+      if (spareRef) enqueue.sendTo(spareRef, claim);
+      enqueue.spawnChild("run", { id, systemId: id, input: freshInput(context, e, claimed) });
       // Keep one spare warming or ready for the key: the next fresh run like this one takes it. The first run of a
       // key starts one now (it warms while the run starts cold); a claimed one is replaced when the run ends.
       const request: SpareRequest | undefined =
@@ -142,30 +103,18 @@ export const supervisorMachine = setup({
         const { [request.key]: _taken, ...spares } = context.spares;
         warmed = { spares, replaceSpare: { ...context.replaceSpare, [e.runId]: request } };
       } else if (request && !spare) {
-        warmed = warmSpare(enqueue, context, request);
+        warmed = warmSpare(enqueue as unknown as Enqueue, context, request);
       }
       enqueue.assign({ active: { ...context.active, [e.runId]: null }, ...warmed });
     }),
-    spareReady: enqueueActions(({ context, event, enqueue }) => {
-      const e = event as SpareNotice;
-      if (context.spares[e.key]?.id === e.id) {
-        enqueue.assign({ spares: { ...context.spares, [e.key]: { id: e.id, ready: true } } });
-      }
-    }),
-    startInSession: enqueueActions(({ context, enqueue, system }, e: RunStartEvent) => {
+    startInSession: enqueueActions(({ context, event, enqueue, system }) => {
+      assertEvent(event, "prepare.done");
+      const e = preparedRequest(context, event);
       const name = e.session!;
       const id = `session:${name}`;
       const entry = context.sessions[name];
       const alive = entry?.status === "alive" && system.get(id) !== undefined;
-      // One process never mixes interpreters or working directories: a run that differs replaces it.
-      const replaced: SessionReplacement | undefined =
-        !alive || e.reset
-          ? undefined
-          : entry!.python !== e.python
-            ? { reason: "interpreter", from: entry!.python ?? "the default interpreter" }
-            : entry!.cwd !== e.cwd
-              ? { reason: "cwd", from: entry!.cwd }
-              : undefined;
+      const replaced = alive && !e.reset ? replacementOf(entry!, e) : undefined;
       const keep = alive && !e.reset && !replaced;
       let ordinal = entry?.ordinal ?? 0;
       if (keep) {
@@ -174,21 +123,9 @@ export const supervisorMachine = setup({
         // Reset stops the old process (its runner's cleanup kills the process group) and starts anew.
         if (alive) enqueue.stopChild(id);
         ordinal += 1;
-        enqueue.spawnChild("session", {
-          id,
-          systemId: id,
-          input: {
-            name,
-            ordinal,
-            cwd: e.cwd,
-            limits: e.limits ?? context.limits,
-            firstRun: e,
-            ...(entry?.status === "lost" ? { replacedLost: true } : {}),
-            ...(e.python ? { python: e.python } : {}),
-            ...(replaced ? { replaced } : {}),
-          },
-        });
+        enqueue.spawnChild("session", { id, systemId: id, input: sessionInput(context, e, ordinal, replaced) });
       }
+      const python = keep ? entry!.python : e.python;
       enqueue.assign({
         sessions: {
           ...context.sessions,
@@ -196,116 +133,149 @@ export const supervisorMachine = setup({
             ordinal,
             status: "alive",
             cwd: keep ? entry!.cwd : e.cwd,
-            ...((keep ? entry!.python : e.python) ? { python: keep ? entry!.python : e.python } : {}),
+            ...(python ? { python } : {}),
             busyRunId: e.runId,
           },
         },
         active: { ...context.active, [e.runId]: name },
       });
     }),
-    announce: enqueueActions(({ context, event, enqueue }) => {
-      const { outcome } = event as RunFinishedEvent;
-      const session = context.active[outcome.runId];
-      const { [outcome.runId]: _gone, ...active } = context.active;
-      const sessions = { ...context.sessions };
-      if (session && sessions[session]?.busyRunId === outcome.runId) {
-        const { busyRunId: _b, ...rest } = sessions[session];
-        sessions[session] = rest;
+    /** A cancelled request that no run serves yet ends here, its code never run (`next` drops the head). */
+    cancelQueued: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, "run.cancel");
+      const request = context.queue.find((r) => r.runId === event.runId)!;
+      const message = "cancelled before it started; the code did not run";
+      enqueue.emit({
+        type: "run.finished",
+        outcome: requestOutcome(request, "cancelled", { at: event.at, stopReason: "cancelled", message }),
+      });
+      if (context.queue[0] !== request) enqueue.assign({ queue: context.queue.filter((r) => r !== request) });
+    }),
+    spareReady: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, "spare.ready");
+      if (context.spares[event.key]?.id === event.id) {
+        enqueue.assign({ spares: { ...context.spares, [event.key]: { id: event.id, ready: true } } });
       }
+    }),
+    /** A run ended: its session is no longer busy, a spare it took is replaced, and the outcome goes out. */
+    announce: enqueueActions(({ context, enqueue }, outcome: RunOutcome) => {
+      const { [outcome.runId]: _gone, ...active } = context.active;
       const { [outcome.runId]: request, ...replaceSpare } = context.replaceSpare;
       const warmed =
-        request && context.serving && !context.spares[request.key] ? warmSpare(enqueue, context, request) : {};
-      enqueue.assign({ active, sessions, replaceSpare, ...warmed });
+        request && context.serving && !context.spares[request.key]
+          ? warmSpare(enqueue as unknown as Enqueue, context, request)
+          : {};
+      enqueue.assign({ active, sessions: sessionsAfter(context, outcome.runId), replaceSpare, ...warmed });
       enqueue.emit({ type: "run.finished", outcome });
+    }),
+    passNestedCall: emit(({ event }) => {
+      assertEvent(event, "run.nested_call");
+      return event;
     }),
     /** Done children are removed at once: XState otherwise keeps them (quadratic cost). */
     release: enqueueActions(({ context, event, enqueue }) => {
-      const done = event as DoneActorEvent<RunOutcome | SessionOutput>;
-      enqueue.stopChild(done.actorId);
-      if (done.actorId.startsWith("spare:")) {
-        const out = done.output as unknown as SpareOutput;
+      assertEvent(event, "xstate.done.actor.*");
+      enqueue.stopChild(event.actorId);
+      if (event.actorId.startsWith("spare:")) {
+        const out = event.output as SpareOutput;
         if (context.spares[out.key]?.id === out.id) {
           const { [out.key]: _gone, ...spares } = context.spares;
           enqueue.assign({ spares });
         }
       }
-      if (done.actorId.startsWith("session:")) {
-        const out = done.output as SessionOutput;
-        const entry = context.sessions[out.name];
-        // A reset may already have replaced this incarnation.
-        if (entry && entry.ordinal === out.ordinal) {
-          enqueue.assign({
-            sessions: {
-              ...context.sessions,
-              [out.name]: {
-                ordinal: entry.ordinal,
-                status: out.end,
-                cwd: entry.cwd,
-                ...(entry.python ? { python: entry.python } : {}),
-              },
-            },
-          });
-        }
+      if (event.actorId.startsWith("session:")) {
+        enqueue.assign({ sessions: sessionsEnded(context, event.output as SessionOutput) });
       }
     }),
     cancel: enqueueActions(({ event, enqueue, system }) => {
-      const e = event as Extract<CommandEvent, { type: "run.cancel" }>;
-      const run = system.get(`run:${e.runId}`);
-      if (run) enqueue.sendTo(run, e);
+      assertEvent(event, "run.cancel");
+      const run = system.get(`run:${event.runId}`);
+      if (run) enqueue.sendTo(run, event);
     }),
-    closeSession: enqueueActions(({ context, event, enqueue, system }, name: string) => {
-      const ref = system.get(`session:${name}`);
-      if (ref && context.sessions[name]?.status === "alive") {
-        enqueue.sendTo(ref, message({ type: "session.close", at: (event as { at?: number }).at ?? 0 }));
+    closeSession: enqueueActions(({ context, event, enqueue, system }) => {
+      assertEvent(event, "session.stop");
+      const ref = system.get(`session:${event.name}`);
+      if (ref && context.sessions[event.name]?.status === "alive") {
+        const close = { type: "session.close", at: event.at } satisfies SessionEvent;
+        enqueue.sendTo(ref, close);
       }
     }),
+    /** Shutdown: sessions close, fresh runs are cancelled, spares retire, waiting requests are refused. */
     closeAll: enqueueActions(({ context, event, enqueue, system }) => {
-      const at = (event as { at?: number }).at ?? 0;
+      assertEvent(event, "supervisor.shutdown");
+      const at = event.at;
+      const close = { type: "session.close", at } satisfies SessionEvent;
       for (const [name, entry] of Object.entries(context.sessions)) {
         const ref = system.get(`session:${name}`);
-        if (ref && entry.status === "alive") enqueue.sendTo(ref, message({ type: "session.close", at }));
+        if (ref && entry.status === "alive") enqueue.sendTo(ref, close);
       }
       for (const [runId, session] of Object.entries(context.active)) {
         const ref = session === null ? system.get(`run:${runId}`) : undefined;
-        if (ref) enqueue.sendTo(ref, message({ type: "run.cancel", at, runId }));
+        const cancel = { type: "run.cancel", at, runId } satisfies RunCancel;
+        if (ref) enqueue.sendTo(ref, cancel);
       }
+      const retire = { type: "spare.retire", at } satisfies SpareEvent;
       for (const spare of Object.values(context.spares)) {
         const ref = system.get(spare.id);
-        if (ref) enqueue.sendTo(ref, message({ type: "spare.retire", at }));
+        if (ref) enqueue.sendTo(ref, retire);
       }
-      enqueue.assign({ serving: false });
+      if (context.queue.length) enqueue.stopChild("prepare");
+      for (const request of context.queue) {
+        enqueue.emit({ type: "run.finished", outcome: refusal(request, SHUTDOWN, { at }) });
+      }
+      enqueue.assign({ serving: false, queue: [] });
     }),
   },
   guards: {
-    isFresh: ({ event }) => (event as RunStartEvent).session === undefined,
-    sessionBusy: ({ context, event }) => {
-      const e = event as RunStartEvent;
-      return e.session !== undefined && context.sessions[e.session]?.busyRunId !== undefined;
+    duplicateRun: ({ context, event }) => {
+      assertEvent(event, "run.start");
+      return event.runId in context.active || isQueued(context, event.runId);
     },
-    duplicateRun: ({ context, event }) => (event as RunStartEvent).runId in context.active,
+    isQueued: ({ context, event }) => {
+      assertEvent(event, "run.cancel");
+      return isQueued(context, event.runId);
+    },
+    isPreparing: ({ context, event }) => {
+      assertEvent(event, "run.cancel");
+      return context.queue[0]?.runId === event.runId;
+    },
+    forHead: ({ context, event }) => {
+      assertEvent(event, ["prepare.done", "prepare.failed"]);
+      return context.queue[0]?.runId === event.runId;
+    },
+    isFresh: ({ context }) => context.queue[0]?.session === undefined,
+    sessionBusy: ({ context }) => {
+      const name = context.queue[0]?.session;
+      return name !== undefined && context.sessions[name]?.busyRunId !== undefined;
+    },
+    isRun: ({ event }) => "actorId" in event && event.actorId.startsWith("run:"),
   },
 }).createMachine({
   id: "supervisor",
-  context: ({ input }) => ({
-    ...input,
-    sessions: {},
-    active: {},
-    spares: {},
-    spareSeq: 0,
-    replaceSpare: {},
-    serving: true,
-  }),
+  context: ({ input }) => initialContext(input),
   initial: "serving",
   on: {
-    "run.cancel": { actions: "cancel" },
-    "run.finished": { actions: "announce" },
+    "run.cancel": [
+      { guard: "isPreparing", actions: ["cancelQueued", "next"] },
+      { guard: "isQueued", actions: "cancelQueued" },
+      { actions: "cancel" },
+    ],
+    "run.finished": { actions: { type: "announce", params: ({ event }) => event.outcome } },
     "spare.ready": { actions: "spareReady" },
-    "run.nested_call": { actions: emit(({ event }) => event as NestedCallEvent) },
-    "xstate.done.actor.*": { actions: "release" },
-    "session.stop": { actions: { type: "closeSession", params: ({ event }) => event.name } },
+    "run.nested_call": { actions: "passNestedCall" },
+    "xstate.done.actor.*": [
+      {
+        guard: "isRun",
+        description: "A fresh run's outcome is its output.",
+        actions: [{ type: "announce", params: ({ event }) => event.output as RunOutcome }, "release"],
+      },
+      { actions: "release" },
+    ],
+    "session.stop": { actions: "closeSession" },
   },
   states: {
     serving: {
+      description: "Requests are prepared one at a time, in the order they came, then started.",
       on: {
         "run.start": [
           {
@@ -315,34 +285,22 @@ export const supervisorMachine = setup({
               params: ({ event }) => refusal(event, `Run id ${event.runId} is already in use.`),
             },
           },
-          {
-            guard: "sessionBusy",
-            actions: {
-              type: "refuse",
-              params: ({ context, event }) =>
-                refusal(
-                  event,
-                  `Session "${event.session}" is busy with another run; wait for it to finish.`,
-                  context.sessions[event.session!]?.ordinal,
-                ),
-            },
-          },
-          { guard: "isFresh", actions: { type: "startFresh", params: ({ event }) => event } },
-          { actions: { type: "startInSession", params: ({ event }) => event } },
+          { actions: "enqueue" },
         ],
+        "prepare.done": [
+          { guard: not("forHead"), description: "Only the request being prepared is answered." },
+          { guard: "sessionBusy", actions: ["refuseBusy", "next"] },
+          { guard: "isFresh", actions: ["startFresh", "next"] },
+          { actions: ["startInSession", "next"] },
+        ],
+        "prepare.failed": { guard: "forHead", actions: ["refuseUnprepared", "next"] },
         "supervisor.shutdown": { target: "stopping", actions: "closeAll" },
       },
     },
-    /** Pi is shutting down or reloading: sessions close, runs are cancelled, nothing new starts. */
     stopping: {
+      description: "Pi is shutting down or reloading: sessions close, runs are cancelled, nothing new starts.",
       on: {
-        "run.start": {
-          actions: {
-            type: "refuse",
-            params: ({ event }) =>
-              refusal(event, "Pi is shutting down; the code_execution supervisor accepts no new runs."),
-          },
-        },
+        "run.start": { actions: { type: "refuse", params: ({ event }) => refusal(event, SHUTDOWN) } },
       },
     },
   },

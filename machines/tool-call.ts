@@ -1,10 +1,10 @@
 // One nested tool call made by a run's Python code: an actor spawned by its run as `tool:<runId>:<seq>`. It spawns the
-// `dispatch` actor (provided from actors/: the fixed lifecycle of observations, validation, interception, the tool
+// `dispatch` actor (provided from actors/calls/: the fixed lifecycle of observations, validation, interception, the tool
 // itself and the `after` handler), follows it through validation and execution, and ends in a final state named by
 // the outcome. Its output, the terminal record and the answer for Python, goes to the run. Cancellation (the run is
 // stopping, or Python stopped waiting) is sent to the dispatch actor, which aborts the tool's signal and still runs
 // `after` and the finish observation; stopping this actor (its run ended) stops the dispatch actor, which aborts too.
-import { assign, fromCallback, sendTo, setup } from "xstate";
+import { assertEvent, assign, sendTo, setup } from "xstate";
 import type {
   DispatchCommand,
   DispatchEvent,
@@ -15,6 +15,7 @@ import type {
   ToolReply,
 } from "./tool-events.ts";
 import { callRecord, preview } from "./tool-records.ts";
+import { placeholder } from "./placeholder.ts";
 
 export type ToolCallInput = DispatchInput;
 
@@ -26,21 +27,9 @@ export interface ToolCallContext extends ToolCallInput {
 export type ToolCallEvent =
   DispatchEvent | { type: "tool.cancel"; at: number } | { type: "xstate.error.actor.dispatch"; error: unknown };
 
-/** Placeholder: the real dispatcher is provided from actors/ (actors/calls/dispatch.ts). Without one, calls fail. */
-const dispatchPlaceholder = fromCallback<DispatchCommand, DispatchInput>(() => {
-  throw new Error("no tool dispatcher is available to this run");
-});
-
-type Finished = Extract<DispatchEvent, { type: "dispatch.finished" }>;
-
-const is =
-  (status: NestedCallStatus) =>
-  ({ event }: { event: ToolCallEvent }) =>
-    (event as Finished).record.status === status;
-
 /** `dispatch.finished` ends the call in the state named by the record's status. */
 const finish = (["succeeded", "failed", "invalid", "blocked", "cancelled"] as const).map((status) => ({
-  guard: is(status),
+  guard: { type: "statusIs" as const, params: status },
   target: `#toolCall.${status}`,
   actions: "finish" as const,
 }));
@@ -52,25 +41,36 @@ export const toolCallMachine = setup({
     events: {} as ToolCallEvent,
     output: {} as ToolCallOutput,
   },
-  actors: { dispatch: dispatchPlaceholder },
+  // Without a provided dispatcher every call fails at once (it never hangs), and Python is told why.
+  actors: {
+    dispatch: placeholder<DispatchCommand, DispatchInput>(
+      "toolCall",
+      "dispatch",
+      "no tool dispatcher is available to this run",
+    ),
+  },
   actions: {
     finish: assign(({ event }) => {
-      const e = event as Finished;
-      return { record: e.record, reply: e.reply };
+      assertEvent(event, "dispatch.finished");
+      return { record: event.record, reply: event.reply };
     }),
     /** The dispatcher itself broke: the call failed; Python gets the message. */
     broken: assign(({ context, event }) => {
-      const error = (event as { error?: unknown }).error;
-      const message = `${context.name}: ${error instanceof Error ? error.message : String(error)}`;
+      assertEvent(event, "xstate.error.actor.dispatch");
+      const message = `${context.name}: ${event.error instanceof Error ? event.error.message : String(event.error)}`;
       return {
         record: callRecord(context, { status: "failed", at: context.at, error: preview(message) }),
         reply: { status: "error" as const, text: message },
       };
     }),
-    cancelDispatch: sendTo("dispatch", ({ event }): DispatchCommand => ({
-      type: "dispatch.cancel",
-      at: (event as { at?: number }).at ?? 0,
-    })),
+    cancelDispatch: sendTo("dispatch", ({ event }): DispatchCommand => {
+      assertEvent(event, "tool.cancel");
+      return { type: "dispatch.cancel", at: event.at };
+    }),
+  },
+  guards: {
+    statusIs: ({ event }, status: NestedCallStatus) =>
+      event.type === "dispatch.finished" && event.record.status === status,
   },
 }).createMachine({
   id: "toolCall",
@@ -93,31 +93,31 @@ export const toolCallMachine = setup({
   },
   initial: "validating",
   states: {
-    /** The start observation went out; the arguments are checked against the tool's schema. */
     validating: {
+      description: "The start observation went out; the arguments are checked against the tool's schema.",
       on: {
         "dispatch.validated": "running",
         "dispatch.finished": finish,
         "tool.cancel": "cancelling",
       },
     },
-    /** Intercepted (legacy event, `before`) and dispatched: the tool runs. */
     running: {
+      description: "Intercepted (legacy event, `before`) and dispatched: the tool runs.",
       on: {
         "dispatch.finished": finish,
         "tool.cancel": "cancelling",
       },
     },
-    /** The tool's signal was aborted; `after` and the finish observation still run. */
     cancelling: {
+      description: "The tool's signal was aborted; `after` and the finish observation still run.",
       entry: "cancelDispatch",
       on: { "dispatch.finished": finish },
     },
-    succeeded: { type: "final" },
-    failed: { type: "final" },
-    invalid: { type: "final" },
-    blocked: { type: "final" },
-    cancelled: { type: "final" },
+    succeeded: { type: "final", description: "The tool returned a result." },
+    failed: { type: "final", description: "The tool (or its dispatcher) failed, or it is not exposed." },
+    invalid: { type: "final", description: "The arguments failed validation against the tool's schema." },
+    blocked: { type: "final", description: "A policy blocked the call (tool_call hook, legacy event, `before`)." },
+    cancelled: { type: "final", description: "The run stopped, or Python stopped waiting." },
   },
   output: ({ context }) => ({ callId: context.callId, record: context.record!, reply: context.reply! }),
 });

@@ -13,7 +13,7 @@ import {
 } from "xstate";
 import type { SupervisorInput } from "../machines/supervisor.ts";
 import type { Clock } from "./observe.ts";
-import { supervisorWith, type BoundaryActors } from "../host/system.ts";
+import { supervisorWith, type BoundaryActors } from "../machines/system.ts";
 import {
   actorName,
   BOUNDARY_IDS,
@@ -177,8 +177,14 @@ export function replayRecords(lines: LogLine[]): ReplayReport {
   if (!header || header.k !== "header" || header.format !== LOG_FORMAT) {
     return { identical: false, inputs: 0, trace: 0, error: "not a pi-code-supervisor event log (no header)" };
   }
-  if (header.v > LOG_VERSION) {
-    return { identical: false, inputs: 0, trace: 0, error: `log format v${header.v} is newer than this replay (v1)` };
+  if (header.v !== LOG_VERSION) {
+    const which = header.v > LOG_VERSION ? "newer" : "older";
+    return {
+      identical: false,
+      inputs: 0,
+      trace: 0,
+      error: `log format v${header.v} is ${which} than this replay (v${LOG_VERSION}): it was recorded by other machines`,
+    };
   }
   const start = lines.find((l) => l.record.k === "start" || l.record.k === "checkpoint");
   if (!start) return { identical: false, inputs: 0, trace: 0, error: "the log has no start or checkpoint record" };

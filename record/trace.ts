@@ -5,7 +5,9 @@ import type { AnyActorRef, InspectionEvent } from "xstate";
 import type { CommandEvent, RunnerFact } from "../machines/events.ts";
 
 export const LOG_FORMAT = "pi-code-supervisor.log";
-export const LOG_VERSION = 1;
+/** v2: runner.* facts (were kernel.*), the `prepare` boundary actor, runs reporting through their parents. Replay
+ * takes this version only: a log describes the machines that recorded it. */
+export const LOG_VERSION = 2;
 
 /** Long strings (code, messages) are cut in trace records; inputs keep them whole. */
 export const TRACE_STRING_LIMIT = 240;
@@ -90,10 +92,10 @@ export type TraceRecord =
   | { k: "set"; n: number; ms: number }
   | { k: "clear"; n: number };
 
-/** The children that stand for the outside world (processes, installers, Pi's tools): callback actors provided
- * from actors/. Everything they send back to their parent is a fact, recorded as an input and re-delivered on
+/** The children that stand for the outside world (processes, request preparation, installers, Pi's tools):
+ * callback actors provided from actors/. Everything they send back to their parent is a fact, recorded as an input and re-delivered on
  * replay by a stub under the same name. They talk to their parent through `sendBack` only. */
-export const BOUNDARY_IDS: readonly string[] = ["runner", "install", "dispatch"];
+export const BOUNDARY_IDS: readonly string[] = ["runner", "prepare", "install", "dispatch"];
 
 /** Which event each boundary actor is handling right now, from the inspection stream: an event delivered to it
  * opens the window, its next snapshot closes it. A fact sent inside the window is part of that event's processing

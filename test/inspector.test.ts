@@ -11,6 +11,7 @@ import type { InspectionEvent } from "xstate";
 import { SupervisorHost } from "../host/host.ts";
 import { SystemObserver } from "../record/observe.ts";
 import { actorName, ref, stateLabel } from "../record/trace.ts";
+import { sessionPhase } from "../machines/session.ts";
 import { startInspector, type Inspector } from "../inspector/server.ts";
 import { FIXTURE_DIR } from "../scripts/record-fixtures.ts";
 import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from "./helpers/chromium.ts";
@@ -31,14 +32,32 @@ before(async () => {
   );
   mkdirSync(ARTIFACTS, { recursive: true });
   const observer = new SystemObserver();
+  // Each actor's state as people name it: a session's phase reads its active run (machines/session.ts).
+  const runs = new Map<string, unknown>();
+  const sessions = new Map<string, { value: unknown; activeRunId?: string }>();
+  const push = (actor: string, state: string) => {
+    const last = transitions.findLast((t) => t.actor === actor);
+    if (last?.state !== state) transitions.push({ actor, state, at: Date.now() });
+  };
+  const pushSession = (actor: string) => {
+    const s = sessions.get(actor)!;
+    push(actor, sessionPhase(s.value, s.activeRunId ? runs.get(`run:${s.activeRunId}`) : undefined));
+  };
   observer.on({
     inspection: (ev: InspectionEvent) => {
       if (ev.type !== "@xstate.snapshot") return;
-      const snapshot = ev.snapshot as { value?: unknown; status: string };
+      const snapshot = ev.snapshot as { value?: unknown; status: string; context?: { activeRunId?: string } };
       const actor = actorName(ref(ev.actorRef));
-      const state = snapshot.value !== undefined ? stateLabel(snapshot.value) : snapshot.status;
-      const last = transitions.findLast((t) => t.actor === actor);
-      if (last?.state !== state) transitions.push({ actor, state, at: Date.now() });
+      if (actor.startsWith("session:") && snapshot.value !== undefined) {
+        sessions.set(actor, { value: snapshot.value, activeRunId: snapshot.context?.activeRunId });
+        return pushSession(actor);
+      }
+      if (actor.startsWith("run:") && snapshot.status === "active") {
+        runs.set(actor, snapshot.value);
+        const parent = actorName(ref(ev.actorRef)._parent!);
+        if (sessions.has(parent)) pushSession(parent);
+      }
+      push(actor, snapshot.value !== undefined ? stateLabel(snapshot.value) : snapshot.status);
     },
   });
   host = new SupervisorHost({ ...observer.hostOptions(), limits: { graceMs: 400 } });
@@ -152,8 +171,11 @@ describe("a recorded log in the page", () => {
     );
     assert.equal(await domState("session:stubborn"), "closed", "the end of the log: closed at Pi's shutdown");
     const steps = await page.evaluate<string[]>("window.inspector.steps()");
+    // The run's steps (`stopping.<step>`) are the session's phase until it is lost.
     for (const state of ["interrupted", "grace", "killed", "lost"]) {
-      const i = steps.findIndex((s) => s.startsWith(`session:stubborn → ${state} `));
+      const i = steps.findIndex((s) =>
+        state === "lost" ? s.startsWith("session:stubborn → lost ") : / → stopping\.(\w+) /.exec(s)?.[1] === state,
+      );
       assert.ok(i >= 0, `the log has the step to ${state}`);
       await page.evaluate(`window.inspector.goTo(${i + 1})`);
       assert.equal(await domState("session:stubborn"), state);

@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { createActor, fromCallback, SimulatedClock } from "xstate";
 import type { InstallFact, InstallInput, InstallSummary, RunOutcome } from "../machines/events.ts";
-import { supervisorWith } from "../host/system.ts";
-import { createFakeRunner, TEST_LIMITS } from "./helpers/fake-runner.ts";
+import { supervisorWith } from "../machines/system.ts";
+import { createFakeRunner, stateName, TEST_LIMITS } from "./helpers/fake-runner.ts";
 
 function harness() {
   const clock = new SimulatedClock();
@@ -42,7 +42,7 @@ function harness() {
       ...extra,
     });
   const runValue = (runId: string) =>
-    (actor.system.get(`run:${runId}`)?.getSnapshot() as { value: unknown } | undefined)?.value;
+    stateName((actor.system.get(`run:${runId}`)?.getSnapshot() as { value: unknown } | undefined)?.value);
   return { clock, runner, installs, actor, finished, start, runValue };
 }
 

@@ -14,6 +14,7 @@ import { Recorder } from "../record/recorder.ts";
 import { formatReport, parseLog, replayFile, replayRecords } from "../record/replay.ts";
 import { PI_TOOLS, FAULT_FIXTURE_DIR, FIXTURE_DIR, recordScenario } from "../scripts/record-fixtures.ts";
 import { startPi } from "./helpers/pi-session.ts";
+import { sessionPhase } from "../machines/session.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const REQUIRED = ["interrupt-keeps-state", "swallowed-interrupt-lost", "os-exit-lost", "reset", "fresh-runs"];
@@ -24,14 +25,38 @@ const records = (path: string) =>
     .filter(Boolean)
     .map((l) => JSON.parse(l));
 
-/** The distinct consecutive states one actor went through, as recorded. */
+/** The distinct consecutive states one actor went through, as recorded. A session's is its phase, which reads its
+ * active run (machines/session.ts `sessionPhase`): taken after each record of the session, and after each record of
+ * a run unless the session's own record follows at once (the run moved within the session's step). */
 function statesOf(path: string, actor: string): string[] {
   const out: string[] = [];
+  const push = (s: string | undefined) => {
+    if (s !== undefined && out[out.length - 1] !== s) out.push(s);
+  };
+  const runs = new Map<string, unknown>();
+  let session: { value: unknown; status: string; activeRunId?: string } | undefined;
+  let pending: string | undefined;
   for (const r of records(path)) {
-    if (r.k !== "snap" || r.id !== actor) continue;
-    const s = typeof r.value === "string" ? r.value : r.status;
-    if (out[out.length - 1] !== s) out.push(s);
+    if (r.k !== "snap") continue;
+    const run = actor.startsWith("session:") && r.id.startsWith("run:") && r.status === "active";
+    if (run) runs.set(r.id, r.value);
+    if (r.id === actor) {
+      const context = r.context ?? { ...(session ?? {}), ...(r.delta ?? {}) };
+      if (r.removed?.includes("activeRunId")) delete context.activeRunId;
+      session = { value: r.value, status: r.status, activeRunId: context.activeRunId };
+    }
+    if (!session || !(r.id === actor || run)) continue;
+    const own = typeof session.value === "string" ? session.value : session.status;
+    const phase = sessionPhase(own, session.activeRunId ? runs.get(`run:${session.activeRunId}`) : undefined);
+    if (r.id === actor) {
+      pending = undefined;
+      push(phase);
+    } else {
+      push(pending);
+      pending = phase;
+    }
   }
+  push(pending);
   return out;
 }
 
@@ -81,7 +106,7 @@ describe("committed fixtures", () => {
     const reset = records(fixture("reset")).filter((r) => r.k === "actor" && r.id === "session:fresh-start");
     assert.equal(reset.length, 2, "reset created the session anew under the same explicit id");
     const ids = new Set(records(fixture("fresh-runs")).flatMap((r) => (r.id ? [r.id] : r.to ? [r.to] : [])));
-    for (const id of ids) assert.match(id, /^(supervisor|session:[^/]+|run:[^/]+|spare:\d+)(\/runner)?$/, "explicit ids only");
+    for (const id of ids) assert.match(id, /^(supervisor(\/prepare)?|(session:[^/]+|run:[^/]+|spare:\d+)(\/runner)?)$/, "explicit ids only");
     assert.ok(ids.has("spare:1"), "fresh runs keep a spare runner, visible as an actor");
   });
 });
@@ -114,7 +139,8 @@ describe("divergence", () => {
     const d = report.divergence!;
     assert.equal(d.line, lostLine + 1, "the log line of the altered record");
     assert.equal(d.actor, "session:exiting");
-    assert.equal(d.event, "runner.exited");
+    // The session ends lost once its run, which got the process's exit, reported.
+    assert.match(d.event ?? "", /^xstate\.done\.actor\.run:/);
     assert.match(d.message, /expected state "idle" \(active\), actual "lost" \(done\)/);
   });
 
@@ -140,7 +166,7 @@ describe("the CLI", () => {
     writeFileSync(path, readFileSync(fixture("os-exit-lost"), "utf8").replace('"value":"lost"', '"value":"idle"'));
     const r = spawnSync(process.execPath, [cli, "replay", path], { encoding: "utf8" });
     assert.equal(r.status, 1);
-    assert.match(r.stdout, /first divergence .*\n\s+actor:\s+session:exiting\n\s+event:\s+runner.exited/);
+    assert.match(r.stdout, /first divergence .*\n\s+actor:\s+session:exiting\n\s+event:\s+xstate.done.actor.run:/);
   });
   test("npx runs the package's bin", () => {
     const r = spawnSync("npx", ["--no-install", "pi-code-supervisor", "replay", fixture("fresh-runs")], {

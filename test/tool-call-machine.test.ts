@@ -18,8 +18,8 @@ import {
   type ToolSpec,
 } from "../machines/tool-events.ts";
 import { callRecord, preview } from "../machines/tool-records.ts";
-import { supervisorWith } from "../host/system.ts";
-import { RUNNER_INFO, TEST_LIMITS, createFakeRunner } from "./helpers/fake-runner.ts";
+import { supervisorWith } from "../machines/system.ts";
+import { stateName, RUNNER_INFO, TEST_LIMITS, createFakeRunner } from "./helpers/fake-runner.ts";
 
 // ---- a scriptable dispatch actor ----
 interface FakeDispatch {
@@ -210,13 +210,9 @@ function startSystem() {
     start(req: Partial<RunRequest> & { runId: string }) {
       actor.send({ type: "run.start", at: clock.now(), code: "x", cwd: "/w", timeoutMs: 1000, ...req });
     },
-    value: (id: string) => (actor.system.get(id)?.getSnapshot() as { value: unknown } | undefined)?.value,
+    value: (id: string) => stateName((actor.system.get(id)?.getSnapshot() as { value: unknown } | undefined)?.value),
     /** A fresh run with tools exposed (null: without any), running. */
-    running(
-      runId = "r1",
-      calls: RunRequest["calls"] | null = { callerId: "call_1", tools: TOOLS },
-      timeoutMs = 1000,
-    ) {
+    running(runId = "r1", calls: RunRequest["calls"] | null = { callerId: "call_1", tools: TOOLS }, timeoutMs = 1000) {
       h.start({ runId, timeoutMs, ...(calls ? { calls } : {}) });
       const k = runner.of(`run:${runId}`);
       clock.increment(10);

@@ -47,12 +47,24 @@ function entry(model, id, at, placeholder = false) {
   return a;
 }
 
-function labelOf(a) {
-  return a.kind === "machine" && a.value !== undefined ? stateLabel(a.value) : a.status;
+/** A session's phase reads its active run: while the run is being stopped, the run's step (`interrupted`, `grace`,
+ * `killed`) is the session's phase (machines/session.ts, `sessionPhase`). */
+function sessionPhase(model, a, own) {
+  if (!a.id.startsWith("session:") || (own !== "running" && own !== "starting")) return own;
+  const runId = a.context && typeof a.context === "object" ? a.context.activeRunId : undefined;
+  const run = typeof runId === "string" ? model.actors.get(`run:${runId}`) : undefined;
+  // A run's last state before it ended counts until the session lets it go (the session reacts right after).
+  const value = run?.activeValue;
+  const step = value && typeof value === "object" ? value.stopping : undefined;
+  return typeof step === "string" ? step : own;
 }
 
-function note(a, at) {
-  const label = labelOf(a);
+function labelOf(model, a) {
+  return a.kind === "machine" && a.value !== undefined ? sessionPhase(model, a, stateLabel(a.value)) : a.status;
+}
+
+function note(model, a, at) {
+  const label = labelOf(model, a);
   // A machine between its creation and its first snapshot has no state yet.
   if (a.kind === "machine" && a.value === undefined && a.status === "active") return;
   const last = a.history[a.history.length - 1];
@@ -71,8 +83,13 @@ function applySnapshot(model, a, snapshot, at, cause) {
   }
   if (snapshot.context !== undefined) a.context = snapshot.context;
   if (snapshot.status) a.status = snapshot.status;
+  if (a.status === "active" && a.value !== undefined) a.activeValue = a.value;
   if (snapshot.error !== undefined) a.error = snapshot.error;
-  note(a, at);
+  note(model, a, at);
+  // A session's phase follows its run's steps.
+  const parent = a.parentId ? model.actors.get(a.parentId) : undefined;
+  const session = parent?.id.startsWith("session:") && parent.value !== undefined ? parent : undefined;
+  if (session && a.id.startsWith("run:") && a.status === "active") note(model, session, at);
   // A child that left the parent's children without finishing was stopped (a reset, or its owner ended). A child
   // released because it finished reports its own final snapshot right after its parent's.
   if (snapshot.children && a.kind === "machine") {
@@ -81,7 +98,7 @@ function applySnapshot(model, a, snapshot, at, cause) {
     for (const other of model.actors.values()) {
       if (other.parentId === a.id && !present.has(other.id) && other.status === "active" && other.id !== finished) {
         other.status = "stopped";
-        note(other, at);
+        note(model, other, at);
       }
     }
   }

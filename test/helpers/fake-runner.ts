@@ -17,10 +17,9 @@ import type {
   RunRequest,
   RunnerError,
 } from "../../machines/events.ts";
-import { runMachine } from "../../machines/run.ts";
-import { sessionMachine } from "../../machines/session.ts";
-import { supervisorMachine } from "../../machines/supervisor.ts";
+import { sessionPhase } from "../../machines/session.ts";
 import type { SupervisorEvent } from "../../machines/supervisor.ts";
+import { supervisorWith } from "../../machines/system.ts";
 
 export type RunnerReceived = RunnerCommand | { type: "stopped" };
 
@@ -141,15 +140,10 @@ export type FakeRunner = ReturnType<typeof createFakeRunner>;
 
 export const TEST_LIMITS: Limits = { interruptWindowMs: 100, graceMs: 1000, killMs: 500 };
 
-/** The supervisor with the fake runner provided to fresh runs and to sessions (a session run talks to its
- * session's runner through the session link, which stays as is). */
+/** The supervisor with the fake runner provided to fresh runs, sessions and spares (a session run talks to its
+ * session's runner through the session link, which stays as is); requests come prepared by their sender. */
 export function provideSupervisor(runner: FakeRunner) {
-  return supervisorMachine.provide({
-    actors: {
-      run: runMachine.provide({ actors: { runner: runner.logic } }),
-      session: sessionMachine.provide({ actors: { runner: runner.logic } }),
-    },
-  });
+  return supervisorWith(runner.logic);
 }
 
 /** One `@xstate.snapshot` of any actor in the tree. */
@@ -269,24 +263,53 @@ export function startSupervisor(options: HarnessOptions = {}) {
     ref(systemId: string): AnyActorRef | undefined {
       return actor.system.get(systemId);
     },
-    /** The current state value of a live actor by systemId. */
+    /** The current state of a live actor by systemId, as the tests name it (`stateName`; a session's phase reads
+     * its active run, machines/session.ts `sessionPhase`). */
     value(systemId: string): unknown {
       const ref = actor.system.get(systemId);
       if (!ref) throw new Error(`no live actor ${systemId}`);
-      return (ref.getSnapshot() as { value: unknown }).value;
+      const snap = ref.getSnapshot() as { value: unknown; context?: { activeRunId?: string } };
+      if (!systemId.startsWith("session:")) return stateName(snap.value);
+      const runId = snap.context?.activeRunId;
+      const run = runId ? (actor.system.get(`run:${runId}`)?.getSnapshot() as { value: unknown } | undefined) : undefined;
+      return sessionPhase(snap.value, run?.value);
     },
-    /** The distinct successive state values of actor `id` (all incarnations in order, or only those of the
-     * `incarnation`-th, 0-based). Consecutive duplicates are collapsed. */
+    /** The distinct successive states of actor `id` as `value` names them (all incarnations in order, or only those
+     * of the `incarnation`-th, 0-based). Consecutive duplicates are collapsed. A session's phase is taken after each
+     * snapshot of it, and after each snapshot of a run unless the session's own snapshot follows at once (the run
+     * moved within the session's step, so the session's new state is what counts); a run's last active state counts
+     * until its session lets it go. */
     values(id: string, incarnation?: number): unknown[] {
       const sessions = [...new Set(trace.filter((t) => t.id === id).map((t) => t.sessionId))];
       const wanted = incarnation === undefined ? sessions : [sessions[incarnation]];
       const out: unknown[] = [];
+      const push = (v: unknown) => {
+        if (v !== undefined && JSON.stringify(out[out.length - 1]) !== JSON.stringify(v)) out.push(v);
+      };
+      const runs = new Map<string, unknown>();
+      let session: TraceEntry | undefined;
+      let pending: unknown;
       for (const t of trace) {
-        if (t.id !== id || !wanted.includes(t.sessionId)) continue;
-        if (t.status === "stopped") continue;
-        const last = out[out.length - 1];
-        if (JSON.stringify(last) !== JSON.stringify(t.value)) out.push(t.value);
+        const own = t.id === id && wanted.includes(t.sessionId) && t.status !== "stopped";
+        if (!id.startsWith("session:")) {
+          if (own) push(stateName(t.value));
+          continue;
+        }
+        const run = t.id.startsWith("run:") && t.status === "active";
+        if (run) runs.set(t.id, t.value);
+        if (own) session = t;
+        if (!session || !(own || run)) continue;
+        const runId = (session.snapshot as { context?: { activeRunId?: string } }).context?.activeRunId;
+        const phase = sessionPhase(session.value, runId ? runs.get(`run:${runId}`) : undefined);
+        if (own) {
+          pending = undefined;
+          push(phase);
+        } else {
+          push(pending);
+          pending = phase;
+        }
       }
+      push(pending);
       return out;
     },
     /** Ids of the root's current children. */
@@ -305,3 +328,12 @@ export function startSupervisor(options: HarnessOptions = {}) {
 }
 
 export type Harness = ReturnType<typeof startSupervisor>;
+
+/** A state value by the name of its innermost state (`{stopping: "interrupted"}` is `interrupted`). */
+export function stateName(value: unknown): unknown {
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value);
+    if (entries.length === 1) return stateName(entries[0]![1]);
+  }
+  return value;
+}

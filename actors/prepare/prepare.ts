@@ -1,13 +1,15 @@
-// What the host settles before a run is requested: the interpreter (discovered and validated, so the request names
-// an executable and a session never mixes interpreters) and the script's PEP 723 metadata (dependencies to
-// install; requires-python checked for fresh runs, noted as without effect in a session). Also the bookkeeping the
-// machines do not keep because it needs a clock: when each session started and how its last run went.
-import type { Hint, RunOutcome } from "../machines/events.ts";
-import { runHints } from "../actors/deps/hints.ts";
-import { MAX_FRAME_BYTES } from "../actors/process/framing.ts";
-import { describeSource, type Interpreter } from "../actors/interpreter/interpreter.ts";
-import { parseScriptMetadata, satisfiesRequiresPython } from "../actors/deps/pep723.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
+// Preparation of a request, before the supervisor routes it: the limits a request must respect (timeout, session
+// name, control-frame size), the script's PEP 723 metadata (dependencies to install; requires-python checked for
+// fresh runs, noted as without effect in a session), the interpreter (discovered and validated, so the request
+// names an executable and a session never mixes interpreters) and, for a fresh run, the key a spare runner must
+// match. The `prepare` actor the supervisor spawns for each request, one at a time (machines/supervisor.ts).
+import { fromCallback, type EventObject } from "xstate";
+import type { Hint, PrepareFact, RunStartEvent } from "../../machines/events.ts";
+import { MAX_FRAME_BYTES } from "../process/framing.ts";
+import { describeSource, type Interpreter } from "../interpreter/interpreter.ts";
+import { parseScriptMetadata, satisfiesRequiresPython } from "../deps/pep723.ts";
+import { fail, ok, type Result } from "../../lib/result.ts";
+import { errorMessage } from "../../lib/errors.ts";
 
 export interface PreparedRun {
   interpreter?: Interpreter;
@@ -27,7 +29,7 @@ export const SESSION_NAME_PATTERN = "^(?!\\.+$)[A-Za-z0-9._-]{1,64}$";
 
 export async function prepareRun(
   request: { code: string; cwd: string; session?: string; timeoutMs: number },
-  interpreter: (() => Promise<Result<Interpreter>>) | undefined,
+  interpreter: ((cwd: string) => Promise<Result<Interpreter>>) | undefined,
 ): Promise<Result<PreparedRun, PrepareFailure>> {
   // A timer cannot wait longer than 2^31-1 ms: a longer deadline would fire at once and report a false timeout.
   if (!(request.timeoutMs > 0 && request.timeoutMs <= MAX_TIMER_MS)) {
@@ -59,7 +61,7 @@ export async function prepareRun(
       ],
     });
   }
-  const found = interpreter ? await interpreter() : undefined;
+  const found = interpreter ? await interpreter(request.cwd) : undefined;
   if (found && !found.ok) return fail({ message: found.error });
   const py = found?.ok ? found.value : undefined;
   const notes: string[] = [];
@@ -106,69 +108,42 @@ function runFrameBytes(code: string): number {
   return Buffer.byteLength(JSON.stringify(code), "utf8");
 }
 
-export interface SessionHistory {
-  ordinal: number;
-  startedAt: number;
-  lastRun?: { at: number; status: RunOutcome["status"]; durationMs: number };
+export interface PrepareDeps {
+  /** Interpreter discovery for a working directory; absent: the runner starts the host's default interpreter. */
+  interpreter?: (cwd: string) => Promise<Result<Interpreter>>;
+  /** The key a spare runner must match to serve a fresh run (interpreter, cwd, environment); absent: spares off. */
+  spareKey?: (python: string | undefined, cwd: string) => string | undefined;
+  now: () => number;
 }
 
-/** Session start times and last runs, from the outcomes the host sees. */
-export class SessionBook {
-  private readonly book = new Map<string, SessionHistory>();
-
-  record(outcome: RunOutcome): void {
-    const s = outcome.session;
-    if (!s) return;
-    const prev = this.book.get(s.name);
-    const entry: SessionHistory =
-      s.started || !prev || prev.ordinal !== s.ordinal ? { ordinal: s.ordinal, startedAt: outcome.requestedAt } : prev;
-    // A run refused before it reached the session (busy, closing) is not the session's last run.
-    if (!(outcome.status === "setup_error" && !outcome.runner && !s.started)) {
-      entry.lastRun = { at: outcome.finishedAt, status: outcome.status, durationMs: outcome.durationMs };
-    }
-    this.book.set(s.name, entry);
-  }
-
-  get(name: string, ordinal: number): SessionHistory | undefined {
-    const h = this.book.get(name);
-    return h && h.ordinal === ordinal ? h : undefined;
-  }
-}
-
-/** The outcome of a request refused before it reached the supervisor (bad metadata, no interpreter, shut down). */
-export function refusedOutcome(
-  runId: string,
-  request: { session?: string },
-  requestedAt: number,
-  at: number,
-  failure: PrepareFailure | undefined,
-): RunOutcome {
-  return {
-    runId,
-    status: "setup_error",
-    displayedValue: false,
-    requestedAt,
-    finishedAt: at,
-    durationMs: Math.max(0, at - requestedAt),
-    killed: false,
-    message: failure ? failure.message : "The code_execution supervisor has shut down.",
-    ...(failure?.hints ? { hints: failure.hints } : {}),
-    ...(request.session !== undefined
-      ? { session: { name: request.session, ordinal: 0, started: false, isLost: false } }
-      : {}),
-  };
-}
-
-/** The outcome with the run-time hints read from its stderr tail, and the metadata notices. */
-export function finishOutcome(outcome: RunOutcome, stderrTail: Buffer, notes: string[]): RunOutcome {
-  const hints = runHints(stderrTail.toString("utf8"), {
-    ...(outcome.session ? { session: outcome.session.name } : {}),
-    ...(outcome.runner ? { python: `Python ${outcome.runner.python} (${outcome.runner.executable})` } : {}),
-  }).filter((h) => h.id !== "module_not_found" || outcome.status === "runtime_error");
-  if (!hints.length && !notes.length) return outcome;
-  return {
-    ...outcome,
-    ...(hints.length ? { hints: [...(outcome.hints ?? []), ...hints] } : {}),
-    ...(notes.length ? { notes } : {}),
-  };
+/** The `prepare` actor: one request in, one `prepare.done` or `prepare.failed` fact out. Stopped early (the request
+ * was cancelled, Pi shut down), it reports nothing. */
+export function createPrepareLogic(deps: PrepareDeps) {
+  return fromCallback<EventObject, RunStartEvent>(({ input, sendBack }) => {
+    let stopped = false;
+    const send = (fact: PrepareFact) => {
+      if (!stopped) sendBack(fact);
+    };
+    prepareRun(input, deps.interpreter).then(
+      (p) => {
+        const at = deps.now();
+        if (!p.ok) return send({ type: "prepare.failed", at, runId: input.runId, ...p.error });
+        const python = p.value.interpreter?.executable;
+        const spareKey = input.session === undefined ? deps.spareKey?.(python, input.cwd) : undefined;
+        send({
+          type: "prepare.done",
+          at,
+          runId: input.runId,
+          ...(python ? { python } : {}),
+          ...(p.value.dependencies ? { dependencies: p.value.dependencies } : {}),
+          ...(spareKey !== undefined ? { spareKey } : {}),
+          ...(p.value.notes.length ? { notes: p.value.notes } : {}),
+        });
+      },
+      (e: unknown) => send({ type: "prepare.failed", at: deps.now(), runId: input.runId, message: errorMessage(e) }),
+    );
+    return () => {
+      stopped = true;
+    };
+  });
 }

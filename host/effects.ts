@@ -1,0 +1,95 @@
+// The effects the host provides to the machines (machines/system.ts): the runner process, the dependency installer,
+// the nested-call dispatcher and request preparation, each built from the host's options and its live state
+// (output sinks, progress callbacks and Pi tools of unfinished runs, current limits, warnings).
+import { createHash } from "node:crypto";
+import type { AnyActorLogic } from "xstate";
+import type { BoundaryActors } from "../machines/system.ts";
+import { createRunnerLogic } from "../actors/process/runner.ts";
+import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
+import type { Channel } from "../actors/process/output.ts";
+import { watchModules } from "../actors/process/module-watch.ts";
+import { pythonCommand, resolvePython, type PythonInfo } from "../actors/interpreter/probe.ts";
+import { knownInterpreter, runnerEnv, type InterpreterResolver } from "../actors/interpreter/interpreter.ts";
+import { createInstallLogic, type InstallProgress } from "../actors/deps/dependencies.ts";
+import { createDispatchLogic, type RunTools } from "../actors/calls/dispatch.ts";
+import { createPrepareLogic } from "../actors/prepare/prepare.ts";
+import type { Result } from "../lib/result.ts";
+
+export interface EffectOptions {
+  ops?: ProcessOperations;
+  /** Environment for new processes; read when each process starts. */
+  env: () => NodeJS.ProcessEnv;
+  /** The default interpreter (when given, requests are not resolved per working directory). */
+  python?: () => Promise<Result<PythonInfo>>;
+  interpreter: InterpreterResolver;
+  now: () => number;
+  hostId: string;
+  killMs: () => number;
+  packages?: { envRoot?: string; sessionRoot?: string };
+  moduleReload?: () => boolean;
+  spareRunners: () => boolean;
+  /** Where a run's output goes (the recorder's tap, then the run's own collector). */
+  output: (runId: string, channel: Channel, chunk: Buffer) => void;
+  progress: (runId: string, progress: InstallProgress) => void;
+  tools: (runId: string) => RunTools | undefined;
+  /** Things a user should know that no single run reports. */
+  warn: (warning: string) => void;
+}
+
+export function hostEffects(o: EffectOptions): { runner: AnyActorLogic; boundary: BoundaryActors } {
+  const runner = createRunnerLogic({
+    ops: o.ops ?? localOperations,
+    python: o.python ?? (() => resolvePython(pythonCommand(o.env()), o.env())),
+    env: (input) => envFor(o.env(), input.python, o.warn),
+    watchModules: (cwd) => ((o.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
+    output: o.output,
+    now: o.now,
+    get killMs() {
+      return o.killMs();
+    },
+    hostId: o.hostId,
+  });
+  const install = createInstallLogic({
+    env: o.env,
+    now: o.now,
+    hostId: o.hostId,
+    killMs: o.killMs,
+    progress: o.progress,
+    ...o.packages,
+  });
+  const dispatch = createDispatchLogic({ toolsFor: o.tools, now: o.now });
+  const prepare = createPrepareLogic({
+    ...(o.python ? {} : { interpreter: (cwd: string) => o.interpreter.resolve(cwd) }),
+    spareKey: (python, cwd) => (o.spareRunners() ? spareKey(o.env(), python, cwd) : undefined),
+    now: o.now,
+  });
+  return { runner, boundary: { install, dispatch, prepare } };
+}
+
+/** What a spare runner must share with a fresh run to serve it: interpreter, cwd and the whole environment. */
+function spareKey(env: NodeJS.ProcessEnv, python: string | undefined, cwd: string): string {
+  const h = createHash("sha256")
+    .update(python ?? "")
+    .update("\0")
+    .update(cwd);
+  for (const k of Object.keys(env).sort())
+    h.update("\0")
+      .update(k)
+      .update("=")
+      .update(env[k] ?? "");
+  return h.digest("hex").slice(0, 16);
+}
+
+/** The runner's environment: a PYTHONPATH built for another interpreter is left out (and said so), and a virtual
+ * environment's interpreter gets its bin/ first on PATH. */
+function envFor(base: NodeJS.ProcessEnv, python: string | undefined, warn: (w: string) => void): NodeJS.ProcessEnv {
+  const info = python ? knownInterpreter(python) : undefined;
+  if (!info) return base;
+  const { env, dropped } = runnerEnv(base, info);
+  if (dropped) {
+    warn(
+      `PYTHONPATH is not passed to Python ${info.version} (${python}): its entry ${dropped} belongs to another Python version`,
+    );
+  }
+  return env;
+}

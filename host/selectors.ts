@@ -1,0 +1,54 @@
+// What the host's door shows of the actor system, read from the root's snapshot: the live sessions (their phase
+// read from the active run, their process and history) and the spare runners. Pure functions of a snapshot.
+import type { AnyActorRef, SnapshotFrom } from "xstate";
+import type { SessionEntry } from "../machines/supervisor.ts";
+import { sessionPhase } from "../machines/session.ts";
+import type { SupervisorLogic } from "../machines/system.ts";
+import type { SessionBook, SessionHistory } from "./session-book.ts";
+
+export type RootSnapshot = SnapshotFrom<SupervisorLogic>;
+
+export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "ordinal">> {
+  name: string;
+  /** The session's phase: `starting`, `idle`, `running`, `interrupted`, `grace`, `killed`, `closing`, ... */
+  state: string;
+  pid?: number;
+  /** The interpreter's version, from its runner. */
+  pythonVersion?: string;
+}
+
+type Snap = { value?: unknown; context?: Record<string, unknown> } | undefined;
+const snapshotOf = (ref: AnyActorRef | undefined): Snap => ref?.getSnapshot() as Snap;
+
+export function sessionInfos(root: RootSnapshot, book: SessionBook): SessionInfo[] {
+  return Object.entries(root.context.sessions)
+    .filter(([, entry]) => entry.status === "alive")
+    .map(([name, entry]) => {
+      const session = root.children[`session:${name}`] as AnyActorRef | undefined;
+      const s = snapshotOf(session);
+      const context = s?.context as { activeRunId?: string; runner?: { pid: number; python: string } } | undefined;
+      const run = context?.activeRunId
+        ? snapshotOf(
+            (session?.getSnapshot() as { children: Record<string, AnyActorRef> }).children[
+              `run:${context.activeRunId}`
+            ],
+          )
+        : undefined;
+      const history = book.get(name, entry.ordinal);
+      return {
+        name,
+        ...entry,
+        state: s?.value === undefined ? "unknown" : sessionPhase(s.value, run?.value),
+        ...(context?.runner ? { pid: context.runner.pid, pythonVersion: context.runner.python } : {}),
+        ...(history ? { startedAt: history.startedAt, ...(history.lastRun ? { lastRun: history.lastRun } : {}) } : {}),
+      };
+    });
+}
+
+/** The live spare runners (`spare:<n>`) and whether each is ready to serve a fresh run. */
+export function spareList(root: RootSnapshot): { id: string; ready: boolean }[] {
+  const ready = new Set(Object.values(root.context.spares).flatMap((s) => (s.ready ? [s.id] : [])));
+  return Object.keys(root.children)
+    .filter((id) => id.startsWith("spare:"))
+    .map((id) => ({ id, ready: ready.has(id) }));
+}

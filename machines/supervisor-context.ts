@@ -1,0 +1,154 @@
+// What the supervisor machine keeps and the pure decisions it takes on it: which requests wait for preparation,
+// which sessions and spares exist, what a fresh run or a session incarnation starts with (machines/supervisor.ts
+// wires these into actions).
+import type { DoneActorEvent } from "xstate";
+import type {
+  CommandEvent,
+  Limits,
+  PrepareFact,
+  RunFinishedEvent,
+  RunOutcome,
+  RunStartEvent,
+  SessionReplacement,
+} from "./events.ts";
+import type { NestedCallEvent } from "./run-calls.ts";
+import type { RunInput } from "./run-context.ts";
+import type { SessionInput, SessionOutput } from "./session.ts";
+import type { SpareInput, SpareNotice, SpareOutput } from "./spare.ts";
+
+export interface SupervisorInput {
+  limits: Limits;
+  /** A spare runner unused this long retires (default 60 s). */
+  spareIdleMs?: number;
+}
+
+/** The spare runner kept for one key: warming until it reports ready. */
+export interface SpareEntry {
+  id: string;
+  ready: boolean;
+}
+
+export interface SessionEntry {
+  ordinal: number;
+  /** `alive` while its actor exists; `lost` or `closed` after it ended. */
+  status: "alive" | "lost" | "closed";
+  cwd: string;
+  /** The interpreter's executable, when the host named one. */
+  python?: string;
+  /** The run the session is executing, if any. */
+  busyRunId?: string;
+}
+
+/** What a spare runner is started for. */
+export interface SpareRequest {
+  key: string;
+  cwd: string;
+  python?: string;
+}
+
+export interface SupervisorContext extends SupervisorInput {
+  /** Requests waiting for preparation, in arrival order; the first one is being prepared (the `prepare` child). */
+  queue: RunStartEvent[];
+  sessions: Record<string, SessionEntry>;
+  /** Runs not yet finished, with their session (null for fresh runs). */
+  active: Record<string, string | null>;
+  /** One spare runner per key in use (machines/spare.ts). */
+  spares: Record<string, SpareEntry>;
+  spareSeq: number;
+  /** False once shutdown began: no new spares. */
+  serving: boolean;
+  /** Fresh runs that took a spare: its replacement starts when the run ends, off the run's critical path. */
+  replaceSpare: Record<string, SpareRequest>;
+}
+
+export type SupervisorEvent =
+  | SpareNotice
+  | CommandEvent
+  | PrepareFact
+  | RunFinishedEvent
+  | NestedCallEvent
+  | DoneActorEvent<RunOutcome | SessionOutput | SpareOutput>;
+
+/** `run.nested_call`: one nested tool call's terminal record, passed on as it ends (machines/run-calls.ts). */
+export type SupervisorEmitted = RunFinishedEvent | NestedCallEvent;
+
+export function initialContext(input: SupervisorInput): SupervisorContext {
+  return { ...input, queue: [], sessions: {}, active: {}, spares: {}, spareSeq: 0, replaceSpare: {}, serving: true };
+}
+
+/** The request at the head of the queue with what its preparation settled. */
+export function preparedRequest(
+  c: SupervisorContext,
+  e: Extract<PrepareFact, { type: "prepare.done" }>,
+): RunStartEvent {
+  const { type: _t, at: _at, runId: _r, ...prepared } = e;
+  return { ...c.queue[0]!, ...prepared };
+}
+
+export const isQueued = (c: SupervisorContext, runId: string) => c.queue.some((r) => r.runId === runId);
+
+/** The key a fresh run's spare must match: runs with dependencies use an installed environment, not the key's. */
+export const spareKeyOf = (e: RunStartEvent) =>
+  e.spareKey !== undefined && !e.dependencies?.length ? e.spareKey : undefined;
+
+export function freshInput(c: SupervisorContext, e: RunStartEvent, spare: string | undefined): RunInput {
+  return {
+    runId: e.runId,
+    code: e.code,
+    filename: "script.py",
+    cwd: e.cwd,
+    timeoutMs: e.timeoutMs,
+    requestedAt: e.at,
+    limits: e.limits ?? c.limits,
+    ...(e.python ? { python: e.python } : {}),
+    ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
+    ...(e.calls ? { calls: e.calls } : {}),
+    ...(spare ? { spare } : {}),
+    ...(e.notes?.length ? { notes: e.notes } : {}),
+  };
+}
+
+export function spareInput(c: SupervisorContext, id: string, request: SpareRequest): SpareInput {
+  return { id, idleMs: c.spareIdleMs ?? 60_000, ...request };
+}
+
+/** Why a live session cannot serve this run: one process never mixes interpreters or working directories. */
+export function replacementOf(entry: SessionEntry, e: RunStartEvent): SessionReplacement | undefined {
+  if (entry.python !== e.python) return { reason: "interpreter", from: entry.python ?? "the default interpreter" };
+  if (entry.cwd !== e.cwd) return { reason: "cwd", from: entry.cwd };
+  return undefined;
+}
+
+export function sessionInput(
+  c: SupervisorContext,
+  e: RunStartEvent,
+  ordinal: number,
+  replaced: SessionReplacement | undefined,
+): SessionInput {
+  return {
+    name: e.session!,
+    ordinal,
+    cwd: e.cwd,
+    limits: e.limits ?? c.limits,
+    firstRun: e,
+    ...(c.sessions[e.session!]?.status === "lost" ? { replacedLost: true } : {}),
+    ...(e.python ? { python: e.python } : {}),
+    ...(replaced ? { replaced } : {}),
+  };
+}
+
+/** The session table after `outcome`'s run ended: its session is no longer busy with it. */
+export function sessionsAfter(c: SupervisorContext, runId: string): Record<string, SessionEntry> {
+  const session = c.active[runId];
+  if (!session || c.sessions[session]?.busyRunId !== runId) return c.sessions;
+  const { busyRunId: _b, ...rest } = c.sessions[session]!;
+  return { ...c.sessions, [session]: rest };
+}
+
+/** The session table after an incarnation ended (`lost` or `closed`), unless a reset already replaced it. */
+export function sessionsEnded(c: SupervisorContext, out: SessionOutput): Record<string, SessionEntry> {
+  const entry = c.sessions[out.name];
+  if (!entry || entry.ordinal !== out.ordinal) return c.sessions;
+  const { busyRunId: _b, ...rest } = entry;
+  return { ...c.sessions, [out.name]: { ...rest, status: out.end } };
+}

@@ -1,0 +1,57 @@
+// The supervisor machine with its boundary provided: one definition for the live host and for replay, so a replayed
+// log runs exactly the actor tree that recorded it (only the boundary actors differ: effects, or stubs). Each effect
+// is provided here once, to every machine that names it.
+import { fromCallback, type AnyActorLogic, type CallbackActorLogic, type EventObject } from "xstate";
+import type { PrepareFact, RunStartEvent } from "./events.ts";
+import { runMachine } from "./run.ts";
+import { sessionMachine, sessionRun } from "./session.ts";
+import { spareMachine } from "./spare.ts";
+import { supervisorMachine } from "./supervisor.ts";
+import { toolCallMachine } from "./tool-call.ts";
+import type { DispatchCommand, DispatchInput } from "./tool-events.ts";
+
+type DispatchLogic = CallbackActorLogic<DispatchCommand, DispatchInput>;
+
+/** Effects besides the runner (the Python process). */
+export interface BoundaryActors {
+  /** Prepares each request (actors/prepare/); without it requests are taken as prepared by their sender. */
+  prepare?: AnyActorLogic;
+  /** The dependency installer (actors/deps/). */
+  install?: AnyActorLogic;
+  /** Runs one nested tool call (actors/calls/); without it calls fail. */
+  dispatch?: AnyActorLogic;
+}
+
+/** Preparation for requests whose sender settled everything itself (interpreter, dependencies): what the request
+ * says is what runs. Pure; answers at once. */
+export const preparedBySender = fromCallback<EventObject, RunStartEvent>(({ input, sendBack }) => {
+  const fact: PrepareFact = {
+    type: "prepare.done",
+    at: input.at,
+    runId: input.runId,
+    ...(input.python !== undefined ? { python: input.python } : {}),
+    ...(input.dependencies !== undefined ? { dependencies: input.dependencies } : {}),
+    ...(input.spareKey !== undefined ? { spareKey: input.spareKey } : {}),
+    ...(input.notes !== undefined ? { notes: input.notes } : {}),
+  };
+  sendBack(fact);
+});
+
+export function supervisorWith(runner: AnyActorLogic, boundary: BoundaryActors = {}) {
+  const toolCall = boundary.dispatch
+    ? toolCallMachine.provide({ actors: { dispatch: boundary.dispatch as DispatchLogic } })
+    : toolCallMachine;
+  const install = boundary.install ? { install: boundary.install } : {};
+  return supervisorMachine.provide({
+    actors: {
+      prepare: boundary.prepare ?? preparedBySender,
+      run: runMachine.provide({ actors: { runner, toolCall, ...install } }),
+      session: sessionMachine.provide({
+        actors: { runner, run: sessionRun.provide({ actors: { toolCall, ...install } }) },
+      }),
+      spare: spareMachine.provide({ actors: { runner } }),
+    },
+  });
+}
+
+export type SupervisorLogic = ReturnType<typeof supervisorWith>;
