@@ -5,8 +5,8 @@
 // supervisor handle one more event, so connected pages receive a live frame.
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { SupervisorHost } from "../../actors/host.ts";
-import { SystemObserver } from "../../actors/observe.ts";
+import { SupervisorHost } from "../../host/host.ts";
+import { SystemObserver } from "../../record/observe.ts";
 import { startInspector } from "../../inspector/server.ts";
 import { startStatelyBridge } from "../../inspector/stately.ts";
 
