@@ -10,18 +10,20 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  rmSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
-import { describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const CLI = join(ROOT, "bin/pi-code-supervisor.js");
 const LOG = join(ROOT, "test/fixtures/replay/reset.jsonl");
 const scratch = mkdtempSync(join(tmpdir(), "pcs-cli-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
 
 interface Run {
   status: number | null;
