@@ -6,7 +6,7 @@
 // runner's cleanup kills the process group there). Facts (runner.ready, runner.started, runner.done, runner.exited,
 // runner.failed) go back to the owner with `sendBack`, exactly as the real runner does.
 import { SimulatedClock, createActor, fromCallback } from "xstate";
-import type { AnyActorRef, InspectionEvent } from "xstate";
+import type { AnyActorLogic, AnyActorRef, InspectionEvent } from "xstate";
 import type {
   RunnerCommand,
   RunnerFact,
@@ -19,7 +19,7 @@ import type {
 } from "../../machines/events.ts";
 import { sessionPhase } from "../../machines/session.ts";
 import type { SupervisorEvent } from "../../machines/supervisor.ts";
-import { supervisorWith } from "../../machines/system.ts";
+import { supervisorWith, type BoundaryActors } from "../../machines/system.ts";
 
 export type RunnerReceived = RunnerCommand | { type: "stopped" };
 
@@ -130,7 +130,8 @@ export function createFakeRunner(options: FakeRunnerOptions = {}) {
     of(owner: string): FakeRunnerInstance {
       const found = instances.filter((k) => k.input.owner === owner);
       const last = found[found.length - 1];
-      if (!last) throw new Error(`no fake runner for ${owner} (have: ${instances.map((k) => k.input.owner).join(", ")})`);
+      if (!last)
+        throw new Error(`no fake runner for ${owner} (have: ${instances.map((k) => k.input.owner).join(", ")})`);
       return last;
     },
   };
@@ -142,8 +143,8 @@ export const TEST_LIMITS: Limits = { interruptWindowMs: 100, graceMs: 1000, kill
 
 /** The supervisor with the fake runner provided to fresh runs, sessions and spares (a session run talks to its
  * session's runner through the session link, which stays as is); requests come prepared by their sender. */
-export function provideSupervisor(runner: FakeRunner) {
-  return supervisorWith(runner.logic);
+export function provideSupervisor(runner: FakeRunner, boundary: BoundaryActors = {}) {
+  return supervisorWith(runner.logic, boundary);
 }
 
 /** One `@xstate.snapshot` of any actor in the tree. */
@@ -168,6 +169,10 @@ export interface PendingTimer {
 export interface HarnessOptions {
   limits?: Limits;
   runner?: Omit<FakeRunnerOptions, "now">;
+  /** The `prepare` actor (default: requests come prepared by their sender). */
+  prepare?: AnyActorLogic;
+  /** The dependency installer (default: the run's placeholder, which fails). */
+  install?: AnyActorLogic;
 }
 
 /** Starts the provided supervisor as the root (`systemId: "supervisor"`) with a SimulatedClock and records what a
@@ -191,7 +196,12 @@ export function startSupervisor(options: HarnessOptions = {}) {
       const { type, params } = ev.action as { type: string; params: Record<string, unknown> };
       if (type === "xstate.raise" && typeof params.delay === "number") {
         const event = params.event as { type: string };
-        timers.push({ actorId: (ev.actorRef as AnyActorRef).id, sessionId: ev.actorRef.sessionId, type: event.type, due: clock.now() + params.delay });
+        timers.push({
+          actorId: (ev.actorRef as AnyActorRef).id,
+          sessionId: ev.actorRef.sessionId,
+          type: event.type,
+          due: clock.now() + params.delay,
+        });
       } else if (type === "xstate.cancel") {
         timers = timers.filter((t) => !(t.sessionId === ev.actorRef.sessionId && t.type === params.sendId));
       }
@@ -210,7 +220,13 @@ export function startSupervisor(options: HarnessOptions = {}) {
     }
   };
 
-  const actor = createActor(provideSupervisor(runner), { id: "supervisor", systemId: "supervisor", input: { limits }, clock, inspect });
+  const actor = createActor(
+    provideSupervisor(runner, {
+      ...(options.prepare ? { prepare: options.prepare } : {}),
+      ...(options.install ? { install: options.install } : {}),
+    }),
+    { id: "supervisor", systemId: "supervisor", input: { limits }, clock, inspect },
+  );
   actor.on("run.finished", (e) => finished.push(e.outcome));
   actor.subscribe({ error: (err) => errors.push(err) });
   actor.start();
@@ -238,9 +254,11 @@ export function startSupervisor(options: HarnessOptions = {}) {
      * timer would fire first. */
     fire(type: string) {
       const timer = timers.findLast((t) => t.type === type);
-      if (!timer) throw new Error(`no pending timer ${type} (pending: ${timers.map((t) => t.type).join(", ") || "none"})`);
+      if (!timer)
+        throw new Error(`no pending timer ${type} (pending: ${timers.map((t) => t.type).join(", ") || "none"})`);
       const earlier = timers.filter((t) => t !== timer && t.due < timer.due);
-      if (earlier.length) throw new Error(`${type} is due at ${timer.due}, after ${earlier.map((t) => t.type).join(", ")}`);
+      if (earlier.length)
+        throw new Error(`${type} is due at ${timer.due}, after ${earlier.map((t) => t.type).join(", ")}`);
       clock.set(Math.max(clock.now(), timer.due));
     },
     send(event: SupervisorEvent) {
@@ -248,7 +266,14 @@ export function startSupervisor(options: HarnessOptions = {}) {
     },
     /** `run.start` with defaults (`at` = now, 1 s timeout, cwd /work). */
     start(req: Partial<RunRequest> & { runId: string }) {
-      actor.send({ type: "run.start", at: clock.now(), code: `print(${JSON.stringify(req.runId)})`, cwd: "/work", timeoutMs: 1000, ...req });
+      actor.send({
+        type: "run.start",
+        at: clock.now(),
+        code: `print(${JSON.stringify(req.runId)})`,
+        cwd: "/work",
+        timeoutMs: 1000,
+        ...req,
+      });
     },
     cancel(runId: string) {
       actor.send({ type: "run.cancel", at: clock.now(), runId });
@@ -271,7 +296,9 @@ export function startSupervisor(options: HarnessOptions = {}) {
       const snap = ref.getSnapshot() as { value: unknown; context?: { activeRunId?: string } };
       if (!systemId.startsWith("session:")) return stateName(snap.value);
       const runId = snap.context?.activeRunId;
-      const run = runId ? (actor.system.get(`run:${runId}`)?.getSnapshot() as { value: unknown } | undefined) : undefined;
+      const run = runId
+        ? (actor.system.get(`run:${runId}`)?.getSnapshot() as { value: unknown } | undefined)
+        : undefined;
       return sessionPhase(snap.value, run?.value);
     },
     /** The distinct successive states of actor `id` as `value` names them (all incarnations in order, or only those

@@ -1,0 +1,706 @@
+// The session machine (machines/session.ts), one `describe` per state: its runs are real run actors and its process
+// the fake runner, driven through the real supervisor root under a SimulatedClock. A session's phase while a run is
+// being stopped (interrupted, grace, killed) is read from the run (`sessionPhase`): `h.value`/`h.values` name it so.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { SimulatedClock, createActor, fromCallback } from "xstate";
+import type { AnyMachineSnapshot, EventObject } from "xstate";
+import { getShortestPaths } from "xstate/graph";
+import type { InstallFact, InstallInput, RunOutcome, RunStartEvent } from "../../machines/events.ts";
+import { sessionMachine, type SessionInput } from "../../machines/session.ts";
+import type { ToolSpec } from "../../machines/tool-events.ts";
+import { RUNNER_INFO, TEST_LIMITS, createFakeRunner, startSupervisor } from "../helpers/fake-runner.ts";
+import { TOOLS, startSystem } from "../helpers/fake-dispatch.ts";
+import { analysable, alphabet, describePath, handled, type Table } from "../helpers/machine-graph.ts";
+import {
+  BUSY,
+  assertHealthy,
+  ctx,
+  graceMs,
+  interruptWindowMs,
+  killMs,
+  nextSessionRun,
+  run,
+  sessionRunning,
+} from "../helpers/machine-scenarios.ts";
+
+const CWD = "/work";
+
+/** A session started on its own (no supervisor, no first run). */
+function startSession() {
+  const clock = new SimulatedClock();
+  const runner = createFakeRunner({ now: () => clock.now() });
+  const session = createActor(sessionMachine.provide({ actors: { runner: runner.logic } }), {
+    id: "session:s",
+    systemId: "session:s",
+    input: { name: "s", ordinal: 3, cwd: "/work", limits: TEST_LIMITS },
+    clock,
+  });
+  const errors: unknown[] = [];
+  session.subscribe({ error: (e) => errors.push(e) });
+  session.start();
+  return { session, clock, runner: runner.of("session:s"), errors };
+}
+
+// The graph is analysed only (not replayed): a session's facts also drive its real run child, whose done events are
+// independent inputs here.
+const FIRST_RUN: RunStartEvent = { type: "run.start", at: 0, runId: "s1", code: "x = 1", cwd: CWD, timeoutMs: 1000, session: "s" };
+const SESSION_INPUT: SessionInput = { name: "s", ordinal: 1, cwd: CWD, limits: TEST_LIMITS, firstRun: FIRST_RUN };
+const SESSION_EVENTS: Table = {
+  "runner.ready": [{ type: "runner.ready", at: 10, ...RUNNER_INFO }],
+  "runner.started": [{ type: "runner.started", at: 20, runId: "s1" }],
+  "runner.done": [{ type: "runner.done", at: 30, runId: "s1", exitCode: 0, displayedValue: false, error: null }],
+  "runner.exited": [{ type: "runner.exited", at: 40, code: 1, signal: null }],
+  "runner.failed": [{ type: "runner.failed", at: 40, message: "fatal" }],
+  "runner.run": [{ type: "runner.run", runId: "s1", code: "x = 1", filename: "script-1.py" }],
+  "runner.interrupt": [{ type: "runner.interrupt", runId: "s1" }],
+  "runner.terminate": [{ type: "runner.terminate" }],
+  "runner.kill": [{ type: "runner.kill" }],
+  "run.start": [{ ...FIRST_RUN, at: 50, runId: "s2" }],
+  "session.close": [{ type: "session.close", at: 60 }],
+  "xstate.done.actor.*": [{ type: "xstate.done.actor.run:s1", actorId: "run:s1", output: undefined }],
+  // Nested tool calls and their records only pass through the session (test/tool-call-machine.test.ts).
+  "run.nested_call": [],
+  "runner.tool_call": [],
+  "runner.tool_cancel": [],
+  "runner.tool_result": [],
+};
+
+describe("starting", () => {
+  test("first run: session starting -> running -> idle, run started the process", () => {
+    const h = startSupervisor();
+    h.start({ runId: "s1", session: "s", cwd: "/p", code: "x = 1" });
+    assert.deepEqual(h.children(), ["session:s"]);
+    assert.equal(h.value("session:s"), "starting");
+    assert.equal(h.value("run:s1"), "starting");
+    const k = h.runner.of("session:s");
+    assert.deepEqual(k.input, { mode: "session", cwd: "/p", owner: "session:s" });
+    assert.equal(h.runner.instances.length, 1); // the run's runner is the session link, not a process
+    h.advance(10);
+    k.ready();
+    assert.equal(h.value("session:s"), "running");
+    assert.deepEqual(k.received, [run("s1", "x = 1", "script-1.py")]);
+    h.advance(10);
+    k.started("s1");
+    h.advance(10);
+    k.done("s1");
+    assert.deepEqual(h.outcome("s1"), {
+      runId: "s1",
+      status: "success",
+      exitCode: 0,
+      displayedValue: false,
+      requestedAt: 0,
+      finishedAt: 30,
+      durationMs: 30,
+      killed: false,
+      runner: RUNNER_INFO,
+      session: { name: "s", ordinal: 1, started: true, isLost: false },
+    });
+    assert.deepEqual(h.values("session:s"), ["starting", "running", "idle"]);
+    assert.deepEqual(h.values("run:s1"), ["starting", "running", "success"]);
+    assert.deepEqual(h.children(), ["session:s"]);
+    assert.deepEqual(Object.keys(h.ref("session:s")!.getSnapshot().children), ["runner"]);
+    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "alive", cwd: "/p" } });
+    assert.deepEqual(ctx(h).active, {});
+    assert.equal(k.stopped, false);
+    assertHealthy(h);
+  });
+
+  test("runner.exited while the session starts: the first run is a setup_error and the session is lost", () => {
+    const h = startSupervisor();
+    h.start({ runId: "s1", session: "s" });
+    h.advance(4);
+    h.runner.of("session:s").exited({ code: 1 });
+    assert.deepEqual(h.outcome("s1"), {
+      runId: "s1",
+      status: "setup_error",
+      exitCode: 1,
+      displayedValue: false,
+      requestedAt: 0,
+      finishedAt: 4,
+      durationMs: 4,
+      killed: false,
+      message: "Python exited during start-up (exit code 1)",
+      session: { name: "s", ordinal: 1, started: true, isLost: true },
+    });
+    assert.deepEqual(h.values("session:s"), ["starting", "lost"]);
+    assert.equal(ctx(h).sessions.s?.status, "lost");
+    assertHealthy(h);
+  });
+
+  test("deadline while the session starts: the run is killed through the session link, session lost", () => {
+    const h = startSupervisor();
+    h.start({ runId: "s1", session: "s", timeoutMs: 1000 });
+    const k = h.runner.of("session:s");
+    h.advance(1000);
+    assert.equal(h.value("run:s1"), "killed");
+    assert.deepEqual(k.types(), ["runner.terminate"]);
+    h.advance(killMs);
+    assert.deepEqual(k.types(), ["runner.terminate", "runner.kill"]);
+    k.exited({ signal: "SIGKILL" });
+    assert.deepEqual(h.outcome("s1"), {
+      runId: "s1",
+      status: "timeout",
+      stopReason: "timeout",
+      signal: "SIGKILL",
+      displayedValue: false,
+      requestedAt: 0,
+      finishedAt: 1500,
+      durationMs: 1500,
+      killed: true,
+      session: { name: "s", ordinal: 1, started: true, isLost: true },
+    });
+    assert.equal(ctx(h).sessions.s?.status, "lost");
+    assertHealthy(h);
+  });
+
+  test("session.stop while the session starts: closing at once, the waiting run is killed and cancelled", () => {
+    const h = startSupervisor();
+    h.start({ runId: "s1", session: "s" });
+    const k = h.runner.of("session:s");
+    h.stopSession("s");
+    assert.equal(h.value("session:s"), "closing");
+    assert.equal(h.value("run:s1"), "killed");
+    assert.deepEqual(k.types(), ["runner.shutdown", "runner.terminate"]);
+    h.advance(killMs);
+    // Both the session's closing bound and the run's kill bound send runner.kill.
+    assert.deepEqual(k.types(), ["runner.shutdown", "runner.terminate", "runner.kill", "runner.kill"]);
+    k.exited({ signal: "SIGKILL" });
+    assert.deepEqual(h.outcome("s1"), {
+      runId: "s1",
+      status: "cancelled",
+      stopReason: "cancelled",
+      signal: "SIGKILL",
+      displayedValue: false,
+      requestedAt: 0,
+      finishedAt: 500,
+      durationMs: 500,
+      killed: true,
+      session: { name: "s", ordinal: 1, started: true, isLost: true },
+    });
+    assert.deepEqual(h.values("session:s"), ["starting", "closing", "closed"]);
+    assert.equal(ctx(h).sessions.s?.status, "closed");
+    assert.deepEqual(h.children(), []);
+    assertHealthy(h);
+  });
+
+  test("starting -> runner.ready -> idle, then runner.exited -> lost with its output", () => {
+    const { session, runner, errors } = startSession();
+    assert.equal(session.getSnapshot().value, "starting");
+    runner.ready();
+    assert.equal(session.getSnapshot().value, "idle");
+    assert.deepEqual(session.getSnapshot().context.runner, RUNNER_INFO);
+    runner.exited({ code: 1 });
+    assert.equal(session.getSnapshot().value, "lost");
+    assert.equal(session.getSnapshot().status, "done");
+    assert.deepEqual(session.getSnapshot().output, { name: "s", ordinal: 3, end: "lost" });
+    assert.deepEqual(runner.types(), ["stopped"]);
+    assert.deepEqual(errors, []);
+  });
+
+  test("session.close while starting -> closing; runner.failed while closing -> closed", () => {
+    const { session, clock, runner, errors } = startSession();
+    session.send({ type: "session.close", at: 0 });
+    assert.equal(session.getSnapshot().value, "closing");
+    assert.deepEqual(runner.types(), ["runner.shutdown"]);
+    clock.increment(killMs);
+    assert.deepEqual(runner.types(), ["runner.shutdown", "runner.kill"]);
+    runner.failed("kill: ESRCH");
+    assert.equal(session.getSnapshot().value, "closed");
+    assert.deepEqual(session.getSnapshot().output, { name: "s", ordinal: 3, end: "closed" });
+    assert.deepEqual(runner.types(), ["runner.shutdown", "runner.kill", "stopped"]);
+    assert.deepEqual(errors, []);
+  });
+
+  test("runner.failed while a session starts: setup_error, the session closes without claiming lost state", () => {
+    const h = startSupervisor();
+    h.start({ runId: "s1", session: "s" });
+    h.runner.of("session:s").failed("cannot start python");
+    assert.equal(ctx(h).sessions.s?.status, "closed");
+    assert.equal(h.outcome("s1").status, "setup_error");
+    assert.equal(h.outcome("s1").session?.isLost, false);
+    h.start({ runId: "s2", session: "s" });
+    h.runner.of("session:s").ready();
+    h.runner.of("session:s").started("s2");
+    h.runner.of("session:s").done("s2");
+    assert.equal(h.outcome("s2").session?.replacedLost, undefined);
+    assert.equal(h.outcome("s2").session?.ordinal, 2);
+  });
+
+  test("the session's phase is `killed` when its first run is killed before the runner is ready", () => {
+    const h = startSupervisor();
+    h.start({ runId: "s1", session: "s" });
+    h.cancel("s1");
+    assert.equal(h.value("run:s1"), "killed");
+    assert.equal(h.value("session:s"), "killed");
+  });
+
+  test("a first run that ends before the interpreter is ready leaves the session starting until it is", () => {
+    // Fixed: the session went idle without the process's info, so its next run waited for a ready that had gone by.
+    const installs: ((fact: InstallFact) => void)[] = [];
+    const install = fromCallback<EventObject, InstallInput>(({ sendBack }) => void installs.push(sendBack));
+    const h = startSupervisor({ install });
+    h.start({ runId: "s1", session: "s", dependencies: ["nope==1"] });
+    installs[0]!({ type: "install.failed", at: h.now(), message: "no such package" });
+    assert.equal(h.outcome("s1").status, "setup_error");
+    assert.equal(h.value("session:s"), "starting");
+    const k = h.runner.of("session:s");
+    h.advance(10);
+    k.ready();
+    assert.equal(h.value("session:s"), "idle");
+    h.start({ runId: "s2", session: "s" });
+    assert.deepEqual(k.types(), ["runner.run"], "the next run goes out at once: the session knows its process is up");
+    k.started("s2");
+    k.done("s2");
+    assert.equal(h.outcome("s2").status, "success");
+    assertHealthy(h);
+  });
+});
+
+describe("idle", () => {
+  test("next run reuses the process: ready at once, script-2.py, started false", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    k.done("s1");
+    h.advance(100);
+    h.start({ runId: "s2", session: "s", code: "x" });
+    assert.equal(h.value("session:s"), "running");
+    assert.equal(h.value("run:s2"), "starting");
+    assert.deepEqual(k.received, [run("s1", 'print("s1")', "script-1.py"), run("s2", "x", "script-2.py")]);
+    h.advance(5);
+    k.started("s2");
+    h.advance(5);
+    k.done("s2", { displayedValue: true });
+    assert.deepEqual(h.outcome("s2"), {
+      runId: "s2",
+      status: "success",
+      exitCode: 0,
+      displayedValue: true,
+      requestedAt: 120,
+      finishedAt: 130,
+      durationMs: 10,
+      killed: false,
+      runner: RUNNER_INFO,
+      session: { name: "s", ordinal: 1, started: false, isLost: false },
+    });
+    assert.equal(h.runner.instances.length, 1);
+    assert.deepEqual(h.values("session:s"), ["starting", "running", "idle", "running", "idle"]);
+    assertHealthy(h);
+  });
+
+  test("runner.exited while the session is idle: lost between runs, next run replaces it", () => {
+    const h = startSupervisor();
+    const k1 = sessionRunning(h, "s", "s1");
+    k1.done("s1");
+    k1.exited({ code: 0 });
+    assert.deepEqual(h.values("session:s"), ["starting", "running", "idle", "lost"]);
+    assert.equal(h.finished.length, 1);
+    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "lost", cwd: "/work" } });
+    assert.deepEqual(h.children(), []);
+    h.start({ runId: "s2", session: "s" });
+    const k2 = h.runner.of("session:s");
+    k2.ready();
+    k2.started("s2");
+    k2.done("s2");
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, started: true, replacedLost: true, isLost: false });
+    assertHealthy(h);
+  });
+
+  test("runner.failed while idle -> lost", () => {
+    const { session, runner, errors } = startSession();
+    runner.ready();
+    runner.failed("protocol error");
+    assert.equal(session.getSnapshot().value, "lost");
+    assert.deepEqual(errors, []);
+  });
+});
+
+describe("running", () => {
+  test("timeout answered in time: interrupted -> runner.done -> timeout, session idle and state kept", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1"); // deadline at t = 1000
+    h.advance(980);
+    assert.equal(h.value("run:s1"), "interrupted");
+    assert.equal(h.value("session:s"), "interrupted");
+    assert.deepEqual(k.received, [run("s1", 'print("s1")', "script-1.py"), { type: "runner.interrupt", runId: "s1" }]);
+    h.advance(10);
+    k.done("s1", { exitCode: 130, error: "interrupt" });
+    assert.deepEqual(h.outcome("s1"), {
+      runId: "s1",
+      status: "timeout",
+      stopReason: "timeout",
+      exitCode: 130,
+      displayedValue: false,
+      requestedAt: 0,
+      finishedAt: 1010,
+      durationMs: 1010,
+      killed: false,
+      runner: RUNNER_INFO,
+      session: { name: "s", ordinal: 1, started: true, isLost: false },
+    });
+    assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "idle"]);
+    assert.equal(k.stopped, false);
+    // Same process, same ordinal: the state survived.
+    nextSessionRun(h, "s", "s2");
+    k.done("s2");
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, started: false, isLost: false });
+    assert.equal(h.runner.all("session:s").length, 1);
+    assertHealthy(h);
+  });
+
+  test("cancel in a session: interrupted -> runner.done -> cancelled, session idle", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    h.cancel("s1");
+    assert.equal(h.value("session:s"), "interrupted");
+    k.done("s1", { exitCode: 130, error: "interrupt" });
+    assert.equal(h.outcome("s1").status, "cancelled");
+    assert.deepEqual(h.outcome("s1").session, { name: "s", ordinal: 1, started: true, isLost: false });
+    assert.equal(h.value("session:s"), "idle");
+    assertHealthy(h);
+  });
+
+  test("interrupted -> grace -> killed -> runner.exited: session lost, outcome isLost and killed", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    h.advance(980); // t = 1000
+    assert.equal(h.value("session:s"), "interrupted");
+    assert.equal(h.value("run:s1"), "interrupted");
+    h.advance(interruptWindowMs);
+    assert.equal(h.value("session:s"), "grace");
+    assert.equal(h.value("run:s1"), "grace");
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]);
+    h.advance(graceMs);
+    assert.equal(h.value("session:s"), "killed");
+    assert.equal(h.value("run:s1"), "killed");
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate"]);
+    h.advance(killMs - 1);
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate"]);
+    h.advance(1);
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate", "runner.kill"]);
+    h.advance(10);
+    k.exited({ signal: "SIGKILL" });
+    assert.deepEqual(h.outcome("s1"), {
+      runId: "s1",
+      status: "timeout",
+      stopReason: "timeout",
+      signal: "SIGKILL",
+      displayedValue: false,
+      requestedAt: 0,
+      finishedAt: 2610,
+      durationMs: 2610,
+      killed: true,
+      runner: RUNNER_INFO,
+      session: { name: "s", ordinal: 1, started: true, isLost: true },
+    });
+    assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "grace", "killed", "lost"]);
+    assert.deepEqual(h.values("run:s1"), ["starting", "running", "interrupted", "grace", "killed", "timeout"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate", "runner.kill", "stopped"]);
+    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "lost", cwd: "/work" } });
+    assert.deepEqual(ctx(h).active, {});
+    assert.deepEqual(h.children(), []);
+    assertHealthy(h);
+  });
+
+  test("os._exit while running: runner.exited -> runtime_error, session lost", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    h.advance(5);
+    k.exited({ code: 3 });
+    assert.deepEqual(h.outcome("s1"), {
+      runId: "s1",
+      status: "runtime_error",
+      exitCode: 3,
+      displayedValue: false,
+      requestedAt: 0,
+      finishedAt: 25,
+      durationMs: 25,
+      killed: false,
+      runner: RUNNER_INFO,
+      session: { name: "s", ordinal: 1, started: true, isLost: true },
+    });
+    assert.deepEqual(h.values("session:s"), ["starting", "running", "lost"]);
+    assert.deepEqual(k.types(), ["runner.run", "stopped"]);
+    assert.equal(ctx(h).sessions.s?.status, "lost");
+    assert.deepEqual(h.children(), []);
+    assertHealthy(h);
+  });
+
+  test("session busy: a second run is refused with a setup_error, the first goes on", () => {
+    const h = startSupervisor();
+    h.start({ runId: "s1", session: "s" });
+    h.advance(3);
+    // Busy while starting, too.
+    h.start({ runId: "s2", session: "s" });
+    assert.deepEqual(h.outcome("s2"), {
+      runId: "s2",
+      status: "setup_error",
+      displayedValue: false,
+      requestedAt: 3,
+      finishedAt: 3,
+      durationMs: 0,
+      killed: false,
+      message: BUSY("s"),
+      session: { name: "s", ordinal: 1, started: false, isLost: false },
+    } satisfies RunOutcome);
+    const k = h.runner.of("session:s");
+    k.ready();
+    k.started("s1");
+    h.advance(7);
+    h.start({ runId: "s3", session: "s", reset: true }); // reset does not override busy
+    assert.deepEqual(h.outcome("s3"), {
+      runId: "s3",
+      status: "setup_error",
+      displayedValue: false,
+      requestedAt: 10,
+      finishedAt: 10,
+      durationMs: 0,
+      killed: false,
+      message: BUSY("s"),
+      session: { name: "s", ordinal: 1, started: false, isLost: false },
+    });
+    assert.equal(h.value("run:s1"), "running");
+    assert.deepEqual(k.types(), ["runner.run"]);
+    assert.deepEqual(ctx(h).active, { s1: "s" });
+    assert.equal(ctx(h).sessions.s?.busyRunId, "s1");
+    assert.deepEqual(h.children(), ["session:s"]);
+    k.done("s1");
+    assert.equal(h.outcome("s1").status, "success");
+    assert.equal(ctx(h).sessions.s?.busyRunId, undefined);
+    assertHealthy(h);
+  });
+
+  test("the session itself refuses a run while busy (behind the supervisor's own check)", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    // Bypass the supervisor's sessionBusy guard: the session refuses on its own and reports to the supervisor.
+    h.ref("session:s")!.send({ type: "run.start", at: 21, runId: "x1", code: "", cwd: "/work", timeoutMs: 10, session: "s" });
+    assert.deepEqual(h.outcome("x1"), {
+      runId: "x1",
+      status: "setup_error",
+      displayedValue: false,
+      requestedAt: 21,
+      finishedAt: 21,
+      durationMs: 0,
+      killed: false,
+      message: BUSY("s"),
+      session: { name: "s", ordinal: 1, started: false, isLost: false },
+    });
+    assert.equal(h.value("session:s"), "running");
+    assert.equal(h.ref("run:x1"), undefined);
+    assert.deepEqual(k.types(), ["runner.run"]);
+    assertHealthy(h);
+  });
+
+  test("session.stop while a run is active cancels the run first, then closes", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    h.advance(5);
+    h.stopSession("s");
+    assert.equal(h.value("run:s1"), "interrupted");
+    assert.equal(h.value("session:s"), "interrupted");
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]);
+    h.advance(5);
+    k.done("s1", { exitCode: 130, error: "interrupt" });
+    assert.deepEqual(h.outcome("s1"), {
+      runId: "s1",
+      status: "cancelled",
+      stopReason: "cancelled",
+      exitCode: 130,
+      displayedValue: false,
+      requestedAt: 0,
+      finishedAt: 30,
+      durationMs: 30,
+      killed: false,
+      runner: RUNNER_INFO,
+      session: { name: "s", ordinal: 1, started: true, isLost: false },
+    });
+    assert.equal(h.value("session:s"), "closing");
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.shutdown"]);
+    k.exited({ code: 0 });
+    assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "closing", "closed"]);
+    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "closed", cwd: "/work" } });
+    assert.deepEqual(ctx(h).active, {});
+    assert.deepEqual(h.children(), []);
+    assertHealthy(h);
+  });
+
+  test("session.stop while the run is already interrupted keeps its stop reason", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    h.advance(980);
+    assert.equal(h.value("session:s"), "interrupted");
+    h.stopSession("s");
+    assert.equal(h.value("session:s"), "interrupted");
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]); // no second interrupt
+    h.advance(interruptWindowMs);
+    assert.equal(h.value("session:s"), "grace");
+    k.done("s1", { exitCode: 130, error: "interrupt" });
+    assert.equal(h.outcome("s1").status, "timeout");
+    assert.equal(h.outcome("s1").stopReason, "timeout");
+    assert.equal(h.value("session:s"), "closing");
+    k.exited({ code: 0 });
+    assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "grace", "closing", "closed"]);
+    assertHealthy(h);
+  });
+
+  test("runner.failed while a session run is running still finishes the run, and the session is lost", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    k.failed("protocol error: bad frame");
+    assert.equal(ctx(h).sessions.s?.status, "lost");
+    assert.equal(h.finished.length, 1, "the run got an outcome");
+    assert.equal(h.finished[0]?.status, "runtime_error");
+    assert.equal(h.finished[0]?.session?.isLost, true);
+    assert.deepEqual(ctx(h).active, {});
+    assertHealthy(h);
+  });
+
+  test("in a session: calls reach the active run through the session, answers reach the session's runner", () => {
+    const h = startSystem();
+    h.start({ runId: "s1", session: "s", calls: { callerId: "call_9", tools: TOOLS } });
+    const k = h.runner.of("session:s");
+    h.clock.increment(10);
+    k.ready();
+    k.started("s1");
+    h.call(k, "s1", "c1");
+    assert.deepEqual(h.spawned, ["tool:s1:1"]);
+    h.dispatch.of("tool:s1:1").finish("succeeded", { text: "hi" });
+    assert.deepEqual(h.results(k), [
+      { type: "runner.tool_result", runId: "s1", callId: "c1", status: "ok", text: "hi" },
+    ]);
+    k.done("s1");
+    assert.equal(h.calls("s1")[0]!.parentId, "call_9");
+    // The next run of the session brings its own tools (here none): the run frame says so.
+    h.start({ runId: "s2", session: "s" });
+    const runs = k.received.filter((c) => c.type === "runner.run") as { tools?: ToolSpec[] }[];
+    assert.deepEqual(runs[0]!.tools, TOOLS);
+    assert.equal(runs[1]!.tools, undefined);
+    assert.equal(RUNNER_INFO.pid > 0, true);
+  });
+});
+
+describe("closing", () => {
+  test("session.stop on an idle session: closing -> runner.shutdown, kill after killMs, closed", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    k.done("s1");
+    h.stopSession("s");
+    assert.equal(h.value("session:s"), "closing");
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown"]);
+    h.advance(killMs - 1);
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown"]);
+    h.advance(1);
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown", "runner.kill"]);
+    h.stopSession("s"); // ignored while closing
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown", "runner.kill"]);
+    k.exited({ signal: "SIGKILL" });
+    assert.deepEqual(h.values("session:s"), ["starting", "running", "idle", "closing", "closed"]);
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown", "runner.kill", "stopped"]);
+    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "closed", cwd: "/work" } });
+    assert.deepEqual(h.children(), []);
+    assert.equal(h.finished.length, 1);
+    // A closed session starts anew on the next run, without replacedLost.
+    h.start({ runId: "s2", session: "s" });
+    const k2 = h.runner.of("session:s");
+    k2.ready();
+    k2.started("s2");
+    k2.done("s2");
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, started: true, isLost: false });
+    assertHealthy(h);
+  });
+
+  test("session.stop: a runner that exits in time is not killed", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    k.done("s1");
+    h.stopSession("s");
+    h.advance(20);
+    k.exited({ code: 0 });
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown", "stopped"]);
+    h.advance(killMs * 2);
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown", "stopped"]);
+    assert.equal(ctx(h).sessions.s?.status, "closed");
+    assert.deepEqual(h.timers(), []);
+    // Unknown sessions are ignored.
+    h.stopSession("nope");
+    assertHealthy(h);
+  });
+
+  test("run.start for a session that is closing is refused by the session (setup_error)", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    k.done("s1");
+    h.stopSession("s");
+    h.start({ runId: "s2", session: "s" });
+    // The supervisor still sees the session alive and forwards; the closing session refuses. Note the message.
+    assert.deepEqual(h.outcome("s2"), {
+      runId: "s2",
+      status: "setup_error",
+      displayedValue: false,
+      requestedAt: 20,
+      finishedAt: 20,
+      durationMs: 0,
+      killed: false,
+      message: 'Session "s" is closing; run again once it has stopped.',
+      session: { name: "s", ordinal: 1, started: false, isLost: false },
+    });
+    assert.deepEqual(ctx(h).active, {});
+    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "alive", cwd: "/work" } });
+    assert.deepEqual(k.types(), ["runner.run", "runner.shutdown"]);
+    assertHealthy(h);
+  });
+});
+
+describe("lost", () => {
+  test("a run after a lost session starts a new process: ordinal + 1, replacedLost", () => {
+    const h = startSupervisor();
+    const k1 = sessionRunning(h, "s", "s1");
+    k1.exited({ code: 3 });
+    h.advance(100);
+    h.start({ runId: "s2", session: "s" });
+    const k2 = h.runner.of("session:s");
+    assert.notEqual(k2, k1);
+    assert.equal(k2.index, 1);
+    assert.equal(h.value("session:s"), "starting");
+    k2.ready();
+    k2.started("s2");
+    k2.done("s2");
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, started: true, replacedLost: true, isLost: false });
+    assert.deepEqual(k2.received, [run("s2", 'print("s2")', "script-1.py")]);
+    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 2, status: "alive", cwd: "/work" } });
+    // Only the first run of the new incarnation carries replacedLost.
+    nextSessionRun(h, "s", "s3");
+    k2.done("s3");
+    assert.deepEqual(h.outcome("s3").session, { name: "s", ordinal: 2, started: false, isLost: false });
+    assertHealthy(h);
+  });
+});
+
+describe("the graph", () => {
+  test("every state of the session machine is reachable", () => {
+    const sessionFake = createFakeRunner();
+    const logic = analysable(sessionMachine.provide({ actors: { runner: sessionFake.logic } }));
+    // A process that ends while a run is active ends the session once that run reported: the context says so.
+    const bySessionState = (s: AnyMachineSnapshot) =>
+      JSON.stringify([s.value, s.context.ending ?? null, s.context.activeRunId !== undefined]);
+    const paths = getShortestPaths(logic, {
+      input: SESSION_INPUT,
+      serializeState: bySessionState,
+      events: alphabet(SESSION_EVENTS),
+      filterEvents: handled,
+    });
+    const byState = new Map<string, string>();
+    for (const p of [...paths].sort((a, b) => a.steps.length - b.steps.length))
+      if (!byState.has(p.state.value as string)) byState.set(p.state.value as string, describePath(p));
+    assert.deepEqual(
+      [...byState.keys()].sort(),
+      ["starting", "idle", "running", "closing", "lost", "closed"].sort(),
+    );
+    // A first run that ends before the interpreter is ready leaves the session waiting for it (fixed: it went idle
+    // with no process info, and its next run waited for a ready that had already gone by).
+    assert.equal(byState.get("idle"), "xstate.init > xstate.done.actor.run:s1 > runner.ready");
+    assert.equal(byState.get("closing"), "xstate.init > session.close");
+    assert.equal(sessionFake.instances.length, 0);
+  });
+});

@@ -1,0 +1,370 @@
+// The supervisor machine (machines/supervisor.ts), one `describe` per state, as the root with the fake runner under a
+// SimulatedClock. Requests come prepared by their sender (machines/system.ts `preparedBySender`) unless a test
+// scripts the `prepare` actor itself.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { fromCallback } from "xstate";
+import type { EventObject } from "xstate";
+import { getShortestPaths } from "xstate/graph";
+import type { PrepareFact, RunStartEvent } from "../../machines/events.ts";
+import { runMachine } from "../../machines/run.ts";
+import { sessionMachine } from "../../machines/session.ts";
+import { spareMachine } from "../../machines/spare.ts";
+import { supervisorMachine } from "../../machines/supervisor.ts";
+import { TEST_LIMITS, createFakeRunner, startSupervisor } from "../helpers/fake-runner.ts";
+import { analysable, alphabet, byValue, describePath, handled } from "../helpers/machine-graph.ts";
+import {
+  SHUTDOWN,
+  assertHealthy,
+  ctx,
+  freshRunning,
+  nextSessionRun,
+  sessionRunning,
+} from "../helpers/machine-scenarios.ts";
+
+const CWD = "/work";
+const FIRST_RUN: RunStartEvent = { type: "run.start", at: 0, runId: "s1", code: "x = 1", cwd: CWD, timeoutMs: 1000, session: "s" };
+
+/** A `prepare` actor the test answers by hand: each request's instance, its input, and whether it was stopped. */
+function scriptedPrepare() {
+  const instances: { input: RunStartEvent; send: (fact: PrepareFact) => void; stopped: boolean }[] = [];
+  const logic = fromCallback<EventObject, RunStartEvent>(({ input, sendBack }) => {
+    const p = { input, send: (fact: PrepareFact) => sendBack(fact), stopped: false };
+    instances.push(p);
+    return () => {
+      p.stopped = true;
+    };
+  });
+  return { logic, instances, last: () => instances[instances.length - 1]! };
+}
+
+describe("serving: preparation", () => {
+  test("requests are prepared one at a time, in the order they came; each starts once prepared", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "r1", code: "1" });
+    h.start({ runId: "s1", session: "s", code: "2" });
+    assert.deepEqual(h.children(), ["prepare"], "one request is prepared, the other waits");
+    assert.equal(prepare.instances.length, 1);
+    assert.equal(prepare.last().input.runId, "r1");
+    assert.deepEqual(
+      ctx(h).queue.map((r) => r.runId),
+      ["r1", "s1"],
+    );
+    h.advance(30);
+    prepare.last().send({ type: "prepare.done", at: h.now(), runId: "r1", python: "/py/bin/python3" });
+    assert.ok(prepare.instances[0]!.stopped, "the finished preparation is stopped");
+    assert.deepEqual(h.runner.of("run:r1").input, { mode: "fresh", cwd: "/work", owner: "run:r1", python: "/py/bin/python3" });
+    assert.equal(prepare.last().input.runId, "s1", "the next request is prepared");
+    prepare.last().send({ type: "prepare.done", at: h.now(), runId: "s1", notes: ["[a note]"] });
+    assert.deepEqual(h.children().sort(), ["run:r1", "session:s"]);
+    assert.deepEqual(ctx(h).queue, []);
+    const k = h.runner.of("session:s");
+    k.ready();
+    k.started("s1");
+    k.done("s1");
+    assert.deepEqual(h.outcome("s1").notes, ["[a note]"], "preparation's notices reach the outcome");
+    assert.equal(h.outcome("s1").requestedAt, 0, "the request's time, not the preparation's");
+    assertHealthy(h);
+  });
+
+  test("a request whose preparation fails is refused with the reason and its hints; no actor serves it", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "bad", session: "s" });
+    h.start({ runId: "good" });
+    h.advance(25);
+    const hints = [{ id: "pep723_syntax", text: "A PEP 723 block looks like ..." }];
+    prepare.last().send({ type: "prepare.failed", at: h.now(), runId: "bad", message: "invalid PEP 723 metadata", hints });
+    assert.deepEqual(h.outcome("bad"), {
+      runId: "bad",
+      status: "setup_error",
+      displayedValue: false,
+      requestedAt: 0,
+      finishedAt: 25,
+      durationMs: 25,
+      killed: false,
+      message: "invalid PEP 723 metadata",
+      hints,
+      session: { name: "s", ordinal: 0, started: false, isLost: false },
+    });
+    assert.equal(h.ref("session:s"), undefined);
+    assert.equal(prepare.last().input.runId, "good", "the next request is prepared");
+    assertHealthy(h);
+  });
+
+  test("a cancelled request ends cancelled before it starts, whether it waits or is being prepared", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "a" });
+    h.start({ runId: "b" });
+    h.start({ runId: "c" });
+    h.advance(5);
+    h.cancel("b");
+    assert.equal(h.outcome("b").status, "cancelled");
+    assert.equal(h.outcome("b").stopReason, "cancelled");
+    assert.equal(h.outcome("b").killed, false);
+    assert.match(h.outcome("b").message ?? "", /did not run/);
+    h.cancel("a");
+    assert.equal(h.outcome("a").status, "cancelled");
+    assert.ok(prepare.instances[0]!.stopped, "the preparation under way is stopped");
+    assert.equal(prepare.last().input.runId, "c");
+    assert.deepEqual(
+      ctx(h).queue.map((r) => r.runId),
+      ["c"],
+    );
+    assert.equal(h.runner.instances.length, 0, "nothing ran");
+    assertHealthy(h);
+  });
+
+  test("a fact for another request than the one being prepared changes nothing", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "r1" });
+    prepare.last().send({ type: "prepare.done", at: h.now(), runId: "zz" });
+    prepare.last().send({ type: "prepare.failed", at: h.now(), runId: "zz", message: "stale" });
+    assert.deepEqual(h.finished, []);
+    assert.deepEqual(h.children(), ["prepare"]);
+    prepare.last().send({ type: "prepare.done", at: h.now(), runId: "r1" });
+    assert.deepEqual(h.children(), ["run:r1"]);
+    assertHealthy(h);
+  });
+
+  test("a request id waiting for preparation is in use", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "r1" });
+    h.start({ runId: "r1", code: "again" });
+    assert.equal(h.outcome("r1").message, "Run id r1 is already in use.");
+    assert.equal(prepare.instances.length, 1);
+    assertHealthy(h);
+  });
+});
+
+describe("serving: routing", () => {
+  test("reset stops the old session actor (its runner is stopped) and starts ordinal + 1", () => {
+    const h = startSupervisor();
+    const k1 = sessionRunning(h, "s", "s1");
+    k1.done("s1");
+    const old = h.ref("session:s")!;
+    h.advance(50);
+    h.start({ runId: "s2", session: "s", reset: true, cwd: "/elsewhere" });
+    assert.deepEqual(k1.types(), ["runner.run", "stopped"]);
+    assert.equal(old.getSnapshot().status, "stopped");
+    const fresh = h.ref("session:s")!;
+    assert.notEqual(fresh, old);
+    assert.equal(h.value("session:s"), "starting");
+    const k2 = h.runner.of("session:s");
+    assert.equal(k2.index, 1);
+    assert.deepEqual(k2.input, { mode: "session", cwd: "/elsewhere", owner: "session:s" });
+    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 2, status: "alive", cwd: "/elsewhere", busyRunId: "s2" } });
+    k2.ready();
+    k2.started("s2");
+    k2.done("s2");
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, started: true, isLost: false });
+    assert.deepEqual(h.values("session:s", 0), ["starting", "running", "idle"]);
+    assert.deepEqual(h.values("session:s", 1), ["starting", "running", "idle"]);
+    assert.deepEqual(h.children(), ["session:s"]);
+    assertHealthy(h);
+  });
+
+  test("a duplicate run id is refused while the first is active, accepted after it finished", () => {
+    const h = startSupervisor();
+    const k = freshRunning(h, "r1");
+    h.start({ runId: "r1", code: "other" });
+    assert.deepEqual(h.finished, [
+      {
+        runId: "r1",
+        status: "setup_error",
+        displayedValue: false,
+        requestedAt: 20,
+        finishedAt: 20,
+        durationMs: 0,
+        killed: false,
+        message: "Run id r1 is already in use.",
+      },
+    ]);
+    // Also when the duplicate asks for a session: nothing is started.
+    h.start({ runId: "r1", session: "s" });
+    assert.equal(h.finished.length, 2);
+    assert.equal(h.finished[1]?.message, "Run id r1 is already in use.");
+    assert.deepEqual(h.finished[1]?.session, { name: "s", ordinal: 0, started: false, isLost: false });
+    assert.deepEqual(h.children(), ["run:r1"]);
+    assert.equal(h.runner.instances.length, 1);
+    assert.equal(h.value("run:r1"), "running");
+    k.done("r1");
+    assert.equal(h.finished[2]?.status, "success");
+    h.start({ runId: "r1" });
+    assert.equal(h.runner.instances.length, 2);
+    assert.equal(h.value("run:r1"), "starting");
+    assertHealthy(h);
+  });
+
+  test("done children are pruned: many runs leave no children behind and nothing errors", () => {
+    const h = startSupervisor();
+    for (let i = 0; i < 25; i++) {
+      const k = freshRunning(h, `f${i}`);
+      if (i % 3 === 0) k.done(`f${i}`, { exitCode: 1 });
+      else if (i % 3 === 1) {
+        h.cancel(`f${i}`);
+        k.done(`f${i}`, { exitCode: 130 });
+      } else k.exited({ code: 2 });
+    }
+    assert.deepEqual(h.children(), []);
+    sessionRunning(h, "s", "s0").done("s0");
+    for (let i = 1; i < 15; i++) nextSessionRun(h, "s", `s${i}`).done(`s${i}`);
+    assert.deepEqual(h.children(), ["session:s"]);
+    assert.deepEqual(Object.keys(h.ref("session:s")!.getSnapshot().children), ["runner"]);
+    assert.equal(h.finished.length, 40);
+    assert.deepEqual(ctx(h).active, {});
+    h.stopSession("s");
+    h.runner.of("session:s").exited({ code: 0 });
+    assert.deepEqual(h.children(), []);
+    assert.equal(
+      h.runner.instances.every((k) => k.stopped),
+      true,
+    );
+    assert.deepEqual(h.timers(), []);
+    assertHealthy(h);
+  });
+
+  test("a reset run does not claim that the previous session was lost", () => {
+    const h = startSupervisor();
+    sessionRunning(h, "s", "s1").done("s1");
+    h.start({ runId: "s2", session: "s", reset: true });
+    const k2 = h.runner.of("session:s");
+    k2.ready();
+    k2.started("s2");
+    k2.done("s2");
+    assert.equal(h.outcome("s2").session?.replacedLost, undefined);
+    assert.equal(h.outcome("s2").session?.started, true);
+    assert.equal(h.outcome("s2").session?.ordinal, 2);
+  });
+});
+
+describe("stopping", () => {
+  test("supervisor.shutdown: cancels fresh runs, closes sessions, refuses new runs", () => {
+    const h = startSupervisor();
+    const kf = freshRunning(h, "r1");
+    const ks = sessionRunning(h, "s", "s1");
+    ks.done("s1");
+    const kt = sessionRunning(h, "t", "t1");
+    assert.equal(h.actor.getSnapshot().value, "serving");
+
+    h.shutdown();
+    assert.equal(h.actor.getSnapshot().value, "stopping");
+    assert.deepEqual(kf.types(), ["runner.run", "runner.interrupt"]);
+    assert.deepEqual(ks.types(), ["runner.run", "runner.shutdown"]);
+    assert.deepEqual(kt.types(), ["runner.run", "runner.interrupt"]);
+    assert.equal(h.value("session:s"), "closing");
+    assert.equal(h.value("session:t"), "interrupted");
+
+    const at = h.now();
+    h.start({ runId: "r9" });
+    h.start({ runId: "s9", session: "s" });
+    assert.deepEqual(h.outcome("r9"), {
+      runId: "r9",
+      status: "setup_error",
+      displayedValue: false,
+      requestedAt: at,
+      finishedAt: at,
+      durationMs: 0,
+      killed: false,
+      message: SHUTDOWN,
+    });
+    assert.deepEqual(h.outcome("s9"), {
+      runId: "s9",
+      status: "setup_error",
+      displayedValue: false,
+      requestedAt: at,
+      finishedAt: at,
+      durationMs: 0,
+      killed: false,
+      message: SHUTDOWN,
+      session: { name: "s", ordinal: 0, started: false, isLost: false },
+    });
+    assert.deepEqual(Object.keys(ctx(h).active).sort(), ["r1", "t1"]);
+
+    kf.done("r1", { exitCode: 130, error: "interrupt" });
+    kt.done("t1", { exitCode: 130, error: "interrupt" });
+    assert.equal(h.outcome("r1").status, "cancelled");
+    assert.equal(h.outcome("t1").status, "cancelled");
+    assert.equal(h.value("session:t"), "closing");
+    assert.deepEqual(kt.types(), ["runner.run", "runner.interrupt", "runner.shutdown"]);
+    ks.exited({ code: 0 });
+    kt.exited({ code: 0 });
+    assert.deepEqual(h.children(), []);
+    assert.deepEqual(ctx(h).active, {});
+    assert.deepEqual(ctx(h).sessions, {
+      s: { ordinal: 1, status: "closed", cwd: "/work" },
+      t: { ordinal: 1, status: "closed", cwd: "/work" },
+    });
+    assert.equal(h.actor.getSnapshot().value, "stopping");
+    assertHealthy(h);
+  });
+
+  test("supervisor.shutdown kills a fresh run that has no runner yet", () => {
+    const h = startSupervisor();
+    h.start({ runId: "r1" });
+    h.shutdown();
+    assert.equal(h.value("run:r1"), "killed");
+    h.runner.of("run:r1").exited({ signal: "SIGTERM" });
+    assert.equal(h.outcome("r1").status, "cancelled");
+    assert.equal(h.outcome("r1").killed, true);
+    assertHealthy(h);
+  });
+
+  test("requests still waiting for preparation at shutdown are refused; the preparation under way is stopped", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "p1" });
+    h.start({ runId: "p2", session: "s" });
+    h.advance(7);
+    h.shutdown();
+    assert.deepEqual(
+      h.finished.map((o) => [o.runId, o.status, o.message, o.finishedAt]),
+      [
+        ["p1", "setup_error", SHUTDOWN, 7],
+        ["p2", "setup_error", SHUTDOWN, 7],
+      ],
+    );
+    assert.ok(prepare.instances[0]!.stopped);
+    assert.deepEqual(h.children(), []);
+    assertHealthy(h);
+  });
+});
+
+describe("the graph", () => {
+  test("every state of the supervisor machine is reachable", () => {
+    const supFake = createFakeRunner();
+    const logic = analysable(
+      supervisorMachine.provide({
+        actors: {
+          run: runMachine.provide({ actors: { runner: supFake.logic } }),
+          session: sessionMachine.provide({ actors: { runner: supFake.logic } }),
+          spare: spareMachine.provide({ actors: { runner: supFake.logic } }),
+        },
+      }),
+    );
+    const paths = getShortestPaths(logic, {
+      input: { limits: TEST_LIMITS },
+      serializeState: byValue,
+      events: alphabet({
+        "run.start": [{ ...FIRST_RUN, session: undefined }, FIRST_RUN],
+        "prepare.done": [{ type: "prepare.done", at: 0, runId: "s1" }],
+        "prepare.failed": [{ type: "prepare.failed", at: 0, runId: "s1", message: "no interpreter" }],
+        "run.cancel": [{ type: "run.cancel", at: 1, runId: "s1" }],
+        "run.finished": [],
+        "run.nested_call": [],
+        "spare.ready": [],
+        "session.stop": [{ type: "session.stop", at: 1, name: "s" }],
+        "supervisor.shutdown": [{ type: "supervisor.shutdown", at: 2 }],
+      }),
+      filterEvents: handled,
+    });
+    assert.deepEqual(paths.map((p) => [p.state.value, describePath(p)]), [
+      ["serving", "xstate.init"],
+      ["stopping", "xstate.init > supervisor.shutdown"],
+    ]);
+  });
+});
