@@ -1,0 +1,253 @@
+// The folders are the design: this test reads the import graph of the source folders (static imports, re-exports
+// and dynamic `import()`, parsed with the TypeScript compiler) and fails on an arrow the design forbids. The rules
+// are the table below; a change of the design edits one line of it.
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { describe, test } from "node:test";
+import ts from "typescript";
+
+/** What each folder may import. `folders`: project folders (a path such as `host/index.ts` allows that file only);
+ * `packages`: npm packages (`*`: any) and whether `node:` modules are allowed; `typesOnly`: folders whose imports
+ * must be `import type`. lib/ holds pure helpers: every layer but machines/ may import it, and it imports nothing. */
+const RULES: Record<string, Rule> = {
+  machines: { folders: ["machines"], packages: ["xstate"], node: false, pure: true },
+  actors: { deny: ["host", "store", "extension", "inspector"] },
+  store: { deny: ["extension", "host", "inspector"] },
+  record: { deny: ["extension", "host", "inspector"] },
+  inspector: { deny: ["extension", "host", "actors", "store"] },
+  extension: { folders: ["extension", "host/index.ts", "store", "lib"], typesOnly: ["machines"] },
+  host: { deny: ["extension"] },
+  lib: { folders: ["lib"], packages: [], node: true },
+};
+
+interface Rule {
+  /** Allowed project folders (when given, anything else is forbidden). */
+  folders?: string[];
+  /** Forbidden project folders. */
+  deny?: string[];
+  /** Folders that may be imported for types only (`import type`, `export type`). */
+  typesOnly?: string[];
+  /** Allowed npm packages (absent: any). */
+  packages?: string[];
+  /** Whether `node:` modules may be imported (absent: yes). */
+  node?: boolean;
+  /** No clock, timer or randomness: `Date.now()`, `new Date()`, `performance`, `Math.random`, timers, `process`. */
+  pure?: boolean;
+}
+
+const ROOT = resolve(import.meta.dirname, "..");
+const SOURCE_FOLDERS = Object.keys(RULES);
+
+interface Import {
+  specifier: string;
+  typeOnly: boolean;
+  line: number;
+}
+
+/** Every import of a source text: static imports and re-exports (type-only or not) and dynamic `import()`. */
+function importsOf(path: string, text: string): { imports: Import[]; impure: { what: string; line: number }[] } {
+  const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
+  const imports: Import[] = [];
+  const impure: { what: string; line: number }[] = [];
+  const line = (n: ts.Node) => source.getLineAndCharacterOfPosition(n.getStart(source)).line + 1;
+  const visit = (node: ts.Node) => {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
+      const clause = node.importClause;
+      const named = clause?.namedBindings && ts.isNamedImports(clause.namedBindings) ? clause.namedBindings : undefined;
+      const typeOnly = Boolean(
+        clause &&
+        (clause.isTypeOnly ||
+          (!clause.name &&
+            named !== undefined &&
+            named.elements.length > 0 &&
+            named.elements.every((e) => e.isTypeOnly))),
+      );
+      imports.push({ specifier: node.moduleSpecifier.text, typeOnly, line: line(node) });
+    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      const named = node.exportClause && ts.isNamedExports(node.exportClause) ? node.exportClause : undefined;
+      const typeOnly = node.isTypeOnly || (named !== undefined && named.elements.every((e) => e.isTypeOnly));
+      imports.push({ specifier: node.moduleSpecifier.text, typeOnly, line: line(node) });
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
+      imports.push({ specifier: specifierOf(text, node.arguments[0]), typeOnly: false, line: line(node) });
+    } else if (
+      ts.isImportTypeNode(node) &&
+      ts.isLiteralTypeNode(node.argument) &&
+      ts.isStringLiteral(node.argument.literal)
+    ) {
+      imports.push({ specifier: node.argument.literal.text, typeOnly: true, line: line(node) });
+    }
+    const clock = clockOf(node);
+    if (clock) impure.push({ what: clock, line: line(node) });
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return { imports, impure };
+}
+
+/** A dynamic import's module: a string, or a constant holding one (`const name = "pkg"; import(name)`). */
+function specifierOf(text: string, arg: ts.Expression | undefined): string {
+  if (arg && ts.isStringLiteralLike(arg)) return arg.text;
+  const constant = arg && ts.isIdentifier(arg) ? new RegExp(`const ${arg.text} = "([^"]+)";`).exec(text) : null;
+  return constant ? constant[1]! : "<computed>";
+}
+
+const TIMERS = new Set(["setTimeout", "setInterval", "setImmediate", "performance", "process"]);
+
+/** A read of a clock, a timer, randomness or the process, if `node` is one. */
+function clockOf(node: ts.Node): string | undefined {
+  if (ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression)) {
+    const what = `${node.expression.text}.${node.name.text}`;
+    if (what === "Date.now" || what === "Math.random") return what;
+  }
+  if (ts.isNewExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === "Date") {
+    if (!node.arguments?.length) return "new Date()";
+  }
+  if (ts.isIdentifier(node) && TIMERS.has(node.text)) {
+    const parent = node.parent;
+    // A property named like a timer (`x.process`, `{ process: 1 }`) is not the global.
+    const isName =
+      (ts.isPropertyAccessExpression(parent) && parent.name === node) ||
+      ((ts.isPropertyAssignment(parent) || ts.isPropertySignature(parent) || ts.isMethodDeclaration(parent)) &&
+        parent.name === node);
+    if (!isName) return node.text;
+  }
+  return undefined;
+}
+
+/** The project folder (or file) an import of `from` reaches, or the package it names. */
+function target(
+  from: string,
+  specifier: string,
+): { kind: "project"; path: string } | { kind: "package"; name: string } {
+  if (specifier.startsWith("."))
+    return { kind: "project", path: relative(ROOT, resolve(dirname(resolve(ROOT, from)), specifier)) };
+  const parts = specifier.split("/");
+  return { kind: "package", name: specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]! };
+}
+
+const within = (path: string, folder: string) => path === folder || path.startsWith(`${folder}/`);
+
+/** The forbidden arrows among `files` (path relative to the root -> text), as readable lines. */
+export function violations(files: Map<string, string>): string[] {
+  const out: string[] = [];
+  for (const [path, text] of files) {
+    const folder = path.split("/")[0]!;
+    const rule = RULES[folder];
+    if (!rule) continue;
+    const { imports, impure } = importsOf(path, text);
+    for (const { specifier, typeOnly, line } of imports) {
+      const where = `${path}:${line} imports ${specifier}`;
+      const t = target(path, specifier);
+      if (t.kind === "package") {
+        if (t.name.startsWith("node:")) {
+          if (rule.node === false) out.push(`${where}: ${folder}/ may not use node: modules`);
+        } else if (specifier === "<computed>") {
+          out.push(`${where}: imports must name their module`);
+        } else if (rule.packages && !rule.packages.includes(t.name)) {
+          out.push(`${where}: ${folder}/ may import ${rule.packages.join(", ") || "no package"} only`);
+        }
+        continue;
+      }
+      if (within(t.path, folder)) continue;
+      if (rule.deny?.some((d) => within(t.path, d))) {
+        out.push(`${where}: ${folder}/ may not import ${t.path.split("/")[0]}/`);
+      } else if (rule.typesOnly?.some((d) => within(t.path, d))) {
+        if (!typeOnly) out.push(`${where}: ${folder}/ may import ${t.path.split("/")[0]}/ for types only`);
+      } else if (rule.folders && !rule.folders.some((d) => within(t.path, d))) {
+        out.push(`${where}: ${folder}/ may import ${[...rule.folders, ...(rule.typesOnly ?? [])].join(", ")} only`);
+      }
+    }
+    if (rule.pure)
+      for (const { what, line } of impure) out.push(`${path}:${line} uses ${what}: ${folder}/ reads no clock`);
+  }
+  return out;
+}
+
+function sourceFiles(): Map<string, string> {
+  const files = new Map<string, string>();
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) walk(path);
+      else if (/\.(ts|js)$/.test(entry.name)) files.set(path, readFileSync(join(ROOT, path), "utf8"));
+    }
+  };
+  for (const folder of SOURCE_FOLDERS) walk(folder);
+  return files;
+}
+
+describe("architecture", () => {
+  test("no source file imports across a forbidden arrow", () => {
+    const files = sourceFiles();
+    assert.ok(files.size > 60, `read the source folders (${files.size} files)`);
+    assert.deepEqual(violations(files), []);
+  });
+
+  test("each rule catches a deliberately bad file", () => {
+    const bad = new Map<string, string>([
+      ["machines/a.ts", 'import { readFileSync } from "node:fs";\nimport { ok } from "../lib/result.ts";'],
+      ["machines/b.ts", 'import { nanoid } from "nanoid";\nexport const t = () => Date.now() + Math.random();'],
+      ["machines/c.ts", "export const d = new Date();\nsetTimeout(() => {}, 1);\nconst e = performance.now();"],
+      ["actors/x/a.ts", 'import { SupervisorHost } from "../../host/host.ts";\nimport "../../store/journal.ts";'],
+      ["actors/x/b.ts", 'export const later = () => import("../../extension/index.ts");'],
+      ["actors/x/c.ts", 'const where = "../../inspector/server.ts";\nexport const late = () => import(where);'],
+      ["store/a.ts", 'import type { JournalLink } from "../extension/journal.ts";'],
+      ["record/a.ts", 'export { x } from "../extension/status.ts";'],
+      ["inspector/a.ts", 'import { SupervisorHost } from "../host/index.ts";\nimport "../extension/index.ts";'],
+      ["extension/a.ts", 'import { createRunnerLogic } from "../actors/process/runner.ts";'],
+      [
+        "extension/b.ts",
+        'import { Recorder } from "../record/recorder.ts";\nimport { tapCommands } from "../host/system.ts";',
+      ],
+      ["extension/c.ts", 'import { runMachine } from "../machines/run.ts";'],
+      ["lib/a.ts", 'import { placeholder } from "../machines/placeholder.ts";'],
+    ]);
+    const found = violations(bad);
+    const expect = [
+      "machines/a.ts:1 imports node:fs",
+      "machines/a.ts:2 imports ../lib/result.ts",
+      "machines/b.ts:1 imports nanoid",
+      "machines/b.ts:2 uses Date.now",
+      "machines/b.ts:2 uses Math.random",
+      "machines/c.ts:1 uses new Date()",
+      "machines/c.ts:2 uses setTimeout",
+      "machines/c.ts:3 uses performance",
+      "actors/x/a.ts:1 imports ../../host/host.ts",
+      "actors/x/a.ts:2 imports ../../store/journal.ts",
+      "actors/x/b.ts:1 imports ../../extension/index.ts",
+      "actors/x/c.ts:2 imports ../../inspector/server.ts",
+      "store/a.ts:1 imports ../extension/journal.ts",
+      "record/a.ts:1 imports ../extension/status.ts",
+      "inspector/a.ts:1 imports ../host/index.ts",
+      "inspector/a.ts:2 imports ../extension/index.ts",
+      "extension/a.ts:1 imports ../actors/process/runner.ts",
+      "extension/b.ts:1 imports ../record/recorder.ts",
+      "extension/b.ts:2 imports ../host/system.ts",
+      "extension/c.ts:1 imports ../machines/run.ts",
+      "lib/a.ts:1 imports ../machines/placeholder.ts",
+    ];
+    for (const e of expect)
+      assert.ok(
+        found.some((f) => f.startsWith(e)),
+        `${e}\n  found:\n  ${found.join("\n  ")}`,
+      );
+    assert.equal(found.length, expect.length, found.join("\n"));
+    // What is allowed stays allowed: a machine's own imports, the door, store, lib, machine types.
+    const good = new Map<string, string>([
+      [
+        "machines/d.ts",
+        'import { setup } from "xstate";\nimport type { X } from "./events.ts";\nexport const iso = (ms: number) => new Date(ms);',
+      ],
+      [
+        "extension/d.ts",
+        'import { SupervisorHost } from "../host/index.ts";\nimport type { RunOutcome } from "../machines/events.ts";\nimport { ok } from "../lib/result.ts";\nimport { saveSource } from "../store/sources.ts";',
+      ],
+      [
+        "actors/y/a.ts",
+        'import type { RunnerFact } from "../../machines/events.ts";\nimport { fail } from "../../lib/result.ts";',
+      ],
+    ]);
+    assert.deepEqual(violations(good), []);
+  });
+});
