@@ -6,7 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SupervisorHost } from "../host/host.ts";
-import type { RunTools } from "../actors/calls/dispatch.ts";
+import type { RunTools } from "../actors/calls/contract.ts";
 import { resolvePython } from "../actors/interpreter/probe.ts";
 import { EXTENSION_PATH, startPi, textOf } from "../test/helpers/pi-session.ts";
 import { line, pipeEcho } from "./run.ts";

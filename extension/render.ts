@@ -47,10 +47,10 @@ const NUMBER_FROM = 5;
 /** Output lines shown collapsed (the newest). */
 export const OUTPUT_PREVIEW_LINES = 8;
 
-const expandHint = (ctx: RenderContext, theme: RenderTheme, what: string) =>
+export const expandHint = (ctx: RenderContext, theme: RenderTheme, what: string) =>
   theme.fg("muted", `${what} (`) + ctx.keyHint("app.tools.expand" as never, "to expand") + theme.fg("muted", ")");
 
-function highlightPython(code: string): string[] {
+export function highlightPython(code: string): string[] {
   try {
     return highlightCode(code.replace(/\t/g, "    "), "python");
   } catch {
@@ -58,7 +58,7 @@ function highlightPython(code: string): string[] {
   }
 }
 
-function textOf(result: ToolResultLike | undefined): string {
+export function textOf(result: ToolResultLike | undefined): string {
   return (result?.content ?? [])
     .filter((c) => c.type === "text")
     .map((c) => c.text ?? "")
@@ -291,82 +291,4 @@ export const codeExecutionRenderers = {
     theme: Theme,
     ctx: unknown,
   ) => renderCodeResult(result, options, theme, ctx as RenderContext),
-};
-
-// ---- the reading tools (code_execution_output, code_execution_source) and python_set_interpreter ----
-
-function titled(title: string, rest: string, theme: RenderTheme): string {
-  return theme.fg("toolTitle", theme.bold(title)) + (rest ? ` ${theme.fg("muted", rest)}` : "");
-}
-
-function pageArgs(args: { offset?: unknown; limit?: unknown }): string {
-  const parts: string[] = [];
-  if (typeof args?.offset === "number") parts.push(`from byte ${args.offset}`);
-  if (typeof args?.limit === "number") parts.push(`${args.limit} bytes`);
-  return parts.join(", ");
-}
-
-function pageResult(
-  result: ToolResultLike,
-  options: { expanded: boolean },
-  theme: RenderTheme,
-  ctx: RenderContext,
-  python: boolean,
-): Component {
-  const text = textOf(result);
-  const nl = text.indexOf("\n");
-  const header = nl < 0 ? text : text.slice(0, nl);
-  const body = nl < 0 ? "" : text.slice(nl + 1);
-  const lines = [result.isError ? theme.fg("error", header) : theme.fg("muted", header)];
-  if (body) {
-    const all =
-      python && !result.isError ? highlightPython(body.replace(/\n$/, "")) : body.replace(/\n$/, "").split("\n");
-    const shown = options.expanded || all.length <= OUTPUT_PREVIEW_LINES ? all.length : OUTPUT_PREVIEW_LINES;
-    lines.push(...all.slice(0, shown).map((l) => (python ? l : theme.fg("toolOutput", l))));
-    if (shown < all.length) lines.push(expandHint(ctx, theme, `… showing ${shown} of ${all.length} lines`));
-  }
-  const out = ctx.lastComponent instanceof Text ? ctx.lastComponent : new Text("", 0, 0);
-  out.setText(lines.join("\n"));
-  return out;
-}
-
-export const outputToolRenderers = {
-  renderCall: (args: { outputId?: unknown; offset?: unknown; limit?: unknown }, theme: Theme, _ctx: unknown) =>
-    new Text(
-      titled("python output", [String(args?.outputId ?? "…"), pageArgs(args)].filter(Boolean).join(" · "), theme),
-      0,
-      0,
-    ),
-  renderResult: (result: ToolResultLike, options: { expanded: boolean }, theme: Theme, ctx: unknown) =>
-    pageResult(result, options, theme, ctx as RenderContext, false),
-};
-
-export const sourceToolRenderers = {
-  renderCall: (args: { sourceId?: unknown; offset?: unknown; limit?: unknown }, theme: Theme, _ctx: unknown) =>
-    new Text(
-      titled("python source", [String(args?.sourceId ?? "…"), pageArgs(args)].filter(Boolean).join(" · "), theme),
-      0,
-      0,
-    ),
-  renderResult: (result: ToolResultLike, options: { expanded: boolean }, theme: Theme, ctx: unknown) =>
-    pageResult(result, options, theme, ctx as RenderContext, true),
-};
-
-export const setInterpreterRenderers = {
-  renderCall: (args: { interpreter?: unknown }, theme: Theme, _ctx: unknown) =>
-    new Text(
-      titled("python interpreter", typeof args?.interpreter === "string" ? args.interpreter : "(discovery)", theme),
-      0,
-      0,
-    ),
-  renderResult: (result: ToolResultLike, _options: { expanded: boolean }, theme: Theme, _ctx: unknown) => {
-    const lines = textOf(result).split("\n");
-    return new Text(
-      lines
-        .map((l, i) => (i === 0 ? theme.fg(result.isError ? "error" : "success", l) : theme.fg("muted", l)))
-        .join("\n"),
-      0,
-      0,
-    );
-  },
 };

@@ -11,7 +11,8 @@ import { watchModules } from "../actors/process/module-watch.ts";
 import { pythonCommand, resolvePython, type PythonInfo } from "../actors/interpreter/probe.ts";
 import { knownInterpreter, runnerEnv, type InterpreterResolver } from "../actors/interpreter/interpreter.ts";
 import { createInstallLogic, type InstallProgress } from "../actors/deps/dependencies.ts";
-import { createDispatchLogic, type RunTools } from "../actors/calls/dispatch.ts";
+import { createDispatchLogic } from "../actors/calls/dispatch.ts";
+import type { RunTools } from "../actors/calls/contract.ts";
 import { createPrepareLogic } from "../actors/prepare/prepare.ts";
 import type { Result } from "../lib/result.ts";
 

@@ -8,7 +8,7 @@ import type { SessionEntry } from "../machines/supervisor.ts";
 import { refusal, requestOutcome } from "../machines/run-outcome.ts";
 import { supervisorWith, type SupervisorLogic } from "../machines/system.ts";
 import type { NestedCallRecord } from "../machines/tool-events.ts";
-import type { RunTools } from "../actors/calls/dispatch.ts";
+import type { RunTools } from "../actors/calls/contract.ts";
 import { removeSessionPackages, type InstallProgress } from "../actors/deps/dependencies.ts";
 import { InterpreterResolver } from "../actors/interpreter/interpreter.ts";
 import type { PythonInfo } from "../actors/interpreter/probe.ts";

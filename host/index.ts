@@ -39,5 +39,5 @@ export {
   type NestedCallHooks,
   type NestedCallOutcome,
   type RunTools,
-} from "../actors/calls/dispatch.ts";
+} from "../actors/calls/contract.ts";
 export type { ToolResultLike } from "../actors/calls/tool-results.ts";

@@ -6,6 +6,7 @@ import { chmod, mkdir } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
 import { COLUMNS, MIGRATIONS, SCHEMA_VERSION } from "./journal-migrations.ts";
+import type { NestedCallRecord, RunRecord, SessionEventRecord, ToolCallRecord } from "./journal-records.ts";
 
 /** Where the journal goes: `$PI_CODE_EXECUTION_JOURNAL` (a path, or `off`), else the XDG data directory. */
 export function journalPath(env: NodeJS.ProcessEnv = process.env): string | undefined {
@@ -18,70 +19,7 @@ export function journalPath(env: NodeJS.ProcessEnv = process.env): string | unde
   return join(xdg, "pi-code-execution", "journal.sqlite");
 }
 
-export interface ToolCallRecord {
-  toolCallId?: string;
-  tool: string;
-  piSessionId?: string;
-  cwd?: string;
-  startedAt: number;
-  finishedAt: number;
-  /** `ok`; `tool_error` (a result marked as error, e.g. a failed run); `error` (the call threw). */
-  outcome: "ok" | "tool_error" | "error";
-  error?: string;
-  /** The parameters, without script text (the run's `source_id` names the script). */
-  arguments: Record<string, unknown>;
-  runId?: string;
-}
-
-export interface RunRecord {
-  runId: string;
-  toolCallId?: string;
-  piSessionId?: string;
-  status: string;
-  requestedAt: number;
-  finishedAt: number;
-  durationMs: number;
-  exitCode?: number;
-  signal?: string;
-  killed: boolean;
-  stopReason?: string;
-  message?: string;
-  stdoutBytes: number;
-  stderrBytes: number;
-  stdoutTruncated: boolean;
-  stderrTruncated: boolean;
-  sourceId?: string;
-  outputId?: string;
-  sessionName?: string;
-  sessionOrdinal?: number;
-  sessionStarted?: boolean;
-  isLost?: boolean;
-  pythonVersion?: string;
-  pythonExecutable?: string;
-  /** The event log that recorded the run (actors/recorder.ts). */
-  eventLog?: string;
-  hintIds?: string[];
-}
-
-export interface SessionEventRecord {
-  at: number;
-  piSessionId?: string;
-  sessionName: string;
-  ordinal: number;
-  event: "started" | "reset" | "lost" | "closed";
-  detail?: string;
-}
-
-export interface NestedCallRecord {
-  runId: string;
-  callId?: string;
-  tool: string;
-  startedAt: number;
-  finishedAt?: number;
-  durationMs?: number;
-  status: string;
-  error?: string;
-}
+export type { NestedCallRecord, RunRecord, SessionEventRecord, ToolCallRecord } from "./journal-records.ts";
 
 /** The part of better-sqlite3 the journal uses (loaded dynamically, so typed here). */
 interface Statement {

@@ -12,7 +12,7 @@ import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import type { RunTool, RunTools } from "../actors/calls/dispatch.ts";
+import type { RunTool, RunTools } from "../actors/calls/contract.ts";
 import { SupervisorHost, type RunResult } from "../host/host.ts";
 import { liveGroups } from "../actors/process/registry.ts";
 import { MAX_OPEN_CALLS } from "../machines/tool-events.ts";

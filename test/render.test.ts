@@ -7,14 +7,12 @@ import { initTheme } from "@earendil-works/pi-coding-agent";
 import { stripTerminalSequences, visibleWidth } from "@earendil-works/pi-tui";
 import {
   CODE_PREVIEW_LINES,
-  outputToolRenderers,
   renderCodeCall,
   renderCodeResult,
-  setInterpreterRenderers,
-  sourceToolRenderers,
   type RenderContext,
   type ToolResultLike,
 } from "../extension/render.ts";
+import { outputToolRenderers, setInterpreterRenderers, sourceToolRenderers } from "../extension/render-pages.ts";
 
 const WIDTHS = [24, 40, 80, 132];
 const theme = { fg: (_color: string, text: string) => text, bold: (text: string) => text } as never;

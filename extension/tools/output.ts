@@ -7,7 +7,7 @@ import { ArtifactUnavailableError, PAGE_BYTES } from "../../store/artifact-fs.ts
 import { readOutputPage } from "../../store/artifacts.ts";
 import type { JournalLink } from "../journal.ts";
 import { pageParams } from "./source.ts";
-import { outputToolRenderers } from "../render.ts";
+import { outputToolRenderers } from "../render-pages.ts";
 
 export function registerOutputTool(pi: ExtensionAPI, journal: JournalLink): void {
   pi.registerTool({

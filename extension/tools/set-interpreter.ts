@@ -6,7 +6,7 @@ import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import { describeSource, validateInterpreter, type SupervisorHost } from "../../host/index.ts";
 import { SET_INTERPRETER_TOOL, type CodeEnvironment } from "../environment.ts";
-import { setInterpreterRenderers } from "../render.ts";
+import { setInterpreterRenderers } from "../render-pages.ts";
 
 export interface SetInterpreterDetails {
   /** The executable now selected; absent when the selection was cleared. */

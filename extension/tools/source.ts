@@ -7,7 +7,7 @@ import { ArtifactUnavailableError, PAGE_BYTES } from "../../store/artifact-fs.ts
 import { loadSource, pageOf, readSourcePage, saveSource, sourceIdOf, type SourcePage } from "../../store/sources.ts";
 import type { JournalLink } from "../journal.ts";
 import { SOURCE_ID_PATTERN } from "../params.ts";
-import { sourceToolRenderers } from "../render.ts";
+import { sourceToolRenderers } from "../render-pages.ts";
 
 export const pageParams = {
   offset: Type.Optional(
