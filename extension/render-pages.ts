@@ -12,7 +12,6 @@ import {
   type ToolResultLike,
 } from "./render.ts";
 
-
 function titled(title: string, rest: string, theme: RenderTheme): string {
   return theme.fg("toolTitle", theme.bold(title)) + (rest ? ` ${theme.fg("muted", rest)}` : "");
 }
@@ -48,27 +47,18 @@ function pageResult(
   return out;
 }
 
-export const outputToolRenderers = {
-  renderCall: (args: { outputId?: unknown; offset?: unknown; limit?: unknown }, theme: Theme, _ctx: unknown) =>
-    new Text(
-      titled("python output", [String(args?.outputId ?? "…"), pageArgs(args)].filter(Boolean).join(" · "), theme),
-      0,
-      0,
-    ),
-  renderResult: (result: ToolResultLike, options: { expanded: boolean }, theme: Theme, ctx: unknown) =>
-    pageResult(result, options, theme, ctx as RenderContext, false),
-};
+/** A reading tool's renderers: the call names what is read (`idKey`) and the page; the result is the page. */
+function pageRenderers(title: string, idKey: "outputId" | "sourceId", python: boolean) {
+  return {
+    renderCall: (args: Record<string, unknown>, theme: Theme, _ctx: unknown) =>
+      new Text(titled(title, [String(args?.[idKey] ?? "…"), pageArgs(args)].filter(Boolean).join(" · "), theme), 0, 0),
+    renderResult: (result: ToolResultLike, options: { expanded: boolean }, theme: Theme, ctx: unknown) =>
+      pageResult(result, options, theme, ctx as RenderContext, python),
+  };
+}
 
-export const sourceToolRenderers = {
-  renderCall: (args: { sourceId?: unknown; offset?: unknown; limit?: unknown }, theme: Theme, _ctx: unknown) =>
-    new Text(
-      titled("python source", [String(args?.sourceId ?? "…"), pageArgs(args)].filter(Boolean).join(" · "), theme),
-      0,
-      0,
-    ),
-  renderResult: (result: ToolResultLike, options: { expanded: boolean }, theme: Theme, ctx: unknown) =>
-    pageResult(result, options, theme, ctx as RenderContext, true),
-};
+export const outputToolRenderers = pageRenderers("python output", "outputId", false);
+export const sourceToolRenderers = pageRenderers("python source", "sourceId", true);
 
 export const setInterpreterRenderers = {
   renderCall: (args: { interpreter?: unknown }, theme: Theme, _ctx: unknown) =>

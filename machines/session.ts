@@ -100,6 +100,14 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
 
 const releaseAndReport = ["reportRun", "releaseRun"] as const;
 
+/** The process is gone: an active run gets the fact and reports first, then the session ends `end`; with no run
+ * active it ends at once. */
+const processGone = (end: "lost" | "closed") =>
+  [
+    { guard: "hasActiveRun", actions: ["forwardToRun", { type: "markEnding", params: end }] },
+    { target: `#session.${end}` },
+  ] as const;
+
 export const sessionMachine = setup({
   types: {
     context: {} as SessionContext,
@@ -207,15 +215,9 @@ export const sessionMachine = setup({
     "runner.tool_call": { actions: "forwardToRun" },
     "runner.tool_cancel": { actions: "forwardToRun" },
     "run.nested_call": { actions: "passNestedCall" },
-    // The process is gone: so is every variable in it. An active run gets the fact and reports first.
-    "runner.exited": [
-      { guard: "hasActiveRun", actions: ["forwardToRun", { type: "markEnding", params: "lost" }] },
-      { target: ".lost" },
-    ],
-    "runner.failed": [
-      { guard: "hasActiveRun", actions: ["forwardToRun", { type: "markEnding", params: "lost" }] },
-      { target: ".lost" },
-    ],
+    // The process is gone: so is every variable in it.
+    "runner.exited": processGone("lost"),
+    "runner.failed": processGone("lost"),
     "run.start": { actions: { type: "rejectRun", params: "busy" } },
     "session.close": { actions: ["requestClose", "cancelActiveRun"] },
     "xstate.done.actor.*": [
@@ -238,14 +240,8 @@ export const sessionMachine = setup({
           { target: "idle", actions: "noteRunner" },
         ],
         "session.close": { target: "closing", actions: "cancelActiveRun" },
-        "runner.failed": [
-          {
-            description: "The interpreter never started (missing, bad cwd): nothing was lost.",
-            guard: "hasActiveRun",
-            actions: ["forwardToRun", { type: "markEnding", params: "closed" }],
-          },
-          { target: "closed" },
-        ],
+        // The interpreter never started (missing, bad cwd): nothing was lost.
+        "runner.failed": processGone("closed"),
       },
     },
     idle: {
@@ -270,14 +266,8 @@ export const sessionMachine = setup({
       description: "Asked to exit; killed if it does not within the bound.",
       entry: "shutdownRunner",
       on: {
-        "runner.exited": [
-          { guard: "hasActiveRun", actions: ["forwardToRun", { type: "markEnding", params: "closed" }] },
-          { target: "closed" },
-        ],
-        "runner.failed": [
-          { guard: "hasActiveRun", actions: ["forwardToRun", { type: "markEnding", params: "closed" }] },
-          { target: "closed" },
-        ],
+        "runner.exited": processGone("closed"),
+        "runner.failed": processGone("closed"),
         "xstate.done.actor.*": [
           { guard: { type: "endingIs", params: "closed" }, target: "closed", actions: releaseAndReport },
           { actions: releaseAndReport },

@@ -14,7 +14,7 @@ import { Recorder } from "../record/recorder.ts";
 import { formatReport, parseLog, replayFile, replayRecords } from "../record/replay.ts";
 import { PI_TOOLS, FAULT_FIXTURE_DIR, FIXTURE_DIR, recordScenario } from "../scripts/record-fixtures.ts";
 import { startPi } from "./helpers/pi-session.ts";
-import { sessionPhase } from "../machines/session.ts";
+import { phasesOf } from "./helpers/fake-runner.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const REQUIRED = ["interrupt-keeps-state", "swallowed-interrupt-lost", "os-exit-lost", "reset", "fresh-runs"];
@@ -25,39 +25,25 @@ const records = (path: string) =>
     .filter(Boolean)
     .map((l) => JSON.parse(l));
 
-/** The distinct consecutive states one actor went through, as recorded. A session's is its phase, which reads its
- * active run (machines/session.ts `sessionPhase`): taken after each record of the session, and after each record of
- * a run unless the session's own record follows at once (the run moved within the session's step). */
+/** The distinct consecutive states one actor went through, as recorded (a session's is its phase: `phasesOf`). */
 function statesOf(path: string, actor: string): string[] {
-  const out: string[] = [];
-  const push = (s: string | undefined) => {
-    if (s !== undefined && out[out.length - 1] !== s) out.push(s);
-  };
-  const runs = new Map<string, unknown>();
-  let session: { value: unknown; status: string; activeRunId?: string } | undefined;
-  let pending: string | undefined;
-  for (const r of records(path)) {
-    if (r.k !== "snap") continue;
-    const run = actor.startsWith("session:") && r.id.startsWith("run:") && r.status === "active";
-    if (run) runs.set(r.id, r.value);
-    if (r.id === actor) {
-      const context = r.context ?? { ...(session ?? {}), ...(r.delta ?? {}) };
-      if (r.removed?.includes("activeRunId")) delete context.activeRunId;
-      session = { value: r.value, status: r.status, activeRunId: context.activeRunId };
-    }
-    if (!session || !(r.id === actor || run)) continue;
-    const own = typeof session.value === "string" ? session.value : session.status;
-    const phase = sessionPhase(own, session.activeRunId ? runs.get(`run:${session.activeRunId}`) : undefined);
-    if (r.id === actor) {
-      pending = undefined;
-      push(phase);
-    } else {
-      push(pending);
-      pending = phase;
-    }
-  }
-  push(pending);
-  return out;
+  let context: Record<string, unknown> = {};
+  return phasesOf(
+    records(path)
+      .filter((r) => r.k === "snap")
+      .map((r) => {
+        if (r.id === actor) {
+          context = r.context ?? { ...context, ...(r.delta ?? {}) };
+          for (const k of r.removed ?? []) delete context[k];
+        }
+        return {
+          own: r.id === actor,
+          ...(actor.startsWith("session:") && r.id.startsWith("run:") && r.status === "active" ? { run: r.id } : {}),
+          value: typeof r.value === "string" || r.id !== actor ? r.value : r.status,
+          activeRunId: r.id === actor ? (context.activeRunId as string | undefined) : undefined,
+        };
+      }),
+  );
 }
 
 function replayText(text: string) {

@@ -309,35 +309,23 @@ export function startSupervisor(options: HarnessOptions = {}) {
     values(id: string, incarnation?: number): unknown[] {
       const sessions = [...new Set(trace.filter((t) => t.id === id).map((t) => t.sessionId))];
       const wanted = incarnation === undefined ? sessions : [sessions[incarnation]];
-      const out: unknown[] = [];
-      const push = (v: unknown) => {
-        if (v !== undefined && JSON.stringify(out[out.length - 1]) !== JSON.stringify(v)) out.push(v);
-      };
-      const runs = new Map<string, unknown>();
-      let session: TraceEntry | undefined;
-      let pending: unknown;
-      for (const t of trace) {
-        const own = t.id === id && wanted.includes(t.sessionId) && t.status !== "stopped";
-        if (!id.startsWith("session:")) {
-          if (own) push(stateName(t.value));
-          continue;
+      const own = (t: TraceEntry) => t.id === id && wanted.includes(t.sessionId) && t.status !== "stopped";
+      if (!id.startsWith("session:")) {
+        const out: unknown[] = [];
+        for (const t of trace.filter(own)) {
+          const v = stateName(t.value);
+          if (JSON.stringify(out[out.length - 1]) !== JSON.stringify(v)) out.push(v);
         }
-        const run = t.id.startsWith("run:") && t.status === "active";
-        if (run) runs.set(t.id, t.value);
-        if (own) session = t;
-        if (!session || !(own || run)) continue;
-        const runId = (session.snapshot as { context?: { activeRunId?: string } }).context?.activeRunId;
-        const phase = sessionPhase(session.value, runId ? runs.get(`run:${runId}`) : undefined);
-        if (own) {
-          pending = undefined;
-          push(phase);
-        } else {
-          push(pending);
-          pending = phase;
-        }
+        return out;
       }
-      push(pending);
-      return out;
+      return phasesOf(
+        trace.map((t) => ({
+          own: own(t),
+          ...(t.id.startsWith("run:") && t.status === "active" ? { run: t.id } : {}),
+          value: t.value,
+          activeRunId: (t.snapshot as { context?: { activeRunId?: string } }).context?.activeRunId,
+        })),
+      );
     },
     /** Ids of the root's current children. */
     children(): string[] {
@@ -355,6 +343,44 @@ export function startSupervisor(options: HarnessOptions = {}) {
 }
 
 export type Harness = ReturnType<typeof startSupervisor>;
+
+/** One snapshot in a stream that `phasesOf` reads: of the session (`own`), of a run (`run`: its id), or another. */
+export interface PhaseEntry {
+  own: boolean;
+  run?: string;
+  value: unknown;
+  /** The session's active run (for its own snapshots). */
+  activeRunId?: string | undefined;
+}
+
+/** A session's successive phases over a stream of snapshots in the order they happened (machines/session.ts
+ * `sessionPhase`): taken after each snapshot of the session, and after each snapshot of a run unless the session's
+ * own snapshot follows at once (the run moved within the session's step, so the session's new state is what
+ * counts); a run's last active state counts until its session lets it go. */
+export function phasesOf(stream: Iterable<PhaseEntry>): string[] {
+  const out: string[] = [];
+  const push = (phase: string | undefined) => {
+    if (phase !== undefined && out[out.length - 1] !== phase) out.push(phase);
+  };
+  const runs = new Map<string, unknown>();
+  let session: PhaseEntry | undefined;
+  let pending: string | undefined;
+  for (const e of stream) {
+    if (e.run) runs.set(e.run, e.value);
+    if (e.own) session = e;
+    if (!session || !(e.own || e.run)) continue;
+    const phase = sessionPhase(session.value, session.activeRunId ? runs.get(`run:${session.activeRunId}`) : undefined);
+    if (e.own) {
+      pending = undefined;
+      push(phase);
+    } else {
+      push(pending);
+      pending = phase;
+    }
+  }
+  push(pending);
+  return out;
+}
 
 /** A state value by the name of its innermost state (`{stopping: "interrupted"}` is `interrupted`). */
 export function stateName(value: unknown): unknown {
