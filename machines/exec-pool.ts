@@ -98,8 +98,15 @@ export type ExecCommand =
 export type ExecEmitted =
   | { type: "exec.started"; id: number; pid: number }
   | { type: "exec.held"; id: number }
-  | ({ type: "exec.ended"; id: number; end: ExecSessionEnd; reason?: StopReason; failure?: string } & ExitInfo)
-  | { type: "exec.stop_failed"; id: number; reason: StopReason; message: string }
+  | ({
+      type: "exec.ended";
+      id: number;
+      end: ExecSessionEnd;
+      reason?: StopReason;
+      escalated?: boolean;
+      failure?: string;
+    } & ExitInfo)
+  | { type: "exec.stop_failed"; id: number; reason: StopReason; escalated: boolean; message: string }
   | { type: "exec.evicting"; id: number; running: boolean }
   | { type: "exec.refused"; id: number; reason: string }
   | { type: "exec.answer"; requestId: string; id: number; found: boolean; status?: SetOnExitStatus; armed: boolean }
@@ -256,7 +263,7 @@ export const execPoolMachine = setup({
       }
       // The process is still ours and alive: its wake is as it was before the kill.
       enqueue.sendTo("wake", { type: "entry.restore", id: e.id } satisfies WakeCommand);
-      enqueue.emit({ type: "exec.stop_failed", id: e.id, reason: e.reason, message: e.message });
+      enqueue.emit({ type: "exec.stop_failed", id: e.id, reason: e.reason, escalated: e.escalated, message: e.message });
     }),
     ended: enqueueActions(({ context, enqueue, event }) => {
       const done = event as DoneActorEvent<ExecSessionOutput>;
@@ -286,6 +293,7 @@ export const execPoolMachine = setup({
         code: o.code,
         signal: o.signal,
         ...(o.reason ? { reason: o.reason } : {}),
+        ...(o.escalated ? { escalated: true } : {}),
         ...(o.failure ? { failure: o.failure } : {}),
       });
     }),

@@ -52,6 +52,8 @@ export interface ExecSessionContext extends ExecSessionInput {
   shellExit?: ExitInfo;
   /** The stop in progress, or one asked for while starting. */
   stop?: { reason: StopReason; signal: string; at: number };
+  /** SIGKILL followed the requested signal. */
+  escalated?: boolean;
   failure?: string;
 }
 
@@ -78,7 +80,7 @@ export type ExecSessionEvent = ShellFact | ExecSessionCommand;
 export type ExecSessionNotice =
   | { type: "session.running"; id: number; at: number; pid: number }
   | ({ type: "session.held"; id: number } & ExitInfo)
-  | { type: "session.stop_failed"; id: number; at: number; reason: StopReason; message: string };
+  | { type: "session.stop_failed"; id: number; at: number; reason: StopReason; escalated: boolean; message: string };
 
 export type ExecSessionEnd = "exited" | "killed" | "evicted" | "failed";
 
@@ -86,6 +88,7 @@ export interface ExecSessionOutput extends ExitInfo {
   id: number;
   end: ExecSessionEnd;
   reason?: StopReason;
+  escalated?: boolean;
   failure?: string;
 }
 
@@ -112,7 +115,8 @@ export const execSessionMachine = setup({
         at: e.at,
       }),
     }),
-    clearStop: assign({ stop: undefined }),
+    clearStop: assign({ stop: undefined, escalated: undefined }),
+    markEscalated: assign({ escalated: true }),
     signal: enqueueActions(({ enqueue }, signal: string) => {
       enqueue.sendTo("shell", { type: "shell.signal", signal } satisfies ShellCommand);
     }),
@@ -134,6 +138,7 @@ export const execSessionMachine = setup({
       id: context.id,
       at: p.at,
       reason: context.stop?.reason ?? "kill",
+      escalated: context.escalated === true,
       message: p.message,
     })),
   },
@@ -233,7 +238,7 @@ export const execSessionMachine = setup({
         },
         escalated: {
           description: "SIGKILL was sent to the process group.",
-          entry: { type: "signal", params: "SIGKILL" },
+          entry: [{ type: "signal", params: "SIGKILL" }, "markEscalated"],
           after: {
             confirm: {
               target: "#exec-session.running",
@@ -279,13 +284,20 @@ export const execSessionMachine = setup({
         id: context.id,
         end: "killed" as const,
         ...(context.stop ? { reason: context.stop.reason } : {}),
+        ...(context.escalated ? { escalated: true } : {}),
         ...exitOf(event, context),
       }),
     },
     evicted: {
       type: "final",
       description: "Ended to make room: the least recently used session at the 64-session cap.",
-      output: ({ context, event }) => ({ id: context.id, end: "evicted" as const, reason: "evict" as const, ...exitOf(event, context) }),
+      output: ({ context, event }) => ({
+        id: context.id,
+        end: "evicted" as const,
+        reason: "evict" as const,
+        ...(context.escalated ? { escalated: true } : {}),
+        ...exitOf(event, context),
+      }),
     },
     failed: {
       type: "final",
