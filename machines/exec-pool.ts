@@ -44,8 +44,6 @@ export interface ExecRecord {
   cwd: string;
   tty: boolean;
   startedAt: number;
-  /** Use order: the larger, the more recently used. */
-  used: number;
   status: ExecStatus;
   pid?: number;
   /** While `stopping`: why. */
@@ -56,7 +54,8 @@ export interface ExecRecord {
 
 export interface ExecPoolContext extends ExecPoolInput {
   sessions: Record<string, ExecRecord>;
-  useSeq: number;
+  /** Session ids by use, least recently used first (kept apart from the records: a use changes only this). */
+  lru: number[];
 }
 
 // ---- commands (host -> supervisor -> pool) ----
@@ -118,15 +117,22 @@ const LIVE: readonly ExecStatus[] = ["starting", "running", "held"];
 
 /** The session to evict at the cap: not among the `protectedCount` most recently used, exited before running,
  * least recently used first; none while stopping. */
-export function lruVictim(records: readonly ExecRecord[], protectedCount: number): ExecRecord | undefined {
-  const byUse = [...records].sort((a, b) => b.used - a.used);
-  const candidates = byUse.slice(protectedCount).filter((r) => r.status !== "stopping" && r.status !== "starting");
-  const oldest = (rs: ExecRecord[]) => rs.sort((a, b) => a.used - b.used)[0];
+export function lruVictim(
+  records: Readonly<Record<string, ExecRecord>>,
+  lru: readonly number[],
+  protectedCount: number,
+): ExecRecord | undefined {
+  const byUse = lru.map((id) => records[id]).filter((r): r is ExecRecord => r !== undefined);
+  const candidates = byUse
+    .slice(0, Math.max(0, byUse.length - protectedCount))
+    .filter((r) => r.status !== "stopping" && r.status !== "starting");
   return (
-    oldest(candidates.filter((r) => r.status === "exited" || r.status === "failed")) ??
-    oldest(candidates.filter((r) => LIVE.includes(r.status)))
+    candidates.find((r) => r.status === "exited" || r.status === "failed") ??
+    candidates.find((r) => LIVE.includes(r.status))
   );
 }
+
+const used = (lru: number[], id: number) => [...lru.filter((x) => x !== id), id];
 
 const sessionId = (id: number) => `exec:${id}`;
 
@@ -139,6 +145,11 @@ function drop(context: ExecPoolContext, ids: number[]): ExecPoolContext["session
   const sessions = { ...context.sessions };
   for (const id of ids) delete sessions[id];
   return sessions;
+}
+
+/** The use order without sessions that left the registry. */
+function prune(context: Pick<ExecPoolContext, "lru">, sessions: ExecPoolContext["sessions"]): number[] {
+  return context.lru.every((id) => String(id) in sessions) ? context.lru : context.lru.filter((id) => String(id) in sessions);
 }
 
 export const execPoolMachine = setup({
@@ -154,7 +165,7 @@ export const execPoolMachine = setup({
     start: enqueueActions(({ context, enqueue }, e: ExecStartEvent) => {
       let sessions = context.sessions;
       if (Object.keys(sessions).length >= context.maxSessions) {
-        const victim = lruVictim(Object.values(sessions), context.protectedCount);
+        const victim = lruVictim(sessions, context.lru, context.protectedCount);
         if (victim && !LIVE.includes(victim.status)) {
           // Exited: only the record goes; its wake entry stays as the tombstone that still delivers.
           sessions = drop(context, [victim.id]);
@@ -169,7 +180,6 @@ export const execPoolMachine = setup({
           enqueue.emit({ type: "exec.evicting", id: victim.id, running: true });
         }
       }
-      const used = context.useSeq + 1;
       enqueue.sendTo("wake", {
         type: "wake.track",
         id: e.id,
@@ -201,7 +211,7 @@ export const execPoolMachine = setup({
         },
       });
       enqueue.assign({
-        useSeq: used,
+        lru: used(prune(context, sessions), e.id),
         sessions: {
           ...sessions,
           [e.id]: {
@@ -211,18 +221,19 @@ export const execPoolMachine = setup({
             cwd: e.cwd,
             tty: e.tty,
             startedAt: e.at,
-            used,
             status: "starting",
           },
         },
       });
     }),
-    touch: assign(({ context }, id: number) =>
-      context.sessions[id] ? { useSeq: context.useSeq + 1, sessions: patch(context, id, { used: context.useSeq + 1 }) } : {},
-    ),
+    touch: assign({
+      lru: ({ context }, id: number) =>
+        context.sessions[id] && context.lru[context.lru.length - 1] !== id ? used(context.lru, id) : context.lru,
+    }),
     /** The record leaves; the call whose result carries the exit has it reported to the wake entry. */
     forget: enqueueActions(({ context, enqueue }, e: Extract<ExecCommand, { type: "exec.forget" }>) => {
-      enqueue.assign({ sessions: drop(context, [e.id]) });
+      const sessions = drop(context, [e.id]);
+      enqueue.assign({ sessions, lru: prune(context, sessions) });
       if (e.callId !== undefined)
         enqueue.sendTo("wake", { type: "entry.report", id: e.id, callId: e.callId } satisfies WakeCommand);
     }),
@@ -272,11 +283,10 @@ export const execPoolMachine = setup({
       const exit = { at: o.at, code: o.code, signal: o.signal, end: o.end };
       // A natural exit (or a failed start) stays registered until a call observes it; a stop we made leaves now.
       const keep = o.end === "exited" || o.end === "failed";
-      enqueue.assign({
-        sessions: keep
-          ? patch(context, o.id, { status: o.end === "failed" ? "failed" : "exited", exit, ...(o.failure ? { failure: o.failure } : {}) })
-          : drop(context, [o.id]),
-      });
+      const sessions = keep
+        ? patch(context, o.id, { status: o.end === "failed" ? "failed" : "exited", exit, ...(o.failure ? { failure: o.failure } : {}) })
+        : drop(context, [o.id]);
+      enqueue.assign({ sessions, lru: prune(context, sessions) });
       enqueue.sendTo("wake", {
         type: "entry.exit",
         id: o.id,
@@ -303,7 +313,7 @@ export const execPoolMachine = setup({
   },
 }).createMachine({
   id: "exec",
-  context: ({ input }) => ({ ...input, sessions: {}, useSeq: 0 }),
+  context: ({ input }) => ({ ...input, sessions: {}, lru: [] }),
   invoke: { src: "wake", id: "wake", systemId: "exec:wake", input: ({ context }) => ({ debounceMs: context.debounceMs }) },
   initial: "serving",
   on: {
@@ -347,7 +357,8 @@ export const execPoolMachine = setup({
           enqueue.sendTo("wake", { type: "entry.observe", id, callId: event.callId } satisfies WakeCommand);
           enqueue.sendTo("wake", { type: "entry.report", id, callId: event.callId } satisfies WakeCommand);
         }
-        enqueue.assign({ sessions: drop(context, ids) });
+        const sessions = drop(context, ids);
+        enqueue.assign({ sessions, lru: prune(context, sessions) });
       }),
     },
     "exec.agent_settled": { actions: { type: "toWake", params: { type: "wake.settled" } } },

@@ -119,9 +119,8 @@ describe("shutdown", () => {
 });
 
 describe("LRU eviction", () => {
-  const rec = (id: number, used: number, status: ExecRecord["status"] = "running"): ExecRecord => ({
+  const rec = (id: number, status: ExecRecord["status"] = "running"): ExecRecord => ({
     id,
-    used,
     status,
     command: "",
     shell: "",
@@ -129,12 +128,14 @@ describe("LRU eviction", () => {
     tty: false,
     startedAt: 0,
   });
+  const of = (...rs: ExecRecord[]) => Object.fromEntries(rs.map((r) => [r.id, r]));
   test("exited first, then the least recently used live one; the most recent are protected", () => {
-    assert.equal(lruVictim([rec(1, 1), rec(2, 2), rec(3, 3, "exited"), rec(4, 4)], 1)?.id, 3);
-    assert.equal(lruVictim([rec(1, 1), rec(2, 2), rec(3, 3), rec(4, 4)], 1)?.id, 1);
-    assert.equal(lruVictim([rec(1, 1), rec(2, 2, "exited"), rec(3, 3)], 2)?.id, 1, "the exited one is protected");
-    assert.equal(lruVictim([rec(1, 1, "stopping"), rec(2, 2), rec(3, 3)], 1)?.id, 2);
-    assert.equal(lruVictim([rec(1, 1), rec(2, 2)], 2), undefined);
+    assert.equal(lruVictim(of(rec(1), rec(2), rec(3, "exited"), rec(4)), [1, 2, 3, 4], 1)?.id, 3);
+    assert.equal(lruVictim(of(rec(1), rec(2), rec(3), rec(4)), [1, 2, 3, 4], 1)?.id, 1);
+    assert.equal(lruVictim(of(rec(1), rec(2), rec(3), rec(4)), [2, 3, 4, 1], 1)?.id, 2, "use order, not ids");
+    assert.equal(lruVictim(of(rec(1), rec(2, "exited"), rec(3)), [1, 2, 3], 2)?.id, 1, "the exited one is protected");
+    assert.equal(lruVictim(of(rec(1, "stopping"), rec(2), rec(3)), [1, 2, 3], 1)?.id, 2);
+    assert.equal(lruVictim(of(rec(1), rec(2)), [1, 2], 2), undefined);
   });
 
   test("at the cap the pool evicts: the live victim is stopped and its wake suppressed", () => {

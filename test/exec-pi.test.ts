@@ -418,3 +418,38 @@ function freePort(): Promise<number> {
     });
   });
 }
+
+describe("codemode scripts", () => {
+  test("every exec tool resolves to its structuredContent object", async () => {
+    const { createCodemodeExtension } = await import("@earendil-works/pi-coding-agent");
+    const h = await startPi({ extensionFactories: [createCodemodeExtension()] });
+    try {
+      h.session.setActiveToolsByName([...h.session.getActiveToolNames(), "codemode"]);
+      const code = [
+        "const r = await tools.exec_command({ cmd: 'echo hi; exit 2' });",
+        "const s = await tools.exec_command({ cmd: 'sleep 30', yield_time_ms: 250 });",
+        "const w = await tools.write_stdin({ session_id: s.session_id, yield_time_ms: 0 });",
+        "const o = await tools.set_on_exit({ session_id: s.session_id, on_exit: 'wake' });",
+        "const l = await tools.list_sessions({});",
+        "const k = await tools.kill_session({ session_id: s.session_id });",
+        "text(JSON.stringify({ r, running: s.running, id: s.session_id, w: w.status, o: o.status, n: l.sessions.length, k: k.status }));",
+      ].join("\n");
+      const [res] = await turns(h, [[["codemode", { code }]]]);
+      const json = /\{"r":.*\}/.exec(textOf(res))?.[0];
+      assert.ok(json, textOf(res));
+      const got = JSON.parse(json!);
+      assert.equal(got.r.status, "exited");
+      assert.equal(got.r.exit_code, 2);
+      assert.equal(got.r.output, "hi\n");
+      assert.equal(got.r.running, false);
+      assert.equal(typeof got.r.wall_time_seconds, "number");
+      assert.equal(got.running, true);
+      assert.equal(got.w, "running");
+      assert.equal(got.o, "armed");
+      assert.equal(got.n, 1);
+      assert.equal(got.k, "killed");
+    } finally {
+      await h.dispose();
+    }
+  });
+});

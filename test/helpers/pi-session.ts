@@ -47,6 +47,8 @@ export async function startPi(
     uiContext?: Record<string, unknown>;
     /** Pi flags (`--name`) as the CLI would set them, before session_start. */
     flags?: Record<string, boolean | string>;
+    /** Extensions given as factories (Pi's built-ins such as `createCodemodeExtension()`). */
+    extensionFactories?: unknown[];
   } = {},
 ): Promise<PiHarness> {
   const root = mkdtempSync(join(tmpdir(), "pcs-pi-"));
@@ -72,6 +74,7 @@ export async function startPi(
     settingsManager,
     noExtensions: true,
     additionalExtensionPaths: options.extensionPaths ?? [EXTENSION_PATH],
+    ...(options.extensionFactories ? { extensionFactories: options.extensionFactories as never } : {}),
     noSkills: true,
     noPromptTemplates: true,
     noThemes: true,
