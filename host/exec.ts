@@ -6,7 +6,7 @@ import { statSync } from "node:fs";
 import { join } from "node:path";
 import type { Actor, AnyActorRef } from "xstate";
 import { fail, ok, type Result } from "../lib/result.ts";
-import type { ExecCommand, ExecEmitted, ExecRecord } from "../machines/exec-pool.ts";
+import { EXEC_POOL_ID, type ExecCommand, type ExecEmitted, type ExecRecord } from "../machines/exec-pool.ts";
 import type { ExecSupervisorCommand, supervisorMachine } from "../machines/supervisor.ts";
 import type { OnExit, SetOnExitStatus, WakeNotice } from "../machines/exec-wake-entry.ts";
 import { createShellLogic } from "../actors/shell/shell-actor.ts";
@@ -158,7 +158,7 @@ export class ExecHost {
     if (this.pool) return this.pool;
     if (!this.actor) return undefined;
     this.send({ type: "exec.open", at: this.now() });
-    this.pool = this.actor.system.get("exec") as AnyActorRef | undefined;
+    this.pool = this.actor.system.get(EXEC_POOL_ID) as AnyActorRef | undefined;
     this.pool?.on("*", (e: ExecEmitted) => this.heard(e));
     return this.pool;
   }

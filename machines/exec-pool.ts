@@ -1,4 +1,4 @@
-// The shell sessions of one supervisor (`exec`, a child of the supervisor, spawned on first use): a registry of
+// The shell sessions of one supervisor (`exec:pool`, a child of the supervisor, spawned on first use): a registry of
 // sessions by numeric id, each a child actor `exec:<id>` (machines/exec-session.ts), and the wake coordinator
 // `wake` (machines/exec-wake.ts). It keeps at most `maxSessions` (64): at the cap the least recently used
 // unprotected session is evicted (the `protectedCount` most recently used never are; exited ones go first). An
@@ -27,6 +27,9 @@ export interface ExecPoolInput {
   /** Completions due within this window go out in one prompt. */
   debounceMs: number;
 }
+
+/** The pool's id and systemId under the supervisor. */
+export const EXEC_POOL_ID = "exec:pool";
 
 export const DEFAULT_EXEC_POOL: ExecPoolInput = {
   maxSessions: 64,

@@ -19,7 +19,7 @@ import type { NestedCallEvent } from "./run-calls.ts";
 import { message } from "./message.ts";
 import { spareMachine, type SpareInput, type SpareNotice, type SpareOutput } from "./spare.ts";
 import { sessionMachine, type SessionOutput } from "./session.ts";
-import { DEFAULT_EXEC_POOL, execPoolMachine, type ExecCommand, type ExecPoolInput } from "./exec-pool.ts";
+import { DEFAULT_EXEC_POOL, EXEC_POOL_ID, execPoolMachine, type ExecCommand, type ExecPoolInput } from "./exec-pool.ts";
 
 export interface SupervisorInput {
   limits: Limits;
@@ -116,13 +116,13 @@ export const supervisorMachine = setup({
   },
   actions: {
     openExec: enqueueActions(({ context, enqueue, system }, p: { stopping: boolean; at: number }) => {
-      if (system.get("exec")) return;
-      enqueue.spawnChild("exec", { id: "exec", systemId: "exec", input: context.exec ?? DEFAULT_EXEC_POOL });
+      if (system.get(EXEC_POOL_ID)) return;
+      enqueue.spawnChild("exec", { id: EXEC_POOL_ID, systemId: EXEC_POOL_ID, input: context.exec ?? DEFAULT_EXEC_POOL });
       // Opened during shutdown: it refuses every start.
-      if (p.stopping) enqueue.sendTo("exec", { type: "exec.shutdown", at: p.at });
+      if (p.stopping) enqueue.sendTo(EXEC_POOL_ID, { type: "exec.shutdown", at: p.at });
     }),
     forwardExec: enqueueActions(({ event, enqueue, system }) => {
-      const ref = system.get("exec");
+      const ref = system.get(EXEC_POOL_ID);
       if (ref) enqueue.sendTo(ref, message(event as ExecCommand));
     }),
     refuse: emit((_, outcome: RunOutcome) => ({ type: "run.finished" as const, outcome })),
@@ -291,7 +291,7 @@ export const supervisorMachine = setup({
         const ref = system.get(spare.id);
         if (ref) enqueue.sendTo(ref, message({ type: "spare.retire", at }));
       }
-      const exec = system.get("exec");
+      const exec = system.get(EXEC_POOL_ID);
       if (exec) enqueue.sendTo(exec, message({ type: "exec.shutdown", at }));
       enqueue.assign({ serving: false });
     }),

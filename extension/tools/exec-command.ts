@@ -29,7 +29,10 @@ export function registerExecCommandTool(pi: ExtensionAPI, deps: ExecToolDeps): v
     parameters: execCommandParams,
     outputSchema: processOutputSchema,
     async execute(toolCallId, params, signal, onUpdate, ctx) {
-      return deps.journal.record(EXEC_COMMAND, toolCallId, { ...params }, ctx, async () => {
+      // The journal keeps the call's shape, not the command text (as code_execution keeps no script text).
+      const { cmd, ...rest } = params;
+      const journalArgs = { ...rest, cmdBytes: typeof cmd === "string" ? Buffer.byteLength(cmd) : 0 };
+      return deps.journal.record(EXEC_COMMAND, toolCallId, journalArgs, ctx, async () => {
         if (typeof params.cmd !== "string" || params.cmd.trim() === "") throw new Error("cmd must be a non-empty command.");
         const window = yieldWindow(params.yield_time_ms, DEFAULT_EXEC_YIELD_MS);
         if (!window.ok) throw new Error(window.error);

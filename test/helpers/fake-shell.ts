@@ -3,7 +3,7 @@
 import { SimulatedClock, createActor, fromCallback, type AnyActorRef, type InspectionEvent } from "xstate";
 import type { ShellCommand, ShellFact, ShellInput } from "../../machines/exec-session.ts";
 import type { ExecCommand, ExecEmitted, ExecPoolInput, ExecRecord } from "../../machines/exec-pool.ts";
-import { DEFAULT_EXEC_POOL } from "../../machines/exec-pool.ts";
+import { DEFAULT_EXEC_POOL, EXEC_POOL_ID } from "../../machines/exec-pool.ts";
 import { supervisorWith } from "../../host/system.ts";
 import { DEFAULT_LIMITS } from "../../machines/events.ts";
 
@@ -38,7 +38,7 @@ export function startExec(config: Partial<ExecPoolInput> = {}, inspect?: (e: Ins
   actor.subscribe({ error: (e) => errors.push(e) });
   actor.start();
   actor.send({ type: "exec.open", at: 0 });
-  const pool = actor.system.get("exec") as AnyActorRef;
+  const pool = actor.system.get(EXEC_POOL_ID) as AnyActorRef;
   const emitted: ExecEmitted[] = [];
   pool.on("*", (e: ExecEmitted) => emitted.push(e));
   const at = () => clock.now();
