@@ -120,6 +120,8 @@ export class ExecHost {
   private readonly changeListeners = new Set<(what: ExecEmitted) => void>();
   private deliverer: ((notices: WakeNotice[]) => void | Promise<void>) | undefined;
   private closed = false;
+  /** Tool calls that observed a session: only their finalization concerns the wakes. */
+  private readonly observers = new Set<string>();
 
   constructor(options: ExecHostOptions) {
     this.options = options;
@@ -150,6 +152,7 @@ export class ExecHost {
   }
 
   private send(command: ExecSupervisorCommand): void {
+    if ("callId" in command && command.callId) this.observers.add(command.callId);
     this.actor?.send(command);
   }
 
@@ -417,7 +420,8 @@ export class ExecHost {
 
   /** Pi finalized a tool result (`tool_execution_end`). */
   finalize(callId: string, ok: boolean): void {
-    if (this.pool) this.send({ type: "exec.finalize", at: this.now(), callId, ok });
+    if (!this.observers.delete(callId)) return;
+    this.actor?.send({ type: "exec.finalize", at: this.now(), callId, ok });
   }
 
   agentSettled(): void {

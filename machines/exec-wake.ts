@@ -30,6 +30,8 @@ export interface WakeContext extends WakeInput {
   /** The prompt being delivered. */
   batch?: { n: number; ids: number[] };
   batches: number;
+  /** Which entries each observing call leases, so its finalization goes only to them. */
+  leases: Record<string, number[]>;
 }
 
 // ---- commands (pool -> coordinator) ----
@@ -64,15 +66,23 @@ export const wakeMachine = setup({
     track: enqueueActions(({ context, enqueue, system }, e: Extract<WakeCommand, { type: "wake.track" }>) => {
       if (system.get(entryId(e.id))) return;
       enqueue.spawnChild("entry", { id: entryId(e.id), systemId: entryId(e.id), input: e.entry });
-      enqueue.assign({ entries: [...context.entries, e.id] });
+      const leases = { ...context.leases };
+      for (const callId of e.entry.leases) leases[callId] = [...(leases[callId] ?? []), e.id];
+      enqueue.assign({ entries: [...context.entries, e.id], leases });
     }),
-    /** Commands naming one session go to its entry; `entry.finalize` goes to all (leases are per call). */
+    /** Commands naming one session go to its entry; `entry.finalize` to the entries its call leased. */
     route: enqueueActions(({ context, enqueue, event, system }) => {
       const e = event as WakeEntryEvent;
-      const ids = "id" in e ? [e.id] : context.entries;
+      const ids = "id" in e ? [e.id] : e.type === "entry.finalize" ? (context.leases[e.callId] ?? []) : context.entries;
       for (const id of ids) {
         const ref = system.get(entryId(id));
         if (ref) enqueue.sendTo(ref, message(e));
+      }
+      if (e.type === "entry.observe" && !context.leases[e.callId]?.includes(e.id))
+        enqueue.assign({ leases: { ...context.leases, [e.callId]: [...(context.leases[e.callId] ?? []), e.id] } });
+      if (e.type === "entry.finalize" && context.leases[e.callId]) {
+        const { [e.callId]: _done, ...leases } = context.leases;
+        enqueue.assign({ leases });
       }
     }),
     set: enqueueActions(({ enqueue, system }, e: Extract<WakeCommand, { type: "wake.set" }>) => {
@@ -151,7 +161,7 @@ export const wakeMachine = setup({
   delays: { debounce: ({ context }) => context.debounceMs },
 }).createMachine({
   id: "wake",
-  context: ({ input }) => ({ ...input, entries: [], pending: {}, batches: 0 }),
+  context: ({ input }) => ({ ...input, entries: [], pending: {}, batches: 0, leases: {} }),
   initial: "idle",
   on: {
     "wake.track": { actions: { type: "track", params: ({ event }) => event } },
