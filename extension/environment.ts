@@ -1,8 +1,8 @@
 // The extension's view of where Python runs: settings (files + environment, hot-reloaded), the interpreter
 // resolver with the `--python` flag and the python_set_interpreter selection, and how both reach the host (limits,
 // module reload) and the code_execution tool (timeouts) without restarting Pi.
-import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { InterpreterResolver, type HostOptions, type SupervisorHost } from "../host/index.ts";
+import { getAgentDir, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { execLogDir, InterpreterResolver, type HostOptions, type SupervisorHost } from "../host/index.ts";
 import { SettingsStore, type ResolvedSettings } from "../store/settings.ts";
 
 export const PYTHON_FLAG = "python";
@@ -69,6 +69,7 @@ export class CodeEnvironment {
       interpreter: this.interpreter,
       moduleReload: () => this.settings().values.moduleReload,
       spareRunners: () => this.settings().values.spareRunners,
+      exec: { logDir: execLogDir(getAgentDir()), logQuota: () => this.settings().values.execLogs },
       ...base,
       limits: { graceMs: v.interruptGraceMs, killMs: v.killGraceMs, ...base.limits },
     };

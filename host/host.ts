@@ -22,6 +22,8 @@ import { withOutputHints } from "./output-hints.ts";
 import { sessionInfos, spareList, type SessionInfo } from "./selectors.ts";
 import { SessionBook } from "./session-book.ts";
 import { tapCommands } from "./system.ts";
+import { ExecHost, execLogDir, type ExecHostOptions } from "./exec.ts";
+import { agentDir } from "../record/log-files.ts";
 
 export type { SessionInfo } from "./selectors.ts";
 
@@ -51,6 +53,8 @@ export interface HostOptions {
   spareRunners?: () => boolean;
   /** A spare runner unused this long retires (default 60 s). */
   spareIdleMs?: number;
+  /** Shell sessions (host/exec.ts): log folder and quotas, process operations. */
+  exec?: Partial<Omit<ExecHostOptions, "hostId" | "env" | "now">>;
 }
 
 export interface RunRequestInput {
@@ -107,6 +111,8 @@ export class SupervisorHost {
   private readonly now: () => number;
   private closed = false;
   readonly id = nanoid(8);
+  /** Shell sessions: the exec tools' door (host/exec.ts). */
+  readonly exec: ExecHost;
 
   constructor(options: HostOptions = {}) {
     this.options = options;
@@ -134,7 +140,14 @@ export class SupervisorHost {
       tools: (runId) => this.runs.get(runId)?.tools,
       warn: (w) => this.warnings.add(w),
     });
-    this.actor = createActor(supervisorWith(runner, boundary), {
+    this.exec = new ExecHost({
+      hostId: this.id,
+      env,
+      now: this.now,
+      logDir: options.exec?.logDir ?? execLogDir(agentDir(env())),
+      ...options.exec,
+    });
+    this.actor = createActor(supervisorWith(runner, { ...boundary, shell: this.exec.shellLogic }), {
       id: "supervisor",
       systemId: "supervisor",
       input: {
@@ -145,6 +158,7 @@ export class SupervisorHost {
       ...(options.clock ? { clock: options.clock } : {}),
     });
     tapCommands(this.actor, options.onCommand, options.onStop);
+    this.exec.attach(this.actor);
     this.actor.on("run.nested_call", ({ runId, record }) => {
       const pending = this.runs.get(runId);
       if (pending) pending.nestedCalls[record.seq - 1] = record;
@@ -273,10 +287,14 @@ export class SupervisorHost {
     this.closed = true;
     this.actor.send({ type: "supervisor.shutdown", at: this.now() });
     const bound = this.limits.interruptWindowMs + this.limits.graceMs + 2 * this.limits.killMs + 200;
-    await this.waitFor(() => {
-      const c = this.actor.getSnapshot().context;
-      return Object.keys(c.active).length === 0 && Object.values(c.sessions).every((s) => s.status !== "alive");
-    }, bound);
+    await Promise.all([
+      this.waitFor(() => {
+        const c = this.actor.getSnapshot().context;
+        return Object.keys(c.active).length === 0 && Object.values(c.sessions).every((s) => s.status !== "alive");
+      }, bound),
+      // Shell sessions: SIGTERM, 1 s, SIGKILL (machines/exec-session.ts), then what is left of their groups.
+      this.exec.shutdown(2500),
+    ]);
     this.actor.stop();
     await this.killEverything();
     await removeSessionPackages(this.id, this.options.packages?.sessionRoot);

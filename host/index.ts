@@ -41,3 +41,15 @@ export {
   type RunTools,
 } from "../actors/calls/contract.ts";
 export type { ToolResultLike } from "../actors/calls/tool-results.ts";
+
+// Shell sessions (the exec tools): reports of the host's exec side, and the log folder it writes.
+export {
+  execLogDir,
+  type ExecSessionInfo,
+  type KillReport,
+  type ProcessReport,
+  type SetOnExitReport,
+  type StartRequest,
+  type WriteRequest,
+} from "./exec.ts";
+export type { SessionIO } from "../actors/shell/session-io.ts";

@@ -5,7 +5,6 @@
 import { assertEvent, assign, enqueueActions, not, sendTo, setup } from "xstate";
 import type { EventObject } from "xstate";
 import type { InstallInput, RunnerCommand, RunnerInput, RunOutcome, RunStatus, StopReason } from "./events.ts";
-import type { ToolCallOutput } from "./tool-events.ts";
 import { toolCallMachine } from "./tool-call.ts";
 import * as calls from "./run-calls.ts";
 import {
@@ -158,7 +157,7 @@ export const runMachine = setup({
     /** A call's actor ended: the runner gets the answer, the record goes to the parent. */
     finishCall: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, "xstate.done.actor.*");
-      const output = event.output as ToolCallOutput;
+      const output = event.output;
       enqueue.stopChild(event.actorId);
       const { reply, ...rest } = calls.finishCall(context, output);
       enqueue.assign(rest);

@@ -178,7 +178,7 @@ export const sessionMachine = setup({
     /** The run's outcome (its output) goes to the supervisor. */
     reportRun: sendParent(({ event }): RunFinishedEvent => {
       assertEvent(event, "xstate.done.actor.*");
-      return { type: "run.finished", outcome: event.output as RunOutcome };
+      return { type: "run.finished", outcome: event.output };
     }),
     releaseRun: enqueueActions(({ event, enqueue }) => {
       assertEvent(event, "xstate.done.actor.*");

@@ -15,12 +15,18 @@ import type { NestedCallEvent } from "./run-calls.ts";
 import type { RunInput } from "./run-context.ts";
 import type { SessionInput, SessionOutput } from "./session.ts";
 import type { SpareInput, SpareNotice, SpareOutput } from "./spare.ts";
+import type { ExecCommand, ExecPoolInput } from "./exec-pool.ts";
 
 export interface SupervisorInput {
   limits: Limits;
   /** A spare runner unused this long retires (default 60 s). */
   spareIdleMs?: number;
+  /** The shell sessions' bounds (machines/exec-pool.ts); default DEFAULT_EXEC_POOL. */
+  exec?: ExecPoolInput;
 }
+
+/** Shell sessions: `exec.open` creates the pool (`exec:pool`) on first use; every other `exec.*` command goes to it. */
+export type ExecSupervisorCommand = { type: "exec.open"; at: number } | ExecCommand;
 
 /** The spare runner kept for one key: warming until it reports ready. */
 export interface SpareEntry {
@@ -64,6 +70,7 @@ export interface SupervisorContext extends SupervisorInput {
 export type SupervisorEvent =
   | SpareNotice
   | CommandEvent
+  | ExecSupervisorCommand
   | PrepareFact
   | RunFinishedEvent
   | NestedCallEvent

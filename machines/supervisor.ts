@@ -11,6 +11,7 @@ import { placeholder } from "./placeholder.ts";
 import { spareMachine, type SpareEvent, type SpareOutput } from "./spare.ts";
 import { sessionMachine, type SessionEvent, type SessionOutput } from "./session.ts";
 import type { RunCancel } from "./run-context.ts";
+import { DEFAULT_EXEC_POOL, EXEC_POOL_ID, execPoolMachine, type ExecCommand } from "./exec-pool.ts";
 import {
   freshInput,
   initialContext,
@@ -56,8 +57,22 @@ export const supervisorMachine = setup({
     run: runMachine,
     session: sessionMachine,
     spare: spareMachine,
+    exec: execPoolMachine,
   },
   actions: {
+    /** The shell-session pool is created on first use; opened during shutdown, it refuses every start. */
+    openExec: enqueueActions(({ context, event, enqueue, system }, stopping: boolean) => {
+      assertEvent(event, "exec.open");
+      if (system.get(EXEC_POOL_ID)) return;
+      enqueue.spawnChild("exec", { id: EXEC_POOL_ID, systemId: EXEC_POOL_ID, input: context.exec ?? DEFAULT_EXEC_POOL });
+      const shutdown = { type: "exec.shutdown", at: event.at } satisfies ExecCommand;
+      if (stopping) enqueue.sendTo(EXEC_POOL_ID, shutdown);
+    }),
+    forwardExec: enqueueActions(({ event, enqueue, system }) => {
+      assertEvent(event, "exec.*");
+      const ref = system.get(EXEC_POOL_ID);
+      if (ref) enqueue.sendTo(ref, event);
+    }),
     /** A request joins the queue; the first in line is prepared at once. */
     enqueue: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, "run.start");
@@ -219,6 +234,9 @@ export const supervisorMachine = setup({
         const ref = system.get(spare.id);
         if (ref) enqueue.sendTo(ref, retire);
       }
+      const exec = system.get(EXEC_POOL_ID);
+      const shutdown = { type: "exec.shutdown", at } satisfies ExecCommand;
+      if (exec) enqueue.sendTo(exec, shutdown);
       if (context.queue.length) enqueue.stopChild("prepare");
       for (const request of context.queue) {
         enqueue.emit({ type: "run.finished", outcome: refusal(request, SHUTDOWN, { at }) });
@@ -272,6 +290,8 @@ export const supervisorMachine = setup({
       { actions: "release" },
     ],
     "session.stop": { actions: "closeSession" },
+    "exec.open": { actions: { type: "openExec", params: false } },
+    "exec.*": { actions: "forwardExec" },
   },
   states: {
     serving: {
@@ -300,6 +320,7 @@ export const supervisorMachine = setup({
     stopping: {
       description: "Pi is shutting down or reloading: sessions close, runs are cancelled, nothing new starts.",
       on: {
+        "exec.open": { actions: { type: "openExec", params: true } },
         "run.start": { actions: { type: "refuse", params: ({ event }) => refusal(event, SHUTDOWN) } },
       },
     },

@@ -9,6 +9,8 @@ import { spareMachine } from "./spare.ts";
 import { supervisorMachine } from "./supervisor.ts";
 import { toolCallMachine } from "./tool-call.ts";
 import type { DispatchCommand, DispatchInput } from "./tool-events.ts";
+import { execPoolMachine } from "./exec-pool.ts";
+import { execSessionMachine, type ShellCommand, type ShellInput } from "./exec-session.ts";
 
 type DispatchLogic = CallbackActorLogic<DispatchCommand, DispatchInput>;
 
@@ -20,6 +22,8 @@ export interface BoundaryActors {
   install?: AnyActorLogic;
   /** Runs one nested tool call (actors/calls/); without it calls fail. */
   dispatch?: AnyActorLogic;
+  /** A shell session's process (actors/shell/shell-actor.ts); without it shell sessions fail to start. */
+  shell?: AnyActorLogic;
 }
 
 /** Preparation for requests whose sender settled everything itself (interpreter, dependencies): what the request
@@ -50,6 +54,17 @@ export function supervisorWith(runner: AnyActorLogic, boundary: BoundaryActors =
         actors: { runner, run: sessionRun.provide({ actors: { toolCall, ...install } }) },
       }),
       spare: spareMachine.provide({ actors: { runner } }),
+      ...(boundary.shell
+        ? {
+            exec: execPoolMachine.provide({
+              actors: {
+                session: execSessionMachine.provide({
+                  actors: { shell: boundary.shell as CallbackActorLogic<ShellCommand, ShellInput> },
+                }),
+              },
+            }),
+          }
+        : {}),
     },
   });
 }
