@@ -3,13 +3,12 @@
 // reports. It owns each session's bytes (actors/shell/session-io.ts) and log files; every decision about a
 // session's life or its wake is the machines' (machines/exec-*.ts), heard here through the pool's emitted events.
 import { statSync } from "node:fs";
-import { join } from "node:path";
 import type { Actor, AnyActorRef } from "xstate";
 import { fail, ok, type Result } from "../lib/result.ts";
 import { EXEC_POOL_ID, type ExecCommand, type ExecEmitted, type ExecRecord } from "../machines/exec-pool.ts";
 import type { ExecSupervisorCommand } from "../machines/supervisor.ts";
 import type { SupervisorLogic } from "../machines/system.ts";
-import type { OnExit, SetOnExitStatus, WakeNotice } from "../machines/exec-wake-entry.ts";
+import type { OnExit, WakeNotice } from "../machines/exec-wake-entry.ts";
 import { createShellLogic } from "../actors/shell/shell-actor.ts";
 import { ExecLogs, type LogQuota } from "../actors/shell/logs.ts";
 import { localShellOperations, type ShellOperations } from "../actors/shell/operations.ts";
@@ -18,6 +17,20 @@ import { resolveShell } from "../actors/shell/shell-path.ts";
 import { SessionIO } from "../actors/shell/session-io.ts";
 import { answeredAfter, settleTurn, waitOn, type WaitOutcome } from "../actors/shell/waits.ts";
 import { liveGroups, stopGroup } from "../actors/process/registry.ts";
+import { ExecEvents, type Emitted } from "./exec-events.ts";
+import {
+  processReport,
+  stamp,
+  unknownSession,
+  type ExecSessionInfo,
+  type KillReport,
+  type ProcessReport,
+  type SetOnExitReport,
+  type StartRequest,
+  type WriteRequest,
+} from "./exec-reports.ts";
+
+const LIVE = new Set(["starting", "running", "held", "stopping"]);
 
 export interface ExecHostOptions {
   hostId: string;
@@ -29,83 +42,6 @@ export interface ExecHostOptions {
   now?: () => number;
 }
 
-export interface ProcessReport {
-  /** The session's id (the model's `session_id` while it runs). */
-  id: number;
-  running: boolean;
-  /** The shell exited but a background process holds its output open. */
-  held: boolean;
-  end?: SessionIO["ended"];
-  output: Uint8Array;
-  omittedBytes: number;
-  totalBytes: number;
-  logPath?: string;
-  logProblem?: string;
-  command: string;
-  cwd: string;
-  tty: boolean;
-  pid?: number;
-  wallMs: number;
-  wait: WaitOutcome;
-  /** on_exit wake is armed after this call. */
-  armed: boolean;
-  /** The exit was returned here while a wake was armed: this result consumes it once Pi finalizes it. */
-  consumedWake: boolean;
-  writeFailure?: string;
-}
-
-export interface KillReport extends Omit<ProcessReport, "wait" | "consumedWake"> {
-  signal: string;
-  killed: boolean;
-  escalated: boolean;
-  /** The process had already exited when the kill came. */
-  alreadyExited: boolean;
-  failure?: string;
-}
-
-export interface ExecSessionInfo extends ExecRecord {
-  running: boolean;
-  wakeArmed: boolean;
-  logPath?: string;
-  totalBytes: number;
-}
-
-export interface SetOnExitReport {
-  found: boolean;
-  status?: SetOnExitStatus;
-  armed: boolean;
-  session?: ExecSessionInfo;
-}
-
-export interface StartRequest {
-  command: string;
-  cwd: string;
-  shell?: string;
-  tty: boolean;
-  cols: number;
-  rows: number;
-  yieldMs: number;
-  onExit: OnExit;
-  callId: string;
-  signal?: AbortSignal;
-  /** Called with the session's I/O once it exists (live previews). */
-  onStart?: (io: SessionIO) => void;
-}
-
-export interface WriteRequest {
-  id: number;
-  bytes?: Uint8Array;
-  /** `answer`: return once the process answers the input; `full`: wait out the window (exit ends it early). */
-  until: "answer" | "full";
-  durationMs: number;
-  callId: string;
-  signal?: AbortSignal;
-}
-
-type Emitted<T extends ExecEmitted["type"]> = Extract<ExecEmitted, { type: T }>;
-
-const LIVE = new Set(["starting", "running", "held", "stopping"]);
-
 export class ExecHost {
   readonly shellLogic;
   private readonly options: ExecHostOptions;
@@ -115,11 +51,7 @@ export class ExecHost {
   private actor: Actor<SupervisorLogic> | undefined;
   private pool: AnyActorRef | undefined;
   private nextId = 0;
-  private readonly answers = new Map<string, Emitted<"exec.answer">>();
-  private readonly refused = new Map<number, string>();
-  private readonly stopWaiters = new Map<number, ((e: Emitted<"exec.stop_failed"> | undefined) => void)[]>();
-  private readonly changeListeners = new Set<(what: ExecEmitted) => void>();
-  private deliverer: ((notices: WakeNotice[]) => void | Promise<void>) | undefined;
+  private readonly events: ExecEvents;
   private closed = false;
   /** Tool calls that observed a session: only their finalization concerns the wakes. */
   private readonly observers = new Set<string>();
@@ -128,6 +60,7 @@ export class ExecHost {
     this.options = options;
     this.now = options.now ?? Date.now;
     this.logs = new ExecLogs(options.logDir, options.logQuota);
+    this.events = new ExecEvents(this.ios, (command) => this.send(command), this.now);
     this.shellLogic = createShellLogic({
       ops: options.ops ?? localShellOperations,
       io: (id) => this.ios.get(id),
@@ -143,13 +76,12 @@ export class ExecHost {
 
   /** How due completion prompts reach Pi (`pi.sendMessage`); a throw or rejection counts as a failed delivery. */
   onWake(deliver: (notices: WakeNotice[]) => void | Promise<void>): void {
-    this.deliverer = deliver;
+    this.events.onWake(deliver);
   }
 
   /** Every event of the pool (sessions starting, ending, evicted...): footers and widgets refresh on these. */
   onChange(fn: (what: ExecEmitted) => void): () => void {
-    this.changeListeners.add(fn);
-    return () => this.changeListeners.delete(fn);
+    return this.events.onChange(fn);
   }
 
   private send(command: ExecSupervisorCommand): void {
@@ -163,63 +95,8 @@ export class ExecHost {
     if (!this.actor) return undefined;
     this.send({ type: "exec.open", at: this.now() });
     this.pool = this.actor.system.get(EXEC_POOL_ID) as AnyActorRef | undefined;
-    this.pool?.on("*", (e: ExecEmitted) => this.heard(e));
+    this.pool?.on("*", (e: ExecEmitted) => this.events.heard(e));
     return this.pool;
-  }
-
-  private heard(e: ExecEmitted): void {
-    switch (e.type) {
-      case "exec.ended": {
-        const io = this.ios.get(e.id);
-        io?.finish({
-          end: e.end,
-          at: e.at,
-          code: e.code,
-          signal: e.signal,
-          ...(e.escalated ? { escalated: true } : {}),
-          ...(e.failure ? { failure: e.failure } : {}),
-        });
-        if (io && e.end !== "exited" && e.end !== "failed") this.ios.delete(e.id);
-        this.settleStop(e.id, undefined);
-        break;
-      }
-      case "exec.stop_failed":
-        this.settleStop(e.id, e);
-        break;
-      case "exec.evicting":
-        if (!e.running) this.ios.delete(e.id);
-        break;
-      case "exec.started":
-        this.ios.get(e.id)?.changed();
-        break;
-      case "exec.answer":
-        this.answers.set(e.requestId, e);
-        break;
-      case "exec.refused":
-        this.refused.set(e.id, e.reason);
-        this.ios.get(e.id)?.finish({ end: "failed", at: this.now(), code: null, signal: null, failure: e.reason });
-        break;
-      case "exec.wake":
-        queueMicrotask(() => void this.deliver(e.batch, e.notices));
-        break;
-    }
-    for (const fn of this.changeListeners) {
-      try {
-        fn(e);
-      } catch {
-        // A listener's failure is its own.
-      }
-    }
-  }
-
-  private async deliver(batch: number, notices: WakeNotice[]): Promise<void> {
-    try {
-      if (!this.deliverer) throw new Error("no way to reach Pi yet");
-      await this.deliverer(notices);
-      this.send({ type: "exec.wake_delivered", at: this.now(), batch });
-    } catch (e) {
-      this.send({ type: "exec.wake_failed", at: this.now(), batch, message: (e as Error).message ?? String(e) });
-    }
   }
 
   private records(): Record<string, ExecRecord> {
@@ -229,8 +106,7 @@ export class ExecHost {
 
   private wakeArmed(id: number): boolean {
     const s = this.actor?.system.get(`wake:${id}`)?.getSnapshot() as
-      | { status: string; value: unknown; context: { armed: boolean } }
-      | undefined;
+      { status: string; value: unknown; context: { armed: boolean } } | undefined;
     return !!s && s.status === "active" && s.context.armed;
   }
 
@@ -243,6 +119,17 @@ export class ExecHost {
       ...(io?.logPath ? { logPath: io.logPath } : {}),
       totalBytes: io?.totalBytes ?? 0,
     };
+  }
+
+  private report(
+    io: SessionIO,
+    r: ExecRecord | undefined,
+    wait: WaitOutcome,
+    began: number,
+    drain: boolean,
+    writeFailure?: string,
+  ): ProcessReport {
+    return processReport(io, r, wait, began, drain, (id) => this.wakeArmed(id), writeFailure);
   }
 
   /** Every registered session, oldest first: live ones and exited ones not yet observed. */
@@ -288,9 +175,9 @@ export class ExecHost {
       rows: req.rows,
       ...(io.logPath ? { logPath: io.logPath } : {}),
     });
-    const refusal = this.refused.get(id);
+    const refusal = this.events.refused.get(id);
     if (refusal !== undefined) {
-      this.refused.delete(id);
+      this.events.refused.delete(id);
       this.ios.delete(id);
       return fail(`the session was not started: ${refusal}.`);
     }
@@ -313,7 +200,7 @@ export class ExecHost {
   async write(req: WriteRequest): Promise<Result<ProcessReport>> {
     const r = this.records()[req.id];
     const io = this.ios.get(req.id);
-    if (!r || !io) return fail(this.unknown(req.id));
+    if (!r || !io) return fail(unknownSession(req.id, Object.keys(this.records())));
     const began = performance.now();
     this.send({ type: "exec.observe", at: this.now(), id: req.id, callId: req.callId });
     let writeFailure: string | undefined;
@@ -372,9 +259,7 @@ export class ExecHost {
       this.send({ type: "exec.observe", at: this.now(), id, callId });
       this.send({ type: "exec.forget", at: this.now(), id, callId });
     } else {
-      const stopped = new Promise<Emitted<"exec.stop_failed"> | undefined>((resolve) => {
-        this.stopWaiters.set(id, [...(this.stopWaiters.get(id) ?? []), resolve]);
-      });
+      const stopped = this.events.stopped(id);
       if (r.status !== "stopping") this.send({ type: "exec.kill", at: this.now(), id, signal });
       failed = await stopped;
     }
@@ -396,8 +281,8 @@ export class ExecHost {
     this.ensurePool();
     const requestId = `set-${this.now()}-${Math.random().toString(36).slice(2)}`;
     this.send({ type: "exec.set_on_exit", at: this.now(), id, onExit, requestId });
-    const a = this.answers.get(requestId);
-    this.answers.delete(requestId);
+    const a = this.events.answers.get(requestId);
+    this.events.answers.delete(requestId);
     const r = this.records()[id];
     return {
       found: a?.found ?? false,
@@ -450,56 +335,14 @@ export class ExecHost {
     await Promise.all(liveGroups(this.options.hostId, /^exec:/).map((pgid) => stopGroup(pgid, 1000)));
     for (const io of this.ios.values()) io.log?.close();
   }
-
-  private settleStop(id: number, failed: Emitted<"exec.stop_failed"> | undefined): void {
-    const waiters = this.stopWaiters.get(id);
-    this.stopWaiters.delete(id);
-    for (const fn of waiters ?? []) fn(failed);
-  }
-
-  private unknown(id: number): string {
-    const ids = Object.keys(this.records());
-    return `Unknown session_id ${id}${ids.length ? ` (sessions: ${ids.join(", ")})` : " (no sessions are open)"}. A session that exited and was reported once is gone; its log keeps the output.`;
-  }
-
-  private report(
-    io: SessionIO,
-    r: ExecRecord | undefined,
-    wait: WaitOutcome,
-    began: number,
-    drain: boolean,
-    writeFailure?: string,
-  ): ProcessReport {
-    const d = drain ? io.drain() : { bytes: new Uint8Array(0), omitted: 0 };
-    return {
-      id: io.id,
-      running: !io.ended,
-      held: r?.status === "held",
-      ...(io.ended ? { end: io.ended } : {}),
-      output: d.bytes,
-      omittedBytes: d.omitted,
-      totalBytes: io.totalBytes,
-      ...(io.logPath ? { logPath: io.logPath } : {}),
-      ...(io.logProblem ? { logProblem: io.logProblem } : {}),
-      command: r?.command ?? "",
-      cwd: r?.cwd ?? "",
-      tty: r?.tty ?? false,
-      ...(io.pid !== undefined ? { pid: io.pid } : {}),
-      wallMs: performance.now() - began,
-      wait,
-      armed: !io.ended && this.wakeArmed(io.id),
-      consumedWake: false,
-      ...(writeFailure ? { writeFailure } : {}),
-    };
-  }
 }
-
-function stamp(ms: number): string {
-  return new Date(ms).toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
-}
-
-export function execLogDir(agentDir: string): string {
-  return join(agentDir, "pi-code-supervisor", "exec-logs");
-}
-
+export { execLogDir } from "./exec-reports.ts";
+export type {
+  ExecSessionInfo,
+  KillReport,
+  ProcessReport,
+  SetOnExitReport,
+  StartRequest,
+  WriteRequest,
+} from "./exec-reports.ts";
 export type { ExecCommand };

@@ -6,171 +6,18 @@ import { readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { watch, type FSWatcher } from "chokidar";
 import { agentDir } from "../record/log-files.ts";
-import type { VenvDiscovery } from "../actors/interpreter/interpreter.ts";
+import {
+  KNOWN_TOP,
+  PLANNED_SURFACES,
+  SETTING_KEYS,
+  SURFACES,
+  type ResolvedSettings,
+  type SettingOrigin,
+  type Settings,
+  type SettingSource,
+} from "./setting-keys.ts";
 
-export interface Settings {
-  /** Seconds, when a call gives no `timeout`. */
-  defaultTimeout: number;
-  /** The largest `timeout` a call may give, in seconds. */
-  maxTimeout: number;
-  /** After the one KeyboardInterrupt: how long cleanup may take before the process tree is stopped. */
-  interruptGraceMs: number;
-  /** SIGTERM -> SIGKILL. */
-  killGraceMs: number;
-  venvDiscovery: VenvDiscovery;
-  /** The journal's path, `off`, or undefined for the default location. */
-  journal: string | undefined;
-  /** Pre-started runners for fresh runs (read by the spare-runner pool). */
-  spareRunners: boolean;
-  /** The live inspector (read by the inspector): start it with Pi, and its port (0: a free one). */
-  inspector: { autoStart: boolean; port: number };
-  /** Reload local modules a session imported when their files change. */
-  moduleReload: boolean;
-  /** The tool surfaces to offer, by name (`SURFACES`); unknown names are warnings. */
-  tools: string[];
-  /** Shorthand for `exec` in `tools`. */
-  exec: boolean;
-  /** Shell sessions' log files (actors/shell/logs.ts). */
-  execLogs: { perLogBytes: number; totalBytes: number };
-}
-
-/** Tool surfaces this version offers. */
-export const SURFACES = ["code_execution", "exec"] as const;
-/** Names planned for other surfaces (issue 14): accepted, with a warning that this version lacks them. */
-const PLANNED_SURFACES = ["python", "eval"];
-export const DEFAULT_TOOLS = ["code_execution"];
-
-/** Whether the shell-session tools (exec_command, write_stdin, ...) are enabled. */
-export function execEnabled(values: Pick<Settings, "tools" | "exec">): boolean {
-  return values.exec || values.tools.includes("exec");
-}
-
-export type SettingSource = "default" | "global" | "project" | "env";
-
-export interface SettingOrigin {
-  source: SettingSource;
-  /** The file or the environment variable. */
-  where?: string;
-}
-
-export interface ResolvedSettings {
-  values: Settings;
-  /** Per key (dotted for nested keys), where its value came from. */
-  sources: Record<string, SettingOrigin>;
-  warnings: string[];
-  files: { global: string; project?: string };
-}
-
-type Parse = (raw: unknown, fromEnv: boolean) => { ok: true; value: unknown } | { ok: false; why: string };
-
-interface KeySpec {
-  key: string;
-  env: string;
-  default: unknown;
-  parse: Parse;
-}
-
-const num = (raw: unknown, fromEnv: boolean): number =>
-  fromEnv && typeof raw === "string" && raw.trim() !== "" ? Number(raw) : (raw as number);
-
-function numberIn(min: number, max: number, unit: string, integer = false): Parse {
-  return (raw, fromEnv) => {
-    const n = num(raw, fromEnv);
-    if (typeof n !== "number" || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n)))
-      return { ok: false, why: `must be ${integer ? "an integer" : "a number"} of ${unit} from ${min} to ${max}` };
-    return { ok: true, value: n };
-  };
-}
-
-const boolean: Parse = (raw, fromEnv) => {
-  if (typeof raw === "boolean") return { ok: true, value: raw };
-  if (fromEnv && typeof raw === "string") {
-    const s = raw.trim().toLowerCase();
-    if (["1", "true", "yes", "on"].includes(s)) return { ok: true, value: true };
-    if (["0", "false", "no", "off"].includes(s)) return { ok: true, value: false };
-  }
-  return { ok: false, why: "must be true or false" };
-};
-
-const dirNames: Parse = (raw, fromEnv) => {
-  const list =
-    fromEnv && typeof raw === "string"
-      ? raw
-          .split(",")
-          .map((s) => s.trim())
-          .filter(Boolean)
-      : raw;
-  if (
-    !Array.isArray(list) ||
-    list.some((s) => typeof s !== "string" || !s || s.includes("/") || s === "." || s === "..")
-  )
-    return { ok: false, why: 'must be a list of directory names (no slashes), such as [".venv", "venv"]' };
-  return { ok: true, value: [...new Set(list as string[])] };
-};
-
-const surfaceList: Parse = (raw, fromEnv) => {
-  const list = fromEnv && typeof raw === "string" ? raw.split(",") : raw;
-  if (!Array.isArray(list) || list.some((x) => typeof x !== "string"))
-    return { ok: false, why: `must be a list of tool surface names (${SURFACES.join(", ")})` };
-  const names = (list as string[]).map((x) => x.trim().toLowerCase()).filter(Boolean);
-  return { ok: true, value: [...new Set(names)] };
-};
-
-const journal: Parse = (raw) => {
-  if (typeof raw !== "string" || !raw.trim()) return { ok: false, why: 'must be a file path or "off"' };
-  return { ok: true, value: raw.trim() };
-};
-
-export const SETTING_KEYS: readonly KeySpec[] = [
-  {
-    key: "defaultTimeout",
-    env: "PI_CODE_EXECUTION_DEFAULT_TIMEOUT",
-    default: 60,
-    parse: numberIn(1, 86_400, "seconds"),
-  },
-  { key: "maxTimeout", env: "PI_CODE_EXECUTION_MAX_TIMEOUT", default: 3600, parse: numberIn(1, 86_400, "seconds") },
-  {
-    key: "interruptGraceMs",
-    env: "PI_CODE_EXECUTION_INTERRUPT_GRACE_MS",
-    default: 1000,
-    parse: numberIn(0, 600_000, "milliseconds", true),
-  },
-  {
-    key: "killGraceMs",
-    env: "PI_CODE_EXECUTION_KILL_GRACE_MS",
-    default: 500,
-    parse: numberIn(0, 60_000, "milliseconds", true),
-  },
-  { key: "venvDiscovery.enabled", env: "PI_CODE_EXECUTION_VENV_DISCOVERY", default: true, parse: boolean },
-  { key: "venvDiscovery.parentWalk", env: "PI_CODE_EXECUTION_VENV_PARENT_WALK", default: true, parse: boolean },
-  { key: "venvDiscovery.dirNames", env: "PI_CODE_EXECUTION_VENV_DIRS", default: [".venv", "venv"], parse: dirNames },
-  { key: "journal", env: "PI_CODE_EXECUTION_JOURNAL", default: undefined, parse: journal },
-  { key: "spareRunners", env: "PI_CODE_EXECUTION_SPARE_RUNNERS", default: true, parse: boolean },
-  { key: "inspector.autoStart", env: "PI_CODE_EXECUTION_INSPECT", default: false, parse: boolean },
-  {
-    key: "inspector.port",
-    env: "PI_CODE_EXECUTION_INSPECT_PORT",
-    default: 0,
-    parse: numberIn(0, 65_535, "port", true),
-  },
-  { key: "moduleReload", env: "PI_CODE_EXECUTION_MODULE_RELOAD", default: true, parse: boolean },
-  { key: "tools", env: "PI_CODE_EXECUTION_TOOLS", default: DEFAULT_TOOLS, parse: surfaceList },
-  { key: "exec", env: "PI_CODE_EXECUTION_EXEC", default: false, parse: boolean },
-  {
-    key: "execLogs.perLogBytes",
-    env: "PI_CODE_EXECUTION_EXEC_LOG_BYTES",
-    default: 64 * 1024 * 1024,
-    parse: numberIn(1024, 2 ** 40, "bytes", true),
-  },
-  {
-    key: "execLogs.totalBytes",
-    env: "PI_CODE_EXECUTION_EXEC_LOGS_TOTAL_BYTES",
-    default: 512 * 1024 * 1024,
-    parse: numberIn(1024 * 1024, 2 ** 44, "bytes", true),
-  },
-];
-
-const KNOWN_TOP = new Set(SETTING_KEYS.map((k) => k.key.split(".")[0]));
+export * from "./setting-keys.ts";
 
 export function globalSettingsPath(env: NodeJS.ProcessEnv = process.env): string {
   return join(agentDir(env), "pi-code-execution", "settings.json");
