@@ -2,6 +2,8 @@
 // from disk or from the server, stepped through record by record).
 import { applyFrame, createModel, modelAt, stepsFromLog } from "./model.js";
 import { renderDetails, renderTimeline, TreeView } from "./view.js";
+import { Charts, ChartView } from "./chart-view.js";
+import { liveSequence, logSequence, SequenceView, subtreeEvents } from "./sequence-view.js";
 
 const $ = (id) => document.getElementById(id);
 const base = location.pathname.endsWith("/") ? location.pathname : `${location.pathname}/`;
@@ -15,15 +17,35 @@ const state = {
   position: 0,
   logName: "",
   connected: false,
+  /** The view beside the tree: `chart`, `sequence` or `details`. */
+  tab: "chart",
+  /** The open log's events (sequence view), built once per log, and the selected subtree's, per actor. */
+  seq: undefined,
+  seqEvents: new Map(),
 };
 state.model = state.live;
 
-const tree = new TreeView($("tree"), (id) => {
+const tree = new TreeView($("tree"), (id) => select(id));
+const charts = new Charts(base);
+const chartView = new ChartView($("chart"), charts);
+const sequenceView = new SequenceView($("sequence"));
+
+function select(id) {
   state.selected = id;
   tree.select(state.model, id);
   rendered.id = undefined;
-  renderSoon();
-});
+  renderNow();
+}
+
+function showTab(tab) {
+  state.tab = tab;
+  $("views").dataset.tab = tab;
+  for (const b of document.querySelectorAll(".tab")) b.setAttribute("aria-selected", String(b.dataset.tab === tab));
+  for (const id of ["chart", "sequence", "details"]) $(id).hidden = id !== tab;
+  rendered.id = undefined;
+  renderNow();
+}
+for (const b of document.querySelectorAll(".tab")) b.addEventListener("click", () => showTab(b.dataset.tab));
 
 let detailsTimer;
 let timelineTimer;
@@ -47,14 +69,38 @@ function renderNow() {
   drawTimeline();
 }
 
+/** The open tab's view of the selected actor. */
 function drawDetails() {
   const a = state.model.actors.get(state.selected);
+  if (state.tab === "chart") return void chartView.show(a, { live: state.mode === "live" });
+  if (state.tab === "sequence") return drawSequence();
   if (rendered.id === state.selected && rendered.model === state.model && rendered.rev === (a?.rev ?? 0)) return;
   rendered = { id: state.selected, rev: a?.rev ?? 0, model: state.model };
   renderDetails($("details"), state.model, state.selected, {
     actions: !state.info.readOnly,
     replaying: state.mode !== "live",
     onStop: stopSession,
+  });
+}
+
+function drawSequence() {
+  const live = state.mode === "live";
+  let seq;
+  let events;
+  if (live) {
+    seq = liveSequence(state.model);
+    events = subtreeEvents(seq, state.selected);
+  } else {
+    seq = state.seq ??= logSequence(state.steps);
+    events = state.seqEvents.get(state.selected);
+    if (!events) state.seqEvents.set(state.selected, (events = subtreeEvents(seq, state.selected)));
+  }
+  sequenceView.show({
+    actor: state.selected,
+    seq,
+    events,
+    position: live ? undefined : state.position,
+    start: live ? state.model.start : state.steps.find((s) => s.at !== undefined)?.at,
   });
 }
 
@@ -139,6 +185,8 @@ function openLog(text, name) {
   state.steps = steps;
   state.logName = name;
   state.logText = text;
+  state.seq = undefined;
+  state.seqEvents = new Map();
   document.body.dataset.mode = "log";
   $("slider").max = String(steps.length);
   setStatus(`log ${name}${header?.piSession ? ` · Pi session ${header.piSession}` : ""}`, "log");
@@ -228,7 +276,17 @@ if (info.live) {
   setStatus("no live session: open a recorded log", "off");
   document.body.dataset.mode = "log";
 }
+// Machine charts are laid out in the background once the page is up, so selecting an actor draws at once.
+charts.load().then((machines) => machines.forEach((m) => charts.layout(m).catch(() => {})));
 // A small handle for tests and the devtools console: the log's steps and a way to jump to one.
-window.inspector = { steps: () => state.steps.map((s) => s.text), goTo, openLog, mode: () => state.mode };
+window.inspector = {
+  steps: () => state.steps.map((s) => s.text),
+  goTo,
+  openLog,
+  mode: () => state.mode,
+  select,
+  showTab,
+  position: () => state.position,
+};
 // Tests and tools can tell when the page is wired up.
 document.body.dataset.ready = "true";

@@ -13,6 +13,8 @@ export interface ActorEntry {
   history: { at: number; label: string; status: string; restart?: boolean }[];
   events: { at: number; type: string; from?: string; event: unknown }[];
   incarnation: number;
+  /** The latest snapshot's step: the value before and after and the event that caused it (statechart view). */
+  step?: { from: unknown; to: unknown; event: string; at: number; seen: number };
   /** Bumped on every change (the page redraws details only when it moved). */
   rev?: number;
 }
@@ -22,6 +24,8 @@ export interface Model {
   start?: number;
   end?: number;
   version: number;
+  /** Recent events between actors, oldest first (the live sequence view). */
+  sequence: { at: number; from?: string; to: string; type: string }[];
 }
 export interface Step {
   line: number;

@@ -3,9 +3,11 @@
 
 const MAX_EVENTS = 40;
 const MAX_ACTORS = 400;
+/** Events kept for the live sequence view (a log's view reads the log's steps instead). */
+const MAX_SEQUENCE = 2000;
 
 export function createModel() {
-  return { actors: new Map(), order: [], start: undefined, end: undefined, version: 0 };
+  return { actors: new Map(), order: [], start: undefined, end: undefined, version: 0, sequence: [] };
 }
 
 /** A state value as people read it: `running`, or `parent.child` for nested states. */
@@ -67,6 +69,8 @@ function applySnapshot(model, a, snapshot, at, cause) {
   if (!snapshot) return;
   if (snapshot.value !== undefined) {
     a.kind = "machine";
+    // The step the statechart view highlights: the value before, after, and the event that caused it.
+    if (cause) a.step = { from: a.value, to: snapshot.value, event: cause, at, seen: Date.now() };
     a.value = snapshot.value;
   }
   if (snapshot.context !== undefined) a.context = snapshot.context;
@@ -133,6 +137,8 @@ function applyTo(model, frame, id, at) {
       const type = frame.event && typeof frame.event === "object" ? String(frame.event.type) : String(frame.event);
       a.events.push({ at, type, from: frame.sourceId, event: frame.event });
       if (a.events.length > MAX_EVENTS) a.events.splice(0, a.events.length - MAX_EVENTS);
+      model.sequence.push({ at, from: frame.sourceId, to: id, type });
+      if (model.sequence.length > MAX_SEQUENCE * 1.2) model.sequence.splice(0, model.sequence.length - MAX_SEQUENCE);
       return [id];
     }
     case "@xstate.snapshot": {

@@ -1,0 +1,520 @@
+// The statechart view: the selected actor's machine as an SVG diagram laid out by ELK (in a Web Worker, served by
+// the inspector from the elkjs package), with the active states lit and the transition just taken highlighted.
+// Each machine's layout and SVG are built once and kept; showing an actor or stepping through a log only moves
+// classes on a few elements. Clicking a state lists the transitions that leave it and the tests that cover it.
+import { betterFit, elkGraph, FONT, geometry, innerLines, LINE, transitionText } from "./chart-layout.js";
+
+const SVG = "http://www.w3.org/2000/svg";
+/** How long a transition stays highlighted in live mode (a log keeps it while the position is there). */
+const TAKEN_MS = 1500;
+
+const svg = (tag, attrs = {}, text) => {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) el.setAttribute(k, String(v));
+  if (text !== undefined) el.textContent = text;
+  return el;
+};
+const h = (tag, attrs = {}, ...children) => {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === false) continue;
+    if (k === "class") el.className = v;
+    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) if (c !== undefined && c !== null) el.append(c);
+  return el;
+};
+
+// ---- the machines and their charts ----
+
+/** One machine's chart with lookups for the page. */
+function indexChart(chart) {
+  const nodes = new Map(chart.nodes.map((n) => [n.id, n]));
+  const childByKey = new Map(chart.nodes.map((n) => [n.id, new Map(n.children.map((c) => [nodes.get(c).key, c]))]));
+  const from = new Map(chart.nodes.map((n) => [n.id, []]));
+  for (const e of chart.edges) from.get(e.source)?.push(e);
+  return { chart, nodes, childByKey, from };
+}
+
+/** The ids of the states a value makes active (ancestors included), and those that are not in the chart. */
+export function activeStates(index, value) {
+  const active = new Set();
+  const unknown = [];
+  const walk = (id, v) => {
+    active.add(id);
+    const node = index.nodes.get(id);
+    const children = index.childByKey.get(id);
+    if (node.type === "parallel") {
+      for (const c of node.children) walk(c, v && typeof v === "object" ? v[index.nodes.get(c).key] : undefined);
+      return;
+    }
+    if (typeof v === "string") {
+      const c = children.get(v);
+      if (c) walk(c, undefined);
+      else unknown.push(`${id}.${v}`);
+    } else if (v && typeof v === "object") {
+      for (const [k, sub] of Object.entries(v)) {
+        const c = children.get(k);
+        if (c) walk(c, sub);
+        else unknown.push(`${id}.${k}`);
+      }
+    }
+  };
+  if (value !== undefined) walk(index.chart.root, value);
+  const leaves = [...active].filter((id) => !index.nodes.get(id).children.some((c) => active.has(c)));
+  return { active, leaves, unknown };
+}
+
+const matches = (edgeEvent, cause) =>
+  edgeEvent === cause || (edgeEvent.endsWith("*") && cause.startsWith(edgeEvent.slice(0, -1)));
+
+/** The transitions a step took: those for its event from a state active before, whose targets are active after
+ * (directly or through `always` transitions, which are then taken too). A step that kept the value took the
+ * matching targetless transitions of its active states. */
+export function takenTransitions(index, step) {
+  if (!step?.event) return [];
+  const before = activeStates(index, step.from).active;
+  const after = activeStates(index, step.to).active;
+  const taken = new Set();
+  const reaches = (state, depth) => {
+    if (after.has(state)) return true;
+    if (depth > 6) return false;
+    let ok = false;
+    for (const a of index.from.get(state) ?? []) {
+      if (a.kind === "always" && a.targets.some((t) => reaches(t, depth + 1))) {
+        taken.add(a.id);
+        ok = true;
+        break;
+      }
+    }
+    return ok;
+  };
+  const same = JSON.stringify(step.from) === JSON.stringify(step.to);
+  for (const id of before) {
+    for (const e of index.from.get(id) ?? []) {
+      if (!matches(e.event, step.event)) continue;
+      if (e.targets.length === 0 ? same : e.targets.some((t) => reaches(t, 0))) taken.add(e.id);
+    }
+  }
+  return [...taken];
+}
+
+export class Charts {
+  constructor(base) {
+    this.base = base;
+    this.machines = undefined;
+    this.layouts = new Map();
+    this.tests = undefined;
+    this.elk = undefined;
+    this.canvas = undefined;
+  }
+
+  async load() {
+    if (this.machines) return this.machines;
+    this.loading ??= fetch(`${this.base}api/machines`)
+      .then((r) => (r.ok ? r.json() : { machines: [] }))
+      .then((body) => {
+        this.machines = body.machines.map((m) => ({ ...m, match: new RegExp(m.actors), index: indexChart(m.chart) }));
+        return this.machines;
+      });
+    return this.loading;
+  }
+
+  /** Titles of the tests that entered each state: `{machineId: {stateId: [title]}}`, or null without an index. */
+  async testIndex() {
+    this.tests ??= fetch(`${this.base}api/state-tests`)
+      .then((r) => (r.ok ? r.json() : null))
+      .catch(() => null);
+    return this.tests;
+  }
+
+  machineOf(actorId) {
+    return this.machines?.find((m) => m.match.test(actorId));
+  }
+
+  measure(text) {
+    this.canvas ??= document.createElement("canvas").getContext("2d");
+    this.canvas.font = FONT;
+    return this.canvas.measureText(text).width;
+  }
+
+  /** The machine's layout (`{geo, routes}`), computed once (ELK in a Web Worker, top-down and left-right; the
+   * one that fits a wide screen better wins) and kept. */
+  layout(machine) {
+    let p = this.layouts.get(machine.kind);
+    if (!p) {
+      // elk-api.js (a classic script) defines ELK; the worker is elkjs's own, served next to the page.
+      this.elk ??= new window.ELK({ workerUrl: `${this.base}elk-worker.min.js` });
+      const measure = (t) => this.measure(t);
+      const run = (direction) => {
+        const { graph, routes } = elkGraph(machine.chart, measure, direction);
+        return this.elk.layout(graph).then((laid) => ({ geo: geometry(laid), routes, direction }));
+      };
+      p = Promise.all([run("DOWN"), run("RIGHT")]).then(([down, right]) => {
+        const geo = betterFit(down.geo, right.geo);
+        return geo === down.geo ? down : right;
+      });
+      this.layouts.set(machine.kind, p);
+    }
+    return p;
+  }
+}
+
+// ---- drawing ----
+
+/** The SVG of a laid-out chart, with lookups from state ids and transition ids to their elements. */
+function drawChart(machine, { geo, routes }) {
+  const { chart } = machine;
+  const nodes = new Map();
+  const edges = new Map();
+  const margin = 6;
+  const root = svg("svg", {
+    class: "chart",
+    "data-machine": machine.kind,
+    viewBox: `${-margin} ${-margin} ${geo.width + 2 * margin} ${geo.height + 2 * margin}`,
+    width: geo.width + 2 * margin,
+    height: geo.height + 2 * margin,
+  });
+  const defs = svg("defs");
+  const marker = svg("marker", {
+    id: `${machine.kind}-arrow`,
+    viewBox: "0 0 10 10",
+    refX: 9,
+    refY: 5,
+    markerWidth: 7,
+    markerHeight: 7,
+    orient: "auto-start-reverse",
+  });
+  // The head takes its line's colour (context-stroke), so a highlighted arrow is highlighted to its tip.
+  marker.append(svg("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow" }));
+  defs.append(marker);
+  root.append(defs);
+  const states = svg("g", { class: "states" });
+  const addEdge = (id, el) => {
+    const list = edges.get(id) ?? [];
+    list.push(el);
+    edges.set(id, list);
+  };
+  for (const node of chart.nodes) {
+    const box = geo.nodes[node.id];
+    if (!box) continue;
+    const g = svg("g", {
+      class: "state",
+      "data-state-id": node.id,
+      "data-type": node.type,
+      ...(node.parent && chart.nodes.find((n) => n.id === node.parent)?.initial === node.id
+        ? { "data-initial": "" }
+        : {}),
+      tabindex: 0,
+    });
+    g.append(svg("title", {}, node.description ? `${node.id}\n${node.description}` : node.id));
+    g.append(svg("rect", { class: "box", x: box.x, y: box.y, width: box.width, height: box.height, rx: 7 }));
+    if (node.type === "final") {
+      g.append(
+        svg("rect", {
+          class: "inner",
+          x: box.x + 3,
+          y: box.y + 3,
+          width: box.width - 6,
+          height: box.height - 6,
+          rx: 5,
+        }),
+      );
+    }
+    g.append(
+      svg("text", { class: "name", x: box.x + 10, y: box.y + 17 }, node.id === chart.root ? chart.id : node.key),
+    );
+    if (node.description)
+      g.append(svg("text", { class: "has-description", x: box.x + box.width - 14, y: box.y + 16 }, "ⓘ"));
+    innerLines(chart, node).forEach((line, i) => {
+      const t = svg(
+        "text",
+        {
+          class: `line ${line.kind}`,
+          x: box.x + 10,
+          y: box.y + 17 + LINE * (i + 1),
+          ...(line.edge ? { "data-transition": line.edge } : {}),
+        },
+        line.text,
+      );
+      if (line.edge) addEdge(line.edge, t);
+      g.append(t);
+    });
+    nodes.set(node.id, g);
+    states.append(g);
+    const dot = geo.nodes[`${node.id}#initial`];
+    if (dot) {
+      states.append(
+        svg("circle", { class: "initial", cx: dot.x + dot.width / 2, cy: dot.y + dot.height / 2, r: dot.width / 2 }),
+      );
+    }
+  }
+  root.append(states);
+  const arrows = svg("g", { class: "transitions" });
+  const byEdge = new Map(chart.edges.map((e) => [e.id, e]));
+  for (const [elkId, route] of Object.entries(geo.edges)) {
+    const d = `M${route.points.map((p) => p.join(",")).join(" L")}`;
+    if (elkId.endsWith("#initial>")) {
+      arrows.append(svg("path", { class: "initial-arrow", d, "marker-end": `url(#${machine.kind}-arrow)` }));
+      continue;
+    }
+    const r = routes.find((x) => x.id === elkId);
+    if (!r) continue;
+    // One arrow per (source, target); each transition along it is a line of the label.
+    const g = svg("g", { class: "route", "data-source": r.source, "data-target": r.target });
+    const path = svg("path", { class: "route-line", d, "marker-end": `url(#${machine.kind}-arrow)` });
+    g.append(path);
+    const l = route.label;
+    if (l) g.append(svg("rect", { class: "label-bg", x: l.x, y: l.y, width: l.width, height: l.height, rx: 3 }));
+    r.transitions.forEach((id, i) => {
+      const edge = byEdge.get(id);
+      const t = svg("g", { class: "transition", "data-transition": id, "data-kind": edge?.kind ?? "event" });
+      t.append(svg("title", {}, edge ? describeEdge(edge) : id));
+      if (l) t.append(svg("text", { class: "label", x: l.x + 4, y: l.y + LINE * (i + 1) - 4 }, r.lines[i]));
+      addEdge(id, t);
+      addEdge(id, g);
+      g.append(t);
+    });
+    if (r.transitions.every((id) => byEdge.get(id)?.kind === "always")) g.dataset.kind = "always";
+    arrows.append(g);
+  }
+  root.append(arrows);
+  return { root, nodes, edges };
+}
+
+function describeEdge(e) {
+  const target = e.targets.length ? ` → ${e.targets.join(", ")}` : " (stays)";
+  const actions = e.actions.length ? ` / ${e.actions.join(", ")}` : "";
+  return `${transitionText(e)}${target}${actions}`;
+}
+
+export class ChartView {
+  constructor(el, charts) {
+    this.el = el;
+    this.charts = charts;
+    this.drawn = new Map();
+    this.current = undefined;
+    this.lit = [];
+    this.taken = [];
+    this.takenTimer = undefined;
+    this.selectedState = undefined;
+    this.zoom = "fit";
+    this.canvas = h("div", { class: "chart-canvas" });
+    this.info = h("aside", { class: "chart-info" });
+    this.title = h("span", { class: "chart-title muted" });
+    this.note = h("span", { class: "chart-note" });
+    this.zoomButton = h(
+      "button",
+      { class: "zoom", onclick: () => this.toggleZoom(), title: "Fit the chart / actual size" },
+      "1:1",
+    );
+    el.replaceChildren(
+      h("div", { class: "chart-bar" }, this.title, this.note, h("span", { class: "spacer" }), this.zoomButton),
+      h("div", { class: "chart-body" }, this.canvas, this.info),
+    );
+    this.canvas.addEventListener("click", (ev) => {
+      const g = ev.target.closest?.("g.state");
+      if (g) this.selectState(g.dataset.stateId);
+    });
+    this.actor = undefined;
+    this.token = 0;
+  }
+
+  toggleZoom() {
+    this.zoom = this.zoom === "fit" ? "actual" : "fit";
+    this.zoomButton.textContent = this.zoom === "fit" ? "1:1" : "fit";
+    this.applyZoom();
+    this.reveal();
+  }
+
+  /** `fit`: the chart's width fits the canvas (never enlarged); `actual`: 1:1, scrolled. */
+  applyZoom() {
+    const d = this.current && this.drawn.get(this.current.kind);
+    if (!d) return;
+    const [, , w, hh] = d.root.getAttribute("viewBox").split(" ").map(Number);
+    const avail = Math.max(this.canvas.clientWidth - 6, 200);
+    const scale = this.zoom === "fit" ? Math.min(1, avail / w) : 1;
+    d.root.setAttribute("width", String(Math.round(w * scale)));
+    d.root.setAttribute("height", String(Math.round(hh * scale)));
+  }
+
+  /** Scrolls the canvas so the first lit state is in view. */
+  reveal() {
+    const lit = this.lit.find((el) => el.classList.contains("lit"));
+    if (!lit) return;
+    const c = this.canvas.getBoundingClientRect();
+    const r = lit.getBoundingClientRect();
+    if (r.top < c.top || r.bottom > c.bottom) this.canvas.scrollTop += r.top - c.top - (c.height - r.height) / 2;
+    if (r.left < c.left || r.right > c.right) this.canvas.scrollLeft += r.left - c.left - (c.width - r.width) / 2;
+  }
+
+  /** Shows `actor` (a model entry); `live` makes the taken transition fade. Resolves once drawn. */
+  async show(actor, { live = false } = {}) {
+    const token = ++this.token;
+    this.actor = actor;
+    const machines = await this.charts.load();
+    if (token !== this.token) return;
+    const machine = actor ? this.charts.machineOf(actor.id) : undefined;
+    if (!actor || !machine) {
+      this.current = undefined;
+      this.title.textContent = actor ? actor.id : "";
+      this.canvas.replaceChildren(
+        h(
+          "p",
+          { class: "hint" },
+          !actor
+            ? "Select an actor to see its statechart."
+            : machines.length
+              ? `${actor.id} is not a state machine (it stands for the outside world: a process, an installer or a tool dispatch).`
+              : "The inspector serves no machine definitions.",
+        ),
+      );
+      this.info.replaceChildren();
+      this.el.dataset.machine = "";
+      return;
+    }
+    if (this.current?.kind !== machine.kind) {
+      let drawn = this.drawn.get(machine.kind);
+      if (!drawn) {
+        this.canvas.replaceChildren(h("p", { class: "hint" }, `laying out the ${machine.kind} machine…`));
+        try {
+          const geo = await this.charts.layout(machine);
+          drawn = drawChart(machine, geo);
+        } catch (e) {
+          if (token === this.token)
+            this.canvas.replaceChildren(
+              h("p", { class: "hint" }, `cannot lay out ${machine.kind}: ${e?.message ?? e}`),
+            );
+          return;
+        }
+        this.drawn.set(machine.kind, drawn);
+        if (token !== this.token) return;
+      }
+      this.current = machine;
+      this.lit = [];
+      this.taken = [];
+      this.selectedState = undefined;
+      this.canvas.replaceChildren(drawn.root);
+      this.el.dataset.machine = machine.kind;
+      this.applyZoom();
+    }
+    this.title.textContent = `${actor.id} · ${machine.kind} machine (${machine.chart.id})`;
+    this.light(actor, live);
+    this.reveal();
+    this.el.dataset.ready = String(this.token);
+  }
+
+  /** Lights the active states and the transition the actor took last. */
+  light(actor, live) {
+    const machine = this.current;
+    const drawn = this.drawn.get(machine.kind);
+    for (const el of this.lit) el.classList.remove("lit", "active");
+    for (const el of this.taken) el.classList.remove("taken");
+    this.lit = [];
+    this.taken = [];
+    const { active, leaves, unknown } = activeStates(machine.index, actor.value);
+    for (const id of active) {
+      const el = drawn.nodes.get(id);
+      if (!el) continue;
+      el.classList.add(leaves.includes(id) ? "lit" : "active");
+      this.lit.push(el);
+    }
+    this.note.textContent = unknown.length
+      ? `not in this machine's definition: ${unknown.join(", ")} (a log from another version?)`
+      : actor.status !== "active"
+        ? `${actor.status}`
+        : "";
+    this.el.dataset.status = actor.status;
+    const step = actor.step;
+    const fresh = step && (!live || Date.now() - step.seen < TAKEN_MS);
+    if (fresh) {
+      for (const id of takenTransitions(machine.index, step)) {
+        for (const el of drawn.edges.get(id) ?? []) {
+          el.classList.add("taken");
+          this.taken.push(el);
+        }
+      }
+    }
+    clearTimeout(this.takenTimer);
+    if (live && this.taken.length) {
+      this.takenTimer = setTimeout(() => {
+        for (const el of this.taken) el.classList.remove("taken");
+        this.taken = [];
+      }, TAKEN_MS);
+    }
+    if (!this.selectedState || !machine.index.nodes.has(this.selectedState)) {
+      void this.renderInfo(leaves[0] ?? machine.chart.root, false);
+    } else void this.renderInfo(this.selectedState, true);
+  }
+
+  selectState(id) {
+    this.selectedState = id;
+    void this.renderInfo(id, true);
+  }
+
+  async renderInfo(id, chosen) {
+    const machine = this.current;
+    if (!machine) return;
+    const drawn = this.drawn.get(machine.kind);
+    for (const el of drawn.root.querySelectorAll("g.state.chosen")) el.classList.remove("chosen");
+    if (chosen) drawn.nodes.get(id)?.classList.add("chosen");
+    const { index } = machine;
+    const node = index.nodes.get(id);
+    const ancestors = [];
+    for (let p = node.parent; p; p = index.nodes.get(p).parent) ancestors.push(p);
+    const row = (e) =>
+      h(
+        "li",
+        { "data-transition": e.id },
+        h("span", { class: "event-type" }, e.label),
+        e.guard ? h("span", { class: "guard" }, ` [${e.guard}]`) : undefined,
+        h(
+          "span",
+          {},
+          e.targets.length ? ` → ${e.targets.map((t) => index.nodes.get(t)?.key ?? t).join(", ")}` : " (stays)",
+        ),
+        e.actions.length ? h("span", { class: "muted" }, ` / ${e.actions.join(", ")}`) : undefined,
+      );
+    const own = index.from.get(id) ?? [];
+    const inherited = ancestors.flatMap((a) => index.from.get(a) ?? []);
+    const tests = await this.charts.testIndex();
+    if (machine !== this.current) return;
+    const covering = tests?.machines?.[machine.chart.id]?.[id];
+    const parts = [
+      h("h3", { class: "state-id" }, id),
+      h(
+        "p",
+        { class: "muted" },
+        [
+          node.type,
+          node.id === machine.chart.root ? "root" : "",
+          ancestors.length && index.nodes.get(node.parent)?.initial === id ? "initial" : "",
+        ]
+          .filter(Boolean)
+          .join(" · "),
+      ),
+      node.description ? h("p", { class: "description" }, node.description) : undefined,
+      node.entry.length ? h("p", {}, h("span", { class: "muted" }, "entry: "), node.entry.join(", ")) : undefined,
+      node.exit.length ? h("p", {}, h("span", { class: "muted" }, "exit: "), node.exit.join(", ")) : undefined,
+      node.invoke.length ? h("p", {}, h("span", { class: "muted" }, "invokes: "), node.invoke.join(", ")) : undefined,
+      h("h4", {}, "Events that leave it"),
+      own.length
+        ? h("ul", { class: "leaving" }, own.map(row))
+        : h("p", { class: "muted" }, node.type === "final" ? "none: a final state" : "none of its own"),
+      inherited.length ? h("h4", {}, "Also handled by enclosing states") : undefined,
+      inherited.length ? h("ul", { class: "leaving inherited" }, inherited.map(row)) : undefined,
+      h("h4", {}, "Tests that cover it"),
+      tests == null
+        ? h("p", { class: "muted" }, "no test index (run the test suite: bash scripts/test.sh)")
+        : covering?.length
+          ? h(
+              "ul",
+              { class: "covering" },
+              covering.map((t) => h("li", {}, t)),
+            )
+          : h("p", { class: "muted" }, "no test entered this state"),
+    ];
+    this.info.replaceChildren(...parts.filter(Boolean));
+  }
+}
