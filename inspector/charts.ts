@@ -54,8 +54,9 @@ const VENDOR: Record<string, string> = {
   "elk-worker.min.js": "elkjs/lib/elk-worker.min.js",
 };
 
-/** Where the test suite writes which tests entered which states (test/helpers/state-coverage.ts). */
-export const STATE_TESTS_DIR = new URL("./state-tests/", import.meta.url);
+/** Where the test suite writes which tests entered which states (test/helpers/state-coverage.ts): a checkout that
+ * ran `bash scripts/test.sh` has it; an installed package has none, and the page says so. */
+export const STATE_TESTS_DIR = new URL("../test-artifacts/state-tests/", import.meta.url);
 
 export interface StateTests {
   /** machine id → state id → titles of the tests (`file › test`) in which an actor entered that state. */
@@ -84,6 +85,7 @@ export async function stateTests(dir: URL = STATE_TESTS_DIR): Promise<StateTests
       for (const [state, titles] of Object.entries(states)) (into[state] ??= []).push(...titles);
     }
   }
+  for (const states of Object.values(machines)) for (const titles of Object.values(states)) titles.sort();
   return { machines };
 }
 

@@ -6,7 +6,9 @@
 // transitions that leave it; the sequence view shows a fixture log's events between actors in order and follows the
 // log position. Screenshots go to test-artifacts/.
 import assert from "node:assert/strict";
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -17,7 +19,7 @@ import { SupervisorHost } from "../host/host.ts";
 import { SystemObserver } from "../record/observe.ts";
 import { actorName, ref } from "../record/trace.ts";
 import { startInspector, type Inspector } from "../inspector/server.ts";
-import { CHARTED_MACHINES, chartedMachineOf, chartsJson } from "../inspector/charts.ts";
+import { CHARTED_MACHINES, chartedMachineOf, chartsJson, stateTests } from "../inspector/charts.ts";
 import { machineChart } from "../inspector/graph.ts";
 import { runMachine } from "../machines/run.ts";
 import { supervisorMachine } from "../machines/supervisor.ts";
@@ -152,6 +154,58 @@ describe("machine charts", () => {
     }
   });
 });
+
+describe("tests that cover a state", () => {
+  test("a test's states are recorded under its title by the suite's hook, and the per-file indexes merge", () => {
+    const dir = mkdtempSync(join(tmpdir(), "pcs-state-tests-"));
+    const probeDir = resolve(import.meta.dirname, "../test-artifacts/coverage-probe");
+    mkdirSync(probeDir, { recursive: true });
+    const probe = join(probeDir, "probe.test.ts");
+    writeFileSync(
+      probe,
+      `import { test } from "node:test";
+import { createActor, fromCallback } from "xstate";
+import { spareMachine } from "../../machines/spare.ts";
+test("a spare whose process dies while warming", () => {
+  const spare = spareMachine.provide({ actors: { kernel: fromCallback(() => {}) } });
+  const actor = createActor(spare, { input: { id: "spare:1", key: "k", cwd: "/", idleMs: 1000 } }).start();
+  actor.send({ type: "kernel.exited", at: 1, code: 1 } as never);
+  if (actor.getSnapshot().value !== "failed") throw new Error("not failed");
+});
+`,
+    );
+    try {
+      // Without NODE_TEST_CONTEXT, which would make the child report to this runner instead of running its file.
+      const env: NodeJS.ProcessEnv = { ...process.env, PCS_STATE_TESTS_DIR: dir };
+      delete env.NODE_TEST_CONTEXT;
+      const r = spawnSync(
+        process.execPath,
+        ["--import", resolve(import.meta.dirname, "helpers/state-coverage.ts"), "--test", probe],
+        { env, encoding: "utf8" },
+      );
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+      const title = "probe.test.ts › a spare whose process dies while warming";
+      const written = JSON.parse(readFileSync(join(dir, "probe.json"), "utf8"));
+      assert.deepEqual(written.machines, {
+        spare: { spare: [title], "spare.failed": [title], "spare.warming": [title] },
+      });
+      // Another file's part of the index, merged with it by the server.
+      writeFileSync(
+        join(dir, "other.json"),
+        JSON.stringify({ file: "test/other.test.ts", machines: { spare: { "spare.warming": ["other.test.ts › x"] } } }),
+      );
+      const merged = await_(stateTests(pathToFileURL(`${dir}/`)));
+      return merged.then((index) => {
+        assert.deepEqual(index?.machines.spare["spare.warming"], [title, "other.test.ts › x"].sort());
+        assert.deepEqual(index?.machines.spare["spare.failed"], [title]);
+      });
+    } finally {
+      rmSync(probeDir, { recursive: true, force: true });
+    }
+  });
+});
+
+const await_ = <T>(p: Promise<T>) => p;
 
 // ---- the page ----
 

@@ -283,6 +283,23 @@ function drawChart(machine, { geo, routes }) {
   return { root, nodes, edges };
 }
 
+/** Test titles, the first few shown and the rest one click away. */
+function coveringList(titles) {
+  const item = (t) => h("li", {}, t);
+  if (titles.length <= 8) return h("ul", { class: "covering" }, titles.map(item));
+  return h(
+    "div",
+    {},
+    h("ul", { class: "covering" }, titles.slice(0, 6).map(item)),
+    h(
+      "details",
+      {},
+      h("summary", {}, `${titles.length - 6} more`),
+      h("ul", { class: "covering" }, titles.slice(6).map(item)),
+    ),
+  );
+}
+
 function describeEdge(e) {
   const target = e.targets.length ? ` → ${e.targets.join(", ")}` : " (stays)";
   const actions = e.actions.length ? ` / ${e.actions.join(", ")}` : "";
@@ -453,9 +470,13 @@ export class ChartView {
     void this.renderInfo(id, true);
   }
 
+  /** The side panel for state `id` (the first active state unless one was clicked); unchanged states keep it. */
   async renderInfo(id, chosen) {
     const machine = this.current;
     if (!machine) return;
+    const key = `${machine.kind}|${id}|${chosen}`;
+    if (this.infoKey === key) return;
+    this.infoKey = key;
     const drawn = this.drawn.get(machine.kind);
     for (const el of drawn.root.querySelectorAll("g.state.chosen")) el.classList.remove("chosen");
     if (chosen) drawn.nodes.get(id)?.classList.add("chosen");
@@ -508,11 +529,7 @@ export class ChartView {
       tests == null
         ? h("p", { class: "muted" }, "no test index (run the test suite: bash scripts/test.sh)")
         : covering?.length
-          ? h(
-              "ul",
-              { class: "covering" },
-              covering.map((t) => h("li", {}, t)),
-            )
+          ? coveringList(covering)
           : h("p", { class: "muted" }, "no test entered this state"),
     ];
     this.info.replaceChildren(...parts.filter(Boolean));
