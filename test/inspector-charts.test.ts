@@ -24,6 +24,7 @@ import { machineChart } from "../inspector/graph.ts";
 import { runMachine } from "../machines/run.ts";
 import { supervisorMachine } from "../machines/supervisor.ts";
 import { FIXTURE_DIR } from "../scripts/record-fixtures.ts";
+import { LogCursor, modelAt, stepsFromLog, type Model } from "../inspector/page/model.js";
 import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from "./helpers/chromium.ts";
 import { openLogAt, show } from "./helpers/inspector-page.ts";
 
@@ -151,6 +152,26 @@ describe("machine charts", () => {
       if (r.value === undefined) continue;
       const charted = chartedMachineOf(r.id)!;
       assert.ok(getStateNodes(charted.machine.root, r.value).length > 0, `${r.id}: ${JSON.stringify(r.value)}`);
+    }
+  });
+});
+
+describe("stepping through a log", () => {
+  /** A model as data, without the wall-clock time a step was seen at. */
+  const plain = (m: Model) =>
+    JSON.stringify(
+      { ...m, actors: [...m.actors], kids: [...m.kids].map(([k, v]) => [k, [...v]]), version: 0 },
+      (k, v) => (k === "seen" ? undefined : v),
+    );
+
+  test("the cursor's model at any position, forward, backward or jumping, is the model rebuilt from the start", () => {
+    for (const name of ["nested-calls.jsonl", "swallowed-interrupt-lost.jsonl", "faults/cancel-during-grace.jsonl"]) {
+      const { steps, error } = stepsFromLog(readFileSync(join(FIXTURE_DIR, name), "utf8"));
+      assert.equal(error, undefined);
+      const cursor = new LogCursor(steps, 16);
+      const positions = [steps.length, 0, 5, 40, 39, 38, 17, 16, 15, 100, steps.length - 1, 3, steps.length];
+      for (let i = 0; i < 40; i++) positions.push((i * 7919) % (steps.length + 1));
+      for (const p of positions) assert.equal(plain(cursor.at(p)), plain(modelAt(steps, p)), `${name} at ${p}`);
     }
   });
 });

@@ -1,7 +1,7 @@
 // The inspector page: live mode (frames from the server's WebSocket) and log mode (a recorded JSONL log opened
 // from disk or from the server, stepped through record by record).
-import { applyFrame, createModel, modelAt, stepsFromLog } from "./model.js";
-import { renderDetails, renderTimeline, TreeView } from "./view.js";
+import { applyFrame, createModel, LogCursor, stepsFromLog } from "./model.js";
+import { renderDetails, renderHead, TimelineView, TreeView } from "./view.js";
 import { Charts, ChartView } from "./chart-view.js";
 import { liveSequence, logSequence, SequenceView, subtreeEvents } from "./sequence-view.js";
 
@@ -17,7 +17,7 @@ const state = {
   position: 0,
   logName: "",
   connected: false,
-  /** The view beside the tree: `chart`, `sequence` or `details`. */
+  /** The view beside the tree: `chart`, `sequence` or `info` (the Details tab). */
   tab: "chart",
   /** The open log's events (sequence view), built once per log, and the selected subtree's, per actor. */
   seq: undefined,
@@ -26,6 +26,7 @@ const state = {
 state.model = state.live;
 
 const tree = new TreeView($("tree"), (id) => select(id));
+const timeline = new TimelineView($("timeline"));
 const charts = new Charts(base);
 const chartView = new ChartView($("chart"), charts);
 const sequenceView = new SequenceView($("sequence"));
@@ -39,9 +40,9 @@ function select(id) {
 
 function showTab(tab) {
   state.tab = tab;
-  $("views").dataset.tab = tab;
+  $("details").dataset.tab = tab;
   for (const b of document.querySelectorAll(".tab")) b.setAttribute("aria-selected", String(b.dataset.tab === tab));
-  for (const id of ["chart", "sequence", "details"]) $(id).hidden = id !== tab;
+  for (const id of ["chart", "sequence", "info"]) $(id).hidden = id !== tab;
   rendered.id = undefined;
   renderNow();
 }
@@ -69,18 +70,22 @@ function renderNow() {
   drawTimeline();
 }
 
-/** The open tab's view of the selected actor. */
+/** The selected actor's header, and the open tab's view of it. The header and the Details tab are redrawn only
+ * when the actor changed; the statechart and sequence views update themselves in place. */
 function drawDetails() {
   const a = state.model.actors.get(state.selected);
-  if (state.tab === "chart") return void chartView.show(a, { live: state.mode === "live" });
-  if (state.tab === "sequence") return drawSequence();
-  if (rendered.id === state.selected && rendered.model === state.model && rendered.rev === (a?.rev ?? 0)) return;
-  rendered = { id: state.selected, rev: a?.rev ?? 0, model: state.model };
-  renderDetails($("details"), state.model, state.selected, {
-    actions: !state.info.readOnly,
-    replaying: state.mode !== "live",
-    onStop: stopSession,
-  });
+  const changed = !(rendered.id === state.selected && rendered.model === state.model && rendered.rev === (a?.rev ?? 0));
+  if (changed) {
+    renderHead($("actor-head"), state.model, state.selected, {
+      actions: !state.info.readOnly,
+      replaying: state.mode !== "live",
+      onStop: stopSession,
+    });
+  }
+  if (state.tab === "chart") void chartView.show(a, { live: state.mode === "live" });
+  else if (state.tab === "sequence") drawSequence();
+  else if (changed || rendered.tab !== "info") renderDetails($("info"), state.model, state.selected);
+  rendered = { id: state.selected, rev: a?.rev ?? 0, model: state.model, tab: state.tab };
 }
 
 function drawSequence() {
@@ -105,8 +110,12 @@ function drawSequence() {
 }
 
 function drawTimeline() {
-  const now = state.mode === "live" && state.connected ? Date.now() : undefined;
-  renderTimeline($("timeline"), state.model, now);
+  if (state.mode === "live") {
+    timeline.update(state.model, { now: state.connected ? Date.now() : undefined, source: state.live });
+    return;
+  }
+  // A log's axis is the whole log; the marker is the position.
+  timeline.update(state.model, { span: state.span, marker: state.model.end, source: state.cursor });
 }
 
 function setStatus(text, kind) {
@@ -176,13 +185,20 @@ function showLive() {
 // ---- recorded logs ----
 
 function openLog(text, name) {
+  performance.mark("log-read");
   const { steps, header, error } = stepsFromLog(text);
+  performance.mark("log-parsed");
   if (error) {
     setStatus(`cannot open ${name}: ${error}`, "off");
     return false;
   }
   state.mode = "log";
   state.steps = steps;
+  state.cursor = new LogCursor(steps, 500);
+  const times = steps.filter((s) => s.at !== undefined).map((s) => s.at);
+  state.span = times.length
+    ? { start: Math.min(...times.slice(0, 50)), end: Math.max(...times.slice(-50), times[0] + 1) }
+    : undefined;
   state.logName = name;
   state.logText = text;
   state.seq = undefined;
@@ -197,12 +213,13 @@ function openLog(text, name) {
     tree.select(state.model, state.selected);
     renderNow();
   }
+  performance.mark("log-shown");
   return true;
 }
 
 function goTo(position) {
   state.position = Math.max(0, Math.min(position, state.steps.length));
-  state.model = modelAt(state.steps, state.position);
+  state.model = state.cursor.at(state.position);
   $("slider").value = String(state.position);
   const step = state.steps[state.position - 1];
   $("position").textContent = `${state.position} / ${state.steps.length}`;
@@ -276,8 +293,8 @@ if (info.live) {
   setStatus("no live session: open a recorded log", "off");
   document.body.dataset.mode = "log";
 }
-// Machine charts are laid out in the background once the page is up, so selecting an actor draws at once.
-charts.load().then((machines) => machines.forEach((m) => charts.layout(m).catch(() => {})));
+// The other machines' charts are laid out once the page is idle, so selecting an actor draws at once.
+setTimeout(() => charts.load().then((machines) => machines.forEach((m) => charts.layout(m).catch(() => {}))), 1500);
 // A small handle for tests and the devtools console: the log's steps and a way to jump to one.
 window.inspector = {
   steps: () => state.steps.map((s) => s.text),

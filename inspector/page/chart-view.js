@@ -139,8 +139,8 @@ export class Charts {
     return this.canvas.measureText(text).width;
   }
 
-  /** The machine's layout (`{geo, routes}`), computed once (ELK in a Web Worker, top-down and left-right; the
-   * one that fits a wide screen better wins) and kept. */
+  /** The machine's layout (`{geo, routes}`), computed once (ELK in a Web Worker) and kept. Top-down first; a
+   * chart much wider than tall is laid out left-right too, and the one that fits a wide screen better wins. */
   layout(machine) {
     let p = this.layouts.get(machine.kind);
     if (!p) {
@@ -151,10 +151,11 @@ export class Charts {
         const { graph, routes } = elkGraph(machine.chart, measure, direction);
         return this.elk.layout(graph).then((laid) => ({ geo: geometry(laid), routes, direction }));
       };
-      p = Promise.all([run("DOWN"), run("RIGHT")]).then(([down, right]) => {
-        const geo = betterFit(down.geo, right.geo);
-        return geo === down.geo ? down : right;
-      });
+      p = run("DOWN").then((down) =>
+        down.geo.width > 2 * down.geo.height
+          ? run("RIGHT").then((right) => (betterFit(down.geo, right.geo) === down.geo ? down : right))
+          : down,
+      );
       this.layouts.set(machine.kind, p);
     }
     return p;
@@ -366,12 +367,17 @@ export class ChartView {
     if (r.left < c.left || r.right > c.right) this.canvas.scrollLeft += r.left - c.left - (c.width - r.width) / 2;
   }
 
-  /** Shows `actor` (a model entry); `live` makes the taken transition fade. Resolves once drawn. */
-  async show(actor, { live = false } = {}) {
+  /** Shows `actor` (a model entry); `live` makes the taken transition fade. Synchronous once the machine's chart
+   * is drawn (stepping through a log lights states in the same task); the first time, it loads and lays out. */
+  show(actor, { live = false } = {}) {
     const token = ++this.token;
     this.actor = actor;
-    const machines = await this.charts.load();
-    if (token !== this.token) return;
+    const machines = this.charts.machines;
+    if (!machines) {
+      return this.charts.load().then(() => {
+        if (token === this.token) return this.show(actor, { live });
+      });
+    }
     const machine = actor ? this.charts.machineOf(actor.id) : undefined;
     if (!actor || !machine) {
       this.current = undefined;
@@ -388,27 +394,30 @@ export class ChartView {
         ),
       );
       this.info.replaceChildren();
+      this.infoKey = undefined;
       this.el.dataset.machine = "";
       return;
     }
     if (this.current?.kind !== machine.kind) {
-      let drawn = this.drawn.get(machine.kind);
+      const drawn = this.drawn.get(machine.kind);
       if (!drawn) {
         this.canvas.replaceChildren(h("p", { class: "hint" }, `laying out the ${machine.kind} machine…`));
-        try {
-          const geo = await this.charts.layout(machine);
-          drawn = drawChart(machine, geo);
-        } catch (e) {
-          if (token === this.token)
-            this.canvas.replaceChildren(
-              h("p", { class: "hint" }, `cannot lay out ${machine.kind}: ${e?.message ?? e}`),
-            );
-          return;
-        }
-        this.drawn.set(machine.kind, drawn);
-        if (token !== this.token) return;
+        return this.charts.layout(machine).then(
+          (layout) => {
+            if (!this.drawn.has(machine.kind)) this.drawn.set(machine.kind, drawChart(machine, layout));
+            if (token === this.token) return this.show(actor, { live });
+          },
+          (e) => {
+            if (token === this.token) {
+              this.canvas.replaceChildren(
+                h("p", { class: "hint" }, `cannot lay out ${machine.kind}: ${e?.message ?? e}`),
+              );
+            }
+          },
+        );
       }
       this.current = machine;
+      this.litKey = undefined;
       this.lit = [];
       this.taken = [];
       this.selectedState = undefined;
@@ -417,12 +426,11 @@ export class ChartView {
       this.applyZoom();
     }
     this.title.textContent = `${actor.id} · ${machine.kind} machine (${machine.chart.id})`;
-    this.light(actor, live);
-    this.reveal();
+    if (this.light(actor, live)) this.reveal();
     this.el.dataset.ready = String(this.token);
   }
 
-  /** Lights the active states and the transition the actor took last. */
+  /** Lights the active states and the transition the actor took last; true when other states are lit now. */
   light(actor, live) {
     const machine = this.current;
     const drawn = this.drawn.get(machine.kind);
@@ -460,9 +468,13 @@ export class ChartView {
         this.taken = [];
       }, TAKEN_MS);
     }
+    const key = `${actor.id} ${leaves.join(" ")}`;
+    const changed = key !== this.litKey;
+    this.litKey = key;
     if (!this.selectedState || !machine.index.nodes.has(this.selectedState)) {
       void this.renderInfo(leaves[0] ?? machine.chart.root, false);
     } else void this.renderInfo(this.selectedState, true);
+    return changed;
   }
 
   selectState(id) {

@@ -21,6 +21,7 @@ export interface ActorEntry {
 export interface Model {
   actors: Map<string, ActorEntry>;
   order: string[];
+  kids: Map<string, Set<string>>;
   start?: number;
   end?: number;
   version: number;
@@ -41,3 +42,10 @@ export function childrenOf(model: Model, id: string): string[];
 export function roots(model: Model): string[];
 export function stepsFromLog(text: string): { header?: object; steps: Step[]; error?: string };
 export function modelAt(steps: Step[], count: number): Model;
+export function copyModel(model: Model): Model;
+export class LogCursor {
+  constructor(steps: Step[], every?: number);
+  model: Model;
+  position: number;
+  at(position: number): Model;
+}

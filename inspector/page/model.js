@@ -7,7 +7,15 @@ const MAX_ACTORS = 400;
 const MAX_SEQUENCE = 2000;
 
 export function createModel() {
-  return { actors: new Map(), order: [], start: undefined, end: undefined, version: 0, sequence: [] };
+  // `kids`: parent id → its children's ids, in creation order (so no step scans every actor).
+  return { actors: new Map(), order: [], kids: new Map(), start: undefined, end: undefined, version: 0, sequence: [] };
+}
+
+function adopt(model, id, parentId) {
+  if (!parentId) return;
+  let set = model.kids.get(parentId);
+  if (!set) model.kids.set(parentId, (set = new Set()));
+  set.add(id);
 }
 
 /** A state value as people read it: `running`, or `parent.child` for nested states. */
@@ -82,8 +90,9 @@ function applySnapshot(model, a, snapshot, at, cause) {
   if (snapshot.children && a.kind === "machine") {
     const present = new Set(Object.values(snapshot.children).map((c) => c.id));
     const finished = typeof cause === "string" && cause.startsWith("xstate.done.actor.") ? cause.slice(18) : "";
-    for (const other of model.actors.values()) {
-      if (other.parentId === a.id && !present.has(other.id) && other.status === "active" && other.id !== finished) {
+    for (const id of model.kids.get(a.id) ?? []) {
+      const other = model.actors.get(id);
+      if (other && other.parentId === a.id && !present.has(id) && other.status === "active" && id !== finished) {
         other.status = "stopped";
         note(other, at);
       }
@@ -122,7 +131,9 @@ function applyTo(model, frame, id, at) {
         a.history.push({ at, label: "(new)", status: "active", restart: true });
       }
       a.name = frame.name ?? a.name;
+      if (a.parentId && a.parentId !== frame.parentId) model.kids.get(a.parentId)?.delete(id);
       a.parentId = frame.parentId;
+      adopt(model, id, a.parentId);
       a.createdAt = a.incarnation > 1 ? a.createdAt : at;
       if (typeof frame.definition === "string" && frame.definition.includes('"states"')) a.kind = "machine";
       a.status = "active";
@@ -163,14 +174,17 @@ function prune(model) {
 }
 
 function remove(model, id) {
-  for (const other of [...model.actors.values()]) if (other.parentId === id) remove(model, other.id);
+  for (const child of [...(model.kids.get(id) ?? [])]) remove(model, child);
+  model.kids.delete(id);
+  const a = model.actors.get(id);
+  if (a?.parentId) model.kids.get(a.parentId)?.delete(id);
   model.actors.delete(id);
   const i = model.order.indexOf(id);
   if (i >= 0) model.order.splice(i, 1);
 }
 
 export function childrenOf(model, id) {
-  return model.order.filter((c) => model.actors.get(c)?.parentId === id);
+  return [...(model.kids.get(id) ?? [])].filter((c) => model.actors.get(c)?.parentId === id);
 }
 
 export function roots(model) {
@@ -231,12 +245,14 @@ export function stepsFromLog(text) {
   let header;
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
-    const s = lines[i].trim();
+    // JSON.parse allows the whitespace around a record: lines are not trimmed (a copy of the whole log).
+    const s = lines[i];
     if (!s) continue;
     let r;
     try {
       r = JSON.parse(s);
     } catch {
+      if (!s.trim()) continue;
       if (lines.slice(i + 1).some((l) => l.trim())) return { header, steps, error: `line ${i + 1} is not JSON` };
       continue;
     }
@@ -312,16 +328,57 @@ export function stepsFromLog(text) {
   return { header, steps };
 }
 
+function applyStep(model, step) {
+  if (step.frame) applyFrame(model, step.frame);
+  else if (step.at !== undefined) {
+    model.start ??= step.at;
+    model.end = Math.max(model.end ?? step.at, step.at);
+  }
+}
+
 /** The model after the first `count` steps. */
 export function modelAt(steps, count) {
   const model = createModel();
-  for (let i = 0; i < count && i < steps.length; i++) {
-    const step = steps[i];
-    if (step.frame) applyFrame(model, step.frame);
-    else if (step.at !== undefined) {
-      model.start ??= step.at;
-      model.end = Math.max(model.end ?? step.at, step.at);
-    }
-  }
+  for (let i = 0; i < count && i < steps.length; i++) applyStep(model, steps[i]);
   return model;
+}
+
+/** A copy that later steps do not change: frames replace an actor's values and contexts and append to its lists,
+ * so copying each actor and its lists is enough (contexts and events are shared, never mutated). */
+export function copyModel(m) {
+  const actors = new Map();
+  for (const [id, a] of m.actors) actors.set(id, { ...a, events: a.events.slice(), history: a.history.slice() });
+  const kids = new Map();
+  for (const [id, set] of m.kids) kids.set(id, new Set(set));
+  return { ...m, actors, kids, order: m.order.slice(), sequence: m.sequence.slice() };
+}
+
+/** Stepping through a log: forward steps apply only the new frames; a step back starts from the nearest checkpoint
+ * (a copy kept every `every` steps as the cursor passes) instead of from the start of the log. */
+export class LogCursor {
+  constructor(steps, every = 1000) {
+    this.steps = steps;
+    this.every = every;
+    this.model = createModel();
+    this.position = 0;
+    this.marks = new Map([[0, copyModel(this.model)]]);
+  }
+
+  /** The model after the first `position` steps (the same object while stepping forward). */
+  at(position) {
+    const p = Math.max(0, Math.min(position, this.steps.length));
+    if (p < this.position) {
+      let c = Math.floor(p / this.every) * this.every;
+      while (!this.marks.has(c)) c -= this.every;
+      this.model = copyModel(this.marks.get(c));
+      this.position = c;
+    }
+    while (this.position < p) {
+      applyStep(this.model, this.steps[this.position++]);
+      if (this.position % this.every === 0 && !this.marks.has(this.position)) {
+        this.marks.set(this.position, copyModel(this.model));
+      }
+    }
+    return this.model;
+  }
 }

@@ -23,7 +23,7 @@ export async function openLogAt(
 }
 
 /** Selects `actor` in the page, shows `tab`, and waits until that view has drawn it. */
-export async function show(page: Page, actor: string, tab: "chart" | "sequence" | "details"): Promise<void> {
+export async function show(page: Page, actor: string, tab: "chart" | "sequence" | "info"): Promise<void> {
   await page.evaluate(
     `window.inspector.select(${JSON.stringify(actor)}); window.inspector.showTab(${JSON.stringify(tab)})`,
   );
