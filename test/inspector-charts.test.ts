@@ -330,7 +330,7 @@ describe("statechart view in Chromium", () => {
     assert.deepEqual(await ids("#chart g.state.lit"), ["run.grace"]);
     assert.deepEqual(await ids("#chart g.state.active"), activeAncestors(runMachine, snapshots.get(run)));
     assert.deepEqual(await ids("#chart g.state[data-state-id]"), sorted(stateNodes(runMachine).map((n) => n.id)));
-    assert.deepEqual([...new Set(await ids("#chart [data-transition]"))].sort(), transitionIds(runMachine));
+    assert.deepEqual([...new Set(await ids("#chart svg.chart [data-transition]"))].sort(), transitionIds(runMachine));
     // Labels name the event, the guard and the delay; the initial state and the final states are marked.
     const label = (id: string) =>
       page.evaluate<string>(`document.querySelector('#chart g.transition[data-transition="${id}"]').textContent`);
@@ -342,6 +342,13 @@ describe("statechart view in Chromium", () => {
     );
     assert.deepEqual(await ids("#chart g.state[data-initial]"), ["run.preparing"]);
     assert.ok(await page.evaluate(`document.querySelectorAll("#chart circle.initial").length === 1`));
+    // State descriptions are the boxes' tooltips.
+    const titles = await page.evaluate<Record<string, string>>(
+      `Object.fromEntries([...document.querySelectorAll("#chart g.state")].map((g) => [g.dataset.stateId, g.querySelector("title").textContent]))`,
+    );
+    for (const n of stateNodes(runMachine)) {
+      assert.equal(titles[n.id], n.description ? `${n.id}\n${n.description}` : n.id, `${n.id} tooltip`);
+    }
     await page.screenshot(join(ARTIFACTS, "statechart-run-grace.png"));
 
     // Clicking a state lists the transitions that leave it (its own, and those of its enclosing states).
@@ -349,6 +356,11 @@ describe("statechart view in Chromium", () => {
       `document.querySelector('#chart g.state[data-state-id="run.grace"]').dispatchEvent(new MouseEvent("click", { bubbles: true }))`,
     );
     await page.waitFor(`document.querySelector(".chart-info h3")?.textContent === "run.grace"`);
+    const grace = stateNodes(runMachine).find((n) => n.id === "run.grace")!;
+    assert.equal(
+      await page.evaluate(`document.querySelector(".chart-info .description")?.textContent ?? null`),
+      grace.description ?? null,
+    );
     const own = transitionIds(runMachine).filter((id) => id.startsWith("run.grace|"));
     assert.deepEqual(await ids(".chart-info ul.leaving:not(.inherited) li"), own);
     const inherited = transitionIds(runMachine).filter((id) => id.startsWith("run|"));
