@@ -70,11 +70,21 @@ async function main() {
   const browser = await launchChromium({ width: 1600, height: 1000 });
   const page = browser.page;
   try {
-    const figures: Record<string, number[]> = { fcp: [], read: [], parsed: [], shown: [], chart: [] };
+    const figures: Record<string, number[]> = { fcp: [], read: [], parsed: [], shown: [], chart: [], cpu: [] };
     let steps = 0;
     let actors = 0;
+    // The renderer main thread's CPU time (DevTools' ThreadTime): what the page itself spends, whatever the load.
+    await page.send("Performance.enable");
+    const threadTime = async () =>
+      ((await page.send("Performance.getMetrics")).metrics as { name: string; value: number }[]).find(
+        (m) => m.name === "ThreadTime",
+      )!.value * 1000;
     for (let i = 0; i < 5; i++) {
+      const before = await threadTime();
       await page.navigate(`${inspector.url}?fresh=${i}`);
+      await page.waitFor(`performance.getEntriesByName("log-shown").length`, 30_000);
+      const after = await threadTime();
+      figures.cpu.push(after >= before ? after - before : after);
       // The chart is drawn when its root state is lit (the supervisor's, selected at first).
       await page.waitFor(
         `window.inspector?.mode() === "log" && document.querySelector("#chart svg.chart g.state.lit") && (window.__chartAt ??= performance.now())`,
@@ -89,7 +99,7 @@ async function main() {
         steps: window.inspector.steps().length,
         actors: document.querySelectorAll("#tree li[data-actor]").length,
       })`);
-      for (const k of Object.keys(figures)) figures[k].push(t[k]);
+      for (const k of Object.keys(t)) figures[k]?.push(t[k]);
       steps = t.steps;
       actors = t.actors;
     }
@@ -101,6 +111,7 @@ async function main() {
     console.log(`first contentful paint: ${p50("fcp")}`);
     console.log(`log fetched: ${p50("read")}; parsed: ${p50("parsed")}`);
     console.log(`log shown (tree, timeline and the view at the end of the log): ${p50("shown")}`);
+    console.log(`  main-thread CPU time from navigation to log shown: ${p50("cpu")}`);
     console.log(`statechart drawn and lit (ELK layout in its worker): ${p50("chart")}`);
 
     // Stepping: a run actor selected, each view in turn.
@@ -113,6 +124,7 @@ async function main() {
       );
       if (tab === "chart")
         await page.waitFor(`document.querySelector('#chart svg.chart[data-machine="run"] g.state.lit')`);
+      const cpuBefore = await threadTime();
       const timing = await page.evaluate<{ forward: number[]; backward: number[]; jump: number[] }>(`(() => {
         const time = (p) => {
           const t0 = performance.now();
@@ -129,6 +141,9 @@ async function main() {
       const f = (xs: number[]) => `p50 ${fmt(stats(xs).p50)}, p99 ${fmt(stats(xs).p99)}, max ${fmt(stats(xs).max)}`;
       console.log(
         `step (${tab}): forward ${f(timing.forward)}; backward ${f(timing.backward)}; jump ${f(timing.jump)}`,
+      );
+      console.log(
+        `  main-thread CPU time per step, all 420 together: ${fmt(((await threadTime()) - cpuBefore) / 420)}`,
       );
     }
     const errors = browser.console.filter((l) => l.startsWith("exception"));

@@ -1,6 +1,6 @@
 // Regenerates the README's inspector screenshots (docs/inspector-*.png) in a real headless Chromium, from a
 // recorded fixture log (test/fixtures/replay/swallowed-interrupt-lost.jsonl) stepped to the moment its run is in
-// `grace`: the statechart view of that run and the sequence view of its session.
+// `grace`: the statechart view of that run and its sequence view.
 //   source scripts/env.sh && node scripts/screenshots.ts
 import { join, resolve } from "node:path";
 import { startInspector } from "../inspector/server.ts";
@@ -24,8 +24,7 @@ async function main() {
     );
     await page.waitFor(`document.querySelector(".chart-info h3")?.textContent === "run.grace"`);
     await page.screenshot(join(DOCS, "inspector-statechart.png"));
-    const session = await page.evaluate<string>(`document.querySelector("li[data-actor^='session:']").dataset.actor`);
-    await show(page, session, "sequence");
+    await show(page, run, "sequence");
     await page.waitFor(`document.querySelector("#sequence g.msg.current")`);
     await page.screenshot(join(DOCS, "inspector-sequence.png"));
     const errors = browser.console.filter((l) => l.startsWith("exception"));

@@ -268,7 +268,14 @@ $("next").addEventListener("click", () => goTo(state.position + 1));
 $("last").addEventListener("click", () => goTo(state.steps.length));
 $("prev-input").addEventListener("click", () => nextInput(-1));
 $("next-input").addEventListener("click", () => nextInput(1));
-$("slider").addEventListener("input", () => goTo(Number($("slider").value)));
+// Dragging the slider fires many inputs per frame: one step per frame, to the latest value.
+let sliderFrame;
+$("slider").addEventListener("input", () => {
+  sliderFrame ??= requestAnimationFrame(() => {
+    sliderFrame = undefined;
+    goTo(Number($("slider").value));
+  });
+});
 $("verify").addEventListener("click", verify);
 document.addEventListener("keydown", (e) => {
   if (state.mode !== "log" || e.target instanceof HTMLInputElement) return;

@@ -139,7 +139,8 @@ export class SequenceView {
       return (rank.get(a) ?? 1e9) - (rank.get(b) ?? 1e9) || a.localeCompare(b);
     });
     const x = new Map(lifelines.map((id, i) => [id, GUTTER + i * COL + COL / 2]));
-    const width = GUTTER + lifelines.length * COL;
+    // Room on the right for the label of a self-sent event on the last lifeline.
+    const width = GUTTER + lifelines.length * COL + COL;
     const height = rows.length * ROW + 12;
     this.head.replaceChildren(
       ...lifelines.map((id) => {
