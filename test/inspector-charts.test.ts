@@ -235,6 +235,8 @@ let host: SupervisorHost;
 let inspector: Inspector;
 let browser: Browser;
 const snapshots = new Map<string, unknown>();
+/** Every event delivered in the live system: [from, to, type]. */
+const events: [string | undefined, string, string][] = [];
 
 before(async () => {
   assert.ok(chromiumAvailable(), `${CHROMIUM} is missing: apt-get install -y chromium (scripts/setup.sh does)`);
@@ -242,6 +244,10 @@ before(async () => {
   observer = new SystemObserver();
   observer.on({
     inspection: (ev: InspectionEvent) => {
+      if (ev.type === "@xstate.event") {
+        const type = (ev.event as { type: string }).type;
+        events.push([ev.sourceRef ? actorName(ref(ev.sourceRef)) : undefined, actorName(ref(ev.actorRef)), type]);
+      }
       if (ev.type !== "@xstate.snapshot") return;
       const value = (ev.snapshot as { value?: unknown }).value;
       if (value !== undefined) snapshots.set(actorName(ref(ev.actorRef)), value);
@@ -370,6 +376,18 @@ describe("statechart view in Chromium", () => {
       /Tests that cover it/,
     );
 
+    // Its sequence view, live: every event to or from the run and its kernel, as the system delivered them.
+    await show(page, run, "sequence");
+    await page.waitFor(`document.querySelector("#sequence g.msg")`);
+    const rows = await page.evaluate<string[][]>(
+      `[...document.querySelectorAll("#sequence g.msg")].map((g) => [g.dataset.from, g.dataset.to, g.dataset.type])`,
+    );
+    const inRun = (id?: string) => id === run || Boolean(id?.startsWith(`${run}/`));
+    assert.deepEqual(
+      rows,
+      events.filter((e) => inRun(e[0]) || inRun(e[1])).map(([from, to, type]) => [from ?? "(outside)", to, type]),
+    );
+    assert.ok(rows.some(([, to, type]) => to === run && type === "run.cancel"));
     // The run stays in grace; the host kills it at shutdown once the grace is over.
     void pending.catch(() => {});
     assert.deepEqual(
@@ -416,6 +434,57 @@ describe("statechart view in Chromium", () => {
       previous = snap.value;
     }
     await page.evaluate(`window.inspector.goTo(0)`);
+    assert.deepEqual(
+      browser.console.filter((l) => l.startsWith("exception")),
+      [],
+    );
+  });
+});
+
+describe("every kind of actor in Chromium", () => {
+  test("each charted machine is drawn whole for its actors in the fixture logs, with their states lit", async () => {
+    const page = browser.page;
+    const seen = new Set<string>();
+    for (const name of ["fresh-runs.jsonl", "nested-calls.jsonl"]) {
+      const log = join(FIXTURE_DIR, name);
+      await openLogAt(page, inspector.url, log, /^run:/, "running");
+      const records = readFileSync(log, "utf8")
+        .split("\n")
+        .filter((l) => l.trim())
+        .map((l) => JSON.parse(l));
+      // At the end of the log: each actor's last recorded value.
+      await page.evaluate(`window.inspector.goTo(window.inspector.steps().length)`);
+      const last = new Map<string, unknown>();
+      for (const r of records) if (r.k === "snap" && r.value !== undefined) last.set(r.id, r.value);
+      const present = await page.evaluate<string[]>(
+        `[...document.querySelectorAll("#tree li[data-actor]")].map((li) => li.dataset.actor)`,
+      );
+      for (const charted of CHARTED_MACHINES) {
+        const actor = present.find((id) => charted.actors.test(id) && last.has(id));
+        if (!actor || seen.has(charted.kind)) continue;
+        seen.add(charted.kind);
+        await show(page, actor, "chart");
+        assert.equal(await page.evaluate(`document.querySelector("#chart svg.chart").dataset.machine`), charted.kind);
+        assert.deepEqual(
+          await ids("#chart g.state[data-state-id]"),
+          sorted(stateNodes(charted.machine).map((n) => n.id)),
+        );
+        assert.deepEqual(
+          [...new Set(await ids("#chart svg.chart [data-transition]"))].sort(),
+          transitionIds(charted.machine),
+          charted.kind,
+        );
+        assert.deepEqual(await ids("#chart g.state.lit"), activeLeaves(charted.machine, last.get(actor)), actor);
+      }
+      // A boundary actor has no chart, and says why.
+      const boundary = present.find((id) => !chartedMachineOf(id))!;
+      assert.ok(boundary, "the log has boundary actors (processes, dispatchers)");
+      await page.evaluate(`window.inspector.select(${JSON.stringify(boundary)})`);
+      await page.waitFor(
+        `!document.querySelector("#chart svg.chart") && /not a state machine/.test(document.getElementById("chart").textContent)`,
+      );
+    }
+    assert.deepEqual(sorted(seen), sorted(CHARTED_MACHINES.map((m) => m.kind)));
     assert.deepEqual(
       browser.console.filter((l) => l.startsWith("exception")),
       [],
