@@ -53,9 +53,13 @@ const PAGE_FILES: Record<string, string> = {
   "index.html": "index.html",
   "app.js": "app.js",
   "model.js": "model.js",
+  "cursor.js": "cursor.js",
   "view.js": "view.js",
+  "dom.js": "dom.js",
   "chart-layout.js": "chart-layout.js",
+  "chart-model.js": "chart-model.js",
   "chart-view.js": "chart-view.js",
+  "chart-info.js": "chart-info.js",
   "sequence-view.js": "sequence-view.js",
   "style.css": "style.css",
 };

@@ -1,6 +1,7 @@
 // The inspector page: live mode (frames from the server's WebSocket) and log mode (a recorded JSONL log opened
 // from disk or from the server, stepped through record by record).
-import { applyFrame, createModel, LogCursor, stepsFromLog } from "./model.js";
+import { applyFrame, createModel, stepsFromLog } from "./model.js";
+import { LogCursor } from "./cursor.js";
 import { renderDetails, renderHead, TimelineView, TreeView } from "./view.js";
 import { Charts, ChartView } from "./chart-view.js";
 import { liveSequence, logSequence, SequenceView, subtreeEvents } from "./sequence-view.js";

@@ -2,165 +2,14 @@
 // the inspector from the elkjs package), with the active states lit and the transition just taken highlighted.
 // Each machine's layout and SVG are built once and kept; showing an actor or stepping through a log only moves
 // classes on a few elements. Clicking a state lists the transitions that leave it and the tests that cover it.
-import { betterFit, elkGraph, FONT, geometry, innerLines, LINE, transitionText } from "./chart-layout.js";
+import { innerLines, LINE, transitionText } from "./chart-layout.js";
+import { activeStates, takenTransitions } from "./chart-model.js";
+import { stateInfo } from "./chart-info.js";
+import { h, svg } from "./dom.js";
+export { Charts } from "./chart-model.js";
 
-const SVG = "http://www.w3.org/2000/svg";
 /** How long a transition stays highlighted in live mode (a log keeps it while the position is there). */
 const TAKEN_MS = 1500;
-
-const svg = (tag, attrs = {}, text) => {
-  const el = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) el.setAttribute(k, String(v));
-  if (text !== undefined) el.textContent = text;
-  return el;
-};
-const h = (tag, attrs = {}, ...children) => {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === false) continue;
-    if (k === "class") el.className = v;
-    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else el.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children.flat()) if (c !== undefined && c !== null) el.append(c);
-  return el;
-};
-
-// ---- the machines and their charts ----
-
-/** One machine's chart with lookups for the page. */
-function indexChart(chart) {
-  const nodes = new Map(chart.nodes.map((n) => [n.id, n]));
-  const childByKey = new Map(chart.nodes.map((n) => [n.id, new Map(n.children.map((c) => [nodes.get(c).key, c]))]));
-  const from = new Map(chart.nodes.map((n) => [n.id, []]));
-  for (const e of chart.edges) from.get(e.source)?.push(e);
-  return { chart, nodes, childByKey, from };
-}
-
-/** The ids of the states a value makes active (ancestors included), and those that are not in the chart. */
-export function activeStates(index, value) {
-  const active = new Set();
-  const unknown = [];
-  const walk = (id, v) => {
-    active.add(id);
-    const node = index.nodes.get(id);
-    const children = index.childByKey.get(id);
-    if (node.type === "parallel") {
-      for (const c of node.children) walk(c, v && typeof v === "object" ? v[index.nodes.get(c).key] : undefined);
-      return;
-    }
-    if (typeof v === "string") {
-      const c = children.get(v);
-      if (c) walk(c, undefined);
-      else unknown.push(`${id}.${v}`);
-    } else if (v && typeof v === "object") {
-      for (const [k, sub] of Object.entries(v)) {
-        const c = children.get(k);
-        if (c) walk(c, sub);
-        else unknown.push(`${id}.${k}`);
-      }
-    }
-  };
-  if (value !== undefined) walk(index.chart.root, value);
-  const leaves = [...active].filter((id) => !index.nodes.get(id).children.some((c) => active.has(c)));
-  return { active, leaves, unknown };
-}
-
-const matches = (edgeEvent, cause) =>
-  edgeEvent === cause || (edgeEvent.endsWith("*") && cause.startsWith(edgeEvent.slice(0, -1)));
-
-/** The transitions a step took: those for its event from a state active before, whose targets are active after
- * (directly or through `always` transitions, which are then taken too). A step that kept the value took the
- * matching targetless transitions of its active states. */
-export function takenTransitions(index, step) {
-  if (!step?.event) return [];
-  const before = activeStates(index, step.from).active;
-  const after = activeStates(index, step.to).active;
-  const taken = new Set();
-  const reaches = (state, depth) => {
-    if (after.has(state)) return true;
-    if (depth > 6) return false;
-    let ok = false;
-    for (const a of index.from.get(state) ?? []) {
-      if (a.kind === "always" && a.targets.some((t) => reaches(t, depth + 1))) {
-        taken.add(a.id);
-        ok = true;
-        break;
-      }
-    }
-    return ok;
-  };
-  const same = JSON.stringify(step.from) === JSON.stringify(step.to);
-  for (const id of before) {
-    for (const e of index.from.get(id) ?? []) {
-      if (!matches(e.event, step.event)) continue;
-      if (e.targets.length === 0 ? same : e.targets.some((t) => reaches(t, 0))) taken.add(e.id);
-    }
-  }
-  return [...taken];
-}
-
-export class Charts {
-  constructor(base) {
-    this.base = base;
-    this.machines = undefined;
-    this.layouts = new Map();
-    this.tests = undefined;
-    this.elk = undefined;
-    this.canvas = undefined;
-  }
-
-  async load() {
-    if (this.machines) return this.machines;
-    this.loading ??= fetch(`${this.base}api/machines`)
-      .then((r) => (r.ok ? r.json() : { machines: [] }))
-      .then((body) => {
-        this.machines = body.machines.map((m) => ({ ...m, match: new RegExp(m.actors), index: indexChart(m.chart) }));
-        return this.machines;
-      });
-    return this.loading;
-  }
-
-  /** Titles of the tests that entered each state: `{machineId: {stateId: [title]}}`, or null without an index. */
-  async testIndex() {
-    this.tests ??= fetch(`${this.base}api/state-tests`)
-      .then((r) => (r.ok ? r.json() : null))
-      .catch(() => null);
-    return this.tests;
-  }
-
-  machineOf(actorId) {
-    return this.machines?.find((m) => m.match.test(actorId));
-  }
-
-  measure(text) {
-    this.canvas ??= document.createElement("canvas").getContext("2d");
-    this.canvas.font = FONT;
-    return this.canvas.measureText(text).width;
-  }
-
-  /** The machine's layout (`{geo, routes}`), computed once (ELK in a Web Worker) and kept. Top-down first; a
-   * chart much wider than tall is laid out left-right too, and the one that fits a wide screen better wins. */
-  layout(machine) {
-    let p = this.layouts.get(machine.kind);
-    if (!p) {
-      // elk-api.js (a classic script) defines ELK; the worker is elkjs's own, served next to the page.
-      this.elk ??= new window.ELK({ workerUrl: `${this.base}elk-worker.min.js` });
-      const measure = (t) => this.measure(t);
-      const run = (direction) => {
-        const { graph, routes } = elkGraph(machine.chart, measure, direction);
-        return this.elk.layout(graph).then((laid) => ({ geo: geometry(laid), routes, direction }));
-      };
-      p = run("DOWN").then((down) =>
-        down.geo.width > 2 * down.geo.height
-          ? run("RIGHT").then((right) => (betterFit(down.geo, right.geo) === down.geo ? down : right))
-          : down,
-      );
-      this.layouts.set(machine.kind, p);
-    }
-    return p;
-  }
-}
 
 // ---- drawing ----
 
@@ -282,23 +131,6 @@ function drawChart(machine, { geo, routes }) {
   }
   root.append(arrows);
   return { root, nodes, edges };
-}
-
-/** Test titles, the first few shown and the rest one click away. */
-function coveringList(titles) {
-  const item = (t) => h("li", {}, t);
-  if (titles.length <= 8) return h("ul", { class: "covering" }, titles.map(item));
-  return h(
-    "div",
-    {},
-    h("ul", { class: "covering" }, titles.slice(0, 6).map(item)),
-    h(
-      "details",
-      {},
-      h("summary", {}, `${titles.length - 6} more`),
-      h("ul", { class: "covering" }, titles.slice(6).map(item)),
-    ),
-  );
 }
 
 function describeEdge(e) {
@@ -492,58 +324,8 @@ export class ChartView {
     const drawn = this.drawn.get(machine.kind);
     for (const el of drawn.root.querySelectorAll("g.state.chosen")) el.classList.remove("chosen");
     if (chosen) drawn.nodes.get(id)?.classList.add("chosen");
-    const { index } = machine;
-    const node = index.nodes.get(id);
-    const ancestors = [];
-    for (let p = node.parent; p; p = index.nodes.get(p).parent) ancestors.push(p);
-    const row = (e) =>
-      h(
-        "li",
-        { "data-transition": e.id },
-        h("span", { class: "event-type" }, e.label),
-        e.guard ? h("span", { class: "guard" }, ` [${e.guard}]`) : undefined,
-        h(
-          "span",
-          {},
-          e.targets.length ? ` → ${e.targets.map((t) => index.nodes.get(t)?.key ?? t).join(", ")}` : " (stays)",
-        ),
-        e.actions.length ? h("span", { class: "muted" }, ` / ${e.actions.join(", ")}`) : undefined,
-      );
-    const own = index.from.get(id) ?? [];
-    const inherited = ancestors.flatMap((a) => index.from.get(a) ?? []);
     const tests = await this.charts.testIndex();
     if (machine !== this.current) return;
-    const covering = tests?.machines?.[machine.chart.id]?.[id];
-    const parts = [
-      h("h3", { class: "state-id" }, id),
-      h(
-        "p",
-        { class: "muted" },
-        [
-          node.type,
-          node.id === machine.chart.root ? "root" : "",
-          ancestors.length && index.nodes.get(node.parent)?.initial === id ? "initial" : "",
-        ]
-          .filter(Boolean)
-          .join(" · "),
-      ),
-      node.description ? h("p", { class: "description" }, node.description) : undefined,
-      node.entry.length ? h("p", {}, h("span", { class: "muted" }, "entry: "), node.entry.join(", ")) : undefined,
-      node.exit.length ? h("p", {}, h("span", { class: "muted" }, "exit: "), node.exit.join(", ")) : undefined,
-      node.invoke.length ? h("p", {}, h("span", { class: "muted" }, "invokes: "), node.invoke.join(", ")) : undefined,
-      h("h4", {}, "Events that leave it"),
-      own.length
-        ? h("ul", { class: "leaving" }, own.map(row))
-        : h("p", { class: "muted" }, node.type === "final" ? "none: a final state" : "none of its own"),
-      inherited.length ? h("h4", {}, "Also handled by enclosing states") : undefined,
-      inherited.length ? h("ul", { class: "leaving inherited" }, inherited.map(row)) : undefined,
-      h("h4", {}, "Tests that cover it"),
-      tests == null
-        ? h("p", { class: "muted" }, "no test index (run the test suite: bash scripts/test.sh)")
-        : covering?.length
-          ? coveringList(covering)
-          : h("p", { class: "muted" }, "no test entered this state"),
-    ];
-    this.info.replaceChildren(...parts.filter(Boolean));
+    this.info.replaceChildren(...stateInfo(machine, id, tests));
   }
 }

@@ -42,10 +42,4 @@ export function childrenOf(model: Model, id: string): string[];
 export function roots(model: Model): string[];
 export function stepsFromLog(text: string): { header?: object; steps: Step[]; error?: string };
 export function modelAt(steps: Step[], count: number): Model;
-export function copyModel(model: Model): Model;
-export class LogCursor {
-  constructor(steps: Step[], every?: number);
-  model: Model;
-  position: number;
-  at(position: number): Model;
-}
+export function applyStep(model: Model, step: Step): void;

@@ -3,8 +3,8 @@
 // sequence tab. A log's events come from its steps (indexed once per log), the live ones from the model's ring.
 // Only a window of rows around the position is drawn, so a long log stays cheap to step through; the view scrolls
 // to the event at the position and dims those after it.
+import { svg } from "./dom.js";
 
-const SVG = "http://www.w3.org/2000/svg";
 export const OUTSIDE = "(outside)";
 const ROW = 22;
 const COL = 150;
@@ -12,12 +12,6 @@ const GUTTER = 74;
 const BEFORE = 200;
 const AFTER = 100;
 
-const svg = (tag, attrs = {}, text) => {
-  const el = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) el.setAttribute(k, String(v));
-  if (text !== undefined) el.textContent = text;
-  return el;
-};
 const eventType = (e) => (e && typeof e === "object" ? String(e.type) : String(e));
 
 /** A log's events (`{step, at, from, to, type}`, step counted from 1) and actors (parents, creation order). */

@@ -1,18 +1,7 @@
 // DOM rendering of the model: the actor tree (updated in place, so a state change is in the DOM as soon as its frame
 // is applied), the selected actor's details, and a timeline of states per actor.
+import { h } from "./dom.js";
 import { childrenOf, roots } from "./model.js";
-
-const h = (tag, attrs = {}, ...children) => {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === false) continue;
-    if (k === "class") el.className = v;
-    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else el.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children.flat()) if (c !== undefined && c !== null) el.append(c);
-  return el;
-};
 
 const time = (at, start) => (at === undefined || start === undefined ? "" : `+${((at - start) / 1000).toFixed(3)}s`);
 const clock = (at) => (at ? new Date(at).toISOString().slice(11, 23) : "");
