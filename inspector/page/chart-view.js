@@ -8,10 +8,9 @@ import { stateInfo } from "./chart-info.js";
 import { h, svg } from "./dom.js";
 export { Charts } from "./chart-model.js";
 
-/** How long a transition stays highlighted in live mode (a log keeps it while the position is there). */
+/** How long a transition stays highlighted in live mode (in a log, an actor's last transition up to the position
+ * stays highlighted). */
 const TAKEN_MS = 1500;
-
-// ---- drawing ----
 
 /** The SVG of a laid-out chart, with lookups from state ids and transition ids to their elements. */
 function drawChart(machine, { geo, routes }) {
@@ -167,6 +166,14 @@ export class ChartView {
       const g = ev.target.closest?.("g.state");
       if (g) this.selectState(g.dataset.stateId);
     });
+    // States are focusable: Enter or Space selects the focused one, as a click does.
+    this.canvas.addEventListener("keydown", (ev) => {
+      const g = ev.target.closest?.("g.state");
+      if (!g || (ev.key !== "Enter" && ev.key !== " ")) return;
+      ev.preventDefault();
+      this.selectState(g.dataset.stateId);
+    });
+    new ResizeObserver(() => this.applyZoom()).observe(this.canvas);
     this.actor = undefined;
     this.token = 0;
   }
@@ -295,10 +302,13 @@ export class ChartView {
     }
     clearTimeout(this.takenTimer);
     if (live && this.taken.length) {
-      this.takenTimer = setTimeout(() => {
-        for (const el of this.taken) el.classList.remove("taken");
-        this.taken = [];
-      }, TAKEN_MS);
+      this.takenTimer = setTimeout(
+        () => {
+          for (const el of this.taken) el.classList.remove("taken");
+          this.taken = [];
+        },
+        TAKEN_MS - (Date.now() - step.seen),
+      );
     }
     const key = `${actor.id} ${leaves.join(" ")}`;
     const changed = key !== this.litKey;
