@@ -112,7 +112,14 @@ function drawSequence() {
 
 function drawTimeline() {
   if (state.mode === "live") {
-    timeline.update(state.model, { now: state.connected ? Date.now() : undefined, source: state.live });
+    // The axis runs a quarter ahead of now and is rescaled only when now reaches its end, so most updates redraw
+    // only the lanes that changed.
+    const start = state.model.start;
+    const now = state.connected ? Date.now() : (state.model.end ?? 0);
+    if (start !== undefined && (state.liveSpan?.start !== start || now > state.liveSpan.end)) {
+      state.liveSpan = { start, end: start + Math.max(now - start, 1000) * 1.25 };
+    }
+    timeline.update(state.model, { span: state.liveSpan, marker: now, source: state.live });
     return;
   }
   // A log's axis is the whole log; the marker is the position.
@@ -301,8 +308,6 @@ if (info.live) {
   setStatus("no live session: open a recorded log", "off");
   document.body.dataset.mode = "log";
 }
-// The other machines' charts are laid out once the page is idle, so selecting an actor draws at once.
-setTimeout(() => charts.load().then((machines) => machines.forEach((m) => charts.layout(m).catch(() => {}))), 1500);
 // A small handle for tests and the devtools console: the log's steps and a way to jump to one.
 window.inspector = {
   steps: () => state.steps.map((s) => s.text),

@@ -144,8 +144,9 @@ export class ChartView {
     this.charts = charts;
     this.drawn = new Map();
     this.current = undefined;
-    this.lit = [];
-    this.taken = [];
+    /** Elements lit now (→ `lit` or `active`) and transitions highlighted now. */
+    this.lit = new Map();
+    this.taken = new Set();
     this.takenTimer = undefined;
     this.selectedState = undefined;
     this.zoom = "fit";
@@ -198,7 +199,7 @@ export class ChartView {
 
   /** Scrolls the canvas so the first lit state is in view. */
   reveal() {
-    const lit = this.lit.find((el) => el.classList.contains("lit"));
+    const lit = [...this.lit].find(([, cls]) => cls === "lit")?.[0];
     if (!lit) return;
     const c = this.canvas.getBoundingClientRect();
     const r = lit.getBoundingClientRect();
@@ -219,6 +220,7 @@ export class ChartView {
     }
     const machine = actor ? this.charts.machineOf(actor.id) : undefined;
     if (!actor || !machine) {
+      this.unlight();
       this.current = undefined;
       this.title.textContent = actor ? actor.id : "";
       this.canvas.replaceChildren(
@@ -239,6 +241,8 @@ export class ChartView {
     }
     if (this.current?.kind !== machine.kind) {
       const drawn = this.drawn.get(machine.kind);
+      // The SVG being left is kept for later, without lit states.
+      if (drawn) this.unlight();
       if (!drawn) {
         this.canvas.replaceChildren(h("p", { class: "hint" }, `laying out the ${machine.kind} machine…`));
         return this.charts.layout(machine).then(
@@ -257,55 +261,59 @@ export class ChartView {
       }
       this.current = machine;
       this.litKey = undefined;
-      this.lit = [];
-      this.taken = [];
       this.selectedState = undefined;
       this.canvas.replaceChildren(drawn.root);
       this.el.dataset.machine = machine.kind;
       this.applyZoom();
     }
-    this.title.textContent = `${actor.id} · ${machine.kind} machine (${machine.chart.id})`;
+    const title = `${actor.id} · ${machine.kind} machine (${machine.chart.id})`;
+    if (this.title.textContent !== title) this.title.textContent = title;
     if (this.light(actor, live)) this.reveal();
-    this.el.dataset.ready = String(this.token);
   }
 
-  /** Lights the active states and the transition the actor took last; true when other states are lit now. */
+  unlight() {
+    for (const [el, cls] of this.lit) el.classList.remove(cls);
+    for (const el of this.taken) el.classList.remove("taken");
+    this.lit = new Map();
+    this.taken = new Set();
+  }
+
+  /** Lights the active states and the transition the actor took last; true when other states are lit now. Only
+   * what changed is written to the DOM: live, this runs on every update of the selected actor. */
   light(actor, live) {
     const machine = this.current;
     const drawn = this.drawn.get(machine.kind);
-    for (const el of this.lit) el.classList.remove("lit", "active");
-    for (const el of this.taken) el.classList.remove("taken");
-    this.lit = [];
-    this.taken = [];
     const { active, leaves, unknown } = activeStates(machine.index, actor.value);
+    const lit = new Map();
     for (const id of active) {
       const el = drawn.nodes.get(id);
-      if (!el) continue;
-      el.classList.add(leaves.includes(id) ? "lit" : "active");
-      this.lit.push(el);
+      if (el) lit.set(el, leaves.includes(id) ? "lit" : "active");
     }
-    this.note.textContent = unknown.length
-      ? `not in this machine's definition: ${unknown.join(", ")} (a log from another version?)`
-      : actor.status !== "active"
-        ? `${actor.status}`
-        : "";
-    this.el.dataset.status = actor.status;
     const step = actor.step;
     const fresh = step && (!live || Date.now() - step.seen < TAKEN_MS);
+    const taken = new Set();
     if (fresh) {
-      for (const id of takenTransitions(machine.index, step)) {
-        for (const el of drawn.edges.get(id) ?? []) {
-          el.classList.add("taken");
-          this.taken.push(el);
-        }
-      }
+      for (const id of takenTransitions(machine.index, step)) for (const el of drawn.edges.get(id) ?? []) taken.add(el);
     }
+    for (const [el, cls] of this.lit) if (lit.get(el) !== cls) el.classList.remove(cls);
+    for (const [el, cls] of lit) if (this.lit.get(el) !== cls) el.classList.add(cls);
+    for (const el of this.taken) if (!taken.has(el)) el.classList.remove("taken");
+    for (const el of taken) if (!this.taken.has(el)) el.classList.add("taken");
+    this.lit = lit;
+    this.taken = taken;
+    const note = unknown.length
+      ? `not in this machine's definition: ${unknown.join(", ")} (a log from another version?)`
+      : actor.status !== "active"
+        ? actor.status
+        : "";
+    if (this.note.textContent !== note) this.note.textContent = note;
+    if (this.el.dataset.status !== actor.status) this.el.dataset.status = actor.status;
     clearTimeout(this.takenTimer);
-    if (live && this.taken.length) {
+    if (live && taken.size) {
       this.takenTimer = setTimeout(
         () => {
           for (const el of this.taken) el.classList.remove("taken");
-          this.taken = [];
+          this.taken = new Set();
         },
         TAKEN_MS - (Date.now() - step.seen),
       );
