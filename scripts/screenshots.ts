@@ -1,6 +1,8 @@
 // Regenerates the README's inspector screenshots (docs/inspector-*.png) in a real headless Chromium, from a
 // recorded fixture log (test/fixtures/replay/swallowed-interrupt-lost.jsonl) stepped to the moment its run is in
 // `grace`: the statechart view of that run and its sequence view.
+// The state panel's "tests that cover it" lists what test-artifacts/state-tests/ holds: run `bash scripts/test.sh`
+// first for the whole suite's list.
 //   source scripts/env.sh && node scripts/screenshots.ts
 import { join, resolve } from "node:path";
 import { startInspector } from "../inspector/server.ts";
