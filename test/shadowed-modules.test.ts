@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
+import { SupervisorHost } from "../actors/host.ts";
 import { PYTHON, RunnerDriver, sleep, type Frame, type RunResult, type StartOptions } from "./helpers/runner-driver.ts";
 
 const PY39 = "/root/.pyenv/versions/3.9.18/bin/python3";
@@ -229,6 +230,41 @@ describe("a working directory full of files named like the modules the runner lo
     });
   }
 });
+
+for (const python of [PYTHON, PY39])
+  test(`PEP 723 installs work in such a directory (pip, offline; ${python})`, async () => {
+    const wheels = tmp("pcs-wheels-");
+    const wheel = [
+      "import sys, zipfile",
+      "d = sys.argv[1]",
+      "info = 'tinypkg-1.0.dist-info'",
+      "with zipfile.ZipFile(d + '/tinypkg-1.0-py3-none-any.whl', 'w') as z:",
+      "    z.writestr('tinypkg/__init__.py', 'VERSION = \"1.0\"\\n')",
+      "    z.writestr(info + '/METADATA', 'Metadata-Version: 2.1\\nName: tinypkg\\nVersion: 1.0\\n')",
+      "    z.writestr(info + '/WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')",
+      "    z.writestr(info + '/RECORD', '')",
+    ].join("\n");
+    execFileSync(python, ["-c", wheel, wheels], { cwd: tmpdir() });
+    const cwd = shadowDir(await loadedNames(python), "hostile");
+    const root = tmp("pcs-shadow-pkgs-");
+    const host = new SupervisorHost({
+      env: () => ({ ...process.env, PIP_NO_INDEX: "1", PIP_FIND_LINKS: wheels, PI_PYTHON: python, VIRTUAL_ENV: "" }),
+      packages: { envRoot: join(root, "envs"), sessionRoot: join(root, "sessions") },
+      spareRunners: () => false,
+    });
+    try {
+      const code = '# /// script\n# dependencies = ["tinypkg==1.0"]\n# ///\nimport tinypkg\ntinypkg.VERSION';
+      for (const session of [undefined, "s"]) {
+        const r = await host.run({ code, cwd, timeoutMs: 120_000, ...(session ? { session } : {}) });
+        assert.equal(r.outcome.status, "success", `${session ?? "fresh"}: ${r.stderr}${r.outcome.message ?? ""}`);
+        assert.equal(r.stdout, "1.0\n");
+      }
+      const after = await host.run({ code: BOOM, cwd, timeoutMs: 20_000, session: "s" });
+      assert.match(after.stderr, /\n {4}1\/0\n[\s\S]*ZeroDivisionError: division by zero\n$/);
+    } finally {
+      await host.shutdown();
+    }
+  });
 
 describe("a user's token.py", () => {
   const TOKEN = 'API_TOKEN = "sk-123"\n';
