@@ -4,6 +4,10 @@
 import { readdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import type { AnyStateMachine } from "xstate";
+import { execPoolMachine } from "../machines/exec-pool.ts";
+import { execSessionMachine } from "../machines/exec-session.ts";
+import { wakeMachine } from "../machines/exec-wake.ts";
+import { wakeEntryMachine } from "../machines/exec-wake-entry.ts";
 import { runMachine } from "../machines/run.ts";
 import { sessionMachine } from "../machines/session.ts";
 import { spareMachine } from "../machines/spare.ts";
@@ -25,6 +29,10 @@ export const CHARTED_MACHINES: readonly ChartedMachine[] = [
   { kind: "run", machine: runMachine, actors: /^run:[^/]+$/ },
   { kind: "tool-call", machine: toolCallMachine, actors: /^tool:[^/]+$/ },
   { kind: "spare", machine: spareMachine, actors: /^spare:[^/]+$/ },
+  { kind: "exec-pool", machine: execPoolMachine, actors: /^exec:pool$/ },
+  { kind: "exec-session", machine: execSessionMachine, actors: /^exec:\d+$/ },
+  { kind: "exec-wake", machine: wakeMachine, actors: /^exec:pool\/wake$/ },
+  { kind: "exec-wake-entry", machine: wakeEntryMachine, actors: /^wake:\d+$/ },
 ];
 
 export interface ChartSet {

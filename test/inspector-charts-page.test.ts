@@ -22,6 +22,7 @@ import { actorName, ref } from "../record/trace.ts";
 import { FIXTURE_DIR } from "../scripts/record-fixtures.ts";
 import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from "./helpers/chromium.ts";
 import { openLogAt, show } from "./helpers/inspector-page.ts";
+import { startExec } from "./helpers/fake-shell.ts";
 import { activeAncestors, activeLeaves, sorted, stateNodes, transitionIds } from "./helpers/machine-states.ts";
 
 const ARTIFACTS = resolve(import.meta.dirname, "../test-artifacts");
@@ -286,84 +287,63 @@ describe("every kind of actor in Chromium", () => {
         `!document.querySelector("#chart svg.chart") && /not a state machine/.test(document.getElementById("chart").textContent)`,
       );
     }
-    assert.deepEqual(sorted(seen), sorted(CHARTED_MACHINES.map((m) => m.kind)));
+    // The shell-session machines have no fixture log; the next test draws them live.
+    assert.deepEqual(sorted(seen), ["run", "session", "spare", "supervisor", "tool-call"]);
     assert.deepEqual(
       browser.console.filter((l) => l.startsWith("exception")),
       [],
     );
   });
-});
 
-describe("sequence view in Chromium", () => {
-  test("shows a fixture log's events between a session and its descendants, in order, following the position", async () => {
+  test("the shell-session machines, live: each drawn whole, with its actor's states lit", async () => {
     const page = browser.page;
-    const log = join(FIXTURE_DIR, "nested-calls.jsonl");
-    await openLogAt(page, inspector.url, log, /^run:/, "running");
-    const records = readFileSync(log, "utf8")
-      .split("\n")
-      .filter((l) => l.trim())
-      .map((l) => JSON.parse(l));
-    const parent = new Map(records.filter((r) => r.k === "actor").map((r) => [r.id, r.parent]));
-    const inside = (id: string | undefined): boolean =>
-      id !== undefined && (id === "session:nest" || inside(parent.get(id)));
-    const expected = records
-      .filter((r) => r.k === "event" && (inside(r.to) || inside(r.from)))
-      .map((r) => [r.from ?? "(outside)", r.to, r.event.type]);
-    assert.ok(expected.length > 40);
-    await page.evaluate(`window.inspector.goTo(window.inspector.steps().length)`);
-    await show(page, "session:nest", "sequence");
-    await page.waitFor(`document.querySelector("#sequence g.msg")`);
-    const rows = () =>
-      page.evaluate<string[][]>(
-        `[...document.querySelectorAll("#sequence g.msg")].map((g) => [g.dataset.from, g.dataset.to, g.dataset.type])`,
-      );
-    assert.deepEqual(await rows(), expected);
-    // Every actor that sends or receives has a lifeline with an arrow between the right ones.
-    const lifelines = await page.evaluate<string[]>(
-      `[...document.querySelectorAll("#sequence .lifeline-name")].map((s) => s.dataset.actor)`,
-    );
-    assert.deepEqual(sorted(lifelines), sorted(new Set(expected.flatMap(([from, to]) => [from, to]))));
-    const geometryOk = await page.evaluate<boolean>(`(() => {
-      const x = new Map([...document.querySelectorAll("#sequence line.lifeline")].map((l) => [l.dataset.actor, Number(l.getAttribute("x1"))]));
-      return [...document.querySelectorAll("#sequence g.msg")].every((g) => {
-        const line = g.querySelector("line.arrow-line");
-        if (!line) return g.dataset.from === g.dataset.to;
-        return Number(line.getAttribute("x1")) === x.get(g.dataset.from) && Number(line.getAttribute("x2")) === x.get(g.dataset.to);
-      });
-    })()`);
-    assert.ok(geometryOk, "each arrow goes from its sender's lifeline to its receiver's");
-
-    // At a position in the middle: the current row is the last event at or before it, later ones are dimmed, and
-    // the current row is scrolled into view.
-    const steps = await page.evaluate<string[]>("window.inspector.steps()");
-    const eventSteps = steps.map((s, i) => [s, i + 1] as const).filter(([s]) => s.startsWith("event "));
-    const middle = eventSteps[Math.floor(eventSteps.length * 0.6)][1];
-    await page.evaluate(`window.inspector.goTo(${middle})`);
-    const expectedCurrent =
-      steps
-        .slice(0, middle)
-        .filter((s) => s.startsWith("event "))
-        .filter((s) => {
-          const m = /^event (\S+) → (\S+)(?: from (\S+))?$/.exec(s)!;
-          return inside(m[2]) || inside(m[3]);
-        }).length - 1;
-    const state = await page.evaluate<{ current: string[]; index: number; future: number; visible: boolean }>(`(() => {
-      const rows = [...document.querySelectorAll("#sequence g.msg")];
-      const cur = document.querySelector("#sequence g.msg.current");
-      const s = document.querySelector("#sequence .seq-scroll").getBoundingClientRect();
-      const r = cur.getBoundingClientRect();
-      return {
-        current: [cur.dataset.from, cur.dataset.to, cur.dataset.type],
-        index: rows.indexOf(cur),
-        future: rows.filter((g) => g.classList.contains("future")).length,
-        visible: r.top >= s.top && r.bottom <= s.bottom,
-      };
-    })()`);
-    assert.equal(state.index, expectedCurrent);
-    assert.deepEqual(state.current, expected[expectedCurrent]);
-    assert.equal(state.future, expected.length - expectedCurrent - 1);
-    assert.ok(state.visible, "the current event is scrolled into view");
-    await page.screenshot(join(ARTIFACTS, "sequence-nested-calls.png"));
+    const execObserver = new SystemObserver();
+    const started = await startInspector({ observer: execObserver });
+    assert.ok(started.ok);
+    const execInspector = started.value;
+    // Each actor's latest state value, as the system reported it.
+    const values = new Map<string, unknown>();
+    execObserver.on({
+      inspection: (ev) => {
+        const value = ev.type === "@xstate.snapshot" ? (ev.snapshot as { value?: unknown }).value : undefined;
+        if (value !== undefined) values.set(actorName(ref(ev.actorRef)), value);
+      },
+    });
+    try {
+      await page.navigate(execInspector.url);
+      await page.waitFor(`document.getElementById("status").dataset.kind === "live"`);
+      // A background command that exits with a wake armed, and one still running.
+      const h = startExec({ debounceMs: 10 }, execObserver.hostOptions().inspect);
+      h.running(1, "wake");
+      h.closed(1, 0);
+      h.advance(50);
+      h.running(2);
+      const kinds = CHARTED_MACHINES.filter((m) => m.kind.startsWith("exec"));
+      assert.equal(kinds.length, 4);
+      for (const charted of kinds) {
+        await page.waitFor(
+          `[...document.querySelectorAll("#tree li[data-actor]")].some((li) => new RegExp(${JSON.stringify(charted.actors.source)}).test(li.dataset.actor))`,
+        );
+        const actor = await page.evaluate<string>(
+          `[...document.querySelectorAll("#tree li[data-actor]")].map((li) => li.dataset.actor).find((id) => new RegExp(${JSON.stringify(charted.actors.source)}).test(id))`,
+        );
+        await show(page, actor, "chart");
+        assert.equal(await page.evaluate(`document.querySelector("#chart svg.chart").dataset.machine`), charted.kind);
+        assert.deepEqual(
+          await ids("#chart g.state[data-state-id]"),
+          sorted(stateNodes(charted.machine).map((n) => n.id)),
+        );
+        assert.deepEqual(
+          [...new Set(await ids("#chart svg.chart [data-transition]"))].sort(),
+          transitionIds(charted.machine),
+        );
+        assert.deepEqual(await ids("#chart g.state.lit"), activeLeaves(charted.machine, values.get(actor)), actor);
+        await page.screenshot(join(ARTIFACTS, `statechart-${charted.kind}.png`));
+      }
+      h.send({ type: "supervisor.shutdown", at: h.clock.now() });
+    } finally {
+      await execInspector.close();
+    }
     assert.deepEqual(
       browser.console.filter((l) => l.startsWith("exception")),
       [],

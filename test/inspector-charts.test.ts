@@ -18,6 +18,9 @@ import { runMachine } from "../machines/run.ts";
 import { supervisorMachine } from "../machines/supervisor.ts";
 import { FIXTURE_DIR } from "../scripts/record-fixtures.ts";
 import { reachableMachines, sorted, stateNodes, transitionIds } from "./helpers/machine-states.ts";
+import { startExec } from "./helpers/fake-shell.ts";
+import { actorName, ref } from "../record/trace.ts";
+import type { InspectionEvent } from "xstate";
 
 describe("machine charts", () => {
   test("every machine the supervisor can spawn is charted, with every state and every transition", () => {
@@ -88,6 +91,31 @@ describe("machine charts", () => {
       const charted = chartedMachineOf(r.id)!;
       assert.ok(getStateNodes(charted.machine.root, r.value).length > 0, `${r.id}: ${JSON.stringify(r.value)}`);
     }
+  });
+});
+
+describe("actor names to charts", () => {
+  test("every actor of a shell-session system maps to the chart of the machine it runs", () => {
+    // The shell surface's pool, sessions, wake coordinator and wake entries, driven through a background command
+    // that exits with a wake armed.
+    const seen = new Map<string, string | undefined>();
+    const h = startExec({ debounceMs: 10 }, (ev: InspectionEvent) => {
+      if (ev.type !== "@xstate.snapshot") return;
+      const logic = (ev.actorRef as { logic?: { id?: string; root?: unknown } }).logic;
+      seen.set(actorName(ref(ev.actorRef)), logic?.root ? logic.id : undefined);
+    });
+    h.running(1, "wake");
+    h.closed(1, 0);
+    h.advance(50);
+    h.start(2);
+    h.spawned(2);
+    const kinds = new Set<string>();
+    for (const [name, machine] of seen) {
+      const charted = chartedMachineOf(name);
+      assert.equal(charted?.machine.id, machine, `${name} runs ${machine ?? "no machine"}`);
+      if (charted) kinds.add(charted.kind);
+    }
+    assert.deepEqual(sorted(kinds), ["exec-pool", "exec-session", "exec-wake", "exec-wake-entry", "supervisor"]);
   });
 });
 

@@ -66,7 +66,11 @@ export function elkGraph(chart, measure, direction = "DOWN") {
   const elkNodes = new Map();
   const build = (node) => {
     const lines = innerLines(chart, node);
-    const textW = Math.max(measure(node.key) + 8, ...lines.map((l) => measure(l.text)));
+    // The name is bold (about 8% wider than measured) and a description adds an icon after it.
+    const textW = Math.max(
+      measure(node.key) * 1.08 + 8 + (node.description ? 16 : 0),
+      ...lines.map((l) => measure(l.text)),
+    );
     const head = HEAD + lines.length * LINE;
     const hasChildren = node.children.length > 0;
     const elk = {

@@ -74,8 +74,13 @@ function drawChart(machine, { geo, routes }) {
     g.append(
       svg("text", { class: "name", x: box.x + 10, y: box.y + 17 }, node.id === chart.root ? chart.id : node.key),
     );
-    if (node.description)
-      g.append(svg("text", { class: "has-description", x: box.x + box.width - 14, y: box.y + 16 }, "ⓘ"));
+    if (node.description) {
+      // A small "i" in a circle: the state has a description (its tooltip, and the side panel).
+      const cx = box.x + box.width - 10;
+      const cy = box.y + 12;
+      g.append(svg("circle", { class: "has-description", cx, cy, r: 5 }));
+      g.append(svg("text", { class: "has-description-i", x: cx, y: cy + 3, "text-anchor": "middle" }, "i"));
+    }
     innerLines(chart, node).forEach((line, i) => {
       const t = svg(
         "text",
