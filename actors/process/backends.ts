@@ -2,7 +2,8 @@
 // operations slot, so machines and tool surfaces never know where their processes run.
 import { dirname } from "node:path";
 import type { RemoteSettings, Settings } from "../../store/settings.ts";
-import { localOperations, type ProcessOperations } from "./operations.ts";
+import { fail } from "../../lib/result.ts";
+import { localOperations, type ProcessOperations, type StartFailure } from "./operations.ts";
 import { remoteOperations } from "./remote.ts";
 import { RUNNER_PATH } from "./runner.ts";
 import { sandboxOperations } from "./sandbox.ts";
@@ -45,5 +46,15 @@ export function parseSshFlag(
       ...(user ? { user } : {}),
       ...(cwd ? { cwd } : {}),
     },
+  };
+}
+
+/** A backend that cannot exist (a malformed --ssh, say): every run is a setup_error saying why; never local. */
+export function failingOperations(kind: "sandbox" | "remote", failure: StartFailure): ProcessOperations {
+  return {
+    backend: { kind, label: `${kind} (unusable: ${failure.message})` },
+    start: async () => fail(failure),
+    health: async () => fail(failure),
+    close: async () => {},
   };
 }
