@@ -277,8 +277,6 @@ def _setup(argv):
         os._exit(2)
     os.close(3)
     os.set_blocking(_CTL, True)
-    if limits:
-        _apply_limits(limits)
     # Private duplicates of fd 1 and 2, so the output drain still works when user code closes or redirects them.
     global _OUT_FDS
     _OUT_FDS = []
@@ -287,6 +285,10 @@ def _setup(argv):
             _OUT_FDS.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64))
         except OSError:
             pass
+    # After the runner's own descriptors exist (an openFiles limit below 64 would refuse them) and before user
+    # paths reach sys.path (`resource` must come from the standard library).
+    if limits:
+        _apply_limits(limits)
 
     # No userspace buffering beyond a line, so output written before os._exit or a crash reaches the pipe.
     for stream in (sys.stdout, sys.stderr):
@@ -325,6 +327,10 @@ def _apply_limits(limits):
     """setrlimit before any user code runs; children inherit the limits. CPU time is per run (_cpu_budget)."""
     import resource
 
+    # What the output drain imports lazily is imported now: a run that used up its descriptors or memory must not
+    # make the drain fail (its output would then arrive after `done` and be lost).
+    import stat, termios, time  # noqa: F401
+
     mib = 1 << 20
     table = {
         "memoryMiB": (resource.RLIMIT_AS, lambda n: n * mib),
@@ -353,7 +359,7 @@ def _cpu_budget():
         return
     resource = _LIMITS["_resource"]
     used = resource.getrusage(resource.RUSAGE_SELF)
-    soft = int(used.ru_utime + used.ru_stime) + seconds
+    soft = -int(-(used.ru_utime + used.ru_stime) // 1) + seconds  # whole seconds, rounded up
     hard = soft + 1 if _MODE == "fresh" else resource.RLIM_INFINITY
     try:
         resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
