@@ -118,6 +118,9 @@ describe("sandbox backend", () => {
     assert.match(r.stderr, /KeyboardInterrupt/);
     const again = await runOn(h, "x + 1", { session: "s" });
     assert.equal(again.stdout, "42\n");
+    // The inspector shows the backend on the session (its input/context); the machines only carry it.
+    const session = h.actor.getSnapshot().children["session:s"]?.getSnapshot() as { context: { backend?: string } };
+    assert.equal(session.context.backend, "sandbox (bwrap, no network)");
   });
 
   test("a run that ignores the interrupt is killed after the grace period: the session is lost", async () => {
