@@ -149,6 +149,7 @@ export const supervisorMachine = setup({
           ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
           ...(e.bridge ? { bridge: e.bridge } : {}),
           ...(claimed ? { spare: claimed } : {}),
+          ...(e.backend ? { backend: e.backend } : {}),
         },
       });
       // Keep one spare warming or ready for the key: the next fresh run like this one takes it. The first run of a
@@ -204,6 +205,7 @@ export const supervisorMachine = setup({
             ...(entry?.status === "lost" ? { replacedLost: true } : {}),
             ...(e.python ? { python: e.python } : {}),
             ...(replaced ? { replaced } : {}),
+            ...(e.backend ? { backend: e.backend } : {}),
           },
         });
       }
