@@ -2,10 +2,19 @@
 // resolver with the `--python` flag and the python_set_interpreter selection, and how both reach the host (limits,
 // module reload) and the code_execution tool (timeouts) without restarting Pi.
 import { getAgentDir, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { execLogDir, InterpreterResolver, type HostOptions, type SupervisorHost } from "../host/index.ts";
-import { SettingsStore, type ResolvedSettings } from "../store/settings.ts";
+import {
+  chooseOperations,
+  execLogDir,
+  InterpreterResolver,
+  type HostOptions,
+  type ProcessOperations,
+  type SupervisorHost,
+} from "../host/index.ts";
+import { SettingsStore, type ResolvedSettings, type ResourceLimits } from "../store/settings.ts";
 
 export const PYTHON_FLAG = "python";
+export const SANDBOX_FLAG = "sandbox";
+export const SSH_FLAG = "ssh";
 export const SET_INTERPRETER_TOOL = "python_set_interpreter";
 
 export class CodeEnvironment {
@@ -14,6 +23,9 @@ export class CodeEnvironment {
   private readonly pi: ExtensionAPI;
   private readonly env: () => NodeJS.ProcessEnv;
   private readonly listeners = new Set<(s: ResolvedSettings) => void>();
+  /** The backend of this Pi session (one per session: settings changes apply to the next one). */
+  private ops: ProcessOperations | undefined;
+  private cwd: string | undefined;
 
   constructor(pi: ExtensionAPI, env: () => NodeJS.ProcessEnv = () => process.env) {
     this.pi = pi;
@@ -48,6 +60,7 @@ export class CodeEnvironment {
 
   /** Pi's session started in `cwd`: settings are read for it and both files are watched. */
   async start(cwd: string): Promise<void> {
+    this.cwd = cwd;
     const before = this.store?.get();
     await this.store?.close();
     this.store = this.newStore(cwd);
@@ -57,9 +70,45 @@ export class CodeEnvironment {
   }
 
   async close(): Promise<void> {
+    // The host that used the backend closed it at its shutdown; the next Pi session chooses again.
+    this.ops = undefined;
     const s = this.store;
     this.store = undefined;
     await s?.close();
+  }
+
+  private stringFlag(name: string): string | undefined {
+    try {
+      const v = this.pi.getFlag(name);
+      return typeof v === "string" && v.trim() ? v.trim() : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Where runs execute: `--ssh` and `--sandbox` over the `backend` setting. Built once per Pi session. */
+  operations(): ProcessOperations {
+    if (this.ops) return this.ops;
+    let sandbox = false;
+    try {
+      sandbox = this.pi.getFlag(SANDBOX_FLAG) === true;
+    } catch {
+      // flags not available yet
+    }
+    const ssh = this.stringFlag(SSH_FLAG);
+    this.ops = chooseOperations(this.settings().values, {
+      cwd: this.cwd ?? process.cwd(),
+      env: this.env(),
+      ...(ssh ? { ssh } : {}),
+      sandbox,
+    });
+    return this.ops;
+  }
+
+  /** The resource limits in force (read when each runner starts). */
+  resourceLimits(): ResourceLimits {
+    const l = this.settings().values.limits;
+    return Object.fromEntries(Object.entries(l ?? {}).filter(([, n]) => n !== undefined)) as ResourceLimits;
   }
 
   /** Options for a new host: this resolver, the limits and module reload from settings. */
@@ -67,6 +116,8 @@ export class CodeEnvironment {
     const v = this.settings().values;
     return {
       interpreter: this.interpreter,
+      ops: this.operations(),
+      resourceLimits: () => this.resourceLimits(),
       moduleReload: () => this.settings().values.moduleReload,
       spareRunners: () => this.settings().values.spareRunners,
       exec: { logDir: execLogDir(getAgentDir()), logQuota: () => this.settings().values.execLogs },

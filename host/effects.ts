@@ -15,9 +15,12 @@ import { createDispatchLogic } from "../actors/calls/dispatch.ts";
 import type { RunTools } from "../actors/calls/contract.ts";
 import { createPrepareLogic } from "../actors/prepare/prepare.ts";
 import type { Result } from "../lib/result.ts";
+import type { ResourceLimits } from "../actors/process/backend-settings.ts";
 
 export interface EffectOptions {
   ops?: ProcessOperations;
+  /** Resource limits of new runners; read when each process starts (and part of a spare's key). */
+  resourceLimits?: () => ResourceLimits;
   /** Environment for new processes; read when each process starts. */
   env: () => NodeJS.ProcessEnv;
   /** The default interpreter (when given, requests are not resolved per working directory). */
@@ -40,6 +43,7 @@ export interface EffectOptions {
 export function hostEffects(o: EffectOptions): { runner: AnyActorLogic; boundary: BoundaryActors } {
   const runner = createRunnerLogic({
     ops: o.ops ?? localOperations,
+    ...(o.resourceLimits ? { resourceLimits: o.resourceLimits } : {}),
     python: o.python ?? (() => resolvePython(pythonCommand(o.env()), o.env())),
     env: (input) => envFor(o.env(), input.python, o.warn),
     watchModules: (cwd) => ((o.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
@@ -61,15 +65,19 @@ export function hostEffects(o: EffectOptions): { runner: AnyActorLogic; boundary
   const dispatch = createDispatchLogic({ toolsFor: o.tools, now: o.now });
   const prepare = createPrepareLogic({
     ...(o.python ? {} : { interpreter: (cwd: string) => o.interpreter.resolve(cwd) }),
-    spareKey: (python, cwd) => (o.spareRunners() ? spareKey(o.env(), python, cwd) : undefined),
+    spareKey: (python, cwd) =>
+      o.spareRunners() ? spareKey(o.env(), python, cwd, o.resourceLimits?.() ?? {}) : undefined,
     now: o.now,
   });
   return { runner, boundary: { install, dispatch, prepare } };
 }
 
-/** What a spare runner must share with a fresh run to serve it: interpreter, cwd and the whole environment. */
-function spareKey(env: NodeJS.ProcessEnv, python: string | undefined, cwd: string): string {
+/** What a spare runner must share with a fresh run to serve it: resource limits, interpreter, cwd and the whole
+ * environment. */
+function spareKey(env: NodeJS.ProcessEnv, python: string | undefined, cwd: string, limits: ResourceLimits): string {
   const h = createHash("sha256")
+    .update(JSON.stringify(limits))
+    .update("\0")
     .update(python ?? "")
     .update("\0")
     .update(cwd);

@@ -12,12 +12,14 @@ import type { RunTools } from "../actors/calls/contract.ts";
 import { removeSessionPackages, type InstallProgress } from "../actors/deps/dependencies.ts";
 import { InterpreterResolver } from "../actors/interpreter/interpreter.ts";
 import type { PythonInfo } from "../actors/interpreter/probe.ts";
-import type { ProcessOperations } from "../actors/process/operations.ts";
+import type { BackendInfo, ProcessOperations } from "../actors/process/operations.ts";
+import type { ResourceLimits } from "../actors/process/backend-settings.ts";
 import { RunOutput, type CollectedOutput } from "../actors/process/output.ts";
 import { liveGroups, stopGroup } from "../actors/process/registry.ts";
 import type { Clock } from "../record/observe.ts";
 import type { Result } from "../lib/result.ts";
 import { hostEffects } from "./effects.ts";
+import { defaultOperations } from "./backend.ts";
 import { withOutputHints } from "./output-hints.ts";
 import { sessionInfos, spareList, type SessionInfo } from "./selectors.ts";
 import { SessionBook } from "./session-book.ts";
@@ -29,7 +31,11 @@ export type { SessionInfo } from "./selectors.ts";
 
 export interface HostOptions {
   limits?: Partial<Limits>;
+  /** Where runners start (host/backend.ts). Default: local, unless PI_CODE_EXECUTION_BACKEND says otherwise (then
+   * the environment's backend settings). The host closes it at shutdown. */
   ops?: ProcessOperations;
+  /** Resource limits of new runners (settings `limits`); read when each process starts. */
+  resourceLimits?: () => ResourceLimits;
   /** Environment for new processes; read when each process starts. */
   env?: () => NodeJS.ProcessEnv;
   python?: () => Promise<Result<PythonInfo>>;
@@ -113,6 +119,8 @@ export class SupervisorHost {
   readonly id = nanoid(8);
   /** Shell sessions: the exec tools' door (host/exec.ts). */
   readonly exec: ExecHost;
+  /** Where this host's runners start: one backend for the host's whole life. */
+  readonly ops: ProcessOperations;
 
   constructor(options: HostOptions = {}) {
     this.options = options;
@@ -121,8 +129,10 @@ export class SupervisorHost {
     this.now = options.now ?? Date.now;
     const env = options.env ?? (() => process.env);
     this.interpreter = options.interpreter ?? new InterpreterResolver({ env });
+    this.ops = options.ops ?? defaultOperations(env(), options.packages);
     const { runner, boundary } = hostEffects({
-      ...(options.ops ? { ops: options.ops } : {}),
+      ops: this.ops,
+      ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
       env,
       ...(options.python ? { python: options.python } : {}),
       interpreter: this.interpreter,
@@ -207,6 +217,7 @@ export class SupervisorHost {
       ...(request.reset ? { reset: true } : {}),
       ...(tools ? { calls: { callerId: tools.callerId, tools: tools.tools.map((t) => t.spec) } } : {}),
       ...(sameLimits(this.limits, this.initialLimits) ? {} : { limits: this.limits }),
+      backend: this.ops.backend.label,
     });
     if (signal?.aborted) cancel();
     return finished.then((outcome) => {
@@ -217,9 +228,23 @@ export class SupervisorHost {
       this.book.record(outcome);
       // Not a spread: that would decode the retained output (up to 64 MiB) whether or not anyone reads it.
       const result = Object.assign(output.collect(), { outcome });
-      result.outcome = withOutputHints(outcome, result.capture.stderr.tail);
+      result.outcome = withOutputHints(outcome, result.capture.stderr.tail, this.options.resourceLimits?.());
       return result;
     });
+  }
+
+  /** Where runs execute. */
+  backend(): BackendInfo {
+    return this.ops.backend;
+  }
+
+  /** Whether the backend can start runners now (never rejects). */
+  async backendHealth(): Promise<Result<string, { message: string; hint?: string }>> {
+    try {
+      return await this.ops.health();
+    } catch (e) {
+      return { ok: false, error: { message: (e as Error).message } };
+    }
   }
 
   /** New escalation bounds: they apply to runs requested from now on (and to sessions they start). */
@@ -297,6 +322,7 @@ export class SupervisorHost {
     ]);
     this.actor.stop();
     await this.killEverything();
+    await this.ops.close().catch(() => {});
     await removeSessionPackages(this.id, this.options.packages?.sessionRoot);
     // Runs that did not report within the bound end as cancelled: no caller waits forever.
     for (const [runId, pending] of this.runs) {

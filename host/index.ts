@@ -11,6 +11,8 @@ export {
   type SessionsListener,
 } from "./host.ts";
 export { Observability, type ObservabilitySettings, type RecorderOptions } from "./observability.ts";
+export { chooseOperations, type BackendChoice } from "./backend.ts";
+export type { BackendInfo, ProcessOperations } from "../actors/process/operations.ts";
 export { SESSION_NAME_PATTERN } from "../actors/prepare/prepare.ts";
 
 // Interpreters: the resolver the host is given, and what the interpreter tool and /code-status say of one.

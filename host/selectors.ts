@@ -15,6 +15,8 @@ export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, 
   pid?: number;
   /** The interpreter's version, from its runner. */
   pythonVersion?: string;
+  /** Where its process runs (the backend's label). */
+  backend?: string;
 }
 
 type Snap = { value?: unknown; context?: Record<string, unknown> } | undefined;
@@ -26,7 +28,9 @@ export function sessionInfos(root: RootSnapshot, book: SessionBook): SessionInfo
     .map(([name, entry]) => {
       const session = root.children[`session:${name}`] as AnyActorRef | undefined;
       const s = snapshotOf(session);
-      const context = s?.context as { activeRunId?: string; runner?: { pid: number; python: string } } | undefined;
+      const context = s?.context as
+        | { activeRunId?: string; runner?: { pid: number; python: string }; backend?: string }
+        | undefined;
       const run = context?.activeRunId
         ? snapshotOf(
             (session?.getSnapshot() as { children: Record<string, AnyActorRef> }).children[
@@ -40,6 +44,7 @@ export function sessionInfos(root: RootSnapshot, book: SessionBook): SessionInfo
         ...entry,
         state: s?.value === undefined ? "unknown" : sessionPhase(s.value, run?.value),
         ...(context?.runner ? { pid: context.runner.pid, pythonVersion: context.runner.python } : {}),
+        ...(context?.backend ? { backend: context.backend } : {}),
         ...(history ? { startedAt: history.startedAt, ...(history.lastRun ? { lastRun: history.lastRun } : {}) } : {}),
       };
     });

@@ -28,6 +28,8 @@ export interface RunRequest {
   limits?: Limits;
   /** Pi tools the code may call (machines/tool-events.ts); absent: none. */
   calls?: CallsRequest;
+  /** Where the run executes (the backend's label, from the host; machines only carry it, for the inspector). */
+  backend?: string;
   // ---- what preparation settles (actors/prepare/); a sender may settle them itself ----
   /** The interpreter's executable (`sys.executable`); a session never mixes interpreters or working directories. */
   python?: string;
@@ -71,7 +73,7 @@ export type RunnerFact =
       alreadyLoaded?: string[];
     }
   | { type: "runner.exited"; at: number; code: number | null; signal: string | null }
-  | { type: "runner.failed"; at: number; message: string }
+  | { type: "runner.failed"; at: number; message: string; hint?: Hint }
   | ToolCallFact;
 
 // ---- commands (owner -> runner actor) ----

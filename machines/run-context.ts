@@ -36,6 +36,8 @@ export interface RunInput {
   spare?: string;
   /** Notices from preparation (PEP 723 keys without effect in a session, ...), kept on the outcome. */
   notes?: string[];
+  /** Where the run executes (the backend's label; shown by the inspector, never acted on). */
+  backend?: string;
 }
 
 export interface RunContext extends RunInput {

@@ -92,7 +92,10 @@ export const runMachine = setup({
     }),
     settleFailed: assign(({ context, event }) => {
       assertEvent(event, "runner.failed");
-      return settled(outcomeOf(context, context.stopReason ?? "setup_error", event.at, { message: event.message }));
+      const hints = event.hint ? { hints: [event.hint] } : {};
+      return settled(
+        outcomeOf(context, context.stopReason ?? "setup_error", event.at, { message: event.message, ...hints }),
+      );
     }),
     /** The runner broke after user code started: for a session its state is gone with it. */
     settleFailedAfterStart: assign(({ context, event }) => {

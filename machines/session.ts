@@ -33,6 +33,8 @@ export interface SessionInput {
   python?: string;
   /** This incarnation replaced a live one whose interpreter or working directory differed. */
   replaced?: SessionReplacement;
+  /** Where the session's process runs (the backend's label; shown by the inspector, never acted on). */
+  backend?: string;
 }
 
 export interface SessionContext extends SessionInput {
@@ -95,6 +97,7 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
     ...(e.calls ? { calls: e.calls } : {}),
     ...(e.notes?.length ? { notes: e.notes } : {}),
+    ...((e.backend ?? context.backend) ? { backend: e.backend ?? context.backend } : {}),
   };
 }
 

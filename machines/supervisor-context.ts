@@ -112,6 +112,7 @@ export function freshInput(c: SupervisorContext, e: RunStartEvent, spare: string
     ...(e.calls ? { calls: e.calls } : {}),
     ...(spare ? { spare } : {}),
     ...(e.notes?.length ? { notes: e.notes } : {}),
+    ...(e.backend ? { backend: e.backend } : {}),
   };
 }
 
@@ -141,6 +142,7 @@ export function sessionInput(
     ...(c.sessions[e.session!]?.status === "lost" ? { replacedLost: true } : {}),
     ...(e.python ? { python: e.python } : {}),
     ...(replaced ? { replaced } : {}),
+    ...(e.backend ? { backend: e.backend } : {}),
   };
 }
 

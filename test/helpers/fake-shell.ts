@@ -26,9 +26,9 @@ export function startExec(config: Partial<ExecPoolInput> = {}, inspect?: (e: Ins
       s.stopped = true;
     };
   });
-  const kernel = fromCallback(() => {});
+  const runner = fromCallback(() => {});
   const errors: unknown[] = [];
-  const actor = createActor(supervisorWith(kernel, { shell }), {
+  const actor = createActor(supervisorWith(runner, { shell }), {
     id: "supervisor",
     systemId: "supervisor",
     input: { limits: DEFAULT_LIMITS, exec: { ...DEFAULT_EXEC_POOL, ...config } },
