@@ -2,8 +2,8 @@
 // one door (exported through host/index.ts): commands in (run, stop, restart, shutdown), selectors (sessions,
 // limits, warnings) and change events out. The root actor stays inside.
 import { nanoid } from "nanoid";
-import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
-import { DEFAULT_LIMITS, type CommandEvent, type Limits, type RunOutcome } from "../machines/events.ts";
+import { createActor, type Actor } from "xstate";
+import { DEFAULT_LIMITS, type Limits, type RunOutcome } from "../machines/events.ts";
 import type { SessionEntry } from "../machines/supervisor.ts";
 import { refusal, requestOutcome } from "../machines/run-outcome.ts";
 import { supervisorWith, type SupervisorLogic } from "../machines/system.ts";
@@ -11,12 +11,9 @@ import type { NestedCallRecord } from "../machines/tool-events.ts";
 import type { RunTools } from "../actors/calls/contract.ts";
 import { removeSessionPackages, type InstallProgress } from "../actors/deps/dependencies.ts";
 import { InterpreterResolver } from "../actors/interpreter/interpreter.ts";
-import type { PythonInfo } from "../actors/interpreter/probe.ts";
 import type { BackendInfo, ProcessOperations } from "../actors/process/operations.ts";
-import type { ResourceLimits } from "../actors/process/backend-settings.ts";
-import { RunOutput, type CollectedOutput } from "../actors/process/output.ts";
+import { RunOutput } from "../actors/process/output.ts";
 import { liveGroups, stopGroup } from "../actors/process/registry.ts";
-import type { Clock } from "../record/observe.ts";
 import type { Result } from "../lib/result.ts";
 import { hostEffects } from "./effects.ts";
 import { defaultOperations } from "./backend.ts";
@@ -24,72 +21,12 @@ import { withOutputHints } from "./output-hints.ts";
 import { sessionInfos, spareList, type SessionInfo } from "./selectors.ts";
 import { SessionBook } from "./session-book.ts";
 import { tapCommands } from "./system.ts";
-import { ExecHost, execLogDir, type ExecHostOptions } from "./exec.ts";
+import { ExecHost, execLogDir } from "./exec.ts";
+import type { HostOptions, RunCallbacks, RunRequestInput, RunResult, SessionsListener } from "./requests.ts";
 import { agentDir } from "../record/log-files.ts";
 
 export type { SessionInfo } from "./selectors.ts";
-
-export interface HostOptions {
-  limits?: Partial<Limits>;
-  /** Where runners start (host/backend.ts). Default: local, unless PI_CODE_EXECUTION_BACKEND says otherwise (then
-   * the environment's backend settings). The host closes it at shutdown. */
-  ops?: ProcessOperations;
-  /** Resource limits of new runners (settings `limits`); read when each process starts. */
-  resourceLimits?: () => ResourceLimits;
-  /** Environment for new processes; read when each process starts. */
-  env?: () => NodeJS.ProcessEnv;
-  python?: () => Promise<Result<PythonInfo>>;
-  now?: () => number;
-  /** A synchronous observer of every inspection event of the actor system. */
-  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
-  /** The clock of the actor system's timers (the recorder numbers them; see record/observe.ts). */
-  clock?: Clock;
-  /** Taps on the machines' inputs from outside, called just before delivery (facts from boundary actors are
-   * seen through `inspect`, see record/observe.ts). */
-  onCommand?: (event: CommandEvent) => void;
-  onStop?: () => void;
-  onOutput?: (runId: string, channel: string, chunk: Uint8Array) => void;
-  /** Interpreter discovery and the python_set_interpreter selection (default: discovery with default settings). */
-  interpreter?: InterpreterResolver;
-  /** Where PEP 723 environments (fresh runs) and session package directories go (defaults: actors/deps/). */
-  packages?: { envRoot?: string; sessionRoot?: string };
-  /** Whether sessions watch and reload their local modules (read when each session starts; default on). */
-  moduleReload?: () => boolean;
-  /** Whether fresh runs use pre-started spare runners (read at each fresh run; default on). */
-  spareRunners?: () => boolean;
-  /** A spare runner unused this long retires (default 60 s). */
-  spareIdleMs?: number;
-  /** Shell sessions (host/exec.ts): log folder and quotas, process operations. */
-  exec?: Partial<Omit<ExecHostOptions, "hostId" | "env" | "now">>;
-}
-
-export interface RunRequestInput {
-  code: string;
-  cwd: string;
-  timeoutMs: number;
-  session?: string;
-  reset?: boolean;
-}
-
-export interface RunCallbacks {
-  signal?: AbortSignal;
-  /** Called (throttled by the caller) whenever the run writes output. */
-  onOutput?: (output: RunOutput) => void;
-  /** Dependency installation progress (each installer line). */
-  onProgress?: (progress: InstallProgress) => void;
-  /** The Pi tools the code may call, and how (actors/calls/dispatch.ts); without it no tool is exposed. */
-  tools?: RunTools;
-}
-
-export interface RunResult extends CollectedOutput {
-  outcome: RunOutcome;
-}
-
-/** A change of the supervisor's session table: every session by name, now and before. */
-export type SessionsListener = (
-  sessions: Readonly<Record<string, SessionEntry>>,
-  previous: Readonly<Record<string, SessionEntry>>,
-) => void;
+export type { HostOptions, RunCallbacks, RunRequestInput, RunResult, SessionsListener } from "./requests.ts";
 
 interface PendingRun {
   output: RunOutput;

@@ -100,10 +100,9 @@ export const runMachine = setup({
     /** The runner broke after user code started: for a session its state is gone with it. */
     settleFailedAfterStart: assign(({ context, event }) => {
       assertEvent(event, "runner.failed");
-      const lost = Boolean(context.session);
-      return settled(
-        outcomeOf(context, context.stopReason ?? "runtime_error", event.at, { message: event.message, lost }),
-      );
+      const hints = event.hint ? { hints: [event.hint] } : {};
+      const extra = { message: event.message, lost: Boolean(context.session), ...hints };
+      return settled(outcomeOf(context, context.stopReason ?? "runtime_error", event.at, extra));
     }),
     /** Installation failed: the code never ran. */
     settleInstallFailed: assign(({ context, event }) => {

@@ -5,88 +5,21 @@
 // messages; a dropped connection makes the runner `lost` (hint remote_disconnected) and the relay kills the remote
 // process group when its stdin ends. Artifacts, journal and logs stay on this machine.
 import { spawn, type ChildProcess } from "node:child_process";
-import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, relative, resolve, sep } from "node:path";
+import { relative, resolve, sep } from "node:path";
 import { fail, ok, type Result } from "../../lib/result.ts";
 import type { RemoteSettings } from "./backend-settings.ts";
 import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
 import { MUX, MuxDecoder, muxFrame } from "./mux.ts";
 import type { ProcessOperations, RunnerExit, RunnerHandle, RunnerSpec, StartFailure } from "./operations.ts";
-import { classifyFailure, remoteLabel, sshBase, transportArgv } from "./transport.ts";
+import { classifyFailure, remoteLabel, transportArgv } from "./transport.ts";
 import { stopGroup } from "./registry.ts";
 
-const RUNTIME_DIR = new URL("../../runtime-py/", import.meta.url).pathname;
-const START_TIMEOUT_MS = 30_000;
+import { BOOT, runtimeBundle, START_TIMEOUT_MS } from "./remote-runtime.ts";
+import { SshMaster } from "./ssh-master.ts";
+
+export { runtimeBundle } from "./remote-runtime.ts";
+
 const DRAIN_AFTER_EXIT_MS = 500;
-
-/** The runtime's files and their content address: sha256 over `name\0length\0bytes` of each .py, sorted by name
- * (the remote bootstrap computes the same to verify its cache). */
-export function runtimeBundle(dir = RUNTIME_DIR): { hash: string; files: Record<string, string> } {
-  const h = createHash("sha256");
-  const files: Record<string, string> = {};
-  for (const name of readdirSync(dir).filter((n) => n.endsWith(".py")).sort()) {
-    const bytes = readFileSync(join(dir, name));
-    h.update(`${name}\0${bytes.length}\0`).update(bytes);
-    files[name] = bytes.toString("utf8");
-  }
-  return { hash: h.digest("hex"), files };
-}
-
-/** Runs on the remote side with `python -c`: verify or receive the runtime, enter the directory, hand over to the
- * relay. Standard library only; any Python 3.9+. */
-const BOOT = `
-import hashlib, json, os, sys
-h, mode, cwd, limits = sys.argv[1:5]
-def put(obj):
-    b = json.dumps(obj).encode()
-    os.write(1, bytes([0]) + len(b).to_bytes(4, "big") + b)
-def die(message, hint):
-    put({"type": "error", "message": message, "hint": hint}); sys.exit(3)
-if sys.version_info < (3, 9):
-    die("remote Python %d.%d is too old (3.9 or newer is needed): %s" % (sys.version_info[:2] + (sys.executable,)), "remote_python")
-root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-base = os.path.join(root, "pi-code-supervisor", "runtime", h)
-def digest(d):
-    m = hashlib.sha256()
-    for n in sorted(os.listdir(d)):
-        if n.endswith(".py"):
-            with open(os.path.join(d, n), "rb") as f:
-                b = f.read()
-            m.update(("%s\\0%d\\0" % (n, len(b))).encode() + b)
-    return m.hexdigest()
-try:
-    good = digest(base) == h
-except OSError:
-    good = False
-if not good:
-    put({"type": "ship"})
-    head = sys.stdin.buffer.read(5)
-    body = sys.stdin.buffer.read(int.from_bytes(head[1:], "big")) if len(head) == 5 else b""
-    files = json.loads(body.decode())["files"]
-    tmp = "%s.tmp%d" % (base, os.getpid())
-    os.makedirs(tmp, 0o700)
-    for n, text in files.items():
-        with open(os.path.join(tmp, os.path.basename(n)), "w", encoding="utf-8") as f:
-            f.write(text)
-    if digest(tmp) != h:
-        die("the shipped runtime does not match its hash", "remote_unreachable")
-    try:
-        os.rename(tmp, base)
-    except OSError:
-        import shutil
-        shutil.rmtree(tmp, ignore_errors=True)
-        if digest(base) != h:
-            die("the runtime cache %s is corrupt" % base, "remote_unreachable")
-try:
-    os.chdir(os.path.join(os.path.expanduser("~"), cwd))
-except OSError as e:
-    die("remote working directory %s: %s" % (cwd or "~", e.strerror), "remote_cwd")
-sys.path.insert(0, base)
-import relay
-relay.main(base, mode, limits)
-`;
 
 export interface RemoteOptions {
   remote: RemoteSettings;
@@ -114,7 +47,10 @@ export function remoteOperations(options: RemoteOptions): ProcessOperations {
 
   const start = async (spec: RunnerSpec): Promise<Result<RunnerHandle, StartFailure>> => {
     if (!remote.host && remote.transport !== "command")
-      return fail({ message: `remote.host is not set for the ${remote.transport} transport`, hint: "remote_unreachable" });
+      return fail({
+        message: `remote.host is not set for the ${remote.transport} transport`,
+        hint: "remote_unreachable",
+      });
     if (remote.transport === "command" && remote.argv.length === 0)
       return fail({ message: "remote.argv is empty for the command transport", hint: "remote_unreachable" });
     const cwd = mapCwd(options.localRoot, remote.cwd, spec.cwd);
@@ -174,7 +110,10 @@ function connect(
       resolveStart(r);
     };
     const timer = setTimeout(
-      () => settle(fail({ message: `${program}: no answer within ${START_TIMEOUT_MS / 1000} s`, hint: "remote_unreachable" })),
+      () =>
+        settle(
+          fail({ message: `${program}: no answer within ${START_TIMEOUT_MS / 1000} s`, hint: "remote_unreachable" }),
+        ),
       START_TIMEOUT_MS,
     );
     const handle = new RemoteHandle(child);
@@ -188,11 +127,21 @@ function connect(
       if (m.type === "ship") child.stdin!.write(muxFrame(MUX.relay, Buffer.from(JSON.stringify({ files }))));
       else if (m.type === "hello") settle(ok({ handle, python: String(m.python ?? "") }));
       else if (m.type === "error")
-        settle(fail({ message: String(m.message ?? "the remote side failed"), hint: String(m.hint ?? "remote_unreachable") }));
+        settle(
+          fail({
+            message: String(m.message ?? "the remote side failed"),
+            hint: String(m.hint ?? "remote_unreachable"),
+          }),
+        );
     });
     handle.onExit((exit) => {
       const why = stderr.trim().split("\n").slice(-5).join("\n") || `exit code ${exit.code}`;
-      settle(fail({ message: `${program} failed before the runner started: ${why}`, hint: classifyFailure(stderr, exit.code) }));
+      settle(
+        fail({
+          message: `${program} failed before the runner started: ${why}`,
+          hint: classifyFailure(stderr, exit.code),
+        }),
+      );
     });
   });
 }
@@ -334,76 +283,5 @@ class RemoteHandle implements RunnerHandle {
       }, 1000).unref();
     }
     return sent;
-  }
-}
-
-/** One ssh master connection per backend: runs multiplex over it (no handshake per run). Started on first use and
- * again after it died (a dropped connection); closed with the backend. */
-class SshMaster {
-  private proc: ChildProcess | undefined;
-  private dir: string | undefined;
-  private starting: Promise<Result<string, StartFailure>> | undefined;
-  private readonly remote: RemoteSettings;
-  private readonly runtimeDir: string | undefined;
-  constructor(remote: RemoteSettings, runtimeDir?: string) {
-    this.remote = remote;
-    this.runtimeDir = runtimeDir;
-  }
-
-  ensure(): Promise<Result<string, StartFailure>> {
-    if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null && this.dir)
-      return Promise.resolve(ok(join(this.dir, "m")));
-    this.starting ??= this.open().finally(() => (this.starting = undefined));
-    return this.starting;
-  }
-
-  private open(): Promise<Result<string, StartFailure>> {
-    this.dir ??= mkdtempSync(join(this.runtimeDir ?? tmpdir(), "pcs-ssh-"));
-    const socket = join(this.dir, "m");
-    rmSync(socket, { force: true });
-    const args = [...sshBase(this.remote), "-M", "-N", "-o", `ControlPath=${socket}`, "-o", "ControlPersist=no"];
-    args.push("-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", this.remote.host!);
-    // Its own process group, outside every runner's: stopping a run never takes the shared connection down.
-    const proc = spawn("ssh", args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
-    this.proc = proc;
-    proc.unref();
-    let stderr = "";
-    proc.stderr!.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-    (proc.stderr as unknown as { unref?: () => void }).unref?.();
-    process.once("exit", () => this.kill());
-    return new Promise((done) => {
-      const startedAt = Date.now();
-      proc.once("error", (e: NodeJS.ErrnoException) =>
-        done(fail({ message: `Could not start ssh: ${e.code ?? e.message}`, hint: "remote_unreachable" })),
-      );
-      const poll = () => {
-        if (proc.exitCode !== null || proc.signalCode !== null) {
-          const why = stderr.trim() || `ssh exited with ${proc.exitCode ?? proc.signalCode}`;
-          return done(fail({ message: `ssh to ${this.remote.host}: ${why}`, hint: classifyFailure(stderr, null) }));
-        }
-        if (existsSync(socket)) return done(ok(socket));
-        if (Date.now() - startedAt > START_TIMEOUT_MS) {
-          this.kill();
-          return done(fail({ message: `ssh to ${this.remote.host}: no connection within 30 s`, hint: "remote_unreachable" }));
-        }
-        setTimeout(poll, 10);
-      };
-      poll();
-    });
-  }
-
-  private kill(): void {
-    try {
-      if (this.proc?.pid) process.kill(-this.proc.pid, "SIGTERM");
-    } catch {
-      // gone
-    }
-  }
-
-  async close(): Promise<void> {
-    this.kill();
-    if (this.dir) rmSync(this.dir, { recursive: true, force: true });
-    this.dir = undefined;
-    this.proc = undefined;
   }
 }

@@ -1,5 +1,6 @@
 // The inspector page's model: the actor tree rebuilt from @statelyai/inspect frames (live from the WebSocket, or
 // converted from a recorded JSONL log). Plain ES module, no DOM: the page and Node tests both use it.
+import { sessionPhase } from "./phase.js";
 
 const MAX_EVENTS = 40;
 const MAX_ACTORS = 400;
@@ -57,21 +58,8 @@ function entry(model, id, at, placeholder = false) {
   return a;
 }
 
-/** A session's phase reads its active run: while the run is being stopped, the run's step (`interrupted`, `grace`,
- * `killed`) is the session's phase (machines/session.ts, `sessionPhase`). */
-function sessionPhase(model, a, own) {
-  if (!a.id.startsWith("session:") || (own !== "running" && own !== "starting")) return own;
-  const runId = a.context && typeof a.context === "object" ? a.context.activeRunId : undefined;
-  const run = typeof runId === "string" ? model.actors.get(`run:${runId}`) : undefined;
-  // A run's last state before it ended counts until the session lets it go (the session reacts right after).
-  const value = run?.activeValue;
-  const step = value && typeof value === "object" ? value.stopping : undefined;
-  return typeof step === "string" ? step : own;
-}
-
-function labelOf(model, a) {
-  return a.kind === "machine" && a.value !== undefined ? sessionPhase(model, a, stateLabel(a.value)) : a.status;
-}
+const labelOf = (model, a) =>
+  a.kind === "machine" && a.value !== undefined ? sessionPhase(model, a, stateLabel(a.value)) : a.status;
 
 function note(model, a, at) {
   const label = labelOf(model, a);

@@ -1,0 +1,77 @@
+// What the host's door takes and gives (host/host.ts): the options a host is built with, a run request and its
+// callbacks, a run's result, and the listener of session changes.
+import type { InspectionEvent, Observer } from "xstate";
+import type { CommandEvent, Limits, RunOutcome } from "../machines/events.ts";
+import type { SessionEntry } from "../machines/supervisor.ts";
+import type { RunTools } from "../actors/calls/contract.ts";
+import type { InstallProgress } from "../actors/deps/dependencies.ts";
+import type { InterpreterResolver } from "../actors/interpreter/interpreter.ts";
+import type { PythonInfo } from "../actors/interpreter/probe.ts";
+import type { ResourceLimits } from "../actors/process/backend-settings.ts";
+import type { ProcessOperations } from "../actors/process/operations.ts";
+import type { CollectedOutput, RunOutput } from "../actors/process/output.ts";
+import type { Clock } from "../record/observe.ts";
+import type { Result } from "../lib/result.ts";
+import type { ExecHostOptions } from "./exec.ts";
+
+export interface HostOptions {
+  limits?: Partial<Limits>;
+  /** Where runners start (host/backend.ts). Default: local, unless PI_CODE_EXECUTION_BACKEND says otherwise (then
+   * the environment's backend settings). The host closes it at shutdown. */
+  ops?: ProcessOperations;
+  /** Resource limits of new runners (settings `limits`); read when each process starts. */
+  resourceLimits?: () => ResourceLimits;
+  /** Environment for new processes; read when each process starts. */
+  env?: () => NodeJS.ProcessEnv;
+  python?: () => Promise<Result<PythonInfo>>;
+  now?: () => number;
+  /** A synchronous observer of every inspection event of the actor system. */
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /** The clock of the actor system's timers (the recorder numbers them; see record/observe.ts). */
+  clock?: Clock;
+  /** Taps on the machines' inputs from outside, called just before delivery (facts from boundary actors are
+   * seen through `inspect`, see record/observe.ts). */
+  onCommand?: (event: CommandEvent) => void;
+  onStop?: () => void;
+  onOutput?: (runId: string, channel: string, chunk: Uint8Array) => void;
+  /** Interpreter discovery and the python_set_interpreter selection (default: discovery with default settings). */
+  interpreter?: InterpreterResolver;
+  /** Where PEP 723 environments (fresh runs) and session package directories go (defaults: actors/deps/). */
+  packages?: { envRoot?: string; sessionRoot?: string };
+  /** Whether sessions watch and reload their local modules (read when each session starts; default on). */
+  moduleReload?: () => boolean;
+  /** Whether fresh runs use pre-started spare runners (read at each fresh run; default on). */
+  spareRunners?: () => boolean;
+  /** A spare runner unused this long retires (default 60 s). */
+  spareIdleMs?: number;
+  /** Shell sessions (host/exec.ts): log folder and quotas, process operations. */
+  exec?: Partial<Omit<ExecHostOptions, "hostId" | "env" | "now">>;
+}
+
+export interface RunRequestInput {
+  code: string;
+  cwd: string;
+  timeoutMs: number;
+  session?: string;
+  reset?: boolean;
+}
+
+export interface RunCallbacks {
+  signal?: AbortSignal;
+  /** Called (throttled by the caller) whenever the run writes output. */
+  onOutput?: (output: RunOutput) => void;
+  /** Dependency installation progress (each installer line). */
+  onProgress?: (progress: InstallProgress) => void;
+  /** The Pi tools the code may call, and how (actors/calls/dispatch.ts); without it no tool is exposed. */
+  tools?: RunTools;
+}
+
+export interface RunResult extends CollectedOutput {
+  outcome: RunOutcome;
+}
+
+/** A change of the supervisor's session table: every session by name, now and before. */
+export type SessionsListener = (
+  sessions: Readonly<Record<string, SessionEntry>>,
+  previous: Readonly<Record<string, SessionEntry>>,
+) => void;
