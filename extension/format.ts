@@ -25,7 +25,8 @@ export interface CodeExecutionDetails extends ExtraDetails {
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
   displayedValue: boolean;
-  session?: { name: string; ordinal: number; isLost: boolean; state: SessionState };
+  /** `ordinal`: the run's ordinal within the session process; `incarnation`: which process of the session. */
+  session?: { name: string; ordinal: number; incarnation: number; isLost: boolean; state: SessionState };
   /** The saved script (code_execution_source reads it; code_execution reruns it). */
   sourceId?: string;
   /** The saved transcript, when the text above is a preview (code_execution_output reads it). */
@@ -56,6 +57,7 @@ export function detailsOf(
           session: {
             name: o.session.name,
             ordinal: o.session.ordinal,
+            incarnation: o.session.incarnation,
             isLost: o.session.isLost,
             state: sessionState(o) ?? "continued",
           },

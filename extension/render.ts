@@ -199,7 +199,7 @@ interface FinalDetails {
   signal?: string;
   killed?: boolean;
   stage?: string;
-  session?: { name: string; ordinal: number; isLost: boolean; state?: string };
+  session?: { name: string; ordinal: number; incarnation?: number; isLost: boolean; state?: string };
   python?: { version: string };
   install?: { installer: string; requirements: string[]; cached: boolean };
   reloaded?: string[];

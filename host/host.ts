@@ -71,7 +71,7 @@ export interface RunResult extends CollectedOutput {
   outcome: RunOutcome;
 }
 
-export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "ordinal">> {
+export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "incarnation">> {
   name: string;
   state: string;
   pid?: number;
@@ -200,9 +200,13 @@ export class SupervisorHost {
     void prepared.then((p) => {
       if (this.closed || !p.ok) {
         // Refused before any actor exists: the outcome is the host's own.
+        const incarnation = request.session
+          ? this.actor.getSnapshot().context.sessions[request.session]?.incarnation
+          : undefined;
+        const failure = p.ok ? undefined : p.error;
         return this.runs
           .get(runId)
-          ?.resolve(refusedOutcome(runId, request, requestedAt, this.now(), p.ok ? undefined : p.error));
+          ?.resolve(refusedOutcome(runId, request, requestedAt, this.now(), failure, incarnation));
       }
       notes = p.value.notes;
       callbacks.signal?.addEventListener("abort", cancel, { once: true });
@@ -289,7 +293,7 @@ export class SupervisorHost {
         const child = snapshot.children[`session:${name}`];
         const s = child?.getSnapshot() as
           { value?: unknown; context?: { kernel?: { pid: number; python: string } } } | undefined;
-        const history = this.book.get(name, entry.ordinal);
+        const history = this.book.get(name, entry.incarnation);
         return {
           name,
           ...entry,

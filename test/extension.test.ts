@@ -38,8 +38,10 @@ describe("code_execution in a Pi session", () => {
       { code: "round(math.pi * radius ** 2, 3)", session: "geo" },
     ]);
     assert.match(textOf(a), /\[session "geo" started \(Python 3\.\d+\.\d+\)\]/);
-    assert.deepEqual(a.details.session, { name: "geo", ordinal: 1, isLost: false, state: "started" });
+    assert.deepEqual(a.details.session, { name: "geo", ordinal: 1, incarnation: 1, isLost: false, state: "started" });
     assert.equal(textOf(b), "12.566\n");
+    // The run's ordinal within the session process (seed-compatible), and which process it is.
+    assert.deepEqual(b.details.session, { name: "geo", ordinal: 2, incarnation: 1, isLost: false, state: "continued" });
   });
 
   test("errors are tool errors that keep output and details", async () => {
@@ -76,7 +78,11 @@ describe("code_execution in a Pi session", () => {
     assert.match(textOf(stubborn), /session "t" lost its state/);
     assert.doesNotMatch(textOf(stubborn), /kept its state/);
     assert.match(textOf(after), /^False\n\[session "t" started anew/);
-    assert.equal(after.details.session.ordinal, 2);
+    assert.equal(stubborn.details.session.ordinal, 4);
+    assert.equal(stubborn.details.session.incarnation, 1);
+    // A lost session's new process counts its runs from 1 again.
+    assert.equal(after.details.session.ordinal, 1);
+    assert.equal(after.details.session.incarnation, 2);
   });
 
   test("bad parameters get a validation error naming the parameter", async () => {

@@ -202,7 +202,8 @@ describe("sessions never mix interpreters or working directories", () => {
     const c = h.outcome("c");
     assert.deepEqual(c.session, {
       name: "s",
-      ordinal: 2,
+      ordinal: 1,
+      incarnation: 2,
       started: true,
       isLost: false,
       replaced: { reason: "interpreter", from: "/py/a" },
@@ -216,7 +217,7 @@ describe("sessions never mix interpreters or working directories", () => {
     k3.done("d");
     assert.deepEqual(h.outcome("d").session?.replaced, { reason: "cwd", from: "/w" });
     assert.deepEqual(h.actor.getSnapshot().context.sessions.s, {
-      ordinal: 3,
+      incarnation: 3,
       status: "alive",
       cwd: "/elsewhere",
       python: "/py/b",
@@ -249,7 +250,8 @@ describe("sessions never mix interpreters or working directories", () => {
         const c = await host.run({ code: "import os\nos.getcwd()", cwd: other, timeoutMs: 20_000, session: "s" });
         assert.equal(c.stdout, `${other}\n`);
         assert.equal(c.outcome.session?.replaced?.reason, "cwd");
-        assert.equal(c.outcome.session?.ordinal, 3);
+        assert.equal(c.outcome.session?.incarnation, 3);
+        assert.equal(c.outcome.session?.ordinal, 1);
       } finally {
         await host.shutdown();
       }

@@ -175,8 +175,8 @@ export async function sessionPackages(job: Job): Promise<Outcome> {
   const { input } = job;
   const python = input.python ?? "python3";
   const root = job.deps.sessionRoot ?? defaultSessionRoot();
-  const session = input.session ?? { name: "session", ordinal: 0 };
-  const target = join(sessionPackagesDir(root, job.deps.hostId), `${session.name}-${session.ordinal}`);
+  const session = input.session ?? { name: "session", incarnation: 0 };
+  const target = join(sessionPackagesDir(root, job.deps.hostId), `${session.name}-${session.incarnation}`);
   await mkdir(target, { recursive: true, mode: 0o700 });
   const installer = job.installer!.kind;
   // Requirements installed before in this incarnation need no second install.
