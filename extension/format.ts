@@ -31,11 +31,11 @@ export interface CodeExecutionDetails extends ExtraDetails {
   sourceId?: string;
   /** The saved transcript, when the text above is a preview (code_execution_output reads it). */
   output?: OutputRef;
-  /** Every Pi tool call the code attempted, in start order (machines/tool-events.ts). */
-  nestedCalls?: NestedCallRecord[];
+  /** Every Pi tool call the code attempted, in start order (machines/tool-events.ts); empty when none. */
+  nestedCalls: NestedCallRecord[];
 }
 
-export type RunningDetails = { status: "running" };
+export type RunningDetails = { status: "running"; sourceId: string };
 
 export function detailsOf(
   result: RunResult,
@@ -66,7 +66,8 @@ export function detailsOf(
     ...extraDetails(o),
     ...(saved.sourceId ? { sourceId: saved.sourceId } : {}),
     ...(saved.output ? { output: saved.output } : {}),
-    ...(o.nestedCalls ? { nestedCalls: o.nestedCalls } : {}),
+    // Always present (seed-compatible): an empty array when the code called no tool.
+    nestedCalls: o.nestedCalls ?? [],
   };
 }
 
