@@ -11,13 +11,18 @@ import { createDispatchLogic, type RunBridge } from "../actors/calls/dispatch.ts
 import type { NestedCallRecord } from "../machines/tool-events.ts";
 import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
 import { RunOutput, type CollectedOutput } from "../actors/process/output.ts";
-import { pythonCommand, resolvePython, type PythonInfo } from "../actors/interpreter/probe.ts";
 import { liveGroups, stopGroup } from "../actors/process/registry.ts";
 import { supervisorWith, tapCommands } from "./system.ts";
 import type { Clock } from "../record/observe.ts";
 import type { Result } from "../lib/result.ts";
 import { createInstallLogic, removeSessionPackages, type InstallProgress } from "../actors/deps/dependencies.ts";
-import { InterpreterResolver, knownInterpreter, runnerEnv, type Interpreter } from "../actors/interpreter/interpreter.ts";
+import {
+  InterpreterResolver,
+  knownInterpreter,
+  runnerEnv,
+  type Interpreter,
+  type Probe,
+} from "../actors/interpreter/interpreter.ts";
 import { watchModules } from "../actors/process/module-watch.ts";
 import { finishOutcome, prepareRun, refusedOutcome, SessionBook, type SessionHistory } from "./prepare.ts";
 
@@ -26,7 +31,8 @@ export interface HostOptions {
   ops?: ProcessOperations;
   /** Environment for new processes; read when each process starts. */
   env?: () => NodeJS.ProcessEnv;
-  python?: () => Promise<Result<PythonInfo>>;
+  /** The interpreter of every run, instead of discovery (default: discovery from the run's working directory). */
+  python?: (cwd: string) => Promise<Result<Probe>>;
   now?: () => number;
   /** A synchronous observer of every inspection event of the actor system. */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
@@ -121,7 +127,7 @@ export class SupervisorHost {
     const host = this;
     const kernel = createKernelLogic({
       ops: options.ops ?? localOperations,
-      python: options.python ?? (() => resolvePython(pythonCommand(env()), env())),
+      python: options.python ?? ((cwd) => this.interpreter.resolve(cwd)),
       env: (input) => this.runnerEnvFor(env(), input.python),
       watchModules: (cwd) => ((options.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
       output: (runId, channel, chunk) => {

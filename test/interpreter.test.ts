@@ -3,7 +3,17 @@
 // and with real processes); the python_set_interpreter tool in a real Pi session.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -310,6 +320,24 @@ describe("python_set_interpreter in a Pi session", { skip: !existsSync(PY312) &&
     assert.match(textOf(cleared), /Selection cleared: code_execution uses Python/);
     const [back] = await pi.callTools([{ code: "import sys\nsys.executable" }]);
     assert.equal(textOf(back).split("\n")[0], before);
+  });
+});
+
+describe("one interpreter probe", () => {
+  test("only actors/interpreter/interpreter.ts starts Python to learn what an interpreter is", () => {
+    const root = join(import.meta.dirname, "..");
+    const probes: string[] = [];
+    const walk = (dir: string) => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        if (["node_modules", ".tools", ".git", "test"].includes(entry.name)) continue;
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) walk(path);
+        else if (entry.name.endsWith(".ts") && /print\(sys\.executable\)/.test(readFileSync(path, "utf8")))
+          probes.push(path.slice(root.length + 1));
+      }
+    };
+    walk(root);
+    assert.deepEqual(probes, ["actors/interpreter/interpreter.ts"]);
   });
 });
 

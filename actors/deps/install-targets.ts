@@ -9,11 +9,12 @@ import type { InstallSummary } from "../../machines/events.ts";
 import { HINT_IDS } from "./hints.ts";
 import { failure, run, runPip, venvPython, type Job, type Outcome } from "./installer.ts";
 import { knownVersion, rememberInterpreter } from "../interpreter/interpreter.ts";
-import { agentDir } from "../../record/log-files.ts";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { normalizeDependencies } from "./pep723.ts";
 
-export function defaultEnvRoot(env: NodeJS.ProcessEnv = process.env): string {
-  return join(agentDir(env), "pi-code-execution", "envs");
+/** In Pi's agent directory, as Pi resolves it (`getAgentDir()`). */
+export function defaultEnvRoot(): string {
+  return join(getAgentDir(), "pi-code-execution", "envs");
 }
 
 export function defaultSessionRoot(): string {
@@ -45,7 +46,7 @@ interface ReadyMarker {
 export async function freshEnvironment(job: Job): Promise<Outcome> {
   const { input } = job;
   const python = input.python ?? "python3";
-  const root = job.deps.envRoot ?? defaultEnvRoot(job.env);
+  const root = job.deps.envRoot ?? defaultEnvRoot();
   const key = environmentKey(python, knownVersion(python), input.dependencies);
   const dir = join(root, key);
   const installer = job.installer!.kind;
