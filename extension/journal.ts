@@ -31,6 +31,11 @@ export class JournalLink {
     this.path = settings.path === "off" ? undefined : (settings.path ?? journalPath());
   }
 
+  /** The journal's file; undefined when it is off. */
+  where(): string | undefined {
+    return this.path;
+  }
+
   /** The journal, opened on first use; undefined when it is off. */
   get(): Journal | undefined {
     if (!this.path || this.closed) return undefined;
