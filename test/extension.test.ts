@@ -168,6 +168,37 @@ describe("code_execution in a Pi session", () => {
     for (const t of texts) assert.ok(Buffer.byteLength(t) <= 20 * 1024, `${Buffer.byteLength(t)} bytes`);
   });
 
+  test("a PEP 723 block with invalid TOML is a setup_error with hint pep723_syntax and the parser's message", async () => {
+    const blocks: [string, RegExp][] = [
+      ["a = 01", /leading zero/],
+      ["a = 1__000", /underscore/],
+      ["a = 0x_", /underscore/],
+      ['a = "x\u0007y"', /control characters/],
+      ["[t]\n# x = 1\n# [t]", /redefine/],
+      ["d = 2023-02-30", /impossible date 2023-02-30/],
+      ["n = 99999999999999999999", /does not fit in 64 bits/],
+    ];
+    const results = await pi.callTools(
+      blocks.map(([toml]) => ({ code: `# /// script\n# ${toml}\n# ///\nprint('ran')` })),
+    );
+    for (const [i, r] of results.entries()) {
+      const [toml, why] = blocks[i];
+      assert.equal(r.isError, true, toml);
+      assert.equal(r.details.status, "setup_error", toml);
+      assert.deepEqual(
+        r.details.hints.map((h: { id: string }) => h.id),
+        ["pep723_syntax"],
+        toml,
+      );
+      assert.match(
+        textOf(r),
+        /\[setup error: invalid PEP 723 metadata: the `# \/\/\/ script` block is not valid TOML: /,
+      );
+      assert.match(textOf(r), why, toml);
+      assert.doesNotMatch(textOf(r), /^ran/m, "the code did not run");
+    }
+  });
+
   test("final details always list nestedCalls (empty when the code called no tool)", async () => {
     const [fresh, session, failed, refused] = await pi.callTools([
       { code: "1 + 1" },
