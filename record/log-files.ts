@@ -2,6 +2,7 @@
 // when it grows; old segments and old logs are deleted so the directory stays bounded.
 import { readdirSync, statSync, unlinkSync } from "node:fs";
 import { basename, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 
 export interface LogLimits {
@@ -23,6 +24,9 @@ export const DEFAULT_LOG_LIMITS: LogLimits = {
   maxFiles: 200,
   maxTotalBytes: 256 * 1024 * 1024,
 };
+
+/** How to run this package's command line from wherever it is installed (it is not on PATH, nor on npm yet). */
+export const CLI_COMMAND = `node ${fileURLToPath(new URL("../bin/pi-code-supervisor.js", import.meta.url))}`;
 
 /** `PI_CODE_EXECUTION_LOG_DIR`, else `pi-code-supervisor/logs` in Pi's agent directory (Pi's own `getAgentDir()`). */
 export function defaultLogDir(env: NodeJS.ProcessEnv = process.env): string {

@@ -13,7 +13,8 @@ import {
   SettingsManager,
 } from "@earendil-works/pi-coding-agent";
 
-export const EXTENSION_PATH = resolve(import.meta.dirname, "../../extension/index.ts");
+/** The entry Pi loads (package.json `pi.extensions`). */
+export const EXTENSION_PATH = resolve(import.meta.dirname, "../../extension/pi-code-supervisor/index.ts");
 
 export interface ToolResultMessage {
   role: "toolResult";
