@@ -38,8 +38,9 @@ after(async () => {
 test('PI_CODING_AGENT_DIR="~/.pi/agent": logs, settings, environments, scripts and outputs under $HOME/.pi/agent', async () => {
   const agent = join(home, ".pi", "agent");
   assert.equal(getAgentDir(), agent, "Pi expands ~ itself");
+  // Only the second run takes the settings' 1 s default.
   const [big, slow, deps] = await pi.callTools([
-    { code: "print('y' * 40000)" },
+    { code: "print('y' * 40000)", timeout: 60 },
     { code: "import time\ntime.sleep(5)" },
     { code: "# /// script\n# dependencies = ['surely-not-a-real-package-pcs']\n# ///\nprint(1)", timeout: 60 },
   ]);

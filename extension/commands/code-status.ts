@@ -9,6 +9,8 @@ import { globalSettingsPath, projectSettingsPath, SETTING_KEYS, type ResolvedSet
 import { sourceRoot } from "../../store/sources.ts";
 import { outputRoot } from "../../store/artifacts.ts";
 import { defaultEnvRoot, defaultSessionRoot, sessionPackagesDir } from "../../actors/deps/install-targets.ts";
+import { execLogDir } from "../../host/exec.ts";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import type { CodeEnvironment } from "../environment.ts";
 import { sessionLines } from "../status.ts";
 import { show } from "./show.ts";
@@ -54,6 +56,7 @@ export function placesLines(cwd: string, places: StatusPlaces, host: SupervisorH
     ["saved scripts", sourceRoot()],
     ["saved outputs", outputRoot()],
     ["dependency environments", defaultEnvRoot()],
+    ["shell session logs", execLogDir(getAgentDir())],
     [
       "session packages",
       host

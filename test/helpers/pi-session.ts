@@ -49,6 +49,10 @@ export async function startPi(
     uiContext?: Record<string, unknown>;
     /** PI_CODING_AGENT_DIR as given (e.g. `~/.pi/agent`), instead of a fresh directory; Pi resolves it. */
     agentDirEnv?: string;
+    /** Pi flags (`--name`) as the CLI would set them, before session_start. */
+    flags?: Record<string, boolean | string>;
+    /** Extensions given as factories (Pi's built-ins such as `createCodemodeExtension()`). */
+    extensionFactories?: unknown[];
   } = {},
 ): Promise<PiHarness> {
   const root = mkdtempSync(join(tmpdir(), "pcs-pi-"));
@@ -74,6 +78,7 @@ export async function startPi(
     settingsManager,
     noExtensions: true,
     additionalExtensionPaths: options.extensionPaths ?? [EXTENSION_PATH],
+    ...(options.extensionFactories ? { extensionFactories: options.extensionFactories as never } : {}),
     noSkills: true,
     noPromptTemplates: true,
     noThemes: true,
@@ -92,6 +97,8 @@ export async function startPi(
     sessionManager: SessionManager.inMemory(cwd),
     settingsManager,
   });
+  for (const [name, value] of Object.entries(options.flags ?? {}))
+    (session as any).extensionRunner?.setFlagValue(name, value);
   await session.bindExtensions(
     options.uiContext ? { mode: "rpc", uiContext: options.uiContext as never } : { mode: "print" },
   );
