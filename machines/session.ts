@@ -31,6 +31,8 @@ export interface SessionInput {
   python?: string;
   /** This incarnation replaced a live one whose interpreter or working directory differed. */
   replaced?: SessionReplacement;
+  /** Where the session's process runs (the backend's label; shown by the inspector, never acted on). */
+  backend?: string;
 }
 
 export interface SessionContext extends SessionInput {
@@ -85,6 +87,7 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     ...(context.python ? { python: context.python } : {}),
     ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
     ...(e.bridge ? { bridge: e.bridge } : {}),
+    ...((e.backend ?? context.backend) ? { backend: e.backend ?? context.backend } : {}),
   };
 }
 

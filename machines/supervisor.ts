@@ -150,6 +150,7 @@ export const supervisorMachine = setup({
           ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
           ...(e.bridge ? { bridge: e.bridge } : {}),
           ...(claimed ? { spare: claimed } : {}),
+          ...(e.backend ? { backend: e.backend } : {}),
         },
       });
       // Keep one spare warming or ready for the key: the next fresh run like this one takes it. The first run of a
@@ -205,6 +206,7 @@ export const supervisorMachine = setup({
             ...(entry?.status === "lost" ? { replacedLost: true } : {}),
             ...(e.python ? { python: e.python } : {}),
             ...(replaced ? { replaced } : {}),
+            ...(e.backend ? { backend: e.backend } : {}),
           },
         });
       }

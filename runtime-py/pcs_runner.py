@@ -5,6 +5,10 @@ Started through the bootstrap runtime-py/runner.py, which imports this module so
 The contract with the host (file descriptors, frames, signals, ordering of output and `done`, modes, script
 semantics) is docs/protocol.md; read it before changing this file. Standard library only, CPython 3.9-3.13.
 
+This module and every module it loads run with the builtins of runtime-py/pcs_imports.py: its imports come from
+the standard library only and stay out of sys.modules, so files in the user's directory named like standard modules
+neither break the runner nor are hidden from the user's own imports (docs/protocol.md, "The runner's modules").
+
 Start-up imports only modules that are built in or already loaded, so `ready` comes close to bare interpreter
 start; linecache (5-15 ms on 3.9-3.12), traceback, tokenize, pprint and asyncio are imported when first needed.
 """
@@ -14,6 +18,8 @@ import os
 import sys
 import _signal
 import _thread
+
+pcs_imports = sys.modules["pcs_imports"]  # loaded by the bootstrap, before this module
 
 PROTOCOL = 1
 MAX_FRAME = 64 << 20
@@ -36,8 +42,10 @@ _CTL = -1  # control channel fd, set in _setup
 _MODE = ""
 _wlock = _thread.allocate_lock()
 _sources = {}  # filename -> linecache entry, for every run so far; tracebacks start in one of these files
-_loop = None  # the event loop, created on the first run that awaits; a session keeps it
+_loop = None  # (asyncio, the event loop), created on the first run that awaits; a session keeps it
 _PID = os.getpid()  # a forked child that returns from user code must not speak for us
+_MAIN_TID = _thread.get_ident()  # the thread that runs user code: the one an interrupt must reach
+_LIMITS = {}  # --limits: resource limits applied before user code (docs/protocol.md, "Resource limits")
 
 
 # ---------------------------------------------------------------------------------------------------- frames
@@ -170,12 +178,33 @@ def _reader():
             elif kind == "tool.result":
                 if _bridge is not None:
                     _bridge.deliver(msg)
+            elif kind == "signal":
+                _signal_frame(msg.get("signal"))
             elif kind == "shutdown":
                 os._exit(0)
             else:
                 _fatal("unknown frame type %r" % (kind,))
     except BaseException:
         _fatal("runner reader failed:\n" + _format_own_exc())
+
+
+def _signal_frame(name):
+    """A signal sent over the control channel, for backends where the host cannot signal us directly (a sandbox's
+    PID namespace, another machine). SIGINT goes to the main thread itself: a process-directed signal could be
+    taken by the reader thread and leave a `time.sleep` in the main thread uninterrupted."""
+    if name == "SIGINT":
+        _signal.pthread_kill(_MAIN_TID, _SIGINT)
+    elif name in ("SIGTERM", "SIGKILL"):
+        sig = _signal.SIGTERM if name == "SIGTERM" else _signal.SIGKILL
+        pid = os.getpid()
+        try:
+            if os.getpgid(0) == pid:  # our own group: what user code started goes too
+                os.killpg(pid, sig)
+            os.kill(pid, sig)
+        except OSError:
+            pass
+    else:
+        _fatal("bad signal frame: %r" % (name,))
 
 
 def _format_own_exc():
@@ -235,8 +264,11 @@ class _NoStdin:
 
 def _setup(argv):
     global _CTL, _MODE
-    if len(argv) != 3 or argv[1] != "--mode" or argv[2] not in ("fresh", "session"):
-        sys.stderr.write("usage: runner.py --mode fresh|session (started by pi-code-supervisor, fd 3 = control)\n")
+    limits = _parse_limits(argv[4]) if len(argv) == 5 and argv[3] == "--limits" else None
+    if len(argv) not in (3, 5) or argv[1] != "--mode" or argv[2] not in ("fresh", "session") or limits is False:
+        sys.stderr.write(
+            "usage: runner.py --mode fresh|session [--limits name=n,...] (started by pi-code-supervisor, fd 3 = control)\n"
+        )
         os._exit(2)
     _MODE = argv[2]
     # An inherited SIGINT disposition is never trusted; SIGTERM must stay able to stop us.
@@ -259,6 +291,10 @@ def _setup(argv):
             _OUT_FDS.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64))
         except OSError:
             pass
+    # After the runner's own descriptors exist (an openFiles limit below 64 would refuse them) and before user
+    # paths reach sys.path (`resource` must come from the standard library).
+    if limits:
+        _apply_limits(limits)
 
     # No userspace buffering beyond a line, so output written before os._exit or a crash reaches the pipe.
     for stream in (sys.stdout, sys.stderr):
@@ -273,8 +309,69 @@ def _setup(argv):
     if sys.path and sys.path[0] and os.path.realpath(sys.path[0]) == os.path.realpath(os.path.dirname(_RUNNER_FILE)):
         del sys.path[0]
     sys.path.insert(0, start)
+    pcs_imports.install()
     if "linecache" not in sys.modules:
-        sys.meta_path.insert(0, _LinecacheWatch)
+        pcs_imports.watch["linecache"] = _give_sources
+
+
+_LIMIT_NAMES = ("memoryMiB", "cpuSeconds", "processes", "fileSizeMiB", "openFiles")
+
+
+def _parse_limits(text):
+    """`memoryMiB=512,cpuSeconds=10,...` -> dict of positive ints; False when malformed."""
+    out = {}
+    for part in text.split(","):
+        if not part:
+            continue
+        name, _, value = part.partition("=")
+        if name not in _LIMIT_NAMES or not value.isdigit() or int(value) <= 0:
+            return False
+        out[name] = int(value)
+    return out
+
+
+def _apply_limits(limits):
+    """setrlimit before any user code runs; children inherit the limits. CPU time is per run (_cpu_budget)."""
+    import resource
+
+    # What the output drain imports lazily is imported now: a run that used up its descriptors or memory must not
+    # make the drain fail (its output would then arrive after `done` and be lost).
+    import stat, termios, time  # noqa: F401
+
+    mib = 1 << 20
+    table = {
+        "memoryMiB": (resource.RLIMIT_AS, lambda n: n * mib),
+        "fileSizeMiB": (resource.RLIMIT_FSIZE, lambda n: n * mib),
+        "openFiles": (resource.RLIMIT_NOFILE, lambda n: n),
+        "processes": (resource.RLIMIT_NPROC, lambda n: n),
+    }
+    for name, n in limits.items():
+        if name in table:
+            which, conv = table[name]
+            value = conv(n)
+            _, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY and hard < value:
+                value = hard
+            # A fresh runner's limits are final (hard too); a session keeps its hard limits so later runs can set them.
+            resource.setrlimit(which, (value, value if _MODE == "fresh" else hard))
+    _LIMITS.update(limits)
+    _LIMITS["_resource"] = resource
+
+
+def _cpu_budget():
+    """Before each run: the CPU limit counts from now (a session's earlier runs do not use up this run's time).
+    Reaching it sends SIGXCPU, which ends the process (the run's outcome says so)."""
+    seconds = _LIMITS.get("cpuSeconds")
+    if not seconds:
+        return
+    resource = _LIMITS["_resource"]
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = -int(-(used.ru_utime + used.ru_stime) // 1) + seconds  # whole seconds, rounded up
+    hard = soft + 1 if _MODE == "fresh" else resource.RLIM_INFINITY
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (OSError, ValueError):
+        pass
 
 
 def _start_reader():
@@ -410,13 +507,17 @@ def _ends_with_semicolon(src, body):
 
 def _run_async(coro):
     global _loop
-    import asyncio
+    try:
+        if _loop is None:
+            import asyncio
 
-    if _loop is None:
-        _loop = asyncio.new_event_loop()
-    loop = _loop
-    asyncio.set_event_loop(loop)  # so sync code can reach it via get_event_loop()
-    task = loop.create_task(coro)
+            _loop = (asyncio, asyncio.new_event_loop())
+        asyncio, loop = _loop  # the asyncio that made the loop, even if the session has loaded another copy since
+        asyncio.set_event_loop(loop)  # so sync code can reach it via get_event_loop()
+        task = loop.create_task(coro)
+    except BaseException:  # interrupted before the script became a task (loading asyncio): no "never awaited"
+        coro.close()
+        raise
     try:
         return loop.run_until_complete(task)
     except KeyboardInterrupt:
@@ -461,42 +562,25 @@ def _remember_source(filename, src):
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     entry = _sources[filename] = (len(src), None, lines, filename)  # mtime None: checkcache never drops it
-    linecache = sys.modules.get("linecache")
-    if linecache is not None and hasattr(linecache, "cache"):
-        linecache.cache[filename] = entry
-    # else _LinecacheWatch hands it over when something imports linecache
+    # The session's linecache (else _give_sources hands them over when it is imported) and the runner's own.
+    for linecache in (sys.modules.get("linecache"), pcs_imports.own.get("linecache")):
+        cache = _linecache_dict(linecache)
+        if cache is not None:
+            cache[filename] = entry
 
 
-class _LinecacheWatch:
-    """Meta path finder for one module: when linecache is first imported (by a traceback, warnings, inspect,
-    ...), it gets the sources of the runs so far. Importing it eagerly would cost every run 5-15 ms."""
+def _linecache_dict(linecache):
+    """The cache dict of a linecache module; None for anything else (a user's linecache.py, None)."""
+    cache = getattr(linecache, "__dict__", {}).get("cache") if isinstance(linecache, type(sys)) else None
+    return cache if type(cache) is dict else None
 
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        if name != "linecache":
-            return None
-        try:
-            sys.meta_path.remove(cls)
-            for finder in sys.meta_path:
-                find = getattr(finder, "find_spec", None)
-                spec = find(name, path, target) if find is not None else None
-                if spec is not None:
-                    break
-            else:
-                return None
-            loader = spec.loader
-            if loader is None or isinstance(loader, type):
-                return spec  # a class-level loader can't be wrapped; _remember_source and _print_exception catch up
-            real_exec = loader.exec_module
 
-            def exec_module(module):
-                real_exec(module)
-                module.cache.update(_sources)
-
-            loader.exec_module = exec_module
-            return spec
-        except Exception:  # never break the user's import; the normal finders take over
-            return None
+def _give_sources(linecache):
+    """The session's linecache was just imported (by a traceback, warnings, inspect, ...): it gets the sources of the
+    runs so far. Importing it eagerly would cost every run 5-15 ms."""
+    cache = _linecache_dict(linecache)
+    if cache is not None:
+        cache.update(_sources)
 
 
 def _user_tb(tb):
@@ -597,7 +681,7 @@ def _report(r, exc):
 
 def _shutdown_interpreter():
     """What Py_Finalize does before tearing down: join non-daemon threads, then run atexit handlers."""
-    threading = sys.modules.get("threading")
+    threading = pcs_imports.loaded("threading")  # the session's, else the runner's own (asyncio's)
     if threading is not None:
         # 3.13 reports an interrupted join as unraisable and goes on; we want it to end the wait.
         swallowed = []
@@ -711,6 +795,7 @@ def _execute(msg, g):
     _current = msg
     _restore_std_fds()
     r = _Run(msg, g)
+    _cpu_budget()
     sys.argv = [r.filename]
     _remember_source(r.filename, r.code)
     if "tools" in msg or _tools_seen:  # a session drops its earlier tools when a run brings none
@@ -749,7 +834,7 @@ def _execute(msg, g):
 # whose files changed). `done` then carries `reloaded`, `alreadyLoaded` and, in session mode, `modules`.
 _current = {}  # the run frame being executed
 _extras = {}  # what _prepare_run found, for the run's `done`
-_seen_modules = set()  # module names already considered for `modules`
+_seen_modules = {"pcs_runner", "pcs_imports"}  # module names already considered for `modules` (not the runner's own)
 
 
 def _prepare_run():
@@ -763,9 +848,10 @@ def _prepare_run():
             added = [p for p in paths if type(p) is str and p not in sys.path]
             if added:
                 sys.path[1:1] = added  # after the start directory: local modules still win
-                import importlib
-
-                importlib.invalidate_caches()
+                # Stale finders for these directories (had they been on sys.path before) go. Not
+                # importlib.invalidate_caches(): 3.13's imports importlib.metadata by name, in the session's world.
+                for p in added:
+                    sys.path_importer_cache.pop(p, None)
         check = msg.get("checkLoaded")
         if check:
             loaded = [m for m in check if type(m) is str and m in sys.modules]
@@ -836,7 +922,7 @@ def _run_extras():
 # them is cheap and stays here; calls and results live in runtime-py/bridge.py, loaded by the first call (so a run
 # that never calls a tool never compiles it). Frames of both files are runner frames in user tracebacks.
 _bridge = None
-_OWN_FILES = {_RUNNER_FILE} | ({_BOOT_FILE} if _BOOT_FILE else set())
+_OWN_FILES = {_RUNNER_FILE, pcs_imports.__file__} | ({_BOOT_FILE} if _BOOT_FILE else set())
 _TOOLS_HELPER = "available_tools"
 _tools_run = None  # the run whose code may call tools now (None between runs)
 _tool_signatures = []
@@ -853,6 +939,7 @@ def _load_bridge():
         path = os.path.join(os.path.dirname(_RUNNER_FILE), "bridge.py")
         loader = external.SourceFileLoader("_pcs_bridge", path)
         mod = bootstrap.module_from_spec(bootstrap.spec_from_loader("_pcs_bridge", loader))
+        mod.__dict__["__builtins__"] = pcs_imports.BUILTINS  # its imports are the runner's too
         _OWN_FILES.add(mod.__file__)
         loader.exec_module(mod)
         mod.attach(_write_frame, _PID)
