@@ -91,7 +91,8 @@ describe(
         join(dir, "driver.ts"),
         "--provider faux --model faux-1 --python /usr/bin/python3 --no-session",
       ].join(" ");
-      tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "60", command);
+      // Tall enough for the whole /code-status report.
+      tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "100", command);
       await waitForScreen(/faux-1/);
       // Pi's start-up listing names the extension after its entry's folder: pi-code-supervisor.
       assert.deepEqual(await extensionsListed(), ["driver.ts", "pi-code-supervisor"]);
