@@ -202,6 +202,29 @@ describe("remote backend over a real sshd", () => {
     assert.equal((await run("'again'")).stdout, "again\n");
   });
 
+  test("reconnecting the ssh master keeps one process-exit hook per backend, removed at close", async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-rt-")));
+    const ops = remoteOperations({ remote: sshd.remote({ cwd: remoteDir }), localRoot: local, runtimeDir: dir });
+    const before = process.listenerCount("exit");
+    try {
+      for (let i = 0; i < 4; i++) {
+        const h = await ops.health();
+        assert.equal(h.ok, true, JSON.stringify(h));
+        // The master is the ssh whose ControlPath is in this backend's own folder: drop it, the next use reconnects.
+        const pids = spawnSync("pgrep", ["-f", `ControlPath=${dir}/`]).stdout.toString().trim().split("\n").filter(Boolean);
+        assert.equal(pids.length, 1, `one master: ${pids.join(",")}`);
+        process.kill(Number(pids[0]), "SIGKILL");
+        for (let t = 0; t < 200 && spawnSync("kill", ["-0", pids[0]!]).status === 0; t++) await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.equal((await ops.health()).ok, true);
+      assert.equal(process.listenerCount("exit"), before + 1);
+    } finally {
+      await ops.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    assert.equal(process.listenerCount("exit"), before);
+  });
+
   test("authentication refused: setup_error remote_auth with ssh's message", async () => {
     const h = new SupervisorHost({
       ops: remoteOperations({ remote: sshd.remote({ identityFile: join(sshd.dir, "host_key") }), localRoot: local }),
