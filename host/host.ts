@@ -165,6 +165,7 @@ export class SupervisorHost {
       hostId: this.id,
       killMs: () => this.limits.killMs,
       progress: (runId, p) => this.runs.get(runId)?.onProgress?.(p),
+      backend: () => this.ops,
       ...options.packages,
     });
     const dispatch = createDispatchLogic({ bridgeFor: (runId) => this.runs.get(runId)?.bridge, now: this.now });

@@ -167,7 +167,7 @@ export const runMachine = setup({
       runId: context.runId,
       code: context.code,
       filename: context.filename,
-      ...(context.session && context.install?.sysPath
+      ...(context.install?.sysPath
         ? { sysPath: [context.install.sysPath], checkLoaded: context.install.modules }
         : {}),
       ...(context.bridge ? { tools: context.bridge.tools } : {}),
