@@ -77,7 +77,7 @@ describe(
         "PI_SKIP_VERSION_CHECK=1",
         "PI_TELEMETRY=0",
         `PI_CODE_EXECUTION_JOURNAL=${join(dir, "journal.sqlite")}`,
-        `PI_CODE_SUPERVISOR_LOG_DIR=${join(dir, "logs")}`,
+        `PI_CODE_EXECUTION_LOG_DIR=${join(dir, "logs")}`,
       ];
       const command = [
         "cd",
