@@ -22,7 +22,7 @@ export interface BackendChoice {
  * `--ssh` gives a backend whose every run is a setup_error saying why (never a silent local one). */
 export function chooseOperations(values: BackendSettings, choice: BackendChoice): ProcessOperations {
   const support = [
-    choice.packages?.envRoot ?? defaultEnvRoot(choice.env),
+    choice.packages?.envRoot ?? defaultEnvRoot(),
     choice.packages?.sessionRoot ?? defaultSessionRoot(),
   ];
   const context = { localRoot: choice.cwd, support };

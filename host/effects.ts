@@ -8,8 +8,7 @@ import { createRunnerLogic } from "../actors/process/runner.ts";
 import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
 import type { Channel } from "../actors/process/output.ts";
 import { watchModules } from "../actors/process/module-watch.ts";
-import { pythonCommand, resolvePython, type PythonInfo } from "../actors/interpreter/probe.ts";
-import { knownInterpreter, runnerEnv, type InterpreterResolver } from "../actors/interpreter/interpreter.ts";
+import { knownInterpreter, runnerEnv, type InterpreterResolver, type Probe } from "../actors/interpreter/interpreter.ts";
 import { createInstallLogic, type InstallProgress } from "../actors/deps/dependencies.ts";
 import { createDispatchLogic } from "../actors/calls/dispatch.ts";
 import type { RunTools } from "../actors/calls/contract.ts";
@@ -23,8 +22,8 @@ export interface EffectOptions {
   resourceLimits?: () => ResourceLimits;
   /** Environment for new processes; read when each process starts. */
   env: () => NodeJS.ProcessEnv;
-  /** The default interpreter (when given, requests are not resolved per working directory). */
-  python?: () => Promise<Result<PythonInfo>>;
+  /** The interpreter of every run (when given, requests are not resolved per working directory). */
+  python?: (cwd: string) => Promise<Result<Probe>>;
   interpreter: InterpreterResolver;
   now: () => number;
   hostId: string;
@@ -44,7 +43,7 @@ export function hostEffects(o: EffectOptions): { runner: AnyActorLogic; boundary
   const runner = createRunnerLogic({
     ops: o.ops ?? localOperations,
     ...(o.resourceLimits ? { resourceLimits: o.resourceLimits } : {}),
-    python: o.python ?? (() => resolvePython(pythonCommand(o.env()), o.env())),
+    python: o.python ?? ((cwd) => o.interpreter.resolve(cwd)),
     env: (input) => envFor(o.env(), input.python, o.warn),
     watchModules: (cwd) => ((o.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
     output: o.output,
@@ -60,6 +59,7 @@ export function hostEffects(o: EffectOptions): { runner: AnyActorLogic; boundary
     hostId: o.hostId,
     killMs: o.killMs,
     progress: o.progress,
+    ...(o.ops ? { backend: () => o.ops! } : {}),
     ...o.packages,
   });
   const dispatch = createDispatchLogic({ toolsFor: o.tools, now: o.now });

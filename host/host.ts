@@ -23,7 +23,7 @@ import { SessionBook } from "./session-book.ts";
 import { tapCommands } from "./system.ts";
 import { ExecHost, execLogDir } from "./exec.ts";
 import type { HostOptions, RunCallbacks, RunRequestInput, RunResult, SessionsListener } from "./requests.ts";
-import { agentDir } from "../record/log-files.ts";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 
 export type { SessionInfo } from "./selectors.ts";
 export type { HostOptions, RunCallbacks, RunRequestInput, RunResult, SessionsListener } from "./requests.ts";
@@ -91,7 +91,7 @@ export class SupervisorHost {
       hostId: this.id,
       env,
       now: this.now,
-      logDir: options.exec?.logDir ?? execLogDir(agentDir(env())),
+      logDir: options.exec?.logDir ?? execLogDir(getAgentDir()),
       ...options.exec,
     });
     this.actor = createActor(supervisorWith(runner, { ...boundary, shell: this.exec.shellLogic }), {
@@ -124,7 +124,8 @@ export class SupervisorHost {
     const requestedAt = this.now();
     if (this.closed) {
       const ref = { runId, at: requestedAt, ...(request.session !== undefined ? { session: request.session } : {}) };
-      const outcome = refusal(ref, "The code_execution supervisor has shut down.");
+      const incarnation = request.session !== undefined ? this.sessionTable()[request.session]?.incarnation : undefined;
+      const outcome = refusal(ref, "The code_execution supervisor has shut down.", incarnation ? { incarnation } : {});
       return Promise.resolve({ outcome, ...new RunOutput().collect() });
     }
     const output = new RunOutput();

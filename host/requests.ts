@@ -5,8 +5,7 @@ import type { CommandEvent, Limits, RunOutcome } from "../machines/events.ts";
 import type { SessionEntry } from "../machines/supervisor.ts";
 import type { RunTools } from "../actors/calls/contract.ts";
 import type { InstallProgress } from "../actors/deps/dependencies.ts";
-import type { InterpreterResolver } from "../actors/interpreter/interpreter.ts";
-import type { PythonInfo } from "../actors/interpreter/probe.ts";
+import type { InterpreterResolver, Probe } from "../actors/interpreter/interpreter.ts";
 import type { ResourceLimits } from "../actors/process/backend-settings.ts";
 import type { ProcessOperations } from "../actors/process/operations.ts";
 import type { CollectedOutput, RunOutput } from "../actors/process/output.ts";
@@ -23,7 +22,8 @@ export interface HostOptions {
   resourceLimits?: () => ResourceLimits;
   /** Environment for new processes; read when each process starts. */
   env?: () => NodeJS.ProcessEnv;
-  python?: () => Promise<Result<PythonInfo>>;
+  /** The interpreter of every run, instead of discovery (default: discovery from the run's working directory). */
+  python?: (cwd: string) => Promise<Result<Probe>>;
   now?: () => number;
   /** A synchronous observer of every inspection event of the actor system. */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);

@@ -8,7 +8,7 @@ import type { SessionBook, SessionHistory } from "./session-book.ts";
 
 export type RootSnapshot = SnapshotFrom<SupervisorLogic>;
 
-export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "ordinal">> {
+export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "incarnation">> {
   name: string;
   /** The session's phase: `starting`, `idle`, `running`, `interrupted`, `grace`, `killed`, `closing`, ... */
   state: string;
@@ -38,7 +38,7 @@ export function sessionInfos(root: RootSnapshot, book: SessionBook): SessionInfo
             ],
           )
         : undefined;
-      const history = book.get(name, entry.ordinal);
+      const history = book.get(name, entry.incarnation);
       return {
         name,
         ...entry,

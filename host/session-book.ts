@@ -3,7 +3,7 @@
 import type { RunOutcome } from "../machines/events.ts";
 
 export interface SessionHistory {
-  ordinal: number;
+  incarnation: number;
   startedAt: number;
   lastRun?: { at: number; status: RunOutcome["status"]; durationMs: number };
 }
@@ -17,7 +17,9 @@ export class SessionBook {
     if (!s) return;
     const prev = this.book.get(s.name);
     const entry: SessionHistory =
-      s.started || !prev || prev.ordinal !== s.ordinal ? { ordinal: s.ordinal, startedAt: outcome.requestedAt } : prev;
+      s.started || !prev || prev.incarnation !== s.incarnation
+        ? { incarnation: s.incarnation, startedAt: outcome.requestedAt }
+        : prev;
     // A run refused before it reached the session (busy, closing) is not the session's last run.
     if (!(outcome.status === "setup_error" && !outcome.runner && !s.started)) {
       entry.lastRun = { at: outcome.finishedAt, status: outcome.status, durationMs: outcome.durationMs };
@@ -25,8 +27,8 @@ export class SessionBook {
     this.book.set(s.name, entry);
   }
 
-  get(name: string, ordinal: number): SessionHistory | undefined {
+  get(name: string, incarnation: number): SessionHistory | undefined {
     const h = this.book.get(name);
-    return h && h.ordinal === ordinal ? h : undefined;
+    return h && h.incarnation === incarnation ? h : undefined;
   }
 }

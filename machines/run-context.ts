@@ -25,7 +25,16 @@ export interface RunInput {
   timeoutMs: number;
   requestedAt: number;
   limits: Limits;
-  session?: { name: string; ordinal: number; started: boolean; replacedLost?: boolean; replaced?: SessionReplacement };
+  session?: {
+    name: string;
+    /** The run's place in its session process (1 for the run that starts it). */
+    ordinal: number;
+    /** Which process of the session runs it. */
+    incarnation: number;
+    started: boolean;
+    replacedLost?: boolean;
+    replaced?: SessionReplacement;
+  };
   /** The interpreter (else the host's default). */
   python?: string;
   /** PEP 723 dependencies, installed before the code runs. */
@@ -101,7 +110,7 @@ export function installInput(c: RunContext): InstallInput {
     dependencies: c.dependencies ?? [],
     cwd: c.cwd,
     ...(c.python ? { python: c.python } : {}),
-    ...(c.session ? { session: { name: c.session.name, ordinal: c.session.ordinal } } : {}),
+    ...(c.session ? { session: { name: c.session.name, incarnation: c.session.incarnation } } : {}),
   };
 }
 
@@ -112,7 +121,7 @@ export function runCommand(c: RunContext): RunnerCommand {
     runId: c.runId,
     code: c.code,
     filename: c.filename,
-    ...(c.session && c.install?.sysPath ? { sysPath: [c.install.sysPath], checkLoaded: c.install.modules } : {}),
+    ...(c.install?.sysPath ? { sysPath: [c.install.sysPath], checkLoaded: c.install.modules } : {}),
     ...(c.calls ? { tools: c.calls.tools } : {}),
   };
 }

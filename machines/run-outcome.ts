@@ -100,13 +100,16 @@ export type RequestRef = Pick<RunRequest, "runId" | "session" | "notes"> & { at:
 export function requestOutcome(
   e: RequestRef,
   status: RunStatus,
-  extra: Partial<RunOutcome> & { at?: number; ordinal?: number } = {},
+  extra: Partial<RunOutcome> & { at?: number; incarnation?: number } = {},
 ): RunOutcome {
-  const { at = e.at, ordinal = 0, ...rest } = extra;
+  // The run never reached a session process: its ordinal is 0; `incarnation` is the session's current process.
+  const { at = e.at, incarnation = 0, ...rest } = extra;
   const base = {
     runId: e.runId,
     requestedAt: e.at,
-    ...(e.session !== undefined ? { session: { name: e.session, ordinal, started: false, isLost: false } } : {}),
+    ...(e.session !== undefined
+      ? { session: { name: e.session, ordinal: 0, incarnation, started: false, isLost: false } }
+      : {}),
     ...(e.notes ? { notes: e.notes } : {}),
   };
   return outcome(base, status, at, rest);
@@ -116,7 +119,7 @@ export function requestOutcome(
 export function refusal(
   e: RequestRef,
   message: string,
-  extra: Omit<Partial<RunOutcome>, "message"> & { at?: number; ordinal?: number } = {},
+  extra: Omit<Partial<RunOutcome>, "message"> & { at?: number; incarnation?: number } = {},
 ): RunOutcome {
   return requestOutcome(e, "setup_error", { ...extra, message });
 }

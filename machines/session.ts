@@ -22,7 +22,8 @@ import { placeholder } from "./placeholder.ts";
 
 export interface SessionInput {
   name: string;
-  ordinal: number;
+  /** Which process of this session name this is: 1, then 2 after a reset, a loss or a replacement, ... */
+  incarnation: number;
   cwd: string;
   limits: Limits;
   /** The run that starts this session. */
@@ -56,7 +57,7 @@ export type SessionEvent =
 
 export interface SessionOutput {
   name: string;
-  ordinal: number;
+  incarnation: number;
   end: "lost" | "closed";
 }
 
@@ -88,7 +89,9 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     limits: e.limits ?? context.limits,
     session: {
       name: context.name,
-      ordinal: context.ordinal,
+      // The run's place in this process (1 for the run that starts it), as script-N.py says.
+      ordinal: context.runCount + 1,
+      incarnation: context.incarnation,
       started: first,
       ...(first && context.replacedLost ? { replacedLost: true } : {}),
       ...(first && context.replaced ? { replaced: context.replaced } : {}),
@@ -168,7 +171,7 @@ export const sessionMachine = setup({
           : `Session "${context.name}" is busy with another run; wait for it to finish.`;
       return {
         type: "run.finished",
-        outcome: refusal({ ...event, session: context.name }, message, { ordinal: context.ordinal }),
+        outcome: refusal({ ...event, session: context.name }, message, { incarnation: context.incarnation }),
       };
     }),
     requestClose: assign({ closeRequested: true }),
@@ -283,12 +286,12 @@ export const sessionMachine = setup({
     lost: {
       type: "final",
       description: "The process died or was killed: its state is gone.",
-      output: ({ context }) => ({ name: context.name, ordinal: context.ordinal, end: "lost" as const }),
+      output: ({ context }) => ({ name: context.name, incarnation: context.incarnation, end: "lost" as const }),
     },
     closed: {
       type: "final",
       description: "The process exited when asked (or never started).",
-      output: ({ context }) => ({ name: context.name, ordinal: context.ordinal, end: "closed" as const }),
+      output: ({ context }) => ({ name: context.name, incarnation: context.incarnation, end: "closed" as const }),
     },
   },
   output: ({ event }) => event.output as SessionOutput,

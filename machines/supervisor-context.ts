@@ -35,7 +35,8 @@ export interface SpareEntry {
 }
 
 export interface SessionEntry {
-  ordinal: number;
+  /** The session's current (or last) process: 1, then one more after each reset, loss or replacement. */
+  incarnation: number;
   /** `alive` while its actor exists; `lost` or `closed` after it ended. */
   status: "alive" | "lost" | "closed";
   cwd: string;
@@ -130,12 +131,12 @@ export function replacementOf(entry: SessionEntry, e: RunStartEvent): SessionRep
 export function sessionInput(
   c: SupervisorContext,
   e: RunStartEvent,
-  ordinal: number,
+  incarnation: number,
   replaced: SessionReplacement | undefined,
 ): SessionInput {
   return {
     name: e.session!,
-    ordinal,
+    incarnation,
     cwd: e.cwd,
     limits: e.limits ?? c.limits,
     firstRun: e,
@@ -157,7 +158,7 @@ export function sessionsAfter(c: SupervisorContext, runId: string): Record<strin
 /** The session table after an incarnation ended (`lost` or `closed`), unless a reset already replaced it. */
 export function sessionsEnded(c: SupervisorContext, out: SessionOutput): Record<string, SessionEntry> {
   const entry = c.sessions[out.name];
-  if (!entry || entry.ordinal !== out.ordinal) return c.sessions;
+  if (!entry || entry.incarnation !== out.incarnation) return c.sessions;
   const { busyRunId: _b, ...rest } = entry;
   return { ...c.sessions, [out.name]: { ...rest, status: out.end } };
 }

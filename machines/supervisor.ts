@@ -89,14 +89,16 @@ export const supervisorMachine = setup({
     refuse: emit((_, outcome: RunOutcome): RunFinishedEvent => ({ type: "run.finished", outcome })),
     refuseUnprepared: emit(({ context, event }): RunFinishedEvent => {
       assertEvent(event, "prepare.failed");
-      const extra = { at: event.at, ...(event.hints ? { hints: event.hints } : {}) };
-      return { type: "run.finished", outcome: refusal(context.queue[0]!, event.message, extra) };
+      const request = context.queue[0]!;
+      const incarnation = request.session !== undefined ? context.sessions[request.session]?.incarnation : undefined;
+      const extra = { at: event.at, ...(event.hints ? { hints: event.hints } : {}), ...(incarnation ? { incarnation } : {}) };
+      return { type: "run.finished", outcome: refusal(request, event.message, extra) };
     }),
     refuseBusy: emit(({ context, event }): RunFinishedEvent => {
       assertEvent(event, "prepare.done");
       const e = preparedRequest(context, event);
-      const ordinal = context.sessions[e.session!]?.ordinal;
-      return { type: "run.finished", outcome: refusal(e, busy(e.session!), { at: event.at, ordinal }) };
+      const incarnation = context.sessions[e.session!]?.incarnation;
+      return { type: "run.finished", outcome: refusal(e, busy(e.session!), { at: event.at, incarnation }) };
     }),
     startFresh: enqueueActions(({ context, event, enqueue, system }) => {
       assertEvent(event, "prepare.done");
@@ -131,21 +133,21 @@ export const supervisorMachine = setup({
       const alive = entry?.status === "alive" && system.get(id) !== undefined;
       const replaced = alive && !e.reset ? replacementOf(entry!, e) : undefined;
       const keep = alive && !e.reset && !replaced;
-      let ordinal = entry?.ordinal ?? 0;
+      let incarnation = entry?.incarnation ?? 0;
       if (keep) {
         enqueue.sendTo(system.get(id)!, e);
       } else {
         // Reset stops the old process (its runner's cleanup kills the process group) and starts anew.
         if (alive) enqueue.stopChild(id);
-        ordinal += 1;
-        enqueue.spawnChild("session", { id, systemId: id, input: sessionInput(context, e, ordinal, replaced) });
+        incarnation += 1;
+        enqueue.spawnChild("session", { id, systemId: id, input: sessionInput(context, e, incarnation, replaced) });
       }
       const python = keep ? entry!.python : e.python;
       enqueue.assign({
         sessions: {
           ...context.sessions,
           [name]: {
-            ordinal,
+            incarnation,
             status: "alive",
             cwd: keep ? entry!.cwd : e.cwd,
             ...(python ? { python } : {}),

@@ -36,7 +36,10 @@ export interface RunRecord {
   sourceId?: string;
   outputId?: string;
   sessionName?: string;
+  /** The run's ordinal within its session process (1 for the run that started it). */
   sessionOrdinal?: number;
+  /** Which process of the session ran it (1, 2, ... as it is reset, lost or replaced). */
+  sessionIncarnation?: number;
   sessionStarted?: boolean;
   isLost?: boolean;
   pythonVersion?: string;
@@ -50,7 +53,7 @@ export interface SessionEventRecord {
   at: number;
   piSessionId?: string;
   sessionName: string;
-  ordinal: number;
+  incarnation: number;
   event: "started" | "reset" | "lost" | "closed";
   detail?: string;
 }

@@ -121,6 +121,7 @@ export class Journal {
       output_id: opt(r.outputId),
       session_name: opt(r.sessionName),
       session_ordinal: opt(r.sessionOrdinal),
+      session_incarnation: opt(r.sessionIncarnation),
       session_started: bit(r.sessionStarted),
       is_lost: bit(r.isLost),
       python_version: opt(r.pythonVersion),
@@ -135,7 +136,7 @@ export class Journal {
       at: r.at,
       pi_session_id: opt(r.piSessionId),
       session_name: r.sessionName,
-      ordinal: r.ordinal,
+      incarnation: r.incarnation,
       event: r.event,
       detail: opt(r.detail),
     });

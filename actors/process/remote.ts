@@ -13,6 +13,7 @@ import { MUX, MuxDecoder, muxFrame } from "./mux.ts";
 import type { ProcessOperations, RunnerExit, RunnerHandle, RunnerSpec, StartFailure } from "./operations.ts";
 import { classifyFailure, remoteLabel, transportArgv } from "./transport.ts";
 import { stopGroup } from "./registry.ts";
+import { remoteInstall } from "./remote-install.ts";
 
 import { BOOT, runtimeBundle, START_TIMEOUT_MS } from "./remote-runtime.ts";
 import { SshMaster } from "./ssh-master.ts";
@@ -83,6 +84,19 @@ export function remoteOperations(options: RemoteOptions): ProcessOperations {
       return lastHealth ?? ok("not used yet (the first run connects)");
     },
     close: async () => ssh?.close(),
+    install: (job) =>
+      remoteInstall(
+        {
+          python: remote.python ?? "python3",
+          label,
+          mapCwd: (cwd) => mapCwd(options.localRoot, remote.cwd, cwd),
+          argvFor: async (command) => {
+            const master = ssh ? await ssh.ensure() : ok(undefined);
+            return master.ok ? ok(transportArgv(remote, command, master.value)) : master;
+          },
+        },
+        job,
+      ),
   };
 }
 

@@ -17,6 +17,9 @@ export class SshMaster {
   private starting: Promise<Result<string, StartFailure>> | undefined;
   private readonly remote: RemoteSettings;
   private readonly runtimeDir: string | undefined;
+  /** One process-exit hook per backend (not per reconnect), removed at close. */
+  private readonly onProcessExit = () => this.kill();
+  private hooked = false;
   constructor(remote: RemoteSettings, runtimeDir?: string) {
     this.remote = remote;
     this.runtimeDir = runtimeDir;
@@ -42,7 +45,10 @@ export class SshMaster {
     let stderr = "";
     proc.stderr!.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
     (proc.stderr as unknown as { unref?: () => void }).unref?.();
-    process.once("exit", () => this.kill());
+    if (!this.hooked) {
+      this.hooked = true;
+      process.on("exit", this.onProcessExit);
+    }
     return new Promise((done) => {
       const startedAt = Date.now();
       proc.once("error", (e: NodeJS.ErrnoException) =>
@@ -76,6 +82,8 @@ export class SshMaster {
 
   async close(): Promise<void> {
     this.kill();
+    process.removeListener("exit", this.onProcessExit);
+    this.hooked = false;
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
     this.dir = undefined;
     this.proc = undefined;

@@ -33,7 +33,7 @@ function startSession() {
   const session = createActor(sessionMachine.provide({ actors: { runner: runner.logic } }), {
     id: "session:s",
     systemId: "session:s",
-    input: { name: "s", ordinal: 3, cwd: "/work", limits: TEST_LIMITS },
+    input: { name: "s", incarnation: 3, cwd: "/work", limits: TEST_LIMITS },
     clock,
   });
   const errors: unknown[] = [];
@@ -45,7 +45,7 @@ function startSession() {
 // The graph is analysed only (not replayed): a session's facts also drive its real run child, whose done events are
 // independent inputs here.
 const FIRST_RUN: RunStartEvent = { type: "run.start", at: 0, runId: "s1", code: "x = 1", cwd: CWD, timeoutMs: 1000, session: "s" };
-const SESSION_INPUT: SessionInput = { name: "s", ordinal: 1, cwd: CWD, limits: TEST_LIMITS, firstRun: FIRST_RUN };
+const SESSION_INPUT: SessionInput = { name: "s", incarnation: 1, cwd: CWD, limits: TEST_LIMITS, firstRun: FIRST_RUN };
 const SESSION_EVENTS: Table = {
   "runner.ready": [{ type: "runner.ready", at: 10, ...RUNNER_INFO }],
   "runner.started": [{ type: "runner.started", at: 20, runId: "s1" }],
@@ -94,13 +94,13 @@ describe("starting", () => {
       durationMs: 30,
       killed: false,
       runner: RUNNER_INFO,
-      session: { name: "s", ordinal: 1, started: true, isLost: false },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: false },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "idle"]);
     assert.deepEqual(h.values("run:s1"), ["starting", "running", "success"]);
     assert.deepEqual(h.children(), ["session:s"]);
     assert.deepEqual(Object.keys(h.ref("session:s")!.getSnapshot().children), ["runner"]);
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "alive", cwd: "/p" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 1, status: "alive", cwd: "/p" } });
     assert.deepEqual(ctx(h).active, {});
     assert.equal(k.stopped, false);
     assertHealthy(h);
@@ -121,7 +121,7 @@ describe("starting", () => {
       durationMs: 4,
       killed: false,
       message: "Python exited during start-up (exit code 1)",
-      session: { name: "s", ordinal: 1, started: true, isLost: true },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "lost"]);
     assert.equal(ctx(h).sessions.s?.status, "lost");
@@ -148,7 +148,7 @@ describe("starting", () => {
       finishedAt: 1500,
       durationMs: 1500,
       killed: true,
-      session: { name: "s", ordinal: 1, started: true, isLost: true },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
     });
     assert.equal(ctx(h).sessions.s?.status, "lost");
     assertHealthy(h);
@@ -176,7 +176,7 @@ describe("starting", () => {
       finishedAt: 500,
       durationMs: 500,
       killed: true,
-      session: { name: "s", ordinal: 1, started: true, isLost: true },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "closing", "closed"]);
     assert.equal(ctx(h).sessions.s?.status, "closed");
@@ -193,7 +193,7 @@ describe("starting", () => {
     runner.exited({ code: 1 });
     assert.equal(session.getSnapshot().value, "lost");
     assert.equal(session.getSnapshot().status, "done");
-    assert.deepEqual(session.getSnapshot().output, { name: "s", ordinal: 3, end: "lost" });
+    assert.deepEqual(session.getSnapshot().output, { name: "s", incarnation: 3, end: "lost" });
     assert.deepEqual(runner.types(), ["stopped"]);
     assert.deepEqual(errors, []);
   });
@@ -207,7 +207,7 @@ describe("starting", () => {
     assert.deepEqual(runner.types(), ["runner.shutdown", "runner.kill"]);
     runner.failed("kill: ESRCH");
     assert.equal(session.getSnapshot().value, "closed");
-    assert.deepEqual(session.getSnapshot().output, { name: "s", ordinal: 3, end: "closed" });
+    assert.deepEqual(session.getSnapshot().output, { name: "s", incarnation: 3, end: "closed" });
     assert.deepEqual(runner.types(), ["runner.shutdown", "runner.kill", "stopped"]);
     assert.deepEqual(errors, []);
   });
@@ -224,7 +224,8 @@ describe("starting", () => {
     h.runner.of("session:s").started("s2");
     h.runner.of("session:s").done("s2");
     assert.equal(h.outcome("s2").session?.replacedLost, undefined);
-    assert.equal(h.outcome("s2").session?.ordinal, 2);
+    assert.equal(h.outcome("s2").session?.incarnation, 2);
+    assert.equal(h.outcome("s2").session?.ordinal, 1);
   });
 
   test("the session's phase is `killed` when its first run is killed before the runner is ready", () => {
@@ -281,7 +282,7 @@ describe("idle", () => {
       durationMs: 10,
       killed: false,
       runner: RUNNER_INFO,
-      session: { name: "s", ordinal: 1, started: false, isLost: false },
+      session: { name: "s", ordinal: 2, incarnation: 1, started: false, isLost: false },
     });
     assert.equal(h.runner.instances.length, 1);
     assert.deepEqual(h.values("session:s"), ["starting", "running", "idle", "running", "idle"]);
@@ -295,14 +296,14 @@ describe("idle", () => {
     k1.exited({ code: 0 });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "idle", "lost"]);
     assert.equal(h.finished.length, 1);
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "lost", cwd: "/work" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 1, status: "lost", cwd: "/work" } });
     assert.deepEqual(h.children(), []);
     h.start({ runId: "s2", session: "s" });
     const k2 = h.runner.of("session:s");
     k2.ready();
     k2.started("s2");
     k2.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, started: true, replacedLost: true, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, incarnation: 2, started: true, replacedLost: true, isLost: false });
     assertHealthy(h);
   });
 
@@ -336,14 +337,14 @@ describe("running", () => {
       durationMs: 1010,
       killed: false,
       runner: RUNNER_INFO,
-      session: { name: "s", ordinal: 1, started: true, isLost: false },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: false },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "idle"]);
     assert.equal(k.stopped, false);
-    // Same process, same ordinal: the state survived.
+    // Same process (incarnation), the next ordinal: the state survived.
     nextSessionRun(h, "s", "s2");
     k.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, started: false, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, incarnation: 1, started: false, isLost: false });
     assert.equal(h.runner.all("session:s").length, 1);
     assertHealthy(h);
   });
@@ -355,7 +356,7 @@ describe("running", () => {
     assert.equal(h.value("session:s"), "interrupted");
     k.done("s1", { exitCode: 130, error: "interrupt" });
     assert.equal(h.outcome("s1").status, "cancelled");
-    assert.deepEqual(h.outcome("s1").session, { name: "s", ordinal: 1, started: true, isLost: false });
+    assert.deepEqual(h.outcome("s1").session, { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: false });
     assert.equal(h.value("session:s"), "idle");
     assertHealthy(h);
   });
@@ -391,12 +392,12 @@ describe("running", () => {
       durationMs: 2610,
       killed: true,
       runner: RUNNER_INFO,
-      session: { name: "s", ordinal: 1, started: true, isLost: true },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "grace", "killed", "lost"]);
     assert.deepEqual(h.values("run:s1"), ["starting", "running", "interrupted", "grace", "killed", "timeout"]);
     assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate", "runner.kill", "stopped"]);
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "lost", cwd: "/work" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 1, status: "lost", cwd: "/work" } });
     assert.deepEqual(ctx(h).active, {});
     assert.deepEqual(h.children(), []);
     assertHealthy(h);
@@ -417,7 +418,7 @@ describe("running", () => {
       durationMs: 25,
       killed: false,
       runner: RUNNER_INFO,
-      session: { name: "s", ordinal: 1, started: true, isLost: true },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "lost"]);
     assert.deepEqual(k.types(), ["runner.run", "stopped"]);
@@ -441,7 +442,7 @@ describe("running", () => {
       durationMs: 0,
       killed: false,
       message: BUSY("s"),
-      session: { name: "s", ordinal: 1, started: false, isLost: false },
+      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
     } satisfies RunOutcome);
     const k = h.runner.of("session:s");
     k.ready();
@@ -457,7 +458,7 @@ describe("running", () => {
       durationMs: 0,
       killed: false,
       message: BUSY("s"),
-      session: { name: "s", ordinal: 1, started: false, isLost: false },
+      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
     });
     assert.equal(h.value("run:s1"), "running");
     assert.deepEqual(k.types(), ["runner.run"]);
@@ -484,7 +485,7 @@ describe("running", () => {
       durationMs: 0,
       killed: false,
       message: BUSY("s"),
-      session: { name: "s", ordinal: 1, started: false, isLost: false },
+      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
     });
     assert.equal(h.value("session:s"), "running");
     assert.equal(h.ref("run:x1"), undefined);
@@ -513,13 +514,13 @@ describe("running", () => {
       durationMs: 30,
       killed: false,
       runner: RUNNER_INFO,
-      session: { name: "s", ordinal: 1, started: true, isLost: false },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: false },
     });
     assert.equal(h.value("session:s"), "closing");
     assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.shutdown"]);
     k.exited({ code: 0 });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "closing", "closed"]);
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "closed", cwd: "/work" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 1, status: "closed", cwd: "/work" } });
     assert.deepEqual(ctx(h).active, {});
     assert.deepEqual(h.children(), []);
     assertHealthy(h);
@@ -597,7 +598,7 @@ describe("closing", () => {
     k.exited({ signal: "SIGKILL" });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "idle", "closing", "closed"]);
     assert.deepEqual(k.types(), ["runner.run", "runner.shutdown", "runner.kill", "stopped"]);
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "closed", cwd: "/work" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 1, status: "closed", cwd: "/work" } });
     assert.deepEqual(h.children(), []);
     assert.equal(h.finished.length, 1);
     // A closed session starts anew on the next run, without replacedLost.
@@ -606,7 +607,7 @@ describe("closing", () => {
     k2.ready();
     k2.started("s2");
     k2.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, started: true, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, incarnation: 2, started: true, isLost: false });
     assertHealthy(h);
   });
 
@@ -643,17 +644,17 @@ describe("closing", () => {
       durationMs: 0,
       killed: false,
       message: 'Session "s" is closing; run again once it has stopped.',
-      session: { name: "s", ordinal: 1, started: false, isLost: false },
+      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
     });
     assert.deepEqual(ctx(h).active, {});
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "alive", cwd: "/work" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 1, status: "alive", cwd: "/work" } });
     assert.deepEqual(k.types(), ["runner.run", "runner.shutdown"]);
     assertHealthy(h);
   });
 });
 
 describe("lost", () => {
-  test("a run after a lost session starts a new process: ordinal + 1, replacedLost", () => {
+  test("a run after a lost session starts a new process: incarnation + 1, replacedLost", () => {
     const h = startSupervisor();
     const k1 = sessionRunning(h, "s", "s1");
     k1.exited({ code: 3 });
@@ -666,13 +667,13 @@ describe("lost", () => {
     k2.ready();
     k2.started("s2");
     k2.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, started: true, replacedLost: true, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, incarnation: 2, started: true, replacedLost: true, isLost: false });
     assert.deepEqual(k2.received, [run("s2", 'print("s2")', "script-1.py")]);
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 2, status: "alive", cwd: "/work" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 2, status: "alive", cwd: "/work" } });
     // Only the first run of the new incarnation carries replacedLost.
     nextSessionRun(h, "s", "s3");
     k2.done("s3");
-    assert.deepEqual(h.outcome("s3").session, { name: "s", ordinal: 2, started: false, isLost: false });
+    assert.deepEqual(h.outcome("s3").session, { name: "s", ordinal: 2, incarnation: 2, started: false, isLost: false });
     assertHealthy(h);
   });
 });

@@ -86,7 +86,7 @@ describe("serving: preparation", () => {
       killed: false,
       message: "invalid PEP 723 metadata",
       hints,
-      session: { name: "s", ordinal: 0, started: false, isLost: false },
+      session: { name: "s", ordinal: 0, incarnation: 0, started: false, isLost: false },
     });
     assert.equal(h.ref("session:s"), undefined);
     assert.equal(prepare.last().input.runId, "good", "the next request is prepared");
@@ -142,7 +142,7 @@ describe("serving: preparation", () => {
 });
 
 describe("serving: routing", () => {
-  test("reset stops the old session actor (its runner is stopped) and starts ordinal + 1", () => {
+  test("reset stops the old session actor (its runner is stopped) and starts incarnation + 1", () => {
     const h = startSupervisor();
     const k1 = sessionRunning(h, "s", "s1");
     k1.done("s1");
@@ -157,11 +157,11 @@ describe("serving: routing", () => {
     const k2 = h.runner.of("session:s");
     assert.equal(k2.index, 1);
     assert.deepEqual(k2.input, { mode: "session", cwd: "/elsewhere", owner: "session:s" });
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 2, status: "alive", cwd: "/elsewhere", busyRunId: "s2" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 2, status: "alive", cwd: "/elsewhere", busyRunId: "s2" } });
     k2.ready();
     k2.started("s2");
     k2.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, started: true, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, incarnation: 2, started: true, isLost: false });
     assert.deepEqual(h.values("session:s", 0), ["starting", "running", "idle"]);
     assert.deepEqual(h.values("session:s", 1), ["starting", "running", "idle"]);
     assert.deepEqual(h.children(), ["session:s"]);
@@ -188,7 +188,7 @@ describe("serving: routing", () => {
     h.start({ runId: "r1", session: "s" });
     assert.equal(h.finished.length, 2);
     assert.equal(h.finished[1]?.message, "Run id r1 is already in use.");
-    assert.deepEqual(h.finished[1]?.session, { name: "s", ordinal: 0, started: false, isLost: false });
+    assert.deepEqual(h.finished[1]?.session, { name: "s", ordinal: 0, incarnation: 0, started: false, isLost: false });
     assert.deepEqual(h.children(), ["run:r1"]);
     assert.equal(h.runner.instances.length, 1);
     assert.equal(h.value("run:r1"), "running");
@@ -238,7 +238,8 @@ describe("serving: routing", () => {
     k2.done("s2");
     assert.equal(h.outcome("s2").session?.replacedLost, undefined);
     assert.equal(h.outcome("s2").session?.started, true);
-    assert.equal(h.outcome("s2").session?.ordinal, 2);
+    assert.equal(h.outcome("s2").session?.incarnation, 2);
+    assert.equal(h.outcome("s2").session?.ordinal, 1);
   });
 });
 
@@ -281,7 +282,7 @@ describe("stopping", () => {
       durationMs: 0,
       killed: false,
       message: SHUTDOWN,
-      session: { name: "s", ordinal: 0, started: false, isLost: false },
+      session: { name: "s", ordinal: 0, incarnation: 0, started: false, isLost: false },
     });
     assert.deepEqual(Object.keys(ctx(h).active).sort(), ["r1", "t1"]);
 
@@ -296,8 +297,8 @@ describe("stopping", () => {
     assert.deepEqual(h.children(), []);
     assert.deepEqual(ctx(h).active, {});
     assert.deepEqual(ctx(h).sessions, {
-      s: { ordinal: 1, status: "closed", cwd: "/work" },
-      t: { ordinal: 1, status: "closed", cwd: "/work" },
+      s: { incarnation: 1, status: "closed", cwd: "/work" },
+      t: { incarnation: 1, status: "closed", cwd: "/work" },
     });
     assert.equal(h.actor.getSnapshot().value, "stopping");
     assertHealthy(h);
