@@ -32,7 +32,14 @@ export interface RunInput {
   timeoutMs: number;
   requestedAt: number;
   limits: Limits;
-  session?: { name: string; ordinal: number; started: boolean; replacedLost?: boolean; replaced?: SessionReplacement };
+  session?: {
+    name: string;
+    ordinal: number;
+    incarnation: number;
+    started: boolean;
+    replacedLost?: boolean;
+    replaced?: SessionReplacement;
+  };
   /** The interpreter (else the host's default). */
   python?: string;
   /** PEP 723 dependencies, installed before the code runs. */
@@ -297,7 +304,9 @@ export const runMachine = setup({
           dependencies: context.dependencies ?? [],
           cwd: context.cwd,
           ...(context.python ? { python: context.python } : {}),
-          ...(context.session ? { session: { name: context.session.name, ordinal: context.session.ordinal } } : {}),
+          ...(context.session
+            ? { session: { name: context.session.name, incarnation: context.session.incarnation } }
+            : {}),
         }),
       },
       on: {

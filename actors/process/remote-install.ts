@@ -122,12 +122,12 @@ export async function remoteInstall(ctx: RemoteInstallContext, job: Job): Promis
   const { input } = job;
   const cwd = ctx.mapCwd(input.cwd);
   if (cwd === undefined) return { ok: false, error: `${input.cwd} has no remote directory to install from` };
-  const session = input.session ?? { name: "session", ordinal: 0 };
+  const session = input.session ?? { name: "session", incarnation: 0 };
   const key =
     input.mode === "fresh"
       ? environmentKey(`${ctx.label} ${ctx.python}`, undefined, input.dependencies)
       : JSON.stringify(normalizeDependencies(input.dependencies));
-  const sessionDir = `host-${job.deps.hostId}/${session.name}-${session.ordinal}`;
+  const sessionDir = `host-${job.deps.hostId}/${session.name}-${session.incarnation}`;
   const command = [ctx.python, "-c", INSTALL, input.mode, key, sessionDir, JSON.stringify(pipEnv(job.env)), cwd];
   const argv = await ctx.argvFor([...command, ...input.dependencies]);
   if (!argv.ok) return { ok: false, error: argv.error.message, hint: backendHint(argv.error) };

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { fromCallback } from "xstate";
 import type { KernelCommand, KernelFact, KernelInput } from "../../machines/events.ts";
 import type { ProcessOperations, RunnerHandle } from "./operations.ts";
-import type { PythonInfo } from "../interpreter/probe.ts";
+import type { Probe } from "../interpreter/interpreter.ts";
 import { registerGroup, stopGroup } from "./registry.ts";
 import type { Result } from "../../lib/result.ts";
 import type { Channel } from "./output.ts";
@@ -20,7 +20,8 @@ export const RUNNER_PATH = fileURLToPath(new URL("../../runtime-py/runner.py", i
 
 export interface KernelDeps {
   ops: ProcessOperations;
-  python: () => Promise<Result<PythonInfo>>;
+  /** The interpreter of a kernel started without one (runs name theirs): discovered from its working directory. */
+  python: (cwd: string) => Promise<Result<Probe>>;
   /** The runner's environment, for its interpreter (actors/interpreter.ts `runnerEnv`). */
   env: (input: KernelInput) => NodeJS.ProcessEnv;
   /** A session's local-module watcher (actors/module-watch.ts); none when module reload is off. */
@@ -74,7 +75,7 @@ export function createKernelLogic(deps: KernelDeps) {
 
     void (async () => {
       // A named interpreter was validated before the run was requested; else the host's default.
-      const python = input.python ? ok({ executable: input.python, version: "" }) : await deps.python();
+      const python = input.python ? ok({ executable: input.python, version: "" }) : await deps.python(input.cwd);
       if (stopped) return;
       if (!python.ok) return end({ type: "kernel.failed", at: deps.now(), message: python.error });
       if (abandoned) return end({ type: "kernel.exited", at: deps.now(), code: null, signal: null });
