@@ -12,6 +12,10 @@ import { Observability, registerInspect, type ObservabilitySettings } from "./co
 import { CodeEnvironment } from "./environment.ts";
 import { registerLifecycle } from "./lifecycle.ts";
 import { SessionStatus } from "./status.ts";
+import { CODE_TOOLS_FLAG, chooseSurfaces, Surfaces } from "./surfaces.ts";
+import { registerSetInterpreterTool } from "./tools/set-interpreter.ts";
+import { registerPythonTool } from "./tools/python.ts";
+import { registerPythonCommands } from "./commands/python.ts";
 
 export interface CodeExecutionOptions {
   host?: HostOptions;
@@ -41,13 +45,50 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
       return host;
     };
 
-    registerCodeExecutionTool(pi, getHost, journal, { timeouts: environment.timeouts() });
+    // The tool surfaces (extension/surfaces.ts): each registers its tools, visible or hidden.
+    let pythonCommands = false;
+    const notebook = () => environment.settings().values.notebookSession;
+    const surfaces: Surfaces = new Surfaces(pi, {
+      code_execution: (p) => {
+        registerCodeExecutionTool(p, getHost, journal, { timeouts: environment.timeouts() });
+        registerOutputTool(p, journal);
+        registerSourceTool(p, journal);
+      },
+      python_set_interpreter: (p) =>
+        registerSetInterpreterTool(p, environment, () => host, () => (surfaces.isActive("python") ? notebook() : undefined)),
+      python: (p) => {
+        registerPythonTool(p, { getHost, environment, journal });
+        if (p === pi && !pythonCommands) {
+          pythonCommands = true;
+          registerPythonCommands(pi, { environment, getHost, peekHost: () => host, report: surfaceReport, notebook });
+        }
+      },
+    });
+    const flagValue = () => {
+      try {
+        const v = pi.getFlag(CODE_TOOLS_FLAG);
+        return typeof v === "string" && v.trim() ? v : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    const choose = () => surfaces.apply(chooseSurfaces(flagValue(), environment.settings(), surfaces.available()));
+    function surfaceReport() {
+      const c = surfaces.current();
+      return { line: `Tool surfaces: ${c.active.join(", ") || "none"} (${c.from})`, warnings: c.warnings };
+    }
+    pi.registerFlag(CODE_TOOLS_FLAG, {
+      type: "string",
+      description: "Tool surfaces to register, comma-separated: code_execution, python, eval, exec (default: code_execution)",
+    });
+    choose();
     registerLifecycle(pi, {
       environment,
       status,
       getHost,
       peekHost: () => host,
-      reregisterTool: (timeouts) => registerCodeExecutionTool(pi, getHost, journal, { timeouts }),
+      reregisterTool: () => surfaces.refresh(),
+      surfaces: { report: surfaceReport, choose },
       startInspector: async (ctx, port) => {
         getHost();
         const started = await observability.openInspector(port ? { port } : {});
@@ -58,8 +99,6 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
           );
       },
     });
-    registerOutputTool(pi, journal);
-    registerSourceTool(pi, journal);
     registerContextHook(pi);
     registerExposedToolsMessage(pi);
     registerInspect(pi, observability, getHost);

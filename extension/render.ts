@@ -353,12 +353,8 @@ export const sourceToolRenderers = {
 };
 
 export const setInterpreterRenderers = {
-  renderCall: (args: { interpreter?: unknown }, theme: Theme, _ctx: unknown) =>
-    new Text(
-      titled("python interpreter", typeof args?.interpreter === "string" ? args.interpreter : "(discovery)", theme),
-      0,
-      0,
-    ),
+  renderCall: (args: { path?: unknown; interpreter?: unknown }, theme: Theme, _ctx: unknown) =>
+    new Text(titled("python interpreter", shownPath(args), theme), 0, 0),
   renderResult: (result: ToolResultLike, _options: { expanded: boolean }, theme: Theme, _ctx: unknown) => {
     const lines = textOf(result).split("\n");
     return new Text(
@@ -370,3 +366,9 @@ export const setInterpreterRenderers = {
     );
   },
 };
+
+/** The interpreter a python_set_interpreter call names (`interpreter` in calls made before it was `path`). */
+function shownPath(args: { path?: unknown; interpreter?: unknown } | undefined): string {
+  const given = args?.path ?? args?.interpreter;
+  return typeof given === "string" ? given : "(discovery)";
+}

@@ -4,6 +4,7 @@
 import { assign, enqueueActions, fromCallback, sendParent, sendTo, setup } from "xstate";
 import type { AnyActorRef, DoneActorEvent, EventObject } from "xstate";
 import type {
+  CellRef,
   InstallFact,
   InstallInput,
   InstallSummary,
@@ -18,6 +19,7 @@ import type {
   RunStatus,
   SessionReplacement,
   StopReason,
+  Surface,
 } from "./events.ts";
 import type { BridgeRequest, NestedCallRecord, ToolCallFact, ToolCallOutput } from "./tool-events.ts";
 import { toolCallMachine } from "./tool-call.ts";
@@ -41,6 +43,12 @@ export interface RunInput {
   bridge?: BridgeRequest;
   /** A claimed spare runner (`spare:<n>`) whose process this fresh run takes over. */
   spare?: string;
+  /** Who asked, and for notebook cells which cell (machines/events.ts). */
+  surface?: Surface;
+  cell?: CellRef;
+  chdir?: string;
+  result?: "print" | "value";
+  budget?: "wall" | "work";
 }
 
 export interface RunContext extends RunInput {
@@ -158,6 +166,8 @@ export const runMachine = setup({
         ? { sysPath: [context.install.sysPath], checkLoaded: context.install.modules }
         : {}),
       ...(context.bridge ? { tools: context.bridge.tools } : {}),
+      ...(context.chdir ? { chdir: context.chdir } : {}),
+      ...(context.result === "value" ? { result: "value" as const } : {}),
     })),
     spawnKernel: enqueueActions(({ context, enqueue }) => {
       enqueue.spawnChild("kernel", { id: "kernel", input: kernelInput(context) });
@@ -166,6 +176,10 @@ export const runMachine = setup({
       type: "kernel.interrupt",
       runId: context.runId,
     })),
+    /** pi-python's escalation: a second SIGINT when the grace period starts (for code that swallowed the first). */
+    secondInterrupt: enqueueActions(({ context, enqueue }) => {
+      if (context.limits.secondInterrupt) enqueue.sendTo("kernel", { type: "kernel.interrupt", runId: context.runId });
+    }),
     terminate: sendTo("kernel", { type: "kernel.terminate" } satisfies KernelCommand),
     kill: sendTo("kernel", { type: "kernel.kill" } satisfies KernelCommand),
     notifyPhase: sendParent(({ context }, phase: RunPhase) => ({
@@ -370,10 +384,10 @@ export const runMachine = setup({
       },
       after: { interruptWindow: "grace" },
     },
-    /** Still running (cleanup, or the interrupt was caught). No second interrupt: a grace period, then the
-     * process tree is stopped. */
+    /** Still running (cleanup, or the interrupt was caught). A grace period (with a second interrupt at its start
+     * when the limits ask for one), then the process tree is stopped. */
     grace: {
-      entry: { type: "notifyPhase", params: "grace" },
+      entry: [{ type: "notifyPhase", params: "grace" }, "secondInterrupt"],
       on: {
         "kernel.done": { guard: "isMine", ...onStoppedDone },
         "kernel.exited": onExited,

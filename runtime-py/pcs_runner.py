@@ -296,7 +296,7 @@ def _new_main():
 
 # ---------------------------------------------------------------------------------------------------- runs
 class _Run:
-    __slots__ = ("id", "code", "filename", "g", "stage", "started", "displayed")
+    __slots__ = ("id", "code", "filename", "g", "stage", "started", "displayed", "as_value", "value", "errors")
 
     def __init__(self, msg, g):
         self.id = msg["id"]
@@ -306,6 +306,11 @@ class _Run:
         self.stage = None  # "compile" -> "user" (exceptions from there on are the user's)
         self.started = False
         self.displayed = False
+        # `result: "value"` (notebook cells): the trailing value's repr and the error's text go back in `done`
+        # instead of being printed.
+        self.as_value = msg.get("result") == "value"
+        self.value = None
+        self.errors = None
 
 
 def _interruptible(fn, *args):
@@ -352,7 +357,11 @@ def _user_phase(r):
         eval(body, r.g)
         value = eval(expr, r.g) if expr is not None else None
     if value is not None:
-        r.displayed = _display(value)
+        if r.as_value:
+            r.value = _bounded(_repr(value))
+            r.displayed = True
+        else:
+            r.displayed = _display(value)
 
 
 async def _script(body, expr, g):
@@ -456,6 +465,23 @@ def _display(value):
     return True
 
 
+_MAX_TEXT = 256 << 10  # characters of a cell's value or error text sent back in `done`
+
+
+def _repr(value):
+    try:
+        return repr(value)
+    except Exception as e:  # a broken __repr__ must not fail the cell that computed the value
+        return "<%s object (repr failed: %s: %s)>" % (type(value).__name__, type(e).__name__, e)
+
+
+def _bounded(text):
+    if len(text) <= _MAX_TEXT:
+        return text
+    half = _MAX_TEXT // 2
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:half], len(text) - 2 * half, text[-half:])
+
+
 def _remember_source(filename, src):
     lines = _source_lines(src)
     if lines and not lines[-1].endswith("\n"):
@@ -532,7 +558,23 @@ def _strip_runner_frames(exc):
         todo.append(e.__context__)
 
 
+_err_sink = None  # a list collecting a notebook cell's error text instead of stderr (see _Run.as_value)
+
+
+class _Sink:
+    """A file-like target for traceback.print_exception that appends to _err_sink."""
+
+    def write(self, text):
+        _err_sink.append(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+
 def _stderr():
+    if _err_sink is not None:
+        return _Sink()
     return sys.stderr or sys.__stderr__
 
 
@@ -547,7 +589,7 @@ def _print_exception(e):
     if sys.version_info >= (3, 12):
         sys.last_exc = e
     try:
-        if sys.excepthook is not sys.__excepthook__:  # a session may install its own
+        if sys.excepthook is not sys.__excepthook__ and _err_sink is None:  # a session may install its own
             sys.excepthook(type(e), e, e.__traceback__)
         else:
             traceback.print_exception(type(e), e, e.__traceback__, file=_stderr())
@@ -707,7 +749,7 @@ def _restore_std_fds():
 
 
 def _execute(msg, g):
-    global _current
+    global _current, _err_sink
     _current = msg
     _restore_std_fds()
     r = _Run(msg, g)
@@ -722,7 +764,14 @@ def _execute(msg, g):
         os._exit(code & 0xFF)
     if not r.started:  # interrupted before `started` went out (a host that signals early)
         _send({"type": "started", "id": r.id})
-    error, code = _report(r, exc)
+    if r.as_value and exc is not None:
+        _err_sink = []
+        try:
+            error, code = _report(r, exc)
+        finally:
+            r.errors, _err_sink = _bounded("".join(_err_sink)), None
+    else:
+        error, code = _report(r, exc)
     if _MODE == "fresh":
         _flush_std()
         late = _interruptible(_shutdown_interpreter)
@@ -738,6 +787,10 @@ def _execute(msg, g):
     _flush_std()
     _drain()
     done = {"type": "done", "id": r.id, "exitCode": code, "displayedValue": r.displayed, "error": error}
+    if r.value is not None:
+        done["value"] = r.value
+    if r.errors:
+        done["exception"] = r.errors
     done.update(_run_extras())
     _send(done)
     return code
@@ -758,6 +811,15 @@ def _prepare_run():
     _extras = {}
     msg = _current
     try:
+        where = msg.get("chdir")
+        if type(where) is str and where:
+            # Notebook calls run in a directory of their own: there, and first on sys.path (where it stays).
+            try:
+                os.chdir(where)
+                if where not in sys.path:
+                    sys.path.insert(0, where)
+            except OSError as e:
+                _write_err("[cannot change to %s: %s; the cell runs in %s]\n" % (where, e.strerror, os.getcwd()))
         paths = msg.get("sysPath")
         if paths:
             added = [p for p in paths if type(p) is str and p not in sys.path]

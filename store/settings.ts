@@ -26,6 +26,16 @@ export interface Settings {
   inspector: { autoStart: boolean; port: number };
   /** Reload local modules a session imported when their files change. */
   moduleReload: boolean;
+  /** Which tool surfaces register (extension/surfaces.ts checks the names). */
+  tools: string[];
+  /** The session the `python` tool and `eval`'s Python cells run in (code_execution reaches it by this name). */
+  notebookSession: string;
+  /** Rich display: images sent to the model per call, and the largest one (larger ones are saved as files). */
+  display: { maxImages: number; maxImageBytes: number };
+  /** completion(model="smol"|"slow") in Python: `provider/model` ids (absent: the session's current model). */
+  completionModels: { smol: string | undefined; slow: string | undefined };
+  /** eval's language backends (a disabled one is a tool error naming it). */
+  eval: { py: boolean; js: boolean };
 }
 
 export type SettingSource = "default" | "global" | "project" | "env";
@@ -51,6 +61,8 @@ interface KeySpec {
   env: string;
   default: unknown;
   parse: Parse;
+  /** The same setting in pi-python's files and variables, used when ours is not set (extension compatibility). */
+  piPython?: { key: string; env: string };
 }
 
 const num = (raw: unknown, fromEnv: boolean): number =>
@@ -91,6 +103,25 @@ const dirNames: Parse = (raw, fromEnv) => {
   return { ok: true, value: [...new Set(list as string[])] };
 };
 
+/** A list of names: a JSON list of strings, or (environment, flag) a comma-separated string. */
+export const nameList: Parse = (raw, fromEnv) => {
+  const list = typeof raw === "string" && fromEnv ? raw.split(",") : raw;
+  if (!Array.isArray(list) || list.some((s) => typeof s !== "string"))
+    return { ok: false, why: 'must be a list of names, such as ["code_execution", "python"]' };
+  return { ok: true, value: [...new Set((list as string[]).map((s) => s.trim()).filter(Boolean))] };
+};
+
+const SESSION_NAME = /^(?!\.+$)[A-Za-z0-9._-]{1,64}$/;
+const sessionName: Parse = (raw) =>
+  typeof raw === "string" && SESSION_NAME.test(raw.trim())
+    ? { ok: true, value: raw.trim() }
+    : { ok: false, why: "must be a session name (1-64 of A-Z a-z 0-9 . _ -, not only dots)" };
+
+const modelId: Parse = (raw) =>
+  typeof raw === "string" && /^[^/\s]+\/\S+$/.test(raw.trim())
+    ? { ok: true, value: raw.trim() }
+    : { ok: false, why: 'must be a model as "provider/model-id"' };
+
 const journal: Parse = (raw) => {
   if (typeof raw !== "string" || !raw.trim()) return { ok: false, why: 'must be a file path or "off"' };
   return { ok: true, value: raw.trim() };
@@ -103,12 +134,19 @@ export const SETTING_KEYS: readonly KeySpec[] = [
     default: 60,
     parse: numberIn(1, 86_400, "seconds"),
   },
-  { key: "maxTimeout", env: "PI_CODE_EXECUTION_MAX_TIMEOUT", default: 3600, parse: numberIn(1, 86_400, "seconds") },
+  {
+    key: "maxTimeout",
+    env: "PI_CODE_EXECUTION_MAX_TIMEOUT",
+    default: 3600,
+    parse: numberIn(1, 86_400, "seconds"),
+    piPython: { key: "maxTimeoutSeconds", env: "PI_PYTHON_MAX_TIMEOUT_SECONDS" },
+  },
   {
     key: "interruptGraceMs",
     env: "PI_CODE_EXECUTION_INTERRUPT_GRACE_MS",
     default: 1000,
     parse: numberIn(0, 600_000, "milliseconds", true),
+    piPython: { key: "interruptGraceMs", env: "PI_PYTHON_INTERRUPT_GRACE_MS" },
   },
   {
     key: "killGraceMs",
@@ -117,8 +155,20 @@ export const SETTING_KEYS: readonly KeySpec[] = [
     parse: numberIn(0, 60_000, "milliseconds", true),
   },
   { key: "venvDiscovery.enabled", env: "PI_CODE_EXECUTION_VENV_DISCOVERY", default: true, parse: boolean },
-  { key: "venvDiscovery.parentWalk", env: "PI_CODE_EXECUTION_VENV_PARENT_WALK", default: true, parse: boolean },
-  { key: "venvDiscovery.dirNames", env: "PI_CODE_EXECUTION_VENV_DIRS", default: [".venv", "venv"], parse: dirNames },
+  {
+    key: "venvDiscovery.parentWalk",
+    env: "PI_CODE_EXECUTION_VENV_PARENT_WALK",
+    default: true,
+    parse: boolean,
+    piPython: { key: "venvParentWalk", env: "PI_PYTHON_VENV_PARENT_WALK" },
+  },
+  {
+    key: "venvDiscovery.dirNames",
+    env: "PI_CODE_EXECUTION_VENV_DIRS",
+    default: [".venv", "venv"],
+    parse: dirNames,
+    piPython: { key: "venvDirNames", env: "PI_PYTHON_VENV_DIR_NAMES" },
+  },
   { key: "journal", env: "PI_CODE_EXECUTION_JOURNAL", default: undefined, parse: journal },
   { key: "spareRunners", env: "PI_CODE_EXECUTION_SPARE_RUNNERS", default: true, parse: boolean },
   { key: "inspector.autoStart", env: "PI_CODE_EXECUTION_INSPECT", default: false, parse: boolean },
@@ -129,6 +179,24 @@ export const SETTING_KEYS: readonly KeySpec[] = [
     parse: numberIn(0, 65_535, "port", true),
   },
   { key: "moduleReload", env: "PI_CODE_EXECUTION_MODULE_RELOAD", default: true, parse: boolean },
+  { key: "tools", env: "PI_CODE_EXECUTION_TOOLS", default: ["code_execution"], parse: nameList },
+  { key: "notebookSession", env: "PI_CODE_EXECUTION_NOTEBOOK_SESSION", default: "notebook", parse: sessionName },
+  {
+    key: "display.maxImages",
+    env: "PI_CODE_EXECUTION_MAX_IMAGES",
+    default: 8,
+    parse: numberIn(0, 64, "images", true),
+  },
+  {
+    key: "display.maxImageBytes",
+    env: "PI_CODE_EXECUTION_MAX_IMAGE_BYTES",
+    default: 5 * 1024 * 1024,
+    parse: numberIn(1024, 32 * 1024 * 1024, "bytes", true),
+  },
+  { key: "completionModels.smol", env: "PI_CODE_EXECUTION_SMOL_MODEL", default: undefined, parse: modelId },
+  { key: "completionModels.slow", env: "PI_CODE_EXECUTION_SLOW_MODEL", default: undefined, parse: modelId },
+  { key: "eval.py", env: "PI_CODE_EXECUTION_EVAL_PY", default: true, parse: boolean },
+  { key: "eval.js", env: "PI_CODE_EXECUTION_EVAL_JS", default: true, parse: boolean },
 ];
 
 const KNOWN_TOP = new Set(SETTING_KEYS.map((k) => k.key.split(".")[0]));
@@ -139,6 +207,14 @@ export function globalSettingsPath(env: NodeJS.ProcessEnv = process.env): string
 
 export function projectSettingsPath(cwd: string): string {
   return join(resolve(cwd), ".pi", "pi-code-execution", "settings.json");
+}
+
+/** pi-python's own files (global, project): its users' configuration applies where ours says nothing. */
+export function piPythonSettingsPaths(cwd: string | undefined, env: NodeJS.ProcessEnv = process.env) {
+  return {
+    global: join(agentDir(env), "pi-python", "settings.json"),
+    ...(cwd ? { project: join(resolve(cwd), ".pi", "pi-python", "settings.json") } : {}),
+  };
 }
 
 function get(obj: Record<string, unknown>, dotted: string): unknown {
@@ -158,7 +234,12 @@ function set(obj: Record<string, unknown>, dotted: string, value: unknown): void
 }
 
 /** A settings file as an object, or a warning. A missing file is simply no layer. */
-function readLayer(path: string, label: string, warnings: string[]): Record<string, unknown> | undefined {
+function readLayer(
+  path: string,
+  label: string,
+  warnings: string[],
+  knownKeys: Set<string> | undefined = KNOWN_TOP,
+): Record<string, unknown> | undefined {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -184,7 +265,7 @@ function readLayer(path: string, label: string, warnings: string[]): Record<stri
   }
   const obj = parsed as Record<string, unknown>;
   for (const key of Object.keys(obj)) {
-    if (!KNOWN_TOP.has(key)) warnings.push(`${label} settings (${path}): unknown key "${key}" is ignored`);
+    if (knownKeys && !knownKeys.has(key)) warnings.push(`${label} settings (${path}): unknown key "${key}" is ignored`);
   }
   return obj;
 }
@@ -198,6 +279,20 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
     { source: "global", where: globalPath, data: readLayer(globalPath, "global", warnings) },
     ...(projectPath
       ? [{ source: "project" as const, where: projectPath, data: readLayer(projectPath, "project", warnings) }]
+      : []),
+  ];
+  // pi-python's files: only the keys it shares with us are read (its other keys are its own business).
+  const py = piPythonSettingsPaths(cwd, env);
+  const pyLayers: { source: SettingSource; where: string; data: Record<string, unknown> | undefined }[] = [
+    { source: "global", where: py.global, data: readLayer(py.global, "pi-python global", warnings, undefined) },
+    ...(py.project
+      ? [
+          {
+            source: "project" as const,
+            where: py.project,
+            data: readLayer(py.project, "pi-python project", warnings, undefined),
+          },
+        ]
       : []),
   ];
   const values: Record<string, unknown> = {};
@@ -230,6 +325,13 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
         );
       }
     }
+    if (origin.source === "default" && spec.piPython) {
+      const found = fromPiPython(spec, pyLayers, env, warnings);
+      if (found) {
+        value = found.value;
+        origin = found.origin;
+      }
+    }
     set(values, spec.key, value);
     sources[spec.key] = origin;
   }
@@ -246,6 +348,31 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
     warnings,
     files: { global: globalPath, ...(projectPath ? { project: projectPath } : {}) },
   };
+}
+
+/** pi-python's value for a key we do not set: its environment variable, else its project file, else its global one. */
+function fromPiPython(
+  spec: KeySpec,
+  layers: { source: SettingSource; where: string; data: Record<string, unknown> | undefined }[],
+  env: NodeJS.ProcessEnv,
+  warnings: string[],
+): { value: unknown; origin: SettingOrigin } | undefined {
+  const { key, env: variable } = spec.piPython!;
+  const raw = env[variable];
+  if (raw !== undefined && (raw.trim() !== "" || spec.key === "venvDiscovery.dirNames")) {
+    // pi-python: an explicitly empty PI_PYTHON_VENV_DIR_NAMES disables directory discovery.
+    const r = spec.parse(raw, true);
+    if (r.ok) return { value: r.value, origin: { source: "env", where: variable } };
+    warnings.push(`${variable}: ${r.why} (got ${JSON.stringify(raw)}); ignored`);
+  }
+  for (const layer of [...layers].reverse()) {
+    const v = layer.data?.[key];
+    if (v === undefined) continue;
+    const r = spec.parse(v, false);
+    if (r.ok) return { value: r.value, origin: { source: layer.source, where: layer.where } };
+    warnings.push(`pi-python ${layer.source} settings (${layer.where}): ${key} ${r.why} (got ${JSON.stringify(v)}); ignored`);
+  }
+  return undefined;
 }
 
 function describe(v: unknown): string {
@@ -296,7 +423,13 @@ export class SettingsStore {
   /** Starts watching both files, including their directories being created later. Resolves once watching. */
   watch(): Promise<void> {
     if (this.watcher) return this.ready;
-    const files = [this.current.files.global, ...(this.current.files.project ? [this.current.files.project] : [])];
+    const py = piPythonSettingsPaths(this.cwd, this.env());
+    const files = [
+      this.current.files.global,
+      ...(this.current.files.project ? [this.current.files.project] : []),
+      py.global,
+      ...(py.project ? [py.project] : []),
+    ];
     // chokidar does not notice a file whose directory does not exist yet: watch the nearest existing ancestor,
     // ignoring everything that is not on the way to a settings file.
     const pairs = files.map((f) => [f, nearestExisting(f)] as const);

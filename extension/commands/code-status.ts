@@ -24,13 +24,21 @@ export function settingsLines(s: ResolvedSettings): string[] {
   });
 }
 
+/** What /code-status says about the tool surfaces: the active ones (and where that came from), and warnings. */
+export interface SurfaceReport {
+  line: string;
+  warnings: string[];
+}
+
 export async function statusReport(
   cwd: string,
   environment: CodeEnvironment,
   host: SupervisorHost | undefined,
   now = Date.now(),
+  surfaces?: () => SurfaceReport,
 ): Promise<string> {
   const lines: string[] = [];
+  const report = surfaces?.();
   const interp = await environment.interpreter.resolve(cwd);
   if (interp.ok) {
     const i = interp.value;
@@ -38,6 +46,7 @@ export async function statusReport(
     lines.push(`  from ${describeSource(i.source)}${i.requested !== i.executable ? ` (${i.requested})` : ""}`);
     if (i.venv) lines.push(`  virtual environment ${i.venv}`);
   } else lines.push(`Python: not available: ${interp.error}`);
+  if (report) lines.push("", report.line);
   const sessions = host?.sessions() ?? [];
   lines.push("", sessions.length ? `Live sessions (${sessions.length}):` : "Live sessions: none");
   for (const [i, line] of sessionLines(sessions, now).entries()) {
@@ -49,7 +58,12 @@ export async function statusReport(
   }
   const settings = environment.settings();
   lines.push("", "Settings (value, source):", ...settingsLines(settings));
-  const warnings = [...settings.warnings, ...environment.interpreter.notes, ...(host ? [...host.warnings] : [])];
+  const warnings = [
+    ...(report?.warnings ?? []),
+    ...settings.warnings,
+    ...environment.interpreter.notes,
+    ...(host ? [...host.warnings] : []),
+  ];
   lines.push("", warnings.length ? "Warnings:" : "Warnings: none", ...warnings.map((w) => `  - ${w}`));
   return lines.join("\n");
 }
@@ -58,11 +72,13 @@ export function registerCodeStatusCommand(
   pi: ExtensionAPI,
   environment: CodeEnvironment,
   peekHost: () => SupervisorHost | undefined,
+  surfaces?: () => SurfaceReport,
+  name = "code-status",
 ): void {
-  pi.registerCommand("code-status", {
-    description: "Python interpreter, live code_execution sessions, settings with their sources, warnings",
+  pi.registerCommand(name, {
+    description: "Tool surfaces, Python interpreter, live sessions, settings with their sources, warnings",
     handler: async (_args: string, ctx: ExtensionCommandContext) => {
-      show(ctx, await statusReport(ctx.cwd, environment, peekHost()));
+      show(ctx, await statusReport(ctx.cwd, environment, peekHost(), Date.now(), surfaces));
     },
   });
 }
