@@ -16,6 +16,9 @@ import { CODE_TOOLS_FLAG, chooseSurfaces, Surfaces } from "./surfaces.ts";
 import { registerSetInterpreterTool } from "./tools/set-interpreter.ts";
 import { registerPythonTool } from "./tools/python.ts";
 import { registerPythonCommands } from "./commands/python.ts";
+import { registerEvalTool } from "./tools/eval.ts";
+import { pythonBackend } from "./eval/python.ts";
+import { missingJsBackend } from "./eval/backend.ts";
 
 export interface CodeExecutionOptions {
   host?: HostOptions;
@@ -55,7 +58,12 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
         registerSourceTool(p, journal);
       },
       python_set_interpreter: (p) =>
-        registerSetInterpreterTool(p, environment, () => host, () => (surfaces.isActive("python") ? notebook() : undefined)),
+        registerSetInterpreterTool(
+          p,
+          environment,
+          () => host,
+          () => (surfaces.isActive("python") ? notebook() : undefined),
+        ),
       python: (p) => {
         registerPythonTool(p, { getHost, environment, journal });
         if (p === pi && !pythonCommands) {
@@ -63,6 +71,13 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
           registerPythonCommands(pi, { environment, getHost, peekHost: () => host, report: surfaceReport, notebook });
         }
       },
+      // eval's languages are backends behind one seam (extension/eval/backend.ts); JavaScript plugs in there.
+      eval: (p) =>
+        registerEvalTool(p, {
+          environment,
+          journal,
+          backends: { py: pythonBackend({ getHost, environment }), js: missingJsBackend },
+        }),
     });
     const flagValue = () => {
       try {
@@ -79,7 +94,8 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
     }
     pi.registerFlag(CODE_TOOLS_FLAG, {
       type: "string",
-      description: "Tool surfaces to register, comma-separated: code_execution, python, eval, exec (default: code_execution)",
+      description:
+        "Tool surfaces to register, comma-separated: code_execution, python, eval, exec (default: code_execution)",
     });
     choose();
     registerLifecycle(pi, {

@@ -1,7 +1,7 @@
 // One execution of a script: from the request to its outcome. A fresh run owns its kernel (a new process); a
 // session run talks to its session's kernel through `kernel` provided as the session link. Either way the run
 // sees the same kernel facts and sends the same kernel commands, so one machine describes both.
-import { assign, enqueueActions, fromCallback, sendParent, sendTo, setup } from "xstate";
+import { assign, enqueueActions, fromCallback, not, sendParent, sendTo, setup } from "xstate";
 import type { AnyActorRef, DoneActorEvent, EventObject } from "xstate";
 import type {
   CellRef,
@@ -69,6 +69,8 @@ export interface RunContext extends RunInput {
   callCount?: number;
   open?: calls.CallsContext["open"];
   blocked?: number;
+  /** A work budget (`budget: "work"`) is paused since this time: user code awaits a nested call. */
+  pausedAt?: number;
 }
 
 export type RunEvent =
@@ -194,7 +196,11 @@ export const runMachine = setup({
     /** A nested tool call while user code runs: its actor is spawned, or it is refused at once. */
     startCall: enqueueActions(({ context, event, enqueue, system }) => {
       const step = calls.startCall(context, event as CallFact);
-      enqueue.assign({ callCount: step.callCount });
+      // A work budget needs the call's time to pause from; a wall-clock run's context stays as it was.
+      enqueue.assign({
+        callCount: step.callCount,
+        ...(context.budget === "work" ? { now: (event as CallFact).at } : {}),
+      });
       if (step.kind === "refuse") {
         enqueue.sendTo("kernel", step.reply);
         return recordCall(enqueue, system, context.runId, step.record);
@@ -224,7 +230,10 @@ export const runMachine = setup({
       if (!done.actorId.startsWith("tool:")) return;
       enqueue.stopChild(done.actorId);
       const { reply, ...rest } = calls.finishCall(context, done.output);
-      enqueue.assign(rest);
+      enqueue.assign({
+        ...rest,
+        ...(context.budget === "work" ? { now: Math.max(context.now, endOf(done.output)) } : {}),
+      });
       enqueue.sendTo("kernel", reply);
       recordCall(enqueue, system, context.runId, done.output.record);
     }),
@@ -242,6 +251,13 @@ export const runMachine = setup({
       for (const record of calls.abandonCalls(context, at, 0, text)) recordCall(enqueue, system, context.runId, record);
       enqueue.assign({ open: {} });
     }),
+    /** The work budget stops while user code awaits a nested call... */
+    pauseBudget: assign(({ context }) => ({ pausedAt: context.now })),
+    /** ...and resumes when the last open call ended: the deadline moves by the time spent waiting. */
+    resumeBudget: assign(({ context }) => ({
+      deadlineAt: context.deadlineAt + Math.max(0, context.now - (context.pausedAt ?? context.now)),
+      pausedAt: undefined,
+    })),
     markPolicy: assign(({ context }) => ({ outcome: { ...context.outcome!, status: "policy_error" as const } })),
     /** The outcome goes to the supervisor directly: the owner (a session) may end in the same step. */
     report: enqueueActions(({ system, enqueue }, outcome: RunOutcome) => {
@@ -256,6 +272,8 @@ export const runMachine = setup({
     mustInstall: ({ context }) => mustInstall(context),
     is: ({ context }, status: RunStatus) => context.outcome?.status === status,
     hasOpenCalls: ({ context }) => calls.hasOpenCalls(context),
+    /** A work budget with a nested call open: the deadline does not run. */
+    budgetPaused: ({ context }) => context.budget === "work" && calls.hasOpenCalls(context),
     /** A session run settled by its process exiting or failing: the session ends in this same step and stops this
      * run with it, so open calls cannot drain (the run would never report). */
     sessionEndsNow: ({ context, event }) =>
@@ -372,7 +390,20 @@ export const runMachine = setup({
         "run.cancel": { target: "interrupted", actions: { type: "stopFor", params: "cancelled" } },
         "kernel.tool_call": { guard: "isMine", actions: "startCall" },
       },
+      always: { guard: "budgetPaused", target: "waiting", actions: "pauseBudget" },
       after: { deadline: { target: "interrupted", actions: { type: "stopFor", params: "timeout" } } },
+    },
+    /** A work budget (eval cells): user code awaits a nested tool call or completion(), so the deadline is paused
+     * until the last open call ends; then it moves by the time spent here. */
+    waiting: {
+      on: {
+        "kernel.done": { guard: "isMine", ...onDone },
+        "kernel.exited": onExited,
+        "kernel.failed": onFailedAfterStart,
+        "run.cancel": { target: "interrupted", actions: { type: "stopFor", params: "cancelled" } },
+        "kernel.tool_call": { guard: "isMine", actions: "startCall" },
+      },
+      always: { guard: not("budgetPaused"), target: "running", actions: "resumeBudget" },
     },
     /** One KeyboardInterrupt was sent to the main thread; an interruptible script ends now and keeps its state. */
     interrupted: {
@@ -443,6 +474,12 @@ function recordCall(
   const supervisor = system.get("supervisor");
   const event: calls.NestedCallEvent = { type: "run.nested_call", runId, record };
   if (supervisor) enqueue.sendTo(supervisor, event);
+}
+
+/** When a call ended, from its record (start time plus duration): the time a paused work budget resumes at. */
+function endOf(out: ToolCallOutput): number {
+  const started = Date.parse(out.record.startedAt);
+  return Number.isFinite(started) ? Math.round(started + out.record.durationMs) : 0;
 }
 
 function pick(e: KernelInfo): KernelInfo {

@@ -111,7 +111,8 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
             ? throttled(() =>
                 onUpdate({
                   content: [{ type: "text", text: formatPythonResult(titles, details, true) }],
-                  details: { ...details, partial: true } as never,
+                  // A snapshot: the cells go on changing after this update is sent.
+                  details: { ...details, cells: cells.map((c) => ({ ...c })), partial: true } as never,
                 }),
               )
             : undefined;
