@@ -53,7 +53,10 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
     const notebook = () => environment.settings().values.notebookSession;
     const surfaces: Surfaces = new Surfaces(pi, {
       code_execution: (p) => {
-        registerCodeExecutionTool(p, getHost, journal, { timeouts: environment.timeouts() });
+        registerCodeExecutionTool(p, getHost, journal, {
+          timeouts: environment.timeouts(),
+          display: () => environment.settings().values.display,
+        });
         registerOutputTool(p, journal);
         registerSourceTool(p, journal);
       },

@@ -145,7 +145,7 @@ export class SupervisorHost {
     const kernel = createKernelLogic({
       ops: options.ops ?? localOperations,
       python: options.python ?? (() => resolvePython(pythonCommand(env()), env())),
-      env: (input) => this.runnerEnvFor(env(), input.python),
+      env: (input) => withPlotBackend(this.runnerEnvFor(env(), input.python)),
       watchModules: (cwd) => ((options.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
       output: (runId, channel, chunk) => {
         options.onOutput?.(runId, channel, chunk);
@@ -420,6 +420,12 @@ export class SupervisorHost {
       poll();
     });
   }
+}
+
+/** matplotlib draws off-screen (Agg) unless the user chose a backend: figures are shown as images, never in windows
+ * that would block a run. */
+function withPlotBackend(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return env.MPLBACKEND ? env : { ...env, MPLBACKEND: "Agg" };
 }
 
 function sameLimits(a: Limits, b: Limits): boolean {

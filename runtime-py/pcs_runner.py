@@ -288,6 +288,7 @@ def _start_reader():
 def _new_main():
     import builtins
 
+    builtins.display = display  # a builtin in every run, as in IPython
     mod = type(sys)("__main__")
     mod.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = mod
@@ -357,7 +358,9 @@ def _user_phase(r):
         eval(body, r.g)
         value = eval(expr, r.g) if expr is not None else None
     if value is not None:
-        if r.as_value:
+        if _rich_type(value) and _load_display().show_value(value):
+            r.displayed = True
+        elif r.as_value:
             r.value = _bounded(_repr(value))
             r.displayed = True
         else:
@@ -749,8 +752,9 @@ def _restore_std_fds():
 
 
 def _execute(msg, g):
-    global _current, _err_sink
+    global _current, _err_sink, _active_run
     _current = msg
+    _active_run = msg["id"]
     _restore_std_fds()
     r = _Run(msg, g)
     sys.argv = [r.filename]
@@ -764,6 +768,11 @@ def _execute(msg, g):
         os._exit(code & 0xFF)
     if not r.started:  # interrupted before `started` went out (a host that signals early)
         _send({"type": "started", "id": r.id})
+    if r.started and not isinstance(exc, KeyboardInterrupt) and _open_figures():
+        # matplotlib figures left open are shown and closed, as notebooks' inline backends do.
+        late = _interruptible(_show_figures)
+        if late is not None:
+            _write_err("[open matplotlib figures could not be shown: %s: %s]\n" % (type(late).__name__, late))
     if r.as_value and exc is not None:
         _err_sink = []
         try:
@@ -786,6 +795,7 @@ def _execute(msg, g):
     _tools_end(r.id)
     _flush_std()
     _drain()
+    _active_run = None
     done = {"type": "done", "id": r.id, "exitCode": code, "displayedValue": r.displayed, "error": error}
     if r.value is not None:
         done["value"] = r.value
@@ -794,6 +804,59 @@ def _execute(msg, g):
     done.update(_run_extras())
     _send(done)
     return code
+
+
+# ---------------------------------------------------------------------------------------------------- rich display
+# display() is a builtin in every run (docs/protocol.md, "Rich display"); runtime-py/pcs_display.py does the work and
+# is loaded on first use: a run that displays nothing never compiles it.
+_active_run = None  # the id of the run executing now (display frames belong to it)
+_display_mod = None
+_RICH = ("_repr_mimebundle_", "_repr_png_", "_repr_jpeg_", "_repr_svg_", "_repr_markdown_", "_repr_html_", "_repr_json_")
+
+
+def _load_display():
+    global _display_mod
+    if _display_mod is None:
+        import _frozen_importlib as bootstrap
+        import _frozen_importlib_external as external
+
+        path = os.path.join(os.path.dirname(_RUNNER_FILE), "pcs_display.py")
+        loader = external.SourceFileLoader("_pcs_display", path)
+        mod = bootstrap.module_from_spec(bootstrap.spec_from_loader("_pcs_display", loader))
+        _OWN_FILES.add(mod.__file__)
+        loader.exec_module(mod)
+        mod.attach(_send, lambda: _active_run, _sync_output)
+        _display_mod = mod
+    return _display_mod
+
+
+def _sync_output():
+    """Everything the run wrote so far reaches the host before a display frame, which then lands in its place."""
+    _flush_std()
+    _drain()
+
+
+def display(*objs, **kwargs):
+    """Show objects by their richest representation: images (_repr_png_, _repr_jpeg_, _repr_svg_, matplotlib figures),
+    markdown, HTML, JSON (_repr_json_, dicts, lists), else text. IPython's display() protocol."""
+    _load_display().display(*objs, **kwargs)
+
+
+def _rich_type(value):
+    t = type(value)
+    return any(hasattr(t, name) for name in _RICH) or str(getattr(t, "__module__", "")).startswith("matplotlib.")
+
+
+def _open_figures():
+    plt = sys.modules.get("matplotlib.pyplot")
+    try:
+        return plt is not None and bool(plt.get_fignums())
+    except Exception:
+        return False
+
+
+def _show_figures():
+    _load_display().show_figures()
 
 
 # ---------------------------------------------------------------------------------------------------- packages, reloads
