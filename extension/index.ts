@@ -56,6 +56,7 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
         registerCodeExecutionTool(p, getHost, journal, {
           timeouts: environment.timeouts(),
           display: () => environment.settings().values.display,
+          completionModels: () => environment.settings().values.completionModels,
         });
         registerOutputTool(p, journal);
         registerSourceTool(p, journal);

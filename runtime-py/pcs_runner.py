@@ -289,6 +289,7 @@ def _new_main():
     import builtins
 
     builtins.display = display  # a builtin in every run, as in IPython
+    builtins.completion = completion
     mod = type(sys)("__main__")
     mod.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = mod
@@ -842,6 +843,14 @@ def display(*objs, **kwargs):
     _load_display().display(*objs, **kwargs)
 
 
+def completion(prompt, *, model="default", system=None, schema=None):
+    """One stateless model call through Pi's model registry: no history, no tools. `model`: "default" (the session's
+    current model), "smol" or "slow" (settings `completionModels`), or "provider/model". With `schema` (a JSON Schema
+    dict) the model must answer through a `respond` tool and the parsed object is returned; else the text. Callable
+    and awaitable. Errors (no model, no API key, aborted, empty answer) raise RuntimeError."""
+    return _load_bridge().completion(_tools_run, prompt, model=model, system=system, schema=schema)
+
+
 def _rich_type(value):
     t = type(value)
     return any(hasattr(t, name) for name in _RICH) or str(getattr(t, "__module__", "")).startswith("matplotlib.")
@@ -1027,7 +1036,8 @@ def _tools_begin(run_id, tools, g):
     """Install this run's tools; remove earlier ones no longer exposed. A name the user bound is left alone."""
     global _tools_run, _tool_signatures, _tools_installed, _tools_seen
     _tools_seen = True
-    wanted = {t["python"]: t for t in tools}
+    # Reserved names (`__completion__`) are the helpers' own calls: callable over the bridge, never a global.
+    wanted = {t["python"]: t for t in tools if not t["name"].startswith("__")}
     for key in _tools_installed:
         if key not in wanted and _is_tool(g.get(key)):
             del g[key]  # other references to it stay usable (the host refuses tools no longer exposed)

@@ -13,6 +13,7 @@ import type { JournalLink } from "../journal.ts";
 import { resolveSource } from "./source.ts";
 import { createRunBridge, outerUsage } from "../bridge.ts";
 import { DisplayCollector, type DisplayLimits } from "../display/collector.ts";
+import { withCompletion, type CompletionModels } from "../completion.ts";
 
 const DESCRIPTION = [
   "Run Python code and get its output.",
@@ -40,6 +41,8 @@ export interface CodeExecutionToolOptions {
   timeouts?: { defaultSeconds: number; maxSeconds: number };
   /** Rich display limits (settings `display.*`), read at each call. */
   display?: () => DisplayLimits;
+  /** completion()'s "smol" and "slow" models (settings `completionModels`). */
+  completionModels?: () => CompletionModels;
 }
 
 export function registerCodeExecutionTool(
@@ -70,7 +73,11 @@ export function registerCodeExecutionTool(
           p.sourceId !== undefined ? Promise.resolve(p.sourceId) : saveSource(code).catch(() => undefined);
         const supervisor = getHost();
         // The Pi tools this run's Python may await (extension/bridge.ts), as callable at this moment.
-        const bridge = createRunBridge(pi, ctx, toolCallId);
+        const bridge = withCompletion(
+          createRunBridge(pi, ctx, toolCallId),
+          ctx,
+          options.completionModels ?? (() => ({ smol: undefined, slow: undefined })),
+        );
         const live = onUpdate ? liveUpdates(onUpdate, p.session ? { session: p.session } : {}) : undefined;
         const display = new DisplayCollector(options.display?.() ?? { maxImages: 8, maxImageBytes: 5 * 1024 * 1024 });
         const result = await supervisor.run(

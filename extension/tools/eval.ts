@@ -5,7 +5,9 @@ import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import type { JournalLink } from "../journal.ts";
 import type { CodeEnvironment } from "../environment.ts";
-import { createRunBridge } from "../bridge.ts";
+import { createRunBridge, outerUsage } from "../bridge.ts";
+import { withCompletion } from "../completion.ts";
+import type { NestedCallRecord } from "../../machines/tool-events.ts";
 import { DisplayCollector } from "../display/collector.ts";
 import { evalRenderers } from "../notebook/render.ts";
 import { throttled } from "../notebook/updates.ts";
@@ -135,7 +137,12 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
               }),
             )
           : undefined;
-        const bridge = createRunBridge(pi, ctx, toolCallId);
+        const bridge = withCompletion(
+          createRunBridge(pi, ctx, toolCallId),
+          ctx,
+          () => settings.values.completionModels,
+        );
+        const nested: NestedCallRecord[] = [];
         let stop: string | undefined;
         for (let i = 0; i < n; i++) {
           const input = params.cells[i];
@@ -168,6 +175,7 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
             },
           );
           for (const r of outcome.runs) {
+            nested.push(...(r.outcome.nestedCalls ?? []));
             note.runId ??= r.outcome.runId;
             links.journal.run(r, { toolCallId, surface: "eval", ...display.countsOf(i) });
           }
@@ -190,9 +198,11 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
         let text = evalText(cells, imageCount);
         const notes = [...display.trailingNotes(), ...(stop ? [stop] : [])];
         if (notes.length) text = `${text}\n\n${notes.join("\n")}`;
+        const usage = outerUsage(nested);
         return {
           content: [{ type: "text" as const, text: truncateForModel(text) }, ...display.imageContent()],
           details,
+          ...(usage ? { usage: usage as never } : {}),
           ...(details.isError ? { isError: true } : {}),
         };
       });

@@ -8,7 +8,9 @@ import { Type } from "typebox";
 import type { SupervisorHost } from "../../host/host.ts";
 import type { JournalLink } from "../journal.ts";
 import type { CodeEnvironment } from "../environment.ts";
-import { createRunBridge } from "../bridge.ts";
+import { createRunBridge, outerUsage } from "../bridge.ts";
+import { withCompletion } from "../completion.ts";
+import type { NestedCallRecord } from "../../machines/tool-events.ts";
 import { graceFor, PYTHON_GRACE_MS, runPyCell, verdictOf } from "../notebook/python-cells.ts";
 import { formatPythonResult, type PythonCellDetails, type PythonDetails } from "../notebook/python-format.ts";
 import { DisplayCollector } from "../display/collector.ts";
@@ -117,7 +119,12 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
               )
             : undefined;
           const deadline = Date.now() + timeoutS * 1000;
-          const bridge = createRunBridge(pi, ctx, toolCallId);
+          const bridge = withCompletion(
+            createRunBridge(pi, ctx, toolCallId),
+            ctx,
+            () => settings.values.completionModels,
+          );
+          const nested: NestedCallRecord[] = [];
           const runIds: string[] = [];
           for (let i = 0; i < params.cells.length; i++) {
             const left = deadline - Date.now();
@@ -164,6 +171,7 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
               },
             );
             runIds.push(r.outcome.runId);
+            nested.push(...(r.outcome.nestedCalls ?? []));
             links.journal.run(r, { toolCallId, surface: "python", ...display.countsOf(i) });
             const v = verdictOf(r);
             cell.stdout = bounded(r.stdout);
@@ -190,10 +198,12 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
           note.runId = runIds[0];
           await display.settle();
           const text = formatPythonResult(titles, details, false);
+          const usage = outerUsage(nested);
           const failed = cells.some((c) => c.status === "error" || c.status === "cancelled") || details.killed;
           return {
             content: [{ type: "text" as const, text }, ...display.imageContent()],
             details,
+            ...(usage ? { usage: usage as never } : {}),
             ...(failed ? { isError: true } : {}),
           };
         },
