@@ -88,4 +88,41 @@ describe("python tool", () => {
     assert.equal(bad.isError, true);
     assert.match(textOf(bad), /is not a directory/);
   });
+
+  test("/python-restart restarts the kernel empty; /python-status is /code-status", async () => {
+    await callAs(pi, [["python", { cells: [{ code: "survivor = 1" }] }]]);
+    const out: string[] = [];
+    const write = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string) => (out.push(String(chunk)), true)) as never;
+    try {
+      await pi.session.prompt("/python-restart");
+      await pi.session.prompt("/python-status");
+    } finally {
+      process.stdout.write = write;
+    }
+    const text = out.join("");
+    assert.match(
+      text,
+      /The python kernel \(session "notebook"\) restarted: Python 3\.\d+\.\d+, pid \d+; its namespace is empty\./,
+    );
+    assert.match(text, /Tool surfaces: code_execution, python/);
+    assert.match(text, /notebook\s+idle/);
+    const [r] = await callAs(pi, [["python", { cells: [{ code: "'survivor' in globals()" }] }]]);
+    assert.equal(textOf(r), "── cell 1/1 ──\n=> False");
+  });
+
+  test("cells call Pi tools over the bridge; the notebook tools themselves are not exposed to Python", async () => {
+    const [r] = await callAs(pi, [
+      [
+        "python",
+        {
+          cells: [
+            { code: "names = str(available_tools())\n(await bash(command='echo bridged')).splitlines()[0]" },
+            { code: "('bash(' in names, 'python(' in names, 'eval(' in names)" },
+          ],
+        },
+      ],
+    ]);
+    assert.equal(textOf(r), "── cell 1/2 ──\n=> 'bridged'\n\n── cell 2/2 ──\n=> (True, False, False)");
+  });
 });
