@@ -18,7 +18,12 @@ import { supervisorWith, tapCommands } from "./system.ts";
 import type { Clock } from "../record/observe.ts";
 import type { Result } from "../lib/result.ts";
 import { createInstallLogic, removeSessionPackages, type InstallProgress } from "../actors/deps/dependencies.ts";
-import { InterpreterResolver, knownInterpreter, runnerEnv, type Interpreter } from "../actors/interpreter/interpreter.ts";
+import {
+  InterpreterResolver,
+  knownInterpreter,
+  runnerEnv,
+  type Interpreter,
+} from "../actors/interpreter/interpreter.ts";
 import { watchModules } from "../actors/process/module-watch.ts";
 import { finishOutcome, prepareRun, refusedOutcome, SessionBook, type SessionHistory } from "./prepare.ts";
 
@@ -259,7 +264,7 @@ export class SupervisorHost {
     else {
       let text: string | undefined;
       try {
-        text = pending.onDisplay?.(item);
+        text = pending.onDisplay ? pending.onDisplay(item) : plainDisplay(item);
       } catch {
         text = undefined; // a display that cannot be rendered is left out; the run goes on
       }
@@ -420,6 +425,12 @@ export class SupervisorHost {
       poll();
     });
   }
+}
+
+/** A display as plain output, for callers that render none themselves: text as is, an image as a line. */
+function plainDisplay(item: Exclude<RunShown, { kind: "value" | "exception" }>): string {
+  if (item.kind === "image") return `[image: ${item.mime}]\n`;
+  return item.text.endsWith("\n") ? item.text : `${item.text}\n`;
 }
 
 /** matplotlib draws off-screen (Agg) unless the user chose a backend: figures are shown as images, never in windows

@@ -124,6 +124,14 @@ const onFailed = settleWith((c, e: Extract<KernelFact, { type: "kernel.failed" }
 const onFailedAfterStart = settleWith((c, e: Extract<KernelFact, { type: "kernel.failed" }>) =>
   outcomeOf(c, c.stopReason ?? "runtime_error", e.at, { message: e.message, lost: Boolean(c.session) }),
 );
+/** While user code runs (`running`, and `waiting` for a paused work budget): how it ends, and its nested calls. */
+const userCodeRuns = {
+  "kernel.done": { guard: "isMine", ...onDone },
+  "kernel.exited": onExited,
+  "kernel.failed": onFailedAfterStart,
+  "run.cancel": { target: "interrupted", actions: { type: "stopFor", params: "cancelled" } },
+  "kernel.tool_call": { guard: "isMine", actions: "startCall" },
+} as const;
 const report = { type: "report", params: ({ context }: { context: RunContext }) => context.outcome! } as const;
 /** Installation failed: the code never ran. */
 const onInstallFailed = settleWith((c, e: Extract<InstallFact, { type: "install.failed" }>) =>
@@ -383,26 +391,14 @@ export const runMachine = setup({
     /** User code is executing. */
     running: {
       entry: { type: "notifyPhase", params: "running" },
-      on: {
-        "kernel.done": { guard: "isMine", ...onDone },
-        "kernel.exited": onExited,
-        "kernel.failed": onFailedAfterStart,
-        "run.cancel": { target: "interrupted", actions: { type: "stopFor", params: "cancelled" } },
-        "kernel.tool_call": { guard: "isMine", actions: "startCall" },
-      },
+      on: userCodeRuns,
       always: { guard: "budgetPaused", target: "waiting", actions: "pauseBudget" },
       after: { deadline: { target: "interrupted", actions: { type: "stopFor", params: "timeout" } } },
     },
     /** A work budget (eval cells): user code awaits a nested tool call or completion(), so the deadline is paused
      * until the last open call ends; then it moves by the time spent here. */
     waiting: {
-      on: {
-        "kernel.done": { guard: "isMine", ...onDone },
-        "kernel.exited": onExited,
-        "kernel.failed": onFailedAfterStart,
-        "run.cancel": { target: "interrupted", actions: { type: "stopFor", params: "cancelled" } },
-        "kernel.tool_call": { guard: "isMine", actions: "startCall" },
-      },
+      on: userCodeRuns,
       always: { guard: not("budgetPaused"), target: "running", actions: "resumeBudget" },
     },
     /** One KeyboardInterrupt was sent to the main thread; an interruptible script ends now and keeps its state. */
