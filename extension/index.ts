@@ -19,6 +19,7 @@ import { registerPythonCommands } from "./commands/python.ts";
 import { registerEvalTool } from "./tools/eval.ts";
 import { pythonBackend } from "./eval/python.ts";
 import { missingJsBackend } from "./eval/backend.ts";
+import { registerExec } from "./exec/register.ts";
 
 export interface CodeExecutionOptions {
   host?: HostOptions;
@@ -82,6 +83,9 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
           journal,
           backends: { py: pythonBackend({ getHost, environment }), js: missingJsBackend },
         }),
+      // The exec tools are always registered and enter or leave the active set (extension/exec/register.ts follows
+      // `surfaces.isActive("exec")`).
+      exec: () => {},
     });
     const flagValue = () => {
       try {
@@ -122,6 +126,7 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
     registerContextHook(pi);
     registerExposedToolsMessage(pi);
     registerInspect(pi, observability, getHost);
+    registerExec(pi, { getHost, peekHost: () => host, journal, environment, enabled: () => surfaces.isActive("exec") });
 
     pi.on("session_shutdown", async () => {
       const h = host;

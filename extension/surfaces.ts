@@ -3,9 +3,9 @@
 // `python_set_interpreter` comes with code_execution or python. All surfaces share one supervisor per Pi session.
 // Pi cannot unregister a tool: one that is no longer chosen is registered again hidden.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import type { ResolvedSettings } from "../store/settings.ts";
+import { SURFACES, type ResolvedSettings } from "../store/settings.ts";
 
-export const SURFACES = ["code_execution", "python", "eval", "exec"] as const;
+export { SURFACES };
 export type SurfaceName = (typeof SURFACES)[number];
 export const CODE_TOOLS_FLAG = "code-tools";
 
@@ -26,7 +26,9 @@ export function chooseSurfaces(
   settings: ResolvedSettings,
   available: ReadonlySet<SurfaceName>,
 ): SurfaceChoice {
-  const names = flag !== undefined ? splitNames(flag) : settings.values.tools;
+  const names = flag !== undefined ? splitNames(flag) : [...settings.values.tools];
+  // `exec: true` is the settings' shorthand for `exec` in `tools`.
+  if (flag === undefined && settings.values.exec && !names.includes("exec")) names.push("exec");
   const o = settings.sources.tools;
   const from =
     flag !== undefined
@@ -38,7 +40,9 @@ export function chooseSurfaces(
   const active: SurfaceName[] = [];
   for (const name of names) {
     if (!(SURFACES as readonly string[]).includes(name)) {
-      warnings.push(`tools (${from}): "${name}" is not a surface (known: ${SURFACES.join(", ")}); ignored`);
+      // Names from the settings are warned about where the settings are read (store/settings.ts).
+      if (flag !== undefined)
+        warnings.push(`tools (${from}): "${name}" is not a surface (known: ${SURFACES.join(", ")}); ignored`);
     } else if (!available.has(name as SurfaceName)) {
       warnings.push(`tools (${from}): the "${name}" surface is not available in this version; ignored`);
     } else if (!active.includes(name as SurfaceName)) active.push(name as SurfaceName);
@@ -52,7 +56,7 @@ function splitNames(value: string): string[] {
     ...new Set(
       value
         .split(",")
-        .map((s) => s.trim())
+        .map((s) => s.trim().toLowerCase())
         .filter(Boolean),
     ),
   ];

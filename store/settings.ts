@@ -26,8 +26,13 @@ export interface Settings {
   inspector: { autoStart: boolean; port: number };
   /** Reload local modules a session imported when their files change. */
   moduleReload: boolean;
-  /** Which tool surfaces register (extension/surfaces.ts checks the names). */
+  /** The tool surfaces to offer, by name (`SURFACES`; extension/surfaces.ts registers them); unknown names are
+   * warnings. */
   tools: string[];
+  /** Shorthand for `exec` in `tools`. */
+  exec: boolean;
+  /** Shell sessions' log files (actors/shell/logs.ts). */
+  execLogs: { perLogBytes: number; totalBytes: number };
   /** The session the `python` tool and `eval`'s Python cells run in (code_execution reaches it by this name). */
   notebookSession: string;
   /** Rich display: images sent to the model per call, and the largest one (larger ones are saved as files). */
@@ -36,6 +41,15 @@ export interface Settings {
   completionModels: { smol: string | undefined; slow: string | undefined };
   /** eval's language backends (a disabled one is a tool error naming it). */
   eval: { py: boolean; js: boolean };
+}
+
+/** Tool surfaces this version offers. */
+export const SURFACES = ["code_execution", "python", "eval", "exec"] as const;
+export const DEFAULT_TOOLS = ["code_execution"];
+
+/** Whether the shell-session tools (exec_command, write_stdin, ...) are enabled by the settings. */
+export function execEnabled(values: Pick<Settings, "tools" | "exec">): boolean {
+  return values.exec || values.tools.includes("exec");
 }
 
 export type SettingSource = "default" | "global" | "project" | "env";
@@ -103,12 +117,12 @@ const dirNames: Parse = (raw, fromEnv) => {
   return { ok: true, value: [...new Set(list as string[])] };
 };
 
-/** A list of names: a JSON list of strings, or (environment, flag) a comma-separated string. */
-export const nameList: Parse = (raw, fromEnv) => {
-  const list = typeof raw === "string" && fromEnv ? raw.split(",") : raw;
-  if (!Array.isArray(list) || list.some((s) => typeof s !== "string"))
-    return { ok: false, why: 'must be a list of names, such as ["code_execution", "python"]' };
-  return { ok: true, value: [...new Set((list as string[]).map((s) => s.trim()).filter(Boolean))] };
+const surfaceList: Parse = (raw, fromEnv) => {
+  const list = fromEnv && typeof raw === "string" ? raw.split(",") : raw;
+  if (!Array.isArray(list) || list.some((x) => typeof x !== "string"))
+    return { ok: false, why: `must be a list of tool surface names (${SURFACES.join(", ")})` };
+  const names = (list as string[]).map((x) => x.trim().toLowerCase()).filter(Boolean);
+  return { ok: true, value: [...new Set(names)] };
 };
 
 const SESSION_NAME = /^(?!\.+$)[A-Za-z0-9._-]{1,64}$/;
@@ -179,7 +193,20 @@ export const SETTING_KEYS: readonly KeySpec[] = [
     parse: numberIn(0, 65_535, "port", true),
   },
   { key: "moduleReload", env: "PI_CODE_EXECUTION_MODULE_RELOAD", default: true, parse: boolean },
-  { key: "tools", env: "PI_CODE_EXECUTION_TOOLS", default: ["code_execution"], parse: nameList },
+  { key: "tools", env: "PI_CODE_EXECUTION_TOOLS", default: DEFAULT_TOOLS, parse: surfaceList },
+  { key: "exec", env: "PI_CODE_EXECUTION_EXEC", default: false, parse: boolean },
+  {
+    key: "execLogs.perLogBytes",
+    env: "PI_CODE_EXECUTION_EXEC_LOG_BYTES",
+    default: 64 * 1024 * 1024,
+    parse: numberIn(1024, 2 ** 40, "bytes", true),
+  },
+  {
+    key: "execLogs.totalBytes",
+    env: "PI_CODE_EXECUTION_EXEC_LOGS_TOTAL_BYTES",
+    default: 512 * 1024 * 1024,
+    parse: numberIn(1024 * 1024, 2 ** 44, "bytes", true),
+  },
   { key: "notebookSession", env: "PI_CODE_EXECUTION_NOTEBOOK_SESSION", default: "notebook", parse: sessionName },
   {
     key: "display.maxImages",
@@ -336,6 +363,12 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
     sources[spec.key] = origin;
   }
   const s = values as unknown as Settings;
+  for (const name of s.tools) {
+    if ((SURFACES as readonly string[]).includes(name)) continue;
+    const o = sources.tools;
+    const where = o.source === "env" ? o.where : `${o.source} settings (${o.where})`;
+    warnings.push(`${where}: tools: unknown surface "${name}" is ignored (known: ${SURFACES.join(", ")})`);
+  }
   if (s.defaultTimeout > s.maxTimeout) {
     warnings.push(
       `defaultTimeout ${s.defaultTimeout} s is above maxTimeout ${s.maxTimeout} s; the default is lowered to ${s.maxTimeout} s`,
