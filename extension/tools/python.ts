@@ -199,7 +199,7 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
           await display.settle();
           const text = formatPythonResult(titles, details, false);
           const usage = outerUsage(nested);
-          const failed = cells.some((c) => c.status === "error" || c.status === "cancelled") || details.killed;
+          const failed = cells.some((c) => c.status !== "ok") || details.killed; // a cell failed, or never ran
           return {
             content: [{ type: "text" as const, text }, ...display.imageContent()],
             details,
