@@ -73,7 +73,14 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
         registerPythonTool(p, { getHost, environment, journal });
         if (p === pi && !pythonCommands) {
           pythonCommands = true;
-          registerPythonCommands(pi, { environment, getHost, peekHost: () => host, report: surfaceReport, notebook });
+          registerPythonCommands(pi, {
+            environment,
+            getHost,
+            peekHost: () => host,
+            report: surfaceReport,
+            places,
+            notebook,
+          });
         }
       },
       // eval's languages are backends behind one seam (extension/eval/backend.ts); JavaScript plugs in there.
@@ -96,6 +103,9 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
       }
     };
     const choose = () => surfaces.apply(chooseSurfaces(flagValue(), environment.settings(), surfaces.available()));
+    function places() {
+      return { journal: journal.where(), eventLogDir: observability.logDir(), eventLog: observability.logPath() };
+    }
     function surfaceReport() {
       const c = surfaces.current();
       return { line: `Tool surfaces: ${c.active.join(", ") || "none"} (${c.from})`, warnings: c.warnings };
@@ -113,6 +123,7 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
       peekHost: () => host,
       reregisterTool: () => surfaces.refresh(),
       surfaces: { report: surfaceReport, choose },
+      places,
       startInspector: async (ctx, port) => {
         getHost();
         const started = await observability.openInspector(port ? { port } : {});

@@ -3,9 +3,9 @@
 // widget after /tree, and settings changes reaching the tool (timeouts) and the host (limits) while Pi runs.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { SupervisorHost } from "../host/host.ts";
-import { registerCodeStatusCommand, type SurfaceReport } from "./commands/code-status.ts";
+import { registerCodeStatusCommand, type StatusPlaces, type SurfaceReport } from "./commands/code-status.ts";
 import { registerSessionCommands } from "./commands/code-sessions.ts";
-import { PYTHON_FLAG, type CodeEnvironment } from "./environment.ts";
+import { PYTHON_FLAG, SANDBOX_FLAG, SSH_FLAG, type CodeEnvironment } from "./environment.ts";
 import type { SessionStatus } from "./status.ts";
 
 export interface LifecycleLinks {
@@ -17,6 +17,8 @@ export interface LifecycleLinks {
   reregisterTool: (timeouts: { defaultSeconds: number; maxSeconds: number }) => void;
   /** The tool surfaces for /code-status, and choosing them again at session start and on settings changes. */
   surfaces?: { report: () => SurfaceReport; choose: () => void };
+  /** Where the journal and the event logs are, for /code-status. */
+  places?: () => StatusPlaces;
   /** Opens the live inspector (the `inspector.autoStart` setting; `--code-inspect` does the same). */
   startInspector?: (ctx: ExtensionContext, port: number) => Promise<void>;
 }
@@ -28,7 +30,15 @@ export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void
     description:
       "Python interpreter for code_execution (path, venv python or command; python_set_interpreter overrides it)",
   });
-  registerCodeStatusCommand(pi, environment, peekHost, links.surfaces?.report);
+  pi.registerFlag(SANDBOX_FLAG, {
+    type: "boolean",
+    description: "Run code_execution in a bubblewrap sandbox (settings `sandbox.*`; the `backend` setting does the same)",
+  });
+  pi.registerFlag(SSH_FLAG, {
+    type: "string",
+    description: "Run code_execution on user@host[:remote-cwd] over your OpenSSH client (settings `remote.*`)",
+  });
+  registerCodeStatusCommand(pi, environment, peekHost, links.places, links.surfaces?.report);
   registerSessionCommands(pi, links.getHost, peekHost);
 
   let timeouts = JSON.stringify(environment.timeouts());

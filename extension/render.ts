@@ -37,8 +37,8 @@ export interface ToolResultLike {
 
 /** Details of a partial result: running (with the newest output as content) or installing dependencies. */
 export type LiveDetails =
-  | { status: "running"; session?: string }
-  | ({ status: "installing"; session?: string; requirements?: string[] } & Partial<InstallProgress>);
+  | { status: "running"; sourceId?: string; session?: string }
+  | ({ status: "installing"; sourceId?: string; session?: string; requirements?: string[] } & Partial<InstallProgress>);
 
 /** Scripts up to this many lines show whole when collapsed; longer ones show this many and a count. */
 export const CODE_PREVIEW_LINES = 12;
@@ -199,7 +199,7 @@ interface FinalDetails {
   signal?: string;
   killed?: boolean;
   stage?: string;
-  session?: { name: string; ordinal: number; isLost: boolean; state?: string };
+  session?: { name: string; ordinal: number; incarnation?: number; isLost: boolean; state?: string };
   python?: { version: string };
   install?: { installer: string; requirements: string[]; cached: boolean };
   reloaded?: string[];

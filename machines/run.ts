@@ -34,7 +34,14 @@ export interface RunInput {
   timeoutMs: number;
   requestedAt: number;
   limits: Limits;
-  session?: { name: string; ordinal: number; started: boolean; replacedLost?: boolean; replaced?: SessionReplacement };
+  session?: {
+    name: string;
+    ordinal: number;
+    incarnation: number;
+    started: boolean;
+    replacedLost?: boolean;
+    replaced?: SessionReplacement;
+  };
   /** The interpreter (else the host's default). */
   python?: string;
   /** PEP 723 dependencies, installed before the code runs. */
@@ -49,6 +56,8 @@ export interface RunInput {
   chdir?: string;
   result?: "print" | "value";
   budget?: "wall" | "work";
+  /** Where the run executes (the backend's label; shown by the inspector, never acted on). */
+  backend?: string;
 }
 
 export interface RunContext extends RunInput {
@@ -118,11 +127,15 @@ const onStoppedDone = settleWith((c, e: Done) => stoppedOutcome(c, e));
 const onExited = settleWith((c, e: Exited) => exitedOutcome(c, e));
 const onExitedBeforeStart = settleWith((c, e: Exited) => exitedOutcome(c, e, false));
 const onFailed = settleWith((c, e: Extract<KernelFact, { type: "kernel.failed" }>) =>
-  outcomeOf(c, c.stopReason ?? "setup_error", e.at, { message: e.message }),
+  outcomeOf(c, c.stopReason ?? "setup_error", e.at, { message: e.message, ...(e.hint ? { hints: [e.hint] } : {}) }),
 );
 /** The kernel broke after user code started: for a session its state is gone with it. */
 const onFailedAfterStart = settleWith((c, e: Extract<KernelFact, { type: "kernel.failed" }>) =>
-  outcomeOf(c, c.stopReason ?? "runtime_error", e.at, { message: e.message, lost: Boolean(c.session) }),
+  outcomeOf(c, c.stopReason ?? "runtime_error", e.at, {
+    message: e.message,
+    lost: Boolean(c.session),
+    ...(e.hint ? { hints: [e.hint] } : {}),
+  }),
 );
 /** While user code runs (`running`, and `waiting` for a paused work budget): how it ends, and its nested calls. */
 const userCodeRuns = {
@@ -172,7 +185,7 @@ export const runMachine = setup({
       runId: context.runId,
       code: context.code,
       filename: context.filename,
-      ...(context.session && context.install?.sysPath
+      ...(context.install?.sysPath
         ? { sysPath: [context.install.sysPath], checkLoaded: context.install.modules }
         : {}),
       ...(context.bridge ? { tools: context.bridge.tools } : {}),
@@ -331,7 +344,9 @@ export const runMachine = setup({
           dependencies: context.dependencies ?? [],
           cwd: context.cwd,
           ...(context.python ? { python: context.python } : {}),
-          ...(context.session ? { session: { name: context.session.name, ordinal: context.session.ordinal } } : {}),
+          ...(context.session
+            ? { session: { name: context.session.name, incarnation: context.session.incarnation } }
+            : {}),
         }),
       },
       on: {

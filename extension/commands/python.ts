@@ -3,7 +3,7 @@
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import type { SupervisorHost } from "../../host/host.ts";
 import type { CodeEnvironment } from "../environment.ts";
-import { registerCodeStatusCommand, type SurfaceReport } from "./code-status.ts";
+import { registerCodeStatusCommand, type StatusPlaces, type SurfaceReport } from "./code-status.ts";
 import { show } from "./show.ts";
 
 export interface PythonCommandLinks {
@@ -11,11 +11,12 @@ export interface PythonCommandLinks {
   getHost: () => SupervisorHost;
   peekHost: () => SupervisorHost | undefined;
   report: () => SurfaceReport;
+  places: () => StatusPlaces;
   notebook: () => string;
 }
 
 export function registerPythonCommands(pi: ExtensionAPI, links: PythonCommandLinks): void {
-  registerCodeStatusCommand(pi, links.environment, links.peekHost, links.report, "python-status");
+  registerCodeStatusCommand(pi, links.environment, links.peekHost, links.places, links.report, "python-status");
   pi.registerCommand("python-restart", {
     description: "Restart the python tool's kernel with an empty namespace (the notebook session)",
     handler: async (_args: string, ctx: ExtensionCommandContext) => {

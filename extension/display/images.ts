@@ -54,9 +54,9 @@ export async function svgToPng(svg: string): Promise<Buffer> {
 const EXT: Record<string, string> = { "image/png": "png", "image/jpeg": "jpg" };
 
 /** The file an image is saved as: content-addressed under the output store (0700 directory, 0600 file). */
-export function imagePath(data: Buffer, mime: string, env: NodeJS.ProcessEnv = process.env): string {
+export function imagePath(data: Buffer, mime: string): string {
   const id = createHash("sha256").update(data).digest("hex").slice(0, 16);
-  return join(outputRoot(env), "images", `${id}.${EXT[mime] ?? "bin"}`);
+  return join(outputRoot(), "images", `${id}.${EXT[mime] ?? "bin"}`);
 }
 
 export async function saveImage(path: string, data: Buffer): Promise<void> {

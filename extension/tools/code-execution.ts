@@ -7,7 +7,7 @@ import { detailsOf, resultText, type CodeExecutionDetails } from "../format.ts";
 import { liveUpdates } from "../live.ts";
 import { codeExecutionRenderers } from "../render.ts";
 import { saveOutputArtifact, type OutputRef } from "../../store/artifacts.ts";
-import { saveSource } from "../../store/sources.ts";
+import { saveSource, sourceIdOf } from "../../store/sources.ts";
 import type { ArtifactOutcome } from "../preview.ts";
 import type { JournalLink } from "../journal.ts";
 import { resolveSource } from "./source.ts";
@@ -78,7 +78,9 @@ export function registerCodeExecutionTool(
           ctx,
           options.completionModels ?? (() => ({ smol: undefined, slow: undefined })),
         );
-        const live = onUpdate ? liveUpdates(onUpdate, p.session ? { session: p.session } : {}) : undefined;
+        // The sourceId is the script's digest: known before the file is saved, so every update can name it.
+        const tags = { sourceId: p.sourceId ?? sourceIdOf(code), ...(p.session ? { session: p.session } : {}) };
+        const live = onUpdate ? liveUpdates(onUpdate, tags) : undefined;
         const display = new DisplayCollector(options.display?.() ?? { maxImages: 8, maxImageBytes: 5 * 1024 * 1024 });
         const result = await supervisor.run(
           {
