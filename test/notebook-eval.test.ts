@@ -127,3 +127,25 @@ describe("eval tool", () => {
     );
   });
 });
+
+describe("eval with its Python backend disabled", () => {
+  test("a py cell is a tool error naming Python and the setting; nothing runs", async () => {
+    process.env.PI_CODE_EXECUTION_TOOLS = "eval";
+    process.env.PI_CODE_EXECUTION_EVAL_PY = "0";
+    const off = await startPi();
+    delete process.env.PI_CODE_EXECUTION_EVAL_PY;
+    try {
+      const [r] = await callAs(off, [["eval", { cells: [{ language: "py", code: "open('ran', 'w')" }] }]]);
+      assert.equal(r.isError, true);
+      assert.match(
+        textOf(r),
+        /Python cells \(language "py"\) cannot run: the Python backend is disabled \(setting eval\.py = false/,
+      );
+      const { existsSync } = await import("node:fs");
+      assert.equal(existsSync(`${off.cwd}/ran`), false);
+    } finally {
+      await off.dispose();
+      delete process.env.PI_CODE_EXECUTION_TOOLS;
+    }
+  });
+});
