@@ -8,12 +8,19 @@ import { createRunnerLogic } from "../actors/process/runner.ts";
 import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
 import type { Channel } from "../actors/process/output.ts";
 import { watchModules } from "../actors/process/module-watch.ts";
-import { knownInterpreter, runnerEnv, type InterpreterResolver, type Probe } from "../actors/interpreter/interpreter.ts";
+import {
+  knownInterpreter,
+  runnerEnv,
+  type InterpreterResolver,
+  type Probe,
+} from "../actors/interpreter/interpreter.ts";
 import { createInstallLogic, type InstallProgress } from "../actors/deps/dependencies.ts";
 import { createDispatchLogic } from "../actors/calls/dispatch.ts";
 import type { RunTools } from "../actors/calls/contract.ts";
 import { createPrepareLogic } from "../actors/prepare/prepare.ts";
 import type { Result } from "../lib/result.ts";
+import type { RunShown } from "../actors/process/display-frames.ts";
+import { withPlotBackend } from "./run-extras.ts";
 import type { ResourceLimits } from "../actors/process/backend-settings.ts";
 
 export interface EffectOptions {
@@ -34,6 +41,8 @@ export interface EffectOptions {
   /** Where a run's output goes (the recorder's tap, then the run's own collector). */
   output: (runId: string, channel: Channel, chunk: Buffer) => void;
   progress: (runId: string, progress: InstallProgress) => void;
+  /** A run's value, error text or display, as the runner reported it. */
+  shown: (runId: string, item: RunShown) => void;
   tools: (runId: string) => RunTools | undefined;
   /** Things a user should know that no single run reports. */
   warn: (warning: string) => void;
@@ -44,9 +53,10 @@ export function hostEffects(o: EffectOptions): { runner: AnyActorLogic; boundary
     ops: o.ops ?? localOperations,
     ...(o.resourceLimits ? { resourceLimits: o.resourceLimits } : {}),
     python: o.python ?? ((cwd) => o.interpreter.resolve(cwd)),
-    env: (input) => envFor(o.env(), input.python, o.warn),
+    env: (input) => withPlotBackend(envFor(o.env(), input.python, o.warn)),
     watchModules: (cwd) => ((o.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
     output: o.output,
+    shown: o.shown,
     now: o.now,
     get killMs() {
       return o.killMs();

@@ -18,6 +18,8 @@ import type { Result } from "../lib/result.ts";
 import { hostEffects } from "./effects.ts";
 import { defaultOperations } from "./backend.ts";
 import { withOutputHints } from "./output-hints.ts";
+import { limitsFor, plainDisplay, requestFields } from "./run-extras.ts";
+import type { RunShown } from "../actors/process/display-frames.ts";
 import { sessionInfos, spareList, type SessionInfo } from "./selectors.ts";
 import { SessionBook } from "./session-book.ts";
 import { tapCommands } from "./system.ts";
@@ -37,6 +39,9 @@ interface PendingRun {
   nestedCalls: NestedCallRecord[];
   tools?: RunTools;
   onProgress?: (p: InstallProgress) => void;
+  onDisplay?: RunCallbacks["onDisplay"];
+  value?: string;
+  exception?: string;
 }
 
 export class SupervisorHost {
@@ -84,6 +89,7 @@ export class SupervisorHost {
         this.runs.get(runId)?.output.write(channel, chunk);
       },
       progress: (runId, p) => this.runs.get(runId)?.onProgress?.(p),
+      shown: (runId, item) => this.shown(runId, item),
       tools: (runId) => this.runs.get(runId)?.tools,
       warn: (w) => this.warnings.add(w),
     });
@@ -139,6 +145,7 @@ export class SupervisorHost {
         nestedCalls: [],
         ...(tools ? { tools } : {}),
         ...(callbacks.onProgress ? { onProgress: callbacks.onProgress } : {}),
+        ...(callbacks.onDisplay ? { onDisplay: callbacks.onDisplay } : {}),
       }),
     );
     const cancel = () => this.actor.send({ type: "run.cancel", at: this.now(), runId });
@@ -154,19 +161,23 @@ export class SupervisorHost {
       ...(request.session !== undefined ? { session: request.session } : {}),
       ...(request.reset ? { reset: true } : {}),
       ...(tools ? { calls: { callerId: tools.callerId, tools: tools.tools.map((t) => t.spec) } } : {}),
-      ...(sameLimits(this.limits, this.initialLimits) ? {} : { limits: this.limits }),
+      ...limitsFor(request, this.limits, this.initialLimits),
       backend: this.ops.backend.label,
+      ...requestFields(request),
     });
     if (signal?.aborted) cancel();
     return finished.then((outcome) => {
       signal?.removeEventListener("abort", cancel);
-      const nestedCalls = (this.runs.get(runId)?.nestedCalls ?? []).filter(Boolean);
+      const pending = this.runs.get(runId);
+      const nestedCalls = (pending?.nestedCalls ?? []).filter(Boolean);
       this.runs.delete(runId);
       if (nestedCalls.length) outcome = { ...outcome, nestedCalls };
       this.book.record(outcome);
       // Not a spread: that would decode the retained output (up to 64 MiB) whether or not anyone reads it.
-      const result = Object.assign(output.collect(), { outcome });
+      const result: RunResult = Object.assign(output.collect(), { outcome });
       result.outcome = withOutputHints(outcome, result.capture.stderr.tail, this.options.resourceLimits?.());
+      if (pending?.value !== undefined) result.value = pending.value;
+      if (pending?.exception !== undefined) result.exception = pending.exception;
       return result;
     });
   }
@@ -182,6 +193,23 @@ export class SupervisorHost {
       return await this.ops.health();
     } catch (e) {
       return { ok: false, error: { message: (e as Error).message } };
+    }
+  }
+
+  /** A run's value, error text or display, as the runner reported it. */
+  private shown(runId: string, item: RunShown): void {
+    const pending = this.runs.get(runId);
+    if (!pending) return;
+    if (item.kind === "value") pending.value = item.text;
+    else if (item.kind === "exception") pending.exception = item.text;
+    else {
+      let text: string | undefined;
+      try {
+        text = pending.onDisplay ? pending.onDisplay(item) : plainDisplay(item);
+      } catch {
+        text = undefined; // a display that cannot be rendered is left out; the run goes on
+      }
+      if (text) pending.output.write("stdout", Buffer.from(text, "utf8"));
     }
   }
 
@@ -286,8 +314,4 @@ export class SupervisorHost {
       poll();
     });
   }
-}
-
-function sameLimits(a: Limits, b: Limits): boolean {
-  return a.interruptWindowMs === b.interruptWindowMs && a.graceMs === b.graceMs && a.killMs === b.killMs;
 }

@@ -27,6 +27,7 @@ export {
 
 // A run's output and installation progress, as the live updates and the result text read them.
 export type { ChannelCapture, CollectedOutput, RunOutput } from "../actors/process/output.ts";
+export type { RunShown } from "../actors/process/display-frames.ts";
 export type { InstallProgress } from "../actors/deps/dependencies.ts";
 // Where a host keeps what it installs (/code-status lists the folders).
 export { defaultEnvRoot, defaultSessionRoot, sessionPackagesDir } from "../actors/deps/install-targets.ts";

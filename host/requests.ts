@@ -1,7 +1,8 @@
 // What the host's door takes and gives (host/host.ts): the options a host is built with, a run request and its
 // callbacks, a run's result, and the listener of session changes.
 import type { InspectionEvent, Observer } from "xstate";
-import type { CommandEvent, Limits, RunOutcome } from "../machines/events.ts";
+import type { CellRef, CommandEvent, Limits, RunOutcome, Surface } from "../machines/events.ts";
+import type { RunShown } from "../actors/process/display-frames.ts";
 import type { SessionEntry } from "../machines/supervisor.ts";
 import type { RunTools } from "../actors/calls/contract.ts";
 import type { InstallProgress } from "../actors/deps/dependencies.ts";
@@ -54,6 +55,18 @@ export interface RunRequestInput {
   timeoutMs: number;
   session?: string;
   reset?: boolean;
+  /** The tool surface asking (the inspector and event log show it in the run's input). */
+  surface?: Surface;
+  /** A notebook cell's place in its call. */
+  cell?: CellRef;
+  /** Change to this directory before the code runs; it goes first on sys.path (notebook `cwd`). */
+  chdir?: string;
+  /** `value`: the trailing value's repr and the error text come back as `value` and `exception`, not as output. */
+  result?: "print" | "value";
+  /** `work`: the timeout pauses while a nested call is open. */
+  budget?: "wall" | "work";
+  /** This surface's escalation: its grace period, and pi-python's second SIGINT halfway through it. */
+  escalation?: { graceMs?: number; secondInterrupt?: boolean };
 }
 
 export interface RunCallbacks {
@@ -64,10 +77,17 @@ export interface RunCallbacks {
   onProgress?: (progress: InstallProgress) => void;
   /** The Pi tools the code may call, and how (actors/calls/dispatch.ts); without it no tool is exposed. */
   tools?: RunTools;
+  /** A display (image, markdown, HTML, JSON, text) of this run; the text returned goes into its stdout at that
+   * point of the output (the runner drained its output before the display). */
+  onDisplay?: (item: Exclude<RunShown, { kind: "value" | "exception" }>) => string | undefined;
 }
 
 export interface RunResult extends CollectedOutput {
   outcome: RunOutcome;
+  /** `result: "value"`: the trailing expression's repr (absent when there was none, or it was None). */
+  value?: string;
+  /** `result: "value"`: the traceback or error text of a failed run. */
+  exception?: string;
 }
 
 /** A change of the supervisor's session table: every session by name, now and before. */

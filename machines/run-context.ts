@@ -2,6 +2,7 @@
 // functions that derive commands and child inputs from them (machines/run.ts wires them into actions).
 import type { DoneActorEvent } from "xstate";
 import type {
+  CellRef,
   InstallFact,
   InstallInput,
   InstallSummary,
@@ -11,11 +12,13 @@ import type {
   RunnerInfo,
   RunnerInput,
   RunOutcome,
+  RunStartEvent,
   SessionReplacement,
   StopReason,
+  Surface,
 } from "./events.ts";
-import type { CallsRequest, ToolCallOutput } from "./tool-events.ts";
-import type { CallsContext } from "./run-calls.ts";
+import type { CallsRequest, NestedCallRecord, ToolCallOutput } from "./tool-events.ts";
+import { abandonCalls, type CallsContext } from "./run-calls.ts";
 
 export interface RunInput {
   runId: string;
@@ -47,6 +50,12 @@ export interface RunInput {
   notes?: string[];
   /** Where the run executes (the backend's label; shown by the inspector, never acted on). */
   backend?: string;
+  /** Who asked, and for notebook cells which cell (machines/events.ts). */
+  surface?: Surface;
+  cell?: CellRef;
+  chdir?: string;
+  result?: "print" | "value";
+  budget?: "wall" | "work";
 }
 
 export interface RunContext extends RunInput {
@@ -67,6 +76,8 @@ export interface RunContext extends RunInput {
   callCount?: number;
   open?: CallsContext["open"];
   blocked?: number;
+  /** A work budget (`budget: "work"`) is paused since this time: user code awaits a nested call. */
+  pausedAt?: number;
 }
 
 export type RunCancel = { type: "run.cancel"; at: number; runId?: string };
@@ -123,7 +134,37 @@ export function runCommand(c: RunContext): RunnerCommand {
     filename: c.filename,
     ...(c.install?.sysPath ? { sysPath: [c.install.sysPath], checkLoaded: c.install.modules } : {}),
     ...(c.calls ? { tools: c.calls.tools } : {}),
+    ...(c.chdir ? { chdir: c.chdir } : {}),
+    ...(c.result === "value" ? { result: "value" as const } : {}),
   };
+}
+
+/** What a run takes over from its request as is: the surface, the cell, its directory, result and budget modes. */
+export function requestExtras(e: RunStartEvent) {
+  return {
+    ...(e.surface ? { surface: e.surface } : {}),
+    ...(e.cell ? { cell: e.cell } : {}),
+    ...(e.chdir ? { chdir: e.chdir } : {}),
+    ...(e.result ? { result: e.result } : {}),
+    ...(e.budget ? { budget: e.budget } : {}),
+  };
+}
+
+/** When a call ended, from its record (start time plus duration): the time a paused work budget resumes at. */
+export function endOf(out: ToolCallOutput): number {
+  const started = Date.parse(out.record.startedAt);
+  return Number.isFinite(started) ? Math.round(started + out.record.durationMs) : 0;
+}
+
+/** When the last open call ended, a paused work budget resumes: the deadline moves by the time spent waiting. */
+export const resumedDeadline = (c: RunContext) => c.deadlineAt + Math.max(0, c.now - (c.pausedAt ?? c.now));
+
+/** Open calls recorded as cancelled (they die with the run): after the grace bound when they did not drain, or at
+ * once when a session's process is gone (the run's `sessionEndsNow` guard). */
+export function abandonedCalls(c: RunContext, when: "grace" | "now"): NestedCallRecord[] {
+  const end = c.outcome?.finishedAt ?? c.now;
+  if (when === "grace") return abandonCalls(c, end + c.limits.graceMs, c.limits.graceMs);
+  return abandonCalls(c, end, 0, "The run's process ended while this call was open; the call was cancelled with it.");
 }
 
 export function runnerInfo(e: RunnerInfo): RunnerInfo {

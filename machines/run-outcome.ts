@@ -1,6 +1,6 @@
 // The one outcome builder: every RunOutcome (a run's own, a refusal before any run exists, a request the host gave
 // up on) is made here, from what is known of the request and the fact that ended it. Pure functions.
-import type { RunnerFact, RunOutcome, RunRequest, RunStatus, SessionRef } from "./events.ts";
+import type { InstallFact, RunnerFact, RunOutcome, RunRequest, RunStatus, SessionRef, StopReason } from "./events.ts";
 import type { RunContext } from "./run-context.ts";
 
 /** What every outcome starts from: which request, when it was made, its session and preparation notices. */
@@ -91,6 +91,34 @@ export function exitedOutcome(context: RunContext, e: Exited, userCodeStarted = 
       : {}),
     lost: Boolean(context.session),
   });
+}
+
+type Failed = Extract<RunnerFact, { type: "runner.failed" }>;
+
+/** The runner broke (or never started). After user code started, a session's state is gone with it. */
+export function failedOutcome(context: RunContext, e: Failed, userCodeStarted: boolean): RunOutcome {
+  const status = context.stopReason ?? (userCodeStarted ? "runtime_error" : "setup_error");
+  return outcomeOf(context, status, e.at, {
+    message: e.message,
+    ...(userCodeStarted ? { lost: Boolean(context.session) } : {}),
+    ...(e.hint ? { hints: [e.hint] } : {}),
+  });
+}
+
+/** Installation failed: the code never ran. */
+export function installFailedOutcome(context: RunContext, e: Extract<InstallFact, { type: "install.failed" }>) {
+  const extra = { message: e.message, stage: "install" as const, ...(e.hint ? { hints: [e.hint] } : {}) };
+  return outcomeOf(context, "setup_error", e.at, extra);
+}
+
+/** The deadline or a cancellation (at `cancelAt`) stopped the installation; the code did not run. */
+export function installStoppedOutcome(context: RunContext, reason: StopReason, cancelAt: number): RunOutcome {
+  const at = reason === "timeout" ? context.deadlineAt : Math.max(cancelAt, context.now);
+  const message =
+    reason === "timeout"
+      ? `dependency installation did not finish within the ${context.timeoutMs / 1000} s timeout; the code did not run`
+      : "cancelled during dependency installation; the code did not run";
+  return outcomeOf({ ...context, stopReason: reason, stage: "install" }, reason, at, { message });
 }
 
 /** The request as far as an outcome needs it (a `run.start`, or what the host knows of a request). */

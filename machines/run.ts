@@ -8,10 +8,13 @@ import type { InstallInput, RunnerCommand, RunnerInput, RunOutcome, RunStatus, S
 import { toolCallMachine } from "./tool-call.ts";
 import * as calls from "./run-calls.ts";
 import {
+  abandonedCalls,
   concernsRun,
+  endOf,
   initialContext,
   installInput,
   mustInstall,
+  resumedDeadline,
   runCommand,
   runnerAtStart,
   runnerInfo,
@@ -20,12 +23,28 @@ import {
   type RunEvent,
   type RunInput,
 } from "./run-context.ts";
-import { exitedOutcome, finishedOutcome, outcomeOf, stoppedOutcome } from "./run-outcome.ts";
+import {
+  exitedOutcome,
+  failedOutcome,
+  finishedOutcome,
+  installFailedOutcome,
+  installStoppedOutcome,
+  stoppedOutcome,
+} from "./run-outcome.ts";
 import { placeholder } from "./placeholder.ts";
 
 export type { RunContext, RunEvent, RunInput } from "./run-context.ts";
 
 const settled = (outcome: RunOutcome) => ({ outcome });
+
+/** While user code runs (`running`, and `waiting` for a paused work budget): how it ends, and its nested calls. */
+const userCodeRuns = {
+  "runner.done": { guard: "isMine", target: "finished", actions: "settleDone" },
+  "runner.exited": { target: "finished", actions: "settleExited" },
+  "runner.failed": { target: "finished", actions: "settleFailedAfterStart" },
+  "run.cancel": { target: "stopping", actions: { type: "stopFor", params: "cancelled" } },
+  "runner.tool_call": { guard: "isMine", actions: "startCall" },
+} as const;
 
 export const runMachine = setup({
   types: {
@@ -57,6 +76,11 @@ export const runMachine = setup({
       type: "runner.interrupt",
       runId: context.runId,
     })),
+    /** pi-python's escalation: a second SIGINT when the grace period starts (for code that swallowed the first). */
+    secondInterrupt: enqueueActions(({ context, enqueue }) => {
+      const interrupt = { type: "runner.interrupt", runId: context.runId } satisfies RunnerCommand;
+      if (context.limits.secondInterrupt) enqueue.sendTo("runner", interrupt);
+    }),
     terminate: sendTo("runner", { type: "runner.terminate" } satisfies RunnerCommand),
     kill: sendTo("runner", { type: "runner.kill" } satisfies RunnerCommand),
     noteReady: assign(({ event }) => {
@@ -92,43 +116,29 @@ export const runMachine = setup({
     }),
     settleFailed: assign(({ context, event }) => {
       assertEvent(event, "runner.failed");
-      const hints = event.hint ? { hints: [event.hint] } : {};
-      return settled(
-        outcomeOf(context, context.stopReason ?? "setup_error", event.at, { message: event.message, ...hints }),
-      );
+      return settled(failedOutcome(context, event, false));
     }),
     /** The runner broke after user code started: for a session its state is gone with it. */
     settleFailedAfterStart: assign(({ context, event }) => {
       assertEvent(event, "runner.failed");
-      const hints = event.hint ? { hints: [event.hint] } : {};
-      const extra = { message: event.message, lost: Boolean(context.session), ...hints };
-      return settled(outcomeOf(context, context.stopReason ?? "runtime_error", event.at, extra));
+      return settled(failedOutcome(context, event, true));
     }),
     /** Installation failed: the code never ran. */
     settleInstallFailed: assign(({ context, event }) => {
       assertEvent(event, "install.failed");
-      const extra = {
-        message: event.message,
-        stage: "install" as const,
-        ...(event.hint ? { hints: [event.hint] } : {}),
-      };
-      return settled(outcomeOf(context, "setup_error", event.at, extra));
+      return settled(installFailedOutcome(context, event));
     }),
     /** The deadline or a cancellation during installation: the installer is stopped with the state (a session's
      * process never ran anything of this run, so it keeps its state). */
-    settleInstallStopped: assign(({ context, event }, reason: StopReason) => {
-      const at = reason === "timeout" ? context.deadlineAt : Math.max("at" in event ? event.at : 0, context.now);
-      const message =
-        reason === "timeout"
-          ? `dependency installation did not finish within the ${context.timeoutMs / 1000} s timeout; the code did not run`
-          : "cancelled during dependency installation; the code did not run";
-      return settled(outcomeOf({ ...context, stopReason: reason, stage: "install" }, reason, at, { message }));
-    }),
+    settleInstallStopped: assign(({ context, event }, reason: StopReason) =>
+      settled(installStoppedOutcome(context, reason, "at" in event ? event.at : 0)),
+    ),
     /** A nested tool call while user code runs: its actor is spawned, or it is refused at once. */
     startCall: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, "runner.tool_call");
       const step = calls.startCall(context, event);
-      enqueue.assign({ callCount: step.callCount });
+      // A work budget needs the call's time to pause from; a wall-clock run's context stays as it was.
+      enqueue.assign({ callCount: step.callCount, ...(context.budget === "work" ? { now: event.at } : {}) });
       if (step.kind === "refuse") {
         enqueue.sendTo("runner", step.reply);
         enqueue.sendParent(calls.recorded(context, step.record));
@@ -162,25 +172,19 @@ export const runMachine = setup({
       const output = event.output;
       enqueue.stopChild(event.actorId);
       const { reply, ...rest } = calls.finishCall(context, output);
-      enqueue.assign(rest);
+      enqueue.assign({ ...rest, ...(context.budget === "work" ? { now: Math.max(context.now, endOf(output)) } : {}) });
       enqueue.sendTo("runner", reply);
       enqueue.sendParent(calls.recorded(context, output.record));
     }),
-    /** Open calls that did not report within the bound are recorded as cancelled (they die with the run). */
-    abandonCalls: enqueueActions(({ context, enqueue }) => {
-      const at = (context.outcome?.finishedAt ?? context.now) + context.limits.graceMs;
-      for (const record of calls.abandonCalls(context, at, context.limits.graceMs))
-        enqueue.sendParent(calls.recorded(context, record));
+    /** Open calls are recorded as cancelled: after the grace bound, or at once (see `sessionEndsNow`). */
+    abandonCalls: enqueueActions(({ context, enqueue }, when: "grace" | "now") => {
+      for (const record of abandonedCalls(context, when)) enqueue.sendParent(calls.recorded(context, record));
       enqueue.assign({ open: {} });
     }),
-    /** The session's process is gone with calls open: recorded as cancelled now (see `sessionEndsNow`). */
-    abandonCallsNow: enqueueActions(({ context, enqueue }) => {
-      const at = context.outcome?.finishedAt ?? context.now;
-      const text = "The run's process ended while this call was open; the call was cancelled with it.";
-      for (const record of calls.abandonCalls(context, at, 0, text))
-        enqueue.sendParent(calls.recorded(context, record));
-      enqueue.assign({ open: {} });
-    }),
+    /** The work budget stops while user code awaits a nested call... */
+    pauseBudget: assign(({ context }) => ({ pausedAt: context.now })),
+    /** ...and resumes when the last open call ended: the deadline moves by the time spent waiting. */
+    resumeBudget: assign(({ context }) => ({ deadlineAt: resumedDeadline(context), pausedAt: undefined })),
     markPolicy: assign(({ context }) => ({ outcome: { ...context.outcome!, status: "policy_error" as const } })),
   },
   guards: {
@@ -190,6 +194,8 @@ export const runMachine = setup({
     mustInstall: ({ context }) => mustInstall(context),
     statusIs: ({ context }, status: RunStatus) => context.outcome?.status === status,
     hasOpenCalls: ({ context }) => calls.hasOpenCalls(context),
+    /** A work budget with a nested call open: the deadline does not run. */
+    budgetPaused: ({ context }) => context.budget === "work" && calls.hasOpenCalls(context),
     /** A session run settled by its process exiting or failing: the session is lost with the process, so open calls
      * cannot drain; they are recorded as cancelled at once and the run reports without waiting. */
     sessionEndsNow: ({ context, event }) =>
@@ -261,14 +267,16 @@ export const runMachine = setup({
     },
     running: {
       description: "User code is executing; its nested tool calls start here.",
-      on: {
-        "runner.done": { guard: "isMine", target: "finished", actions: "settleDone" },
-        "runner.exited": { target: "finished", actions: "settleExited" },
-        "runner.failed": { target: "finished", actions: "settleFailedAfterStart" },
-        "run.cancel": { target: "stopping", actions: { type: "stopFor", params: "cancelled" } },
-        "runner.tool_call": { guard: "isMine", actions: "startCall" },
-      },
+      on: userCodeRuns,
+      always: { guard: "budgetPaused", target: "waiting", actions: "pauseBudget" },
       after: { deadline: { target: "stopping", actions: { type: "stopFor", params: "timeout" } } },
+    },
+    waiting: {
+      description:
+        "A work budget (eval cells): user code awaits a nested tool call or completion(), so the deadline is paused " +
+        "until the last open call ends; then it moves by the time spent here.",
+      on: userCodeRuns,
+      always: { guard: not("budgetPaused"), target: "running", actions: "resumeBudget" },
     },
     stopping: {
       description:
@@ -289,8 +297,9 @@ export const runMachine = setup({
         },
         grace: {
           description:
-            "Still running (cleanup, or the interrupt was caught). No second interrupt: a grace period, then the " +
-            "process tree is stopped.",
+            "Still running (cleanup, or the interrupt was caught). A grace period (with a second interrupt at its " +
+            "start when the limits ask for one), then the process tree is stopped.",
+          entry: "secondInterrupt",
           on: { "runner.done": { guard: "isMine", target: "#run.finished", actions: "settleStopped" } },
           after: { grace: "killed" },
         },
@@ -307,7 +316,7 @@ export const runMachine = setup({
         "Routes to the final state named by the outcome's status, once no nested call is open; a blocked call " +
         "makes it `policy_error`.",
       always: [
-        { guard: "sessionEndsNow", actions: "abandonCallsNow" },
+        { guard: "sessionEndsNow", actions: { type: "abandonCalls", params: "now" } },
         { guard: "hasOpenCalls", target: "draining" },
         { guard: "policyViolated", target: "policy_error", actions: "markPolicy" },
         { guard: { type: "statusIs", params: "success" }, target: "success" },
@@ -324,7 +333,7 @@ export const runMachine = setup({
       entry: "cancelCalls",
       always: { guard: not("hasOpenCalls"), target: "finished" },
       on: { "runner.tool_call": { guard: "isMine", actions: { type: "refuseCall", params: "ended" } } },
-      after: { grace: { target: "finished", actions: "abandonCalls" } },
+      after: { grace: { target: "finished", actions: { type: "abandonCalls", params: "grace" } } },
     },
     success: { type: "final", description: "The code ran to its end (exit code 0)." },
     runtime_error: { type: "final", description: "The code raised, exited non-zero, or its process died." },

@@ -15,7 +15,7 @@ import type {
   SessionReplacement,
 } from "./events.ts";
 import { runMachine, type RunInput } from "./run.ts";
-import type { RunCancel } from "./run-context.ts";
+import { requestExtras, type RunCancel } from "./run-context.ts";
 import { refusal } from "./run-outcome.ts";
 import type { NestedCallEvent } from "./run-calls.ts";
 import { placeholder } from "./placeholder.ts";
@@ -82,7 +82,7 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
   return {
     runId: e.runId,
     code: e.code,
-    filename: `script-${context.runCount + 1}.py`,
+    filename: `${e.cell ? "cell" : "script"}-${context.runCount + 1}.py`,
     cwd: context.cwd,
     timeoutMs: e.timeoutMs,
     requestedAt: e.at,
@@ -99,6 +99,7 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     ...(context.python ? { python: context.python } : {}),
     ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
     ...(e.calls ? { calls: e.calls } : {}),
+    ...requestExtras(e),
     ...(e.notes?.length ? { notes: e.notes } : {}),
     ...((e.backend ?? context.backend) ? { backend: e.backend ?? context.backend } : {}),
   };

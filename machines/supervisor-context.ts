@@ -12,7 +12,7 @@ import type {
   SessionReplacement,
 } from "./events.ts";
 import type { NestedCallEvent } from "./run-calls.ts";
-import type { RunInput } from "./run-context.ts";
+import { requestExtras, type RunInput } from "./run-context.ts";
 import type { SessionInput, SessionOutput } from "./session.ts";
 import type { SpareInput, SpareNotice, SpareOutput } from "./spare.ts";
 import type { ExecCommand, ExecPoolInput } from "./exec-pool.ts";
@@ -112,6 +112,7 @@ export function freshInput(c: SupervisorContext, e: RunStartEvent, spare: string
     ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
     ...(e.calls ? { calls: e.calls } : {}),
     ...(spare ? { spare } : {}),
+    ...requestExtras(e),
     ...(e.notes?.length ? { notes: e.notes } : {}),
     ...(e.backend ? { backend: e.backend } : {}),
   };

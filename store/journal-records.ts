@@ -47,6 +47,10 @@ export interface RunRecord {
   /** The event log that recorded the run (actors/recorder.ts). */
   eventLog?: string;
   hintIds?: string[];
+  surface?: string;
+  /** Images and JSON outputs the run displayed. */
+  images?: number;
+  jsonOutputs?: number;
 }
 
 export interface SessionEventRecord {

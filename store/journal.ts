@@ -128,6 +128,9 @@ export class Journal {
       python_executable: opt(r.pythonExecutable),
       hint_ids: JSON.stringify(r.hintIds ?? []),
       event_log: opt(r.eventLog),
+      surface: opt(r.surface),
+      images: r.images ?? 0,
+      json_outputs: r.jsonOutputs ?? 0,
     });
   }
 

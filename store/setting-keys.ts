@@ -1,7 +1,10 @@
-// The settings' keys: each key's type, default, environment variable and how a raw value is checked
-// (store/settings.ts layers the files and the environment over these). docs/settings.md lists them.
+// The settings' keys: each key's type, default, environment variable (and pi-python's name for it, where it has one)
+// and how a raw value is checked (store/settings.ts layers the files and the environment over these). docs/settings.md
+// lists them.
 import type { VenvDiscovery } from "../actors/interpreter/interpreter.ts";
 import type { BackendSettings, RemoteSettings, ResourceLimits } from "../actors/process/backend-settings.ts";
+
+export type { RemoteSettings, ResourceLimits } from "../actors/process/backend-settings.ts";
 
 export interface Settings {
   /** Seconds, when a call gives no `timeout`. */
@@ -21,7 +24,8 @@ export interface Settings {
   inspector: { autoStart: boolean; port: number };
   /** Reload local modules a session imported when their files change. */
   moduleReload: boolean;
-  /** The tool surfaces to offer, by name (`SURFACES`); unknown names are warnings. */
+  /** The tool surfaces to offer, by name (`SURFACES`; extension/surfaces.ts registers them); unknown names are
+   * warnings. */
   tools: string[];
   /** Shorthand for `exec` in `tools`. */
   exec: boolean;
@@ -33,17 +37,21 @@ export interface Settings {
   remote: RemoteSettings;
   /** Resource limits of each run (setrlimit in the runner; outputMiB on the host); absent: none. */
   limits: ResourceLimits;
+  /** The session the `python` tool and `eval`'s Python cells run in (code_execution reaches it by this name). */
+  notebookSession: string;
+  /** Rich display: images sent to the model per call, and the largest one (larger ones are saved as files). */
+  display: { maxImages: number; maxImageBytes: number };
+  /** completion(model="smol"|"slow") in Python: `provider/model` ids (absent: the session's current model). */
+  completionModels: { smol: string | undefined; slow: string | undefined };
+  /** eval's language backends (a disabled one is a tool error naming it). */
+  eval: { py: boolean; js: boolean };
 }
 
-export type { RemoteSettings, ResourceLimits } from "../actors/process/backend-settings.ts";
-
 /** Tool surfaces this version offers. */
-export const SURFACES = ["code_execution", "exec"] as const;
-/** Names planned for other surfaces (issue 14): accepted, with a warning that this version lacks them. */
-export const PLANNED_SURFACES = ["python", "eval"];
+export const SURFACES = ["code_execution", "python", "eval", "exec"] as const;
 export const DEFAULT_TOOLS = ["code_execution"];
 
-/** Whether the shell-session tools (exec_command, write_stdin, ...) are enabled. */
+/** Whether the shell-session tools (exec_command, write_stdin, ...) are enabled by the settings. */
 export function execEnabled(values: Pick<Settings, "tools" | "exec">): boolean {
   return values.exec || values.tools.includes("exec");
 }
@@ -71,6 +79,8 @@ export interface KeySpec {
   env: string;
   default: unknown;
   parse: Parse;
+  /** The same setting in pi-python's files and variables, used when ours is not set (extension compatibility). */
+  piPython?: { key: string; env: string };
 }
 
 const num = (raw: unknown, fromEnv: boolean): number =>
@@ -118,6 +128,17 @@ const surfaceList: Parse = (raw, fromEnv) => {
   const names = (list as string[]).map((x) => x.trim().toLowerCase()).filter(Boolean);
   return { ok: true, value: [...new Set(names)] };
 };
+
+const SESSION_NAME = /^(?!\.+$)[A-Za-z0-9._-]{1,64}$/;
+const sessionName: Parse = (raw) =>
+  typeof raw === "string" && SESSION_NAME.test(raw.trim())
+    ? { ok: true, value: raw.trim() }
+    : { ok: false, why: "must be a session name (1-64 of A-Z a-z 0-9 . _ -, not only dots)" };
+
+const modelId: Parse = (raw) =>
+  typeof raw === "string" && /^[^/\s]+\/\S+$/.test(raw.trim())
+    ? { ok: true, value: raw.trim() }
+    : { ok: false, why: 'must be a model as "provider/model-id"' };
 
 const journal: Parse = (raw) => {
   if (typeof raw !== "string" || !raw.trim()) return { ok: false, why: 'must be a file path or "off"' };
@@ -168,12 +189,19 @@ export const SETTING_KEYS: readonly KeySpec[] = [
     default: 60,
     parse: numberIn(1, 86_400, "seconds"),
   },
-  { key: "maxTimeout", env: "PI_CODE_EXECUTION_MAX_TIMEOUT", default: 3600, parse: numberIn(1, 86_400, "seconds") },
+  {
+    key: "maxTimeout",
+    env: "PI_CODE_EXECUTION_MAX_TIMEOUT",
+    default: 3600,
+    parse: numberIn(1, 86_400, "seconds"),
+    piPython: { key: "maxTimeoutSeconds", env: "PI_PYTHON_MAX_TIMEOUT_SECONDS" },
+  },
   {
     key: "interruptGraceMs",
     env: "PI_CODE_EXECUTION_INTERRUPT_GRACE_MS",
     default: 1000,
     parse: numberIn(0, 600_000, "milliseconds", true),
+    piPython: { key: "interruptGraceMs", env: "PI_PYTHON_INTERRUPT_GRACE_MS" },
   },
   {
     key: "killGraceMs",
@@ -182,8 +210,20 @@ export const SETTING_KEYS: readonly KeySpec[] = [
     parse: numberIn(0, 60_000, "milliseconds", true),
   },
   { key: "venvDiscovery.enabled", env: "PI_CODE_EXECUTION_VENV_DISCOVERY", default: true, parse: boolean },
-  { key: "venvDiscovery.parentWalk", env: "PI_CODE_EXECUTION_VENV_PARENT_WALK", default: true, parse: boolean },
-  { key: "venvDiscovery.dirNames", env: "PI_CODE_EXECUTION_VENV_DIRS", default: [".venv", "venv"], parse: dirNames },
+  {
+    key: "venvDiscovery.parentWalk",
+    env: "PI_CODE_EXECUTION_VENV_PARENT_WALK",
+    default: true,
+    parse: boolean,
+    piPython: { key: "venvParentWalk", env: "PI_PYTHON_VENV_PARENT_WALK" },
+  },
+  {
+    key: "venvDiscovery.dirNames",
+    env: "PI_CODE_EXECUTION_VENV_DIRS",
+    default: [".venv", "venv"],
+    parse: dirNames,
+    piPython: { key: "venvDirNames", env: "PI_PYTHON_VENV_DIR_NAMES" },
+  },
   { key: "journal", env: "PI_CODE_EXECUTION_JOURNAL", default: undefined, parse: journal },
   { key: "spareRunners", env: "PI_CODE_EXECUTION_SPARE_RUNNERS", default: true, parse: boolean },
   { key: "inspector.autoStart", env: "PI_CODE_EXECUTION_INSPECT", default: false, parse: boolean },
@@ -208,6 +248,23 @@ export const SETTING_KEYS: readonly KeySpec[] = [
     default: 512 * 1024 * 1024,
     parse: numberIn(1024 * 1024, 2 ** 44, "bytes", true),
   },
+  { key: "notebookSession", env: "PI_CODE_EXECUTION_NOTEBOOK_SESSION", default: "notebook", parse: sessionName },
+  {
+    key: "display.maxImages",
+    env: "PI_CODE_EXECUTION_MAX_IMAGES",
+    default: 8,
+    parse: numberIn(0, 64, "images", true),
+  },
+  {
+    key: "display.maxImageBytes",
+    env: "PI_CODE_EXECUTION_MAX_IMAGE_BYTES",
+    default: 5 * 1024 * 1024,
+    parse: numberIn(1024, 32 * 1024 * 1024, "bytes", true),
+  },
+  { key: "completionModels.smol", env: "PI_CODE_EXECUTION_SMOL_MODEL", default: undefined, parse: modelId },
+  { key: "completionModels.slow", env: "PI_CODE_EXECUTION_SLOW_MODEL", default: undefined, parse: modelId },
+  { key: "eval.py", env: "PI_CODE_EXECUTION_EVAL_PY", default: true, parse: boolean },
+  { key: "eval.js", env: "PI_CODE_EXECUTION_EVAL_JS", default: true, parse: boolean },
   { key: "backend", env: "PI_CODE_EXECUTION_BACKEND", default: "local", parse: oneOf("local", "sandbox", "remote") },
   { key: "sandbox.network", env: "PI_CODE_EXECUTION_SANDBOX_NETWORK", default: false, parse: boolean },
   { key: "sandbox.writable", env: "PI_CODE_EXECUTION_SANDBOX_WRITABLE", default: [], parse: paths },
@@ -270,3 +327,5 @@ export const SETTING_KEYS: readonly KeySpec[] = [
 ];
 
 export const KNOWN_TOP = new Set(SETTING_KEYS.map((k) => k.key.split(".")[0]));
+
+/** In Pi's agent directory (`$PI_CODING_AGENT_DIR`, `~` expanded, or `~/.pi/agent`), as Pi resolves it. */

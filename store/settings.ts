@@ -8,9 +8,9 @@ import { watch, type FSWatcher } from "chokidar";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import {
   KNOWN_TOP,
-  PLANNED_SURFACES,
   SETTING_KEYS,
   SURFACES,
+  type KeySpec,
   type ResolvedSettings,
   type SettingOrigin,
   type Settings,
@@ -19,13 +19,20 @@ import {
 
 export * from "./setting-keys.ts";
 
-/** In Pi's agent directory (`$PI_CODING_AGENT_DIR`, `~` expanded, or `~/.pi/agent`), as Pi resolves it. */
 export function globalSettingsPath(): string {
   return join(getAgentDir(), "pi-code-execution", "settings.json");
 }
 
 export function projectSettingsPath(cwd: string): string {
   return join(resolve(cwd), ".pi", "pi-code-execution", "settings.json");
+}
+
+/** pi-python's own files (global, project): its users' configuration applies where ours says nothing. */
+export function piPythonSettingsPaths(cwd: string | undefined) {
+  return {
+    global: join(getAgentDir(), "pi-python", "settings.json"),
+    ...(cwd ? { project: join(resolve(cwd), ".pi", "pi-python", "settings.json") } : {}),
+  };
 }
 
 function get(obj: Record<string, unknown>, dotted: string): unknown {
@@ -45,7 +52,12 @@ function set(obj: Record<string, unknown>, dotted: string, value: unknown): void
 }
 
 /** A settings file as an object, or a warning. A missing file is simply no layer. */
-function readLayer(path: string, label: string, warnings: string[]): Record<string, unknown> | undefined {
+function readLayer(
+  path: string,
+  label: string,
+  warnings: string[],
+  knownKeys: Set<string> | undefined = KNOWN_TOP,
+): Record<string, unknown> | undefined {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -71,7 +83,7 @@ function readLayer(path: string, label: string, warnings: string[]): Record<stri
   }
   const obj = parsed as Record<string, unknown>;
   for (const key of Object.keys(obj)) {
-    if (!KNOWN_TOP.has(key)) warnings.push(`${label} settings (${path}): unknown key "${key}" is ignored`);
+    if (knownKeys && !knownKeys.has(key)) warnings.push(`${label} settings (${path}): unknown key "${key}" is ignored`);
   }
   return obj;
 }
@@ -85,6 +97,20 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
     { source: "global", where: globalPath, data: readLayer(globalPath, "global", warnings) },
     ...(projectPath
       ? [{ source: "project" as const, where: projectPath, data: readLayer(projectPath, "project", warnings) }]
+      : []),
+  ];
+  // pi-python's files: only the keys it shares with us are read (its other keys are its own business).
+  const py = piPythonSettingsPaths(cwd);
+  const pyLayers: { source: SettingSource; where: string; data: Record<string, unknown> | undefined }[] = [
+    { source: "global", where: py.global, data: readLayer(py.global, "pi-python global", warnings, undefined) },
+    ...(py.project
+      ? [
+          {
+            source: "project" as const,
+            where: py.project,
+            data: readLayer(py.project, "pi-python project", warnings, undefined),
+          },
+        ]
       : []),
   ];
   const values: Record<string, unknown> = {};
@@ -117,6 +143,13 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
         );
       }
     }
+    if (origin.source === "default" && spec.piPython) {
+      const found = fromPiPython(spec, pyLayers, env, warnings);
+      if (found) {
+        value = found.value;
+        origin = found.origin;
+      }
+    }
     set(values, spec.key, value);
     sources[spec.key] = origin;
   }
@@ -125,11 +158,7 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
     if ((SURFACES as readonly string[]).includes(name)) continue;
     const o = sources.tools;
     const where = o.source === "env" ? o.where : `${o.source} settings (${o.where})`;
-    warnings.push(
-      PLANNED_SURFACES.includes(name)
-        ? `${where}: tools: "${name}" is not available in this version; ignored`
-        : `${where}: tools: unknown surface "${name}" is ignored (known: ${SURFACES.join(", ")})`,
-    );
+    warnings.push(`${where}: tools: unknown surface "${name}" is ignored (known: ${SURFACES.join(", ")})`);
   }
   if (s.defaultTimeout > s.maxTimeout) {
     warnings.push(
@@ -143,6 +172,33 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
     warnings,
     files: { global: globalPath, ...(projectPath ? { project: projectPath } : {}) },
   };
+}
+
+/** pi-python's value for a key we do not set: its environment variable, else its project file, else its global one. */
+function fromPiPython(
+  spec: KeySpec,
+  layers: { source: SettingSource; where: string; data: Record<string, unknown> | undefined }[],
+  env: NodeJS.ProcessEnv,
+  warnings: string[],
+): { value: unknown; origin: SettingOrigin } | undefined {
+  const { key, env: variable } = spec.piPython!;
+  const raw = env[variable];
+  if (raw !== undefined && (raw.trim() !== "" || spec.key === "venvDiscovery.dirNames")) {
+    // pi-python: an explicitly empty PI_PYTHON_VENV_DIR_NAMES disables directory discovery.
+    const r = spec.parse(raw, true);
+    if (r.ok) return { value: r.value, origin: { source: "env", where: variable } };
+    warnings.push(`${variable}: ${r.why} (got ${JSON.stringify(raw)}); ignored`);
+  }
+  for (const layer of [...layers].reverse()) {
+    const v = layer.data?.[key];
+    if (v === undefined) continue;
+    const r = spec.parse(v, false);
+    if (r.ok) return { value: r.value, origin: { source: layer.source, where: layer.where } };
+    warnings.push(
+      `pi-python ${layer.source} settings (${layer.where}): ${key} ${r.why} (got ${JSON.stringify(v)}); ignored`,
+    );
+  }
+  return undefined;
 }
 
 function describe(v: unknown): string {
@@ -193,7 +249,13 @@ export class SettingsStore {
   /** Starts watching both files, including their directories being created later. Resolves once watching. */
   watch(): Promise<void> {
     if (this.watcher) return this.ready;
-    const files = [this.current.files.global, ...(this.current.files.project ? [this.current.files.project] : [])];
+    const py = piPythonSettingsPaths(this.cwd);
+    const files = [
+      this.current.files.global,
+      ...(this.current.files.project ? [this.current.files.project] : []),
+      py.global,
+      ...(py.project ? [py.project] : []),
+    ];
     // chokidar does not notice a file whose directory does not exist yet: watch the nearest existing ancestor,
     // ignoring everything that is not on the way to a settings file.
     const pairs = files.map((f) => [f, nearestExisting(f)] as const);

@@ -56,7 +56,9 @@ describe("footer, /tree widget, /exec-sessions", () => {
 
   test("after /tree a widget lists the processes that did not rewind", async () => {
     const s = await call("exec_command", { cmd: "sleep 30", yield_time_ms: 250, on_exit: "wake" });
-    const first = (pi.session.sessionManager.getEntries() as any[]).find((e) => e.type === "message" && e.message.role === "user");
+    const first = (pi.session.sessionManager.getEntries() as any[]).find(
+      (e) => e.type === "message" && e.message.role === "user",
+    );
     await pi.session.navigateTree(first.id);
     const widget = ui.widgets.get("exec-sessions-tree") as string[];
     assert.ok(Array.isArray(widget), "widget shown");
@@ -89,8 +91,13 @@ describe("footer, /tree widget, /exec-sessions", () => {
     await pi.session.prompt("/code-status");
     const text = ui.notices.at(-1)!.text;
     assert.match(text, /tools +\["code_execution","exec","bogus","python"\] +env PI_CODE_EXECUTION_TOOLS/);
-    assert.match(text, /PI_CODE_EXECUTION_TOOLS: tools: unknown surface "bogus" is ignored \(known: code_execution, exec\)/);
-    assert.match(text, /PI_CODE_EXECUTION_TOOLS: tools: "python" is not available in this version/);
+    assert.match(
+      text,
+      /PI_CODE_EXECUTION_TOOLS: tools: unknown surface "bogus" is ignored \(known: code_execution, python, eval, exec\)/,
+    );
+    // python is a surface since issue 14: it is listed as active, not warned about.
+    assert.match(text, /^Tool surfaces: code_execution, exec, python \(env PI_CODE_EXECUTION_TOOLS\)/m);
+    assert.doesNotMatch(text, /"python" is not available/);
     assert.match(text, /execLogs\.perLogBytes +67108864 +default/);
   });
 });
@@ -107,32 +114,70 @@ function ctx(over: Partial<RenderContext> = {}): RenderContext {
     ...over,
   };
 }
-const render = (c: { render(w: number): readonly string[] }) => c.render(200).map((l) => l.trimEnd()).join("\n");
+const render = (c: { render(w: number): readonly string[] }) =>
+  c
+    .render(200)
+    .map((l) => l.trimEnd())
+    .join("\n");
 
 describe("renderers", () => {
   test("exec_command: banner, five-line tail with the expand hint, footer", () => {
-    const call = execRenderers.exec_command.renderCall({ cmd: "npm test", yield_time_ms: 2500, on_exit: "wake" }, theme, ctx());
+    const call = execRenderers.exec_command.renderCall(
+      { cmd: "npm test", yield_time_ms: 2500, on_exit: "wake" },
+      theme,
+      ctx(),
+    );
     assert.equal(render(call), "$ npm test (yield 2.5s · [wake])");
     const output = Array.from({ length: 12 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
     const details = { running: false, exit_code: 0, output, log_path: "/l/x.log", wall_time_seconds: 4.2 };
-    const collapsed = render(execRenderers.exec_command.renderResult({ content: [], details }, { expanded: false, isPartial: false }, theme, ctx()));
+    const collapsed = render(
+      execRenderers.exec_command.renderResult(
+        { content: [], details },
+        { expanded: false, isPartial: false },
+        theme,
+        ctx(),
+      ),
+    );
     const lines = collapsed.split("\n");
     assert.equal(lines[0], "… (7 earlier lines, ctrl+o to expand)");
     assert.deepEqual(lines.slice(1, 1 + PREVIEW_LINES), ["line 8", "line 9", "line 10", "line 11", "line 12"]);
     assert.match(lines.at(-1)!, /^ {2}took \d+\.\ds · exit_code=0 · log: \/l\/x\.log$/);
-    const expanded = render(execRenderers.exec_command.renderResult({ content: [], details }, { expanded: true, isPartial: false }, theme, ctx()));
+    const expanded = render(
+      execRenderers.exec_command.renderResult(
+        { content: [], details },
+        { expanded: true, isPartial: false },
+        theme,
+        ctx(),
+      ),
+    );
     assert.ok(expanded.startsWith("line 1\nline 2"));
   });
 
   test("while attached: live elapsed counter; yielded: session id and [wake]", () => {
     const c = ctx();
     c.state.startedAt = Date.now() - 1300;
-    const live = render(execRenderers.exec_command.renderResult({ content: [], details: { running: true, session_id: 2, output: "round 2\n" } }, { expanded: false, isPartial: true }, theme, c));
+    const live = render(
+      execRenderers.exec_command.renderResult(
+        { content: [], details: { running: true, session_id: 2, output: "round 2\n" } },
+        { expanded: false, isPartial: true },
+        theme,
+        c,
+      ),
+    );
     assert.match(live, /round 2\n {2}elapsed 1\.\ds · session_id=2/);
     clearInterval(c.state.interval);
     const done = render(
       execRenderers.exec_command.renderResult(
-        { content: [], details: { running: true, session_id: 2, completion_notification: "armed", output: "", wall_time_seconds: 2.5 } },
+        {
+          content: [],
+          details: {
+            running: true,
+            session_id: 2,
+            completion_notification: "armed",
+            output: "",
+            wall_time_seconds: 2.5,
+          },
+        },
         { expanded: false, isPartial: false },
         theme,
         ctx(),
@@ -142,41 +187,108 @@ describe("renderers", () => {
   });
 
   test("write_stdin banners: poll, input with control bytes, base64", () => {
-    assert.equal(render(execRenderers.write_stdin.renderCall({ session_id: 2, yield_time_ms: 5000 }, theme, ctx())), "⟳ poll → session_id=2 (yield 5.0s)");
-    assert.equal(render(execRenderers.write_stdin.renderCall({ session_id: 1, chars: "\\x03" }, theme, ctx())), "» ^C → session_id=1 (until it answers)");
     assert.equal(
-      render(execRenderers.write_stdin.renderCall({ session_id: 1, chars: "print(7*6)\\r", yield_time_ms: 1000 }, theme, ctx())),
+      render(execRenderers.write_stdin.renderCall({ session_id: 2, yield_time_ms: 5000 }, theme, ctx())),
+      "⟳ poll → session_id=2 (yield 5.0s)",
+    );
+    assert.equal(
+      render(execRenderers.write_stdin.renderCall({ session_id: 1, chars: "\\x03" }, theme, ctx())),
+      "» ^C → session_id=1 (until it answers)",
+    );
+    assert.equal(
+      render(
+        execRenderers.write_stdin.renderCall(
+          { session_id: 1, chars: "print(7*6)\\r", yield_time_ms: 1000 },
+          theme,
+          ctx(),
+        ),
+      ),
       "» print(7*6)\\r → session_id=1 (yield 1.0s)",
     );
-    assert.equal(render(execRenderers.write_stdin.renderCall({ session_id: 1, chars_b64: "G3s6wgo=" }, theme, ctx())), "» (base64, 5 bytes) → session_id=1 (until it answers)");
-    assert.match(render(execRenderers.write_stdin.renderCall({ session_id: 2, yield_until: new Date(Date.now() + 9_660_000).toISOString() }, theme, ctx())), /⟳ poll → session_id=2 \(2h4\dm later\)/);
+    assert.equal(
+      render(execRenderers.write_stdin.renderCall({ session_id: 1, chars_b64: "G3s6wgo=" }, theme, ctx())),
+      "» (base64, 5 bytes) → session_id=1 (until it answers)",
+    );
+    assert.match(
+      render(
+        execRenderers.write_stdin.renderCall(
+          { session_id: 2, yield_until: new Date(Date.now() + 9_660_000).toISOString() },
+          theme,
+          ctx(),
+        ),
+      ),
+      /⟳ poll → session_id=2 \(2h4\dm later\)/,
+    );
   });
 
   test("kill_session, list_sessions, set_on_exit", () => {
-    assert.equal(render(execRenderers.kill_session.renderCall({ session_id: 2 }, theme, ctx())), "kill_session session_id=2 signal=SIGTERM");
+    assert.equal(
+      render(execRenderers.kill_session.renderCall({ session_id: 2 }, theme, ctx())),
+      "kill_session session_id=2 signal=SIGTERM",
+    );
     const killed = render(
       execRenderers.kill_session.renderResult(
-        { content: [], details: { found: true, killed: true, session_id: 2, signal: "SIGTERM", wall_time_seconds: 0.3, output: "bye\n", log_path: "/l" } },
+        {
+          content: [],
+          details: {
+            found: true,
+            killed: true,
+            session_id: 2,
+            signal: "SIGTERM",
+            wall_time_seconds: 0.3,
+            output: "bye\n",
+            log_path: "/l",
+          },
+        },
         { expanded: false, isPartial: false },
         theme,
         ctx(),
       ),
     );
     assert.equal(killed, "bye\n  killed session_id=2 · took 0.3s · signal=SIGTERM · log: /l");
-    const sessions = Array.from({ length: 7 }, (_, i) => ({ session_id: i + 1, running: true, state: "running", wake_armed: i === 0, command: `job ${i + 1}`, elapsed_ms: 2000 }));
-    const list = render(execRenderers.list_sessions.renderResult({ content: [], details: { sessions } }, { expanded: false, isPartial: false }, theme, ctx()));
+    const sessions = Array.from({ length: 7 }, (_, i) => ({
+      session_id: i + 1,
+      running: true,
+      state: "running",
+      wake_armed: i === 0,
+      command: `job ${i + 1}`,
+      elapsed_ms: 2000,
+    }));
+    const list = render(
+      execRenderers.list_sessions.renderResult(
+        { content: [], details: { sessions } },
+        { expanded: false, isPartial: false },
+        theme,
+        ctx(),
+      ),
+    );
     assert.match(list, /^ {2}#1 running 2\.0s \[wake\] job 1/);
     assert.match(list, /… 2 more \(ctrl\+o to expand\)$/);
-    assert.equal(render(execRenderers.set_on_exit.renderCall({ session_id: 2, on_exit: "none" }, theme, ctx())), "set_on_exit session_id=2 → none");
     assert.equal(
-      render(execRenderers.set_on_exit.renderResult({ content: [], details: { found: true, status: "disarmed", wake_armed: false } }, { expanded: false, isPartial: false }, theme, ctx())),
+      render(execRenderers.set_on_exit.renderCall({ session_id: 2, on_exit: "none" }, theme, ctx())),
+      "set_on_exit session_id=2 → none",
+    );
+    assert.equal(
+      render(
+        execRenderers.set_on_exit.renderResult(
+          { content: [], details: { found: true, status: "disarmed", wake_armed: false } },
+          { expanded: false, isPartial: false },
+          theme,
+          ctx(),
+        ),
+      ),
       "  disarmed · wake not armed",
     );
   });
 
   test("terminal control sequences never reach the screen", () => {
     const r = render(
-      execRenderers.exec_command.renderResult({ content: [{ type: "text", text: "\x1b]52;c;Zm9v\x07x\x1b[2J" }] }, { expanded: false, isPartial: false }, theme, ctx()),
+      execRenderers.exec_command.renderResult(
+        { content: [{ type: "text", text: "\x1b]52;c;Zm9v\x07x\x1b[2J" }] },
+        { expanded: false, isPartial: false },
+        theme,
+        ctx(),
+      ),
     );
     assert.doesNotMatch(r, /\x1b/);
   });

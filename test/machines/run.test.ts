@@ -13,8 +13,24 @@ import { supervisorWith } from "../../machines/system.ts";
 import { MAX_OPEN_CALLS, type ToolSpec } from "../../machines/tool-events.ts";
 import { RUNNER_INFO, TEST_LIMITS, createFakeRunner, startSupervisor, stateName } from "../helpers/fake-runner.ts";
 import { CALL, TOOLS, startSystem } from "../helpers/fake-dispatch.ts";
-import { analysable, alphabet, byValue, describePath, handled, type Adjacency, type Path } from "../helpers/machine-graph.ts";
-import { assertHealthy, ctx, freshRunning, graceMs, interruptWindowMs, killMs, run } from "../helpers/machine-scenarios.ts";
+import {
+  analysable,
+  alphabet,
+  byValue,
+  describePath,
+  handled,
+  type Adjacency,
+  type Path,
+} from "../helpers/machine-graph.ts";
+import {
+  assertHealthy,
+  ctx,
+  freshRunning,
+  graceMs,
+  interruptWindowMs,
+  killMs,
+  run,
+} from "../helpers/machine-scenarios.ts";
 
 // ---- a scripted installer (the `installing` state) ----
 function harness() {
@@ -178,7 +194,11 @@ function replayRun(path: Path, serialize: (s: AnyMachineSnapshot) => string): Ru
   }
   assert.equal(serialize(predicted), serialize(path.state), `${where}: final vertex`);
   assert.deepEqual(h.errors, [], where);
-  assert.deepEqual(h.eventTypes.filter((t) => t.startsWith("xstate.error")), [], where);
+  assert.deepEqual(
+    h.eventTypes.filter((t) => t.startsWith("xstate.error")),
+    [],
+    where,
+  );
   if (predicted.status === "done") {
     assert.deepEqual(h.finished, [predicted.context.outcome], `${where}: emitted outcome`);
     assert.equal(predicted.context.outcome.status, predicted.value, where);
@@ -785,6 +805,39 @@ describe("running", () => {
   });
 });
 
+// A work budget (eval cells): the deadline pauses while a nested call is open.
+describe("waiting", () => {
+  test("running -> waiting while a call is open; the deadline moves by the time spent waiting", () => {
+    const h = startSystem();
+    h.start({ runId: "w1", timeoutMs: 1000, budget: "work", calls: { callerId: "call_1", tools: TOOLS } });
+    const k = h.runner.of("run:w1");
+    h.clock.increment(10);
+    k.ready();
+    h.clock.increment(10);
+    k.started("w1"); // t = 10_020; the deadline is at 11_000
+    h.clock.increment(480); // 480 ms of work
+    h.call(k, "w1", "c1"); // t = 10_500
+    assert.equal(h.value("run:w1"), "waiting");
+    h.clock.increment(5000); // the call takes 5 s: no timeout meanwhile
+    assert.equal(h.value("run:w1"), "waiting");
+    h.dispatch.of("tool:w1:1").finish("succeeded", { durationMs: 5000 }); // t = 15_500
+    assert.equal(h.value("run:w1"), "running");
+    h.clock.increment(499);
+    assert.equal(h.value("run:w1"), "running", "500 ms of the budget are left");
+    h.clock.increment(1);
+    assert.equal(h.value("run:w1"), "interrupted");
+  });
+
+  test("a wall-clock run (the default) keeps running through an open call and times out on time", () => {
+    const h = startSystem();
+    const k = h.running("w2");
+    h.call(k, "w2", "c1");
+    assert.equal(h.value("run:w2"), "running");
+    h.clock.increment(980);
+    assert.equal(h.value("run:w2"), "interrupted");
+  });
+});
+
 describe("stopping", () => {
   test("interrupted -> grace -> killed on a fresh run: terminate after grace, kill after killMs, exited -> timeout", () => {
     const h = startSupervisor();
@@ -888,6 +941,19 @@ describe("stopping.grace", () => {
     assert.equal(h.outcome("r1").status, "timeout");
     assert.equal(h.outcome("r1").killed, false);
     assert.deepEqual(h.values("run:r1"), ["starting", "running", "interrupted", "grace", "timeout"]);
+    assertHealthy(h);
+  });
+
+  test("pi-python's escalation (limits.secondInterrupt): interrupted -> grace sends a second SIGINT; the kill comes at the end of the grace", () => {
+    const h = startSupervisor({ limits: { ...TEST_LIMITS, secondInterrupt: true } });
+    const k = freshRunning(h, "r1");
+    h.advance(980); // t = 1000: the first interrupt
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]);
+    h.advance(interruptWindowMs);
+    assert.equal(h.value("run:r1"), "grace");
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.interrupt"]);
+    h.advance(graceMs);
+    assert.equal(h.value("run:r1"), "killed");
     assertHealthy(h);
   });
 });
@@ -1064,12 +1130,17 @@ describe("the graph", () => {
     // vertex (stopReason "cancelled" for `interrupted`), so a deadline path is predicted to end `cancelled`.
     const wrong = getSimplePaths(runLogic, runOptions(byValue)).filter((path) => {
       let s: AnyMachineSnapshot = runLogic.getInitialSnapshot(undefined as unknown as AnyActorScope, RUN_INPUT);
-      for (const step of path.steps.slice(1)) s = runLogic.transition(s, step.event, undefined as unknown as AnyActorScope);
+      for (const step of path.steps.slice(1))
+        s = runLogic.transition(s, step.event, undefined as unknown as AnyActorScope);
       return byValue(s) !== byValue(path.state);
     });
     assert.ok(wrong.length > 0);
     assert.ok(
-      wrong.some((p) => describePath(p) === "xstate.init > runner.started > after(deadline) > runner.done" && p.state.value === "cancelled"),
+      wrong.some(
+        (p) =>
+          describePath(p) === "xstate.init > runner.started > after(deadline) > runner.done" &&
+          p.state.value === "cancelled",
+      ),
       wrong.map(describePath).join("\n"),
     );
   });
