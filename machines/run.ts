@@ -11,6 +11,7 @@ import type {
   KernelFact,
   KernelInfo,
   KernelInput,
+  Language,
   Limits,
   RunFinishedEvent,
   RunOutcome,
@@ -35,6 +36,8 @@ export interface RunInput {
   session?: { name: string; ordinal: number; started: boolean; replacedLost?: boolean; replaced?: SessionReplacement };
   /** The interpreter (else the host's default). */
   python?: string;
+  /** Absent: Python (a JavaScript run is always a session's). */
+  language?: Language;
   /** PEP 723 dependencies, installed before the code runs. */
   dependencies?: string[];
   /** Pi tools the code may call; each call is a `tool:<runId>:<seq>` child (machines/run-calls.ts). */
@@ -432,5 +435,5 @@ function recordCall(
 }
 
 function pick(e: KernelInfo): KernelInfo {
-  return { pid: e.pid, python: e.python, executable: e.executable };
+  return { pid: e.pid, python: e.python, executable: e.executable, ...(e.language ? { language: e.language } : {}) };
 }

@@ -12,6 +12,9 @@ export interface RunnerSpec {
   args: string[];
   cwd: string;
   env: NodeJS.ProcessEnv;
+  /** Decode control frames one event-loop turn after they arrive, once the output already readable was read: for
+   * a runner whose blocking writes put its output in the pipes before each frame (docs/protocol-js.md). */
+  settleOutput?: boolean;
 }
 
 export interface RunnerExit {
@@ -72,6 +75,7 @@ export const localOperations: ProcessOperations = {
         child.stderr!,
         child.stdio[3] as unknown as NodeJS.ReadWriteStream & Readable,
         child,
+        spec.settleOutput === true,
       ),
     );
   },
@@ -83,6 +87,7 @@ function wrap(
   stderr: Readable,
   control: NodeJS.ReadWriteStream & Readable,
   child: import("node:child_process").ChildProcess,
+  settleOutput: boolean,
 ): RunnerHandle {
   const listeners = {
     stdout: [] as ((c: Buffer) => void)[],
@@ -97,7 +102,18 @@ function wrap(
   );
   stdout.on("data", (c: Buffer) => listeners.stdout.forEach((fn) => fn(c)));
   stderr.on("data", (c: Buffer) => listeners.stderr.forEach((fn) => fn(c)));
-  control.on("data", (c: Buffer) => decoder.push(c));
+  // libuv reads every readable descriptor of one poll before the next turn: a frame decoded then comes after the
+  // output that was in the pipes before it.
+  let settling: Buffer[] = [];
+  const settle = () => {
+    const chunks = settling;
+    settling = [];
+    for (const c of chunks) decoder.push(c);
+  };
+  control.on("data", (c: Buffer) => {
+    if (!settleOutput) return decoder.push(c);
+    if (settling.push(c) === 1) setImmediate(settle);
+  });
   control.on("error", () => {});
   stdout.on("error", () => {});
   stderr.on("error", () => {});
@@ -108,6 +124,7 @@ function wrap(
   const report = () => {
     if (reported || !exit) return;
     reported = true;
+    settle();
     control.destroy();
     listeners.exit.forEach((fn) => fn(exit!));
   };
