@@ -56,7 +56,9 @@ function statements(tokens) {
     if (t.type === 'punct') {
       const v = t.value;
       if (v === '(' || v === '[' || v === '{') {
-        if (depth === 0 && v === '(' && k > 0 && tokens[k - 1].type === 'name' && HEADS.has(tokens[k - 1].value)) headParen = k;
+        const head = k > 0 && tokens[k - 1].type === 'name' && HEADS.has(tokens[k - 1].value);
+        // `do {} while (...)` ends with its condition: no body follows that `while`.
+        if (depth === 0 && v === '(' && head && !(tokens[k - 1].value === 'while' && firstWord(tokens, from) === 'do')) headParen = k;
         if (depth === 0 && v === '(' && k > 1 && tokens[k - 2].value === 'function' && tokens[k - 1].type === 'name') headParen = k;
         if (v === '{') classHead = false;
         depth++;
