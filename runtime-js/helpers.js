@@ -11,7 +11,8 @@ const { inspect } = require('./errors.js');
 const COMPLETION_CALL = '__completion__';
 /** JSON and text sent in one display frame at most (the frame limit is 64 MiB). */
 const MAX_DISPLAY_CHARS = 16 << 20;
-const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/svg+xml']);
+/** What the host shows (as Pi image content; SVG is rendered to PNG). */
+const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/svg+xml']);
 
 const isPlainOptions = (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && tagOf(v) === 'Object';
 const tagOf = (v) => Object.prototype.toString.call(v).slice(8, -1);
