@@ -50,7 +50,10 @@ function statements(tokens) {
     const t = tokens[k];
     if (depth === 0 && k > from && t.nl && !bodyNext && !classHead) {
       const p = tokens[k - 1];
-      if ((p.type === 'name' && RESTRICTED.has(p.value)) || (endsExpression(p) && startsStatement(t))) close(k);
+      // An import declaration ends with its specifier (or attributes): whatever the next line holds starts anew.
+      const importEnd = firstWord(tokens, from) === 'import' && isImportDeclaration(tokens, from) &&
+        (p.type === 'str' || p.value === '}') && t.value !== 'with' && t.value !== 'assert' && t.value !== 'from';
+      if (importEnd || (p.type === 'name' && RESTRICTED.has(p.value)) || (endsExpression(p) && startsStatement(t))) close(k);
     }
     bodyNext = false;
     if (t.type === 'punct') {
@@ -90,6 +93,11 @@ function statements(tokens) {
   }
   close(tokens.length);
   return out;
+}
+
+function isImportDeclaration(tokens, from) {
+  const n = tokens[from + 1];
+  return Boolean(n) && n.value !== '(' && n.value !== '.';
 }
 
 /** The word that decides a statement's kind (`async function` counts as `function`). */

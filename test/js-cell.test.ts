@@ -108,6 +108,12 @@ describe("imports", () => {
     assert.match(plan.source, /;await import\('node:os'\);/);
   });
 
+  test("an import declaration ends with its specifier: the next line starts anew, whatever it begins with", () => {
+    const plan = transform("import { a } from 'x'\n`${a}`\nimport b from 'y'\n(b)");
+    assert.match(plan.source, /;\(\{ a \} = await import\('x'\)\);\nreturn \(`\$\{a\}`\)|;\(\{ a \} = await import\('x'\)\);\n`\$\{a\}`/);
+    assert.match(plan.source, /;\(\{ default: b \} = await import\('y'\)\);\nreturn \(\(b\)\)/);
+  });
+
   test("import attributes pass through", () => {
     const plan = transform("import data from './d.json' with { type: 'json' }");
     assert.match(plan.source, /await import\('\.\/d\.json', \{ with: \{ type: 'json' \} \}\)/);
