@@ -161,13 +161,15 @@ function install(g, runtime) {
     }
   };
 
+  /** The run's tools as `tool.<name>` sees them: completion() has its own helper. */
+  const callable = (run) => [...run.tools.keys()].filter((n) => n !== COMPLETION_CALL);
   const tool = new Proxy(Object.create(null), {
     get(_, name) {
       if (typeof name !== 'string' || name === 'then' || name === 'toJSON' || name === 'constructor') return undefined;
       return async (args) => {
         const r = running(`tool.${name}`);
-        if (!r.tools.has(name)) {
-          const list = [...r.tools.keys()];
+        if (!r.tools.has(name) || name === COMPLETION_CALL) {
+          const list = callable(r);
           throw new errors.Error(`tool.${name}: no such tool in this cell${list.length ? ` (available: ${list.join(', ')})` : ' (no tools are available)'}`);
         }
         if (args === undefined) args = {};
@@ -179,15 +181,15 @@ function install(g, runtime) {
     },
     has(_, name) {
       const run = runtime.current();
-      return Boolean(run && run.tools.has(name));
+      return Boolean(run && run.tools.has(name) && name !== COMPLETION_CALL);
     },
     ownKeys() {
       const run = runtime.current();
-      return run ? [...run.tools.keys()] : [];
+      return run ? callable(run) : [];
     },
     getOwnPropertyDescriptor(_, name) {
       const run = runtime.current();
-      if (!run || !run.tools.has(name)) return undefined;
+      if (!run || !run.tools.has(name) || name === COMPLETION_CALL) return undefined;
       return { configurable: true, enumerable: true, value: tool[name] };
     },
   });
