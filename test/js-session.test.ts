@@ -62,6 +62,14 @@ describe("a JavaScript session", () => {
     assert.equal(info?.pythonVersion, process.versions.node);
   });
 
+  test("every run's output and value arrive before its outcome", async () => {
+    for (let i = 0; i < 40; i++) {
+      const r = await js(`console.log('line ${i}'); console.error('err ${i}'); ${i}`);
+      assert.equal(r.stdout, `line ${i}\n${i}\n`);
+      assert.equal(r.stderr, `err ${i}\n`);
+    }
+  });
+
   test("an error fails the run with the trimmed stack; state changed before it stays", async () => {
     const r = await js("var before = 'kept'\nnull.x");
     assert.equal(r.outcome.status, "runtime_error");
