@@ -316,9 +316,8 @@ function main() {
     return fatal(`usage: runner.js --mode session (got ${JSON.stringify(args)})`);
   }
   // Blocking writes: output a cell wrote before a crash or process.exit() is in the pipe, and before any frame.
-  for (const stream of [process.stdout, process.stderr]) {
-    if (stream._handle && typeof stream._handle.setBlocking === 'function') stream._handle.setBlocking(true);
-  }
+  // Node makes process.stdout/stderr on first use (a few ms): they become blocking then.
+  for (const name of ['stdout', 'stderr']) blockingWhenOpened(name);
   process.on('SIGINT', () => {}); // interrupts come as frames; a stray SIGINT must not end the session
   quietExperimentalWarnings();
   const net = require('node:net');
@@ -360,6 +359,23 @@ function build() {
   Error.stackTraceLimit = 25;
   ctx.global.Error.stackTraceLimit = 25;
   return rt;
+}
+
+function blockingWhenOpened(name) {
+  const block = (stream) => {
+    if (stream && stream._handle && typeof stream._handle.setBlocking === 'function') stream._handle.setBlocking(true);
+    return stream;
+  };
+  const d = Object.getOwnPropertyDescriptor(process, name);
+  if (!d || typeof d.get !== 'function') return void block(process[name]);
+  Object.defineProperty(process, name, {
+    configurable: true,
+    enumerable: d.enumerable,
+    get() {
+      Object.defineProperty(process, name, d);
+      return block(d.get.call(process));
+    },
+  });
 }
 
 /** Node warns once that vm's default-loader option is experimental; that warning is ours, not the cell's output. */
