@@ -1,16 +1,16 @@
-'use strict';
+"use strict";
 // Compiling and running one cell in the session's context (docs/protocol-js.md, "Cell semantics"). The cell's file
 // name is placed in the current working directory, so that its imports resolve from there and its stack frames
 // name it (`cell-3.js:2:7`).
-const vm = require('node:vm');
-const path = require('node:path');
-const { transform } = require('./cell.js');
-const { remember, formatSyntaxError } = require('./errors.js');
+const vm = require("node:vm");
+const path = require("node:path");
+const { transform } = require("./cell.js");
+const { remember, formatSyntaxError } = require("./errors.js");
 
 /** The cell's code does not compile: `text` is the report (location, the line, a caret, the message). */
 class CellSyntaxError extends Error {
   constructor(text) {
-    super('syntax error');
+    super("syntax error");
     this.text = text;
   }
 }
@@ -29,7 +29,8 @@ function compile(source, file, lineOffset) {
   });
 }
 
-const isThenable = (v) => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function';
+const isThenable = (v) =>
+  v !== null && (typeof v === "object" || typeof v === "function") && typeof v.then === "function";
 
 /** Runs `run.code`: `{shown, value}` (whether the cell has a value to show, and the value). Throws what it threw. */
 async function run(r) {

@@ -1,4 +1,4 @@
-'use strict';
+"use strict";
 // A small JavaScript tokenizer: enough to find a cell's top-level statements (runtime-js/cell.js). Strings,
 // template literals (their `${}` parts included), regular expressions and comments are single tokens or skipped, so
 // nothing inside them is mistaken for code. It never throws: an unterminated literal ends the token list and sets
@@ -6,20 +6,75 @@
 
 /** Keywords after which `/` starts a regular expression and `{` an object literal. */
 const EXPRESSION_KEYWORDS = new Set([
-  'return', 'typeof', 'instanceof', 'in', 'of', 'new', 'delete', 'void', 'throw', 'case', 'do', 'else', 'yield',
-  'await', 'extends',
+  "return",
+  "typeof",
+  "instanceof",
+  "in",
+  "of",
+  "new",
+  "delete",
+  "void",
+  "throw",
+  "case",
+  "do",
+  "else",
+  "yield",
+  "await",
+  "extends",
 ]);
 
 const PUNCTUATORS = [
-  '>>>=', '...', '===', '!==', '**=', '<<=', '>>=', '>>>', '&&=', '||=', '??=',
-  '=>', '==', '!=', '<=', '>=', '&&', '||', '??', '?.', '++', '--', '+=', '-=', '*=', '/=', '%=', '&=', '|=', '^=',
-  '**', '<<', '>>',
+  ">>>=",
+  "...",
+  "===",
+  "!==",
+  "**=",
+  "<<=",
+  ">>=",
+  ">>>",
+  "&&=",
+  "||=",
+  "??=",
+  "=>",
+  "==",
+  "!=",
+  "<=",
+  ">=",
+  "&&",
+  "||",
+  "??",
+  "?.",
+  "++",
+  "--",
+  "+=",
+  "-=",
+  "*=",
+  "/=",
+  "%=",
+  "&=",
+  "|=",
+  "^=",
+  "**",
+  "<<",
+  ">>",
 ];
 
 const isLineBreak = (c) => c === 10 || c === 13 || c === 0x2028 || c === 0x2029;
-const isSpace = (c) => c === 32 || c === 9 || c === 11 || c === 12 || c === 0xa0 || c === 0xfeff || (c > 0x1000 && /\s/.test(String.fromCharCode(c)));
+const isSpace = (c) =>
+  c === 32 ||
+  c === 9 ||
+  c === 11 ||
+  c === 12 ||
+  c === 0xa0 ||
+  c === 0xfeff ||
+  (c > 0x1000 && /\s/.test(String.fromCharCode(c)));
 const isIdentStart = (c) =>
-  (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 36 || c === 95 || c === 92 || (c > 127 && !isSpace(c) && !isLineBreak(c));
+  (c >= 97 && c <= 122) ||
+  (c >= 65 && c <= 90) ||
+  c === 36 ||
+  c === 95 ||
+  c === 92 ||
+  (c > 127 && !isSpace(c) && !isLineBreak(c));
 const isIdentPart = (c) => isIdentStart(c) || (c >= 48 && c <= 57);
 const isDigit = (c) => c >= 48 && c <= 57;
 const NUMBER = /(?:0[xXoObB][0-9a-fA-F_]+n?|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?n?)/y;
@@ -42,7 +97,7 @@ function lex(state, tokens, untilBrace) {
   let depth = 0;
   let nl = false;
   const braces = [];
-  if (!untilBrace && src.startsWith('#!')) {
+  if (!untilBrace && src.startsWith("#!")) {
     while (state.i < n && !isLineBreak(src.charCodeAt(state.i))) state.i++;
   }
   while (state.i < n) {
@@ -63,7 +118,7 @@ function lex(state, tokens, untilBrace) {
       continue;
     }
     if (c === 47 && next === 42 /* * */) {
-      const end = src.indexOf('*/', i + 2);
+      const end = src.indexOf("*/", i + 2);
       if (end < 0) {
         state.broken = true;
         state.i = n;
@@ -85,37 +140,37 @@ function lex(state, tokens, untilBrace) {
     if (c === 34 || c === 39) {
       const end = skipString(src, i, c);
       if (end < 0) return fail(state);
-      push('str', src.slice(i, end), end);
+      push("str", src.slice(i, end), end);
       continue;
     }
     if (c === 96 /* ` */) {
       state.i = i + 1;
       if (!skipTemplate(state)) return fail(state);
-      push('tpl', src.slice(i, state.i), state.i);
+      push("tpl", src.slice(i, state.i), state.i);
       continue;
     }
     if (isIdentStart(c) || (c === 35 /* # */ && isIdentStart(next))) {
       let j = i + 1;
       while (j < n && isIdentPart(src.charCodeAt(j))) j += src.charCodeAt(j) === 92 ? 2 : 1;
-      push('name', src.slice(i, j), j);
+      push("name", src.slice(i, j), j);
       continue;
     }
     if (isDigit(c) || (c === 46 && isDigit(next))) {
       NUMBER.lastIndex = i;
       const m = NUMBER.exec(src);
-      push('num', m ? m[0] : src[i], i + (m ? m[0].length : 1));
+      push("num", m ? m[0] : src[i], i + (m ? m[0].length : 1));
       continue;
     }
     if (c === 47 && regexAllowed(prev)) {
       const end = skipRegex(src, i);
       if (end < 0) return fail(state);
-      push('regex', src.slice(i, end), end);
+      push("regex", src.slice(i, end), end);
       continue;
     }
     if (c === 123 /* { */) {
       braces.push(braceKind(prev, tokens));
       depth++;
-      push('punct', '{', i + 1, { brace: braces[braces.length - 1] });
+      push("punct", "{", i + 1, { brace: braces[braces.length - 1] });
       continue;
     }
     if (c === 125 /* } */) {
@@ -124,17 +179,17 @@ function lex(state, tokens, untilBrace) {
         return true;
       }
       depth--;
-      push('punct', '}', i + 1, { brace: braces.pop() || 'block' });
+      push("punct", "}", i + 1, { brace: braces.pop() || "block" });
       continue;
     }
-    let p = '';
+    let p = "";
     for (const cand of PUNCTUATORS) {
-      if (src.startsWith(cand, i) && !(cand === '?.' && isDigit(src.charCodeAt(i + 2)))) {
+      if (src.startsWith(cand, i) && !(cand === "?." && isDigit(src.charCodeAt(i + 2)))) {
         p = cand;
         break;
       }
     }
-    push('punct', p || src[i], i + (p ? p.length : 1));
+    push("punct", p || src[i], i + (p ? p.length : 1));
   }
   if (untilBrace) return fail(state);
   return true;
@@ -193,27 +248,28 @@ function skipRegex(src, i) {
 function regexAllowed(prev) {
   if (!prev) return true;
   switch (prev.type) {
-    case 'name':
+    case "name":
       return EXPRESSION_KEYWORDS.has(prev.value);
-    case 'num':
-    case 'str':
-    case 'tpl':
-    case 'regex':
+    case "num":
+    case "str":
+    case "tpl":
+    case "regex":
       return false;
     default:
-      if (prev.value === '}') return prev.brace === 'block';
-      return !(prev.value === ')' || prev.value === ']' || prev.value === '++' || prev.value === '--');
+      if (prev.value === "}") return prev.brace === "block";
+      return !(prev.value === ")" || prev.value === "]" || prev.value === "++" || prev.value === "--");
   }
 }
 
 /** A `{` opens an object literal where an expression is expected, else a block (or a class or function body). */
 function braceKind(prev) {
-  if (!prev) return 'block';
-  if (prev.type === 'name') return EXPRESSION_KEYWORDS.has(prev.value) && prev.value !== 'do' && prev.value !== 'else' ? 'expr' : 'block';
-  if (prev.type !== 'punct') return 'block';
-  if (prev.value === ')' || prev.value === ';' || prev.value === '=>' || prev.value === '}') return 'block';
-  if (prev.value === ']') return 'block';
-  return 'expr';
+  if (!prev) return "block";
+  if (prev.type === "name")
+    return EXPRESSION_KEYWORDS.has(prev.value) && prev.value !== "do" && prev.value !== "else" ? "expr" : "block";
+  if (prev.type !== "punct") return "block";
+  if (prev.value === ")" || prev.value === ";" || prev.value === "=>" || prev.value === "}") return "block";
+  if (prev.value === "]") return "block";
+  return "expr";
 }
 
 module.exports = { tokenize, EXPRESSION_KEYWORDS };

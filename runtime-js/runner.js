@@ -1,108 +1,30 @@
-'use strict';
+"use strict";
 // pi-code-supervisor's JavaScript runner: runs the cells of one JavaScript session in one persistent `node:vm`
 // context, out of Pi's process. The contract with the host (file descriptors, frames, interrupts, ordering of output
 // and frames, cell semantics) is docs/protocol-js.md; read it before changing this file. Plain CommonJS, Node's own
 // modules only. Start-up loads only what `ready` needs; the context is built right after it.
-const fs = require('node:fs');
+const { send, fatal, listen } = require("./channel.js");
+const calls = require("./calls.js");
 
 const PROTOCOL = 1;
-const CONTROL_FD = 3;
-const MAX_FRAME = 64 << 20;
-const MAX_ARGS = 8 << 20;
-const MAX_WAITING_CALLS = 1024;
 /** Errors from earlier cells' timers kept for the next cell to report (beyond this they are only counted). */
 const MAX_BACKGROUND = 20;
 
-const sleeper = new Int32Array(new SharedArrayBuffer(4));
-
-// ------------------------------------------------------------------------------------------------ frames
-/** Frames go out with blocking writes: every byte a cell wrote to fd 1/2 before a frame is sent before it. */
-function send(frame) {
-  writeBody(Buffer.from(JSON.stringify(frame), 'utf8'));
-}
-
-function writeBody(body) {
-  if (body.length > MAX_FRAME) throw new RangeError(`a frame of ${body.length} bytes exceeds the 64 MiB limit`);
-  const buf = Buffer.allocUnsafe(4 + body.length);
-  buf.writeUInt32BE(body.length, 0);
-  body.copy(buf, 4);
-  let off = 0;
-  while (off < buf.length) {
-    try {
-      off += fs.writeSync(CONTROL_FD, buf, off);
-    } catch (e) {
-      if (e.code === 'EAGAIN') Atomics.wait(sleeper, 0, 0, 1);
-      else if (e.code !== 'EINTR') orphaned();
-    }
-  }
-}
-
-/** The host died or closed the channel: take the whole process group down so nothing outlives it. */
-function orphaned() {
-  try {
-    if (leadsGroup()) process.kill(-process.pid, 'SIGKILL');
-  } finally {
-    process.reallyExit(1);
-  }
-}
-
-function leadsGroup() {
-  try {
-    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) === process.pid;
-  } catch {
-    return false;
-  }
-}
-
-function fatal(message) {
-  try {
-    send({ type: 'fatal', message });
-  } finally {
-    process.reallyExit(70);
-  }
-}
-
-let inbox = Buffer.alloc(0);
-
-function onData(chunk) {
-  try {
-    inbox = inbox.length ? Buffer.concat([inbox, chunk]) : chunk;
-    while (inbox.length >= 4) {
-      const n = inbox.readUInt32BE(0);
-      if (n > MAX_FRAME) return fatal(`a control frame of ${n} bytes exceeds the 64 MiB limit`);
-      if (inbox.length < 4 + n) return;
-      const body = inbox.subarray(4, 4 + n);
-      inbox = inbox.subarray(4 + n);
-      let frame;
-      try {
-        frame = JSON.parse(body.toString('utf8'));
-      } catch {
-        return fatal('a control frame is not valid JSON');
-      }
-      if (!frame || typeof frame !== 'object' || typeof frame.type !== 'string') return fatal('a control frame has no type');
-      receive(frame);
-    }
-  } catch (e) {
-    fatal(`runner internal error: ${(e && e.stack) || e}`);
-  }
-}
-
 function receive(frame) {
   switch (frame.type) {
-    case 'run': {
+    case "run": {
       const why = badRun(frame);
       if (why) return fatal(`bad run frame: ${why}`);
       queue.push(frame);
       return pump();
     }
-    case 'interrupt':
+    case "interrupt":
       if (current && current.id === frame.id) current.interrupt();
       else if (queue.some((r) => r.id === frame.id)) early.add(frame.id);
       return;
-    case 'tool.result':
-      return answer(frame);
-    case 'shutdown':
+    case "tool.result":
+      return calls.answer(runtime, frame);
+    case "shutdown":
       return process.exit(0);
     default:
       return fatal(`unknown frame type ${JSON.stringify(frame.type).slice(0, 80)}`);
@@ -110,12 +32,13 @@ function receive(frame) {
 }
 
 function badRun(f) {
-  for (const k of ['id', 'code', 'filename']) if (typeof f[k] !== 'string') return `${k} must be a string`;
-  if (!/^[^/\\\0]+$/.test(f.filename)) return 'filename must be a plain file name';
-  if (f.chdir !== undefined && typeof f.chdir !== 'string') return 'chdir must be a string';
+  for (const k of ["id", "code", "filename"]) if (typeof f[k] !== "string") return `${k} must be a string`;
+  if (!/^[^/\\\0]+$/.test(f.filename)) return "filename must be a plain file name";
+  if (f.chdir !== undefined && typeof f.chdir !== "string") return "chdir must be a string";
   if (f.tools !== undefined) {
-    if (!Array.isArray(f.tools)) return 'tools must be a list';
-    for (const t of f.tools) if (!t || typeof t !== 'object' || typeof t.name !== 'string') return 'each tool needs a name';
+    if (!Array.isArray(f.tools)) return "tools must be a list";
+    for (const t of f.tools)
+      if (!t || typeof t !== "object" || typeof t.name !== "string") return "each tool needs a name";
   }
   return undefined;
 }
@@ -127,7 +50,7 @@ class Run {
     this.code = msg.code;
     this.filename = msg.filename;
     this.chdir = msg.chdir;
-    this.asValue = msg.result === 'value';
+    this.asValue = msg.result === "value";
     this.tools = new Map((msg.tools || []).map((t) => [t.name, t]));
     this.controller = new AbortController();
     this.signal = this.controller.signal;
@@ -139,7 +62,7 @@ class Run {
     this.abortError = undefined;
     /** Something the cell started failed outside its own flow (a timer's throw, an unhandled rejection). */
     this.failedElsewhere = false;
-    this.errorText = '';
+    this.errorText = "";
     this.displayed = false;
     this.value = undefined;
   }
@@ -147,8 +70,8 @@ class Run {
   interrupt() {
     if (this.aborted) return;
     this.aborted = true;
-    const e = new runtime.errors.Error('the cell was interrupted (its time ran out, or it was cancelled)');
-    e.name = 'AbortError';
+    const e = new runtime.errors.Error("the cell was interrupted (its time ran out, or it was cancelled)");
+    e.name = "AbortError";
     e.stack = `AbortError: ${e.message}`; // where the runner noticed the interrupt is no concern of the cell's
     this.abortError = e;
     this.controller.abort(e);
@@ -189,7 +112,7 @@ function pump() {
 async function execute(msg) {
   const run = new Run(msg);
   current = run;
-  send({ type: 'started', id: run.id });
+  send({ type: "started", id: run.id });
   if (early.delete(run.id)) run.interrupt();
   let error = null;
   try {
@@ -197,20 +120,26 @@ async function execute(msg) {
     const value = await runtime.cells.run(run);
     if (value.shown) show(run, value.value);
   } catch (e) {
-    error = e instanceof runtime.cells.CellSyntaxError ? 'syntax' : run.aborted && e === run.abortError ? 'interrupt' : 'exception';
+    error =
+      e instanceof runtime.cells.CellSyntaxError
+        ? "syntax"
+        : run.aborted && e === run.abortError
+          ? "interrupt"
+          : "exception";
     run.error(e instanceof runtime.cells.CellSyntaxError ? e.text : runtime.errors.format(e));
   }
   // Rejections the cell left floating surface within this turn: they are still this cell's.
   await new Promise((resolve) => setImmediate(resolve));
-  if (error === null && run.failedElsewhere) error = 'exception';
+  if (error === null && run.failedElsewhere) error = "exception";
   current = undefined;
-  for (const [, call] of run.calls) call.reject(new runtime.errors.Error('the cell ended before this tool call was answered'));
+  for (const [, call] of run.calls)
+    call.reject(new runtime.errors.Error("the cell ended before this tool call was answered"));
   run.calls.clear();
   run.pending.clear();
   const done = {
-    type: 'done',
+    type: "done",
     id: run.id,
-    exitCode: error === null ? 0 : error === 'interrupt' ? 130 : 1,
+    exitCode: error === null ? 0 : error === "interrupt" ? 130 : 1,
     displayedValue: run.displayed,
     error,
   };
@@ -225,13 +154,15 @@ function prepare(run) {
     try {
       process.chdir(run.chdir);
     } catch (e) {
-      process.stderr.write(`[cannot change to ${run.chdir}: ${e.code || e.message}; the cell runs in ${process.cwd()}]\n`);
+      process.stderr.write(
+        `[cannot change to ${run.chdir}: ${e.code || e.message}; the cell runs in ${process.cwd()}]\n`,
+      );
     }
   }
   runtime.modules.nextGeneration();
   if (background.texts.length) {
-    const more = background.more ? `[... and ${background.more} more]\n` : '';
-    process.stderr.write(`[errors after an earlier cell ended]\n${background.texts.join('')}${more}`);
+    const more = background.more ? `[... and ${background.more} more]\n` : "";
+    process.stderr.write(`[errors after an earlier cell ended]\n${background.texts.join("")}${more}`);
     background.texts = [];
     background.more = 0;
   }
@@ -242,20 +173,20 @@ function show(run, value) {
   const item = runtime.helpers.shown(value);
   if (!item) return;
   run.displayed = true;
-  if (item.kind === 'text' && run.asValue) run.value = item.text;
-  else if (item.kind === 'text') process.stdout.write(item.text.endsWith('\n') ? item.text : `${item.text}\n`);
+  if (item.kind === "text" && run.asValue) run.value = item.text;
+  else if (item.kind === "text") process.stdout.write(item.text.endsWith("\n") ? item.text : `${item.text}\n`);
   else display(run, item);
 }
 
 function display(run, item) {
-  send({ type: 'display', id: run.id, ...item });
+  send({ type: "display", id: run.id, ...item });
 }
 
 /** An error no code of the cell caught (a timer's throw, a rejection nobody handled). */
 function uncaught(value, origin) {
   const run = current;
   if (run && run.aborted && value === run.abortError) return; // the interrupt's own rejection, left unhandled
-  const text = runtime.errors.format(value, origin === 'unhandledRejection' ? 'Uncaught (in promise) ' : 'Uncaught ');
+  const text = runtime.errors.format(value, origin === "unhandledRejection" ? "Uncaught (in promise) " : "Uncaught ");
   if (run) {
     run.failedElsewhere = true;
     run.error(text);
@@ -263,88 +194,38 @@ function uncaught(value, origin) {
   else background.more += 1;
 }
 
-// ------------------------------------------------------------------------------------------------ tool calls
-let callSeq = 0;
-
-/** A nested call for `run`: resolves with the result's text; the host's refusals reject. */
-function call(run, name, args) {
-  const errors = runtime.errors;
-  if (run !== current) return Promise.reject(new errors.Error(`${name}: the cell that made this call has ended`));
-  if (run.aborted) return Promise.reject(run.abortError);
-  let json;
-  try {
-    json = JSON.stringify(args, (k, v) => {
-      if (typeof v === 'number' && !Number.isFinite(v)) throw new errors.TypeError(`${name}: ${v} is not valid JSON, so it cannot be passed to a tool`);
-      if (typeof v === 'bigint') throw new errors.TypeError(`${name}: a BigInt cannot be passed to a tool (convert it to a number or a string)`);
-      return v;
-    });
-  } catch (e) {
-    return Promise.reject(e instanceof errors.TypeError ? e : new errors.TypeError(`${name}: the arguments cannot be encoded as JSON (${e.message})`));
-  }
-  if (Buffer.byteLength(json) > MAX_ARGS) {
-    return Promise.reject(new errors.Error(`${name}: the arguments are more than ${MAX_ARGS >> 20} MiB of JSON; pass a path to a file instead`));
-  }
-  if (run.calls.size >= MAX_WAITING_CALLS) {
-    return Promise.reject(new errors.Error(`${name}: ${MAX_WAITING_CALLS} tool calls are already waiting; limit the concurrency`));
-  }
-  callSeq += 1;
-  const id = `c${callSeq}`;
-  return new Promise((resolve, reject) => {
-    run.calls.set(id, { resolve, reject, name });
-    const head = JSON.stringify({ type: 'tool.call', id, run: run.id, name });
-    writeBody(Buffer.from(`${head.slice(0, -1)},"args":${json}}`, 'utf8'));
-  });
-}
-
-function answer(frame) {
-  const run = current;
-  const waiting = run && run.id === frame.run ? run.calls.get(frame.id) : undefined;
-  if (!waiting) return; // cancelled, or its cell ended: the answer is dropped
-  run.calls.delete(frame.id);
-  const text = typeof frame.text === 'string' ? frame.text : '';
-  if (frame.status === 'ok') return waiting.resolve(text);
-  const e = frame.status === 'invalid' ? new runtime.errors.TypeError(text) : new runtime.errors.Error(text);
-  e.status = String(frame.status);
-  if (frame.status === 'blocked') e.name = 'ToolBlockedError';
-  waiting.reject(e);
-}
-
 // ------------------------------------------------------------------------------------------------ start-up
 function main() {
   const args = process.argv.slice(2);
-  if (args.length !== 2 || args[0] !== '--mode' || args[1] !== 'session') {
+  if (args.length !== 2 || args[0] !== "--mode" || args[1] !== "session") {
     return fatal(`usage: runner.js --mode session (got ${JSON.stringify(args)})`);
   }
   // Blocking writes: output a cell wrote before a crash or process.exit() is in the pipe, and before any frame.
   // Node makes process.stdout/stderr on first use (a few ms): they become blocking then.
-  for (const name of ['stdout', 'stderr']) blockingWhenOpened(name);
-  process.on('SIGINT', () => {}); // interrupts come as frames; a stray SIGINT must not end the session
+  for (const name of ["stdout", "stderr"]) blockingWhenOpened(name);
+  process.on("SIGINT", () => {}); // interrupts come as frames; a stray SIGINT must not end the session
   quietExperimentalWarnings();
-  const net = require('node:net');
-  const control = new net.Socket({ fd: CONTROL_FD, readable: true, writable: true, allowHalfOpen: true });
-  control.on('data', onData);
-  control.on('end', orphaned);
-  control.on('error', orphaned);
+  listen(receive);
   send({
-    type: 'ready',
+    type: "ready",
     protocol: PROTOCOL,
     pid: process.pid,
     node: process.versions.node,
     executable: process.execPath,
-    mode: 'session',
+    mode: "session",
   });
   // Work that can wait until the host reacts to `ready` (frames sent meanwhile wait in the socket).
   runtime = build();
-  process.on('uncaughtException', (e) => uncaught(e, 'uncaughtException'));
-  process.on('unhandledRejection', (e) => uncaught(e, 'unhandledRejection'));
+  process.on("uncaughtException", (e) => uncaught(e, "uncaughtException"));
+  process.on("unhandledRejection", (e) => uncaught(e, "unhandledRejection"));
 }
 
 function build() {
-  const errorsModule = require('./errors.js');
-  const modules = require('./modules.js');
-  const { createContext } = require('./context.js');
-  const helpers = require('./helpers.js');
-  const cells = require('./cells.js');
+  const errorsModule = require("./errors.js");
+  const modules = require("./modules.js");
+  const { createContext } = require("./context.js");
+  const helpers = require("./helpers.js");
+  const cells = require("./cells.js");
   const rt = { modules, helpers, cells, current: () => current };
   const ctx = createContext(rt);
   rt.errors = { Error: ctx.Error, TypeError: ctx.TypeError, format: errorsModule.formatError };
@@ -353,7 +234,7 @@ function build() {
     current: () => current,
     errors: rt.errors,
     display,
-    call,
+    call: (run, name, args) => calls.call(rt, run, name, args),
   });
   cells.attach(rt);
   Error.stackTraceLimit = 25;
@@ -363,11 +244,11 @@ function build() {
 
 function blockingWhenOpened(name) {
   const block = (stream) => {
-    if (stream && stream._handle && typeof stream._handle.setBlocking === 'function') stream._handle.setBlocking(true);
+    if (stream && stream._handle && typeof stream._handle.setBlocking === "function") stream._handle.setBlocking(true);
     return stream;
   };
   const d = Object.getOwnPropertyDescriptor(process, name);
-  if (!d || typeof d.get !== 'function') return void block(process[name]);
+  if (!d || typeof d.get !== "function") return void block(process[name]);
   Object.defineProperty(process, name, {
     configurable: true,
     enumerable: d.enumerable,
@@ -382,8 +263,8 @@ function blockingWhenOpened(name) {
 function quietExperimentalWarnings() {
   const emit = process.emitWarning;
   process.emitWarning = function emitWarning(warning, ...rest) {
-    const text = typeof warning === 'string' ? warning : warning && warning.message;
-    if (typeof text === 'string' && /USE_MAIN_CONTEXT_DEFAULT_LOADER|registerHooks/.test(text)) return;
+    const text = typeof warning === "string" ? warning : warning && warning.message;
+    if (typeof text === "string" && /USE_MAIN_CONTEXT_DEFAULT_LOADER|registerHooks/.test(text)) return;
     return emit.call(this, warning, ...rest);
   };
 }

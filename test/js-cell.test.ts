@@ -7,7 +7,13 @@ import { describe, test } from "node:test";
 
 const require = createRequire(import.meta.url);
 const { transform } = require("../runtime-js/cell.js") as {
-  transform(code: string): { source: string; lineOffset: number; wrapped: boolean; showsValue: boolean; fallback?: string };
+  transform(code: string): {
+    source: string;
+    lineOffset: number;
+    wrapped: boolean;
+    showsValue: boolean;
+    fallback?: string;
+  };
 };
 
 /** Runs cells in one context the way runtime-js/cells.js does; returns each cell's shown value. */
@@ -48,7 +54,10 @@ describe("declarations last and may be repeated", () => {
   });
 
   test("a line without a semicolon before a rewritten declaration does not run into it", async () => {
-    const [, v] = await cells("const x = 1\nawait null\nconst y = x + 1\nclass Z {}\nconst [p] = [y]", "[x, y, typeof Z, p]");
+    const [, v] = await cells(
+      "const x = 1\nawait null\nconst y = x + 1\nclass Z {}\nconst [p] = [y]",
+      "[x, y, typeof Z, p]",
+    );
     assert.deepEqual(v, [1, 2, "function", 2]);
   });
 });
@@ -100,7 +109,9 @@ describe("the tokenizer reads JavaScript as V8 does", () => {
 
 describe("imports", () => {
   test("static imports become import() in an async cell; names are bound and last", async () => {
-    const plan = transform("import def, { join as j, sep } from 'node:path'\nimport * as fs from \"node:fs\"\nimport 'node:os'");
+    const plan = transform(
+      "import def, { join as j, sep } from 'node:path'\nimport * as fs from \"node:fs\"\nimport 'node:os'",
+    );
     assert.equal(plan.wrapped, true);
     assert.match(plan.source, /^var j, sep, def, fs; \(async function/);
     assert.match(plan.source, /;\(\{ default: def, join: j, sep \} = await import\('node:path'\)\);/);
@@ -110,7 +121,10 @@ describe("imports", () => {
 
   test("an import declaration ends with its specifier: the next line starts anew, whatever it begins with", () => {
     const plan = transform("import { a } from 'x'\n`${a}`\nimport b from 'y'\n(b)");
-    assert.match(plan.source, /;\(\{ a \} = await import\('x'\)\);\nreturn \(`\$\{a\}`\)|;\(\{ a \} = await import\('x'\)\);\n`\$\{a\}`/);
+    assert.match(
+      plan.source,
+      /;\(\{ a \} = await import\('x'\)\);\nreturn \(`\$\{a\}`\)|;\(\{ a \} = await import\('x'\)\);\n`\$\{a\}`/,
+    );
     assert.match(plan.source, /;\(\{ default: b \} = await import\('y'\)\);\nreturn \(\(b\)\)/);
   });
 

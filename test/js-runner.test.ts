@@ -31,7 +31,12 @@ function ok(r: CellResult): void {
   assert.equal(r.done.exitCode, 0);
 }
 
-const TOOLS = { tools: [{ name: "read", python: "read", signature: "" }, { name: "bash", python: "bash", signature: "" }] };
+const TOOLS = {
+  tools: [
+    { name: "read", python: "read", signature: "" },
+    { name: "bash", python: "bash", signature: "" },
+  ],
+};
 
 describe("start-up and process layout", () => {
   it("says ready with its pid and Node's version", async () => {
@@ -59,7 +64,10 @@ describe("start-up and process layout", () => {
   });
 
   it("refuses a start without --mode session", async () => {
-    const d = await startJs({ args: [(await import("./helpers/js-runner.ts")).JS_RUNNER_PATH, "--mode", "fresh"], waitReady: false });
+    const d = await startJs({
+      args: [(await import("./helpers/js-runner.ts")).JS_RUNNER_PATH, "--mode", "fresh"],
+      waitReady: false,
+    });
     drivers.push(d);
     const f = await d.waitFrame("fatal");
     assert.match(String(f.message), /usage/);
@@ -81,7 +89,10 @@ describe("cells", () => {
 
   it("runs top-level await and return; an async cell's declarations persist", async () => {
     const d = await start();
-    const r = await runCell(d, "const a = await Promise.resolve(20)\nconst { b, c: [d] } = { b: 1, c: [1] }\nasync function g() { return 1 }\na + b + d + await g()");
+    const r = await runCell(
+      d,
+      "const a = await Promise.resolve(20)\nconst { b, c: [d] } = { b: 1, c: [1] }\nasync function g() { return 1 }\na + b + d + await g()",
+    );
     ok(r);
     assert.equal(r.stdout, "23\n");
     const later = await runCell(d, "a + b + d + (await g())");
@@ -101,7 +112,10 @@ describe("cells", () => {
     assert.equal(text.done.displayedValue, true);
     const json = await runCell(d, "({ a: [1, 2], b: 'c' })");
     assert.equal(json.stdout, "");
-    assert.deepEqual(json.displays.map((f) => [f.kind, f.text]), [["json", '{"a":[1,2],"b":"c"}']]);
+    assert.deepEqual(
+      json.displays.map((f) => [f.kind, f.text]),
+      [["json", '{"a":[1,2],"b":"c"}']],
+    );
     const none = await runCell(d, "undefined");
     assert.equal(none.done.displayedValue, false);
     assert.equal(none.stdout, "");
@@ -136,7 +150,12 @@ describe("cells", () => {
         { kind: "text", text: "words", mime: undefined, data: undefined },
         { kind: "text", text: "7", mime: undefined, data: undefined },
         { kind: "image", text: undefined, mime: "image/png", data: png.toString("base64") },
-        { kind: "text", text: "[display: image not shown: `data` is not valid base64]", mime: undefined, data: undefined },
+        {
+          kind: "text",
+          text: "[display: image not shown: `data` is not valid base64]",
+          mime: undefined,
+          data: undefined,
+        },
         { kind: "image", text: undefined, mime: "image/svg+xml", data: "<svg/>" },
       ],
     );
@@ -155,7 +174,10 @@ describe("cells", () => {
 
   it("console, print and raw writes are captured in order per channel", async () => {
     const d = await start();
-    const r = await runCell(d, "console.log('a'); print('b', 1, { c: 2 }); process.stdout.write('c\\n'); console.error('e'); console.warn('w')");
+    const r = await runCell(
+      d,
+      "console.log('a'); print('b', 1, { c: 2 }); process.stdout.write('c\\n'); console.error('e'); console.warn('w')",
+    );
     ok(r);
     assert.equal(r.stdout, "a\nb 1 { c: 2 }\nc\n");
     assert.equal(r.stderr, "e\nw\n");
@@ -172,7 +194,10 @@ describe("errors", () => {
     const cellA = r.stderr.match(/^(cell-\d+\.js):5$/m)?.[1];
     assert.ok(cellA, r.stderr);
     assert.match(r.stderr, /^  return null\.x\n {14}\^\n\nTypeError: Cannot read properties of null \(reading 'x'\)$/m);
-    assert.match(r.stderr, new RegExp(`at inner \\(${cellA}:5:15\\)\\n    at outer \\(${cellA}:2:10\\)\\n    at cell-\\d+\\.js:2:1\\n$`));
+    assert.match(
+      r.stderr,
+      new RegExp(`at inner \\(${cellA}:5:15\\)\\n    at outer \\(${cellA}:2:10\\)\\n    at cell-\\d+\\.js:2:1\\n$`),
+    );
     assert.doesNotMatch(r.stderr, /runner\.js|node:vm|runtime-js/);
     const state = await runCell(d, "before");
     assert.equal(state.stdout, "1\n", "state changed before the error stays");
@@ -182,7 +207,10 @@ describe("errors", () => {
     const d = await start();
     const r = await runCell(d, "const a = 1\nawait null\n\nthrow new RangeError('deep')");
     assert.equal(r.done.error, "exception");
-    assert.match(r.stderr, /^cell-\d+\.js:4\nthrow new RangeError\('deep'\)\n {6}\^\n\nRangeError: deep\n    at cell-\d+\.js:4:7\n$/);
+    assert.match(
+      r.stderr,
+      /^cell-\d+\.js:4\nthrow new RangeError\('deep'\)\n {6}\^\n\nRangeError: deep\n    at cell-\d+\.js:4:7\n$/,
+    );
   });
 
   it("reports a syntax error against the user's own line", async () => {
@@ -203,7 +231,10 @@ describe("errors", () => {
 
   it("a timer's throw during a cell fails it; the runtime and its state stay", async () => {
     const d = await start();
-    const r = await runCell(d, "var kept = 'yes'\nsetTimeout(() => { throw new Error('from a timer') }, 5)\nawait new Promise((r) => setTimeout(r, 50))\n'after'");
+    const r = await runCell(
+      d,
+      "var kept = 'yes'\nsetTimeout(() => { throw new Error('from a timer') }, 5)\nawait new Promise((r) => setTimeout(r, 50))\n'after'",
+    );
     assert.equal(r.done.error, "exception");
     assert.equal(r.stdout, "after\n");
     assert.match(r.stderr, /Uncaught Error: from a timer\n    at Timeout\._onTimeout \(cell-\d+\.js:2:26\)/);
@@ -213,12 +244,20 @@ describe("errors", () => {
 
   it("an error after its cell ended is reported by the next cell, which still succeeds", async () => {
     const d = await start();
-    ok(await runCell(d, "setTimeout(() => { throw new Error('late') }, 5); Promise.reject(new Error('unseen')).catch(() => {}); 'quick'"));
+    ok(
+      await runCell(
+        d,
+        "setTimeout(() => { throw new Error('late') }, 5); Promise.reject(new Error('unseen')).catch(() => {}); 'quick'",
+      ),
+    );
     await sleep(60);
     const r = await runCell(d, "'next'");
     ok(r);
     assert.equal(r.stdout, "next\n");
-    assert.match(r.stderr, /^\[errors after an earlier cell ended\]\ncell-\d+\.js:1\n.*\n +\^\n\nUncaught Error: late\n/);
+    assert.match(
+      r.stderr,
+      /^\[errors after an earlier cell ended\]\ncell-\d+\.js:1\n.*\n +\^\n\nUncaught Error: late\n/,
+    );
   });
 
   it("a rejection left floating fails its cell", async () => {
@@ -233,10 +272,16 @@ describe("imports", () => {
   it("reloads local modules in each cell and keeps packages and node: modules", async () => {
     const cwd = tmp();
     writeFileSync(join(cwd, "dep.mjs"), "export const dep = 'dep v1';\n");
-    writeFileSync(join(cwd, "local.mjs"), "import { dep } from './dep.mjs';\nexport const v = 'v1 ' + dep;\nexport const id = Math.random();\n");
+    writeFileSync(
+      join(cwd, "local.mjs"),
+      "import { dep } from './dep.mjs';\nexport const v = 'v1 ' + dep;\nexport const id = Math.random();\n",
+    );
     writeFileSync(join(cwd, "old.cjs"), "module.exports = { v: 'cjs v1' };\n");
     mkdirSync(join(cwd, "node_modules", "pkg"), { recursive: true });
-    writeFileSync(join(cwd, "node_modules", "pkg", "package.json"), JSON.stringify({ name: "pkg", exports: { import: "./i.mjs" } }));
+    writeFileSync(
+      join(cwd, "node_modules", "pkg", "package.json"),
+      JSON.stringify({ name: "pkg", exports: { import: "./i.mjs" } }),
+    );
     writeFileSync(join(cwd, "node_modules", "pkg", "i.mjs"), "export const id = Math.random();\n");
     const d = await start(cwd);
     const first = await runCell(
@@ -246,7 +291,10 @@ describe("imports", () => {
     ok(first);
     assert.deepEqual(JSON.parse(String(first.displays[0]?.text)), ["v1 dep v1", "cjs v1", "function"]);
     writeFileSync(join(cwd, "dep.mjs"), "export const dep = 'dep v2';\n");
-    writeFileSync(join(cwd, "local.mjs"), "import { dep } from './dep.mjs';\nexport const v = 'v2 ' + dep;\nexport const id = Math.random();\n");
+    writeFileSync(
+      join(cwd, "local.mjs"),
+      "import { dep } from './dep.mjs';\nexport const v = 'v2 ' + dep;\nexport const id = Math.random();\n",
+    );
     writeFileSync(join(cwd, "old.cjs"), "module.exports = { v: 'cjs v2' };\n");
     const second = await runCell(
       d,
@@ -282,7 +330,13 @@ describe("helpers", () => {
       "await write('sub/dir/out.txt', 'hello')\nconst all = await read('sub/dir/out.txt')\nconst part = await read('lines.txt', 2, 2)\nconst opt = await read('lines.txt', { offset: 3 })\nenv('PCS_JS_TEST', 'set');\n[all, part, opt, env('PCS_JS_TEST'), typeof env().PATH]",
     );
     ok(r);
-    assert.deepEqual(JSON.parse(String(r.displays[0]?.text)), ["hello", "two\nthree", "three\nfour\n", "set", "string"]);
+    assert.deepEqual(JSON.parse(String(r.displays[0]?.text)), [
+      "hello",
+      "two\nthree",
+      "three\nfour\n",
+      "set",
+      "string",
+    ]);
     assert.equal(readFileSync(join(cwd, "sub/dir/out.txt"), "utf8"), "hello");
     const dir = await runCell(d, "await read('sub')");
     assert.equal(dir.done.error, "exception");
@@ -295,7 +349,10 @@ describe("helpers", () => {
 describe("interrupts", () => {
   it("rejects the pending await with an AbortError; cleanup runs and state stays", async () => {
     const d = await start();
-    const mark = d.startRun("var cleaned = false\ntry {\n  await new Promise((r) => setTimeout(r, 1e6))\n} finally {\n  cleaned = true\n  console.log('cleanup')\n}", { filename: "cell-int.js" });
+    const mark = d.startRun(
+      "var cleaned = false\ntry {\n  await new Promise((r) => setTimeout(r, 1e6))\n} finally {\n  cleaned = true\n  console.log('cleanup')\n}",
+      { filename: "cell-int.js" },
+    );
     await d.waitFrame((f) => f.type === "started" && f.id === mark.id);
     await sleep(30);
     d.send({ type: "interrupt", id: mark.id });
@@ -304,20 +361,29 @@ describe("interrupts", () => {
     assert.equal(done.error, "interrupt");
     assert.equal(done.exitCode, 130);
     assert.equal(d.stdoutBytes().subarray(mark.out).toString(), "cleanup\n");
-    assert.equal(d.stderrBytes().subarray(mark.err).toString(), "AbortError: the cell was interrupted (its time ran out, or it was cancelled)\n");
+    assert.equal(
+      d.stderrBytes().subarray(mark.err).toString(),
+      "AbortError: the cell was interrupted (its time ran out, or it was cancelled)\n",
+    );
     assert.equal((await runCell(d, "cleaned")).stdout, "true\n");
   });
 
   it("a cell that catches the AbortError ends normally", async () => {
     const d = await start();
-    const mark = d.startRun("let seen\ntry { await Promise.all([new Promise(() => {}), read('/dev/zero')]) } catch (e) { seen = [e.name, e instanceof Error] }\nseen", { filename: "cell-catch.js" });
+    const mark = d.startRun(
+      "let seen\ntry { await Promise.all([new Promise(() => {}), read('/dev/zero')]) } catch (e) { seen = [e.name, e instanceof Error] }\nseen",
+      { filename: "cell-catch.js" },
+    );
     await d.waitFrame((f) => f.type === "started" && f.id === mark.id);
     await sleep(30);
     d.send({ type: "interrupt", id: mark.id });
     const done = await d.waitFrame((f) => f.type === "done" && f.id === mark.id);
     await turn();
     assert.equal(done.error, null);
-    assert.deepEqual(JSON.parse(String(d.frames.find((f) => f.type === "display" && f.id === mark.id)?.text)), ["AbortError", true]);
+    assert.deepEqual(JSON.parse(String(d.frames.find((f) => f.type === "display" && f.id === mark.id)?.text)), [
+      "AbortError",
+      true,
+    ]);
   });
 
   it("a synchronous loop cannot be interrupted: the runner stays busy until it is killed", async () => {
@@ -353,7 +419,11 @@ describe("tool calls", () => {
       },
     );
     ok(r);
-    assert.deepEqual(JSON.parse(String(r.displays[0]?.text)), ['read:{"path":"a"}', 'bash:{"command":"b"}', ["read", "bash"]]);
+    assert.deepEqual(JSON.parse(String(r.displays[0]?.text)), [
+      'read:{"path":"a"}',
+      'bash:{"command":"b"}',
+      ["read", "bash"],
+    ]);
     const calls = d.frames.filter((f) => f.type === "tool.call" && f.run === r.done.id);
     assert.equal(calls.length, 2);
     assert.notEqual(calls[0]!.id, calls[1]!.id);
@@ -364,10 +434,19 @@ describe("tool calls", () => {
     const r = await runCell(
       d,
       "const out = []\ntry { await tool.bash({ command: 'rm -rf /' }) } catch (e) { out.push([e.name, e.message, e.status]) }\ntry { await tool.read({}) } catch (e) { out.push([e.name, e instanceof TypeError]) }\nout",
-      { extra: TOOLS, answer: (c) => (c.name === "bash" ? { status: "blocked", text: "bash was blocked: no" } : { status: "invalid", text: "path is required" }) },
+      {
+        extra: TOOLS,
+        answer: (c) =>
+          c.name === "bash"
+            ? { status: "blocked", text: "bash was blocked: no" }
+            : { status: "invalid", text: "path is required" },
+      },
     );
     ok(r);
-    assert.deepEqual(JSON.parse(String(r.displays[0]?.text)), [["ToolBlockedError", "bash was blocked: no", "blocked"], ["TypeError", true]]);
+    assert.deepEqual(JSON.parse(String(r.displays[0]?.text)), [
+      ["ToolBlockedError", "bash was blocked: no", "blocked"],
+      ["TypeError", true],
+    ]);
   });
 
   it("refuses what cannot be sent, and unknown tools", async () => {
@@ -383,7 +462,9 @@ describe("tool calls", () => {
 
   it("a call still waiting when its cell ends is rejected; a late answer is dropped", async () => {
     const d = await start();
-    const r = await runCell(d, "globalThis.late = tool.read({ path: 'slow' }).catch((e) => e.message); 'ended'", { extra: TOOLS });
+    const r = await runCell(d, "globalThis.late = tool.read({ path: 'slow' }).catch((e) => e.message); 'ended'", {
+      extra: TOOLS,
+    });
     ok(r);
     const call = d.frames.find((f) => f.type === "tool.call" && f.run === r.done.id)!;
     d.send({ type: "tool.result", id: call.id, run: call.run, status: "ok", text: "too late" });
@@ -393,16 +474,23 @@ describe("tool calls", () => {
 
   it("completion() is a nested call; a schema parses the answer", async () => {
     const d = await start();
-    const r = await runCell(d, "[await completion('hi'), await completion('json please', { schema: { type: 'object' } })]", {
-      answer: (c) => ({ status: "ok", text: (c.args as { schema?: unknown }).schema ? '{"k":1}' : "plain answer" }),
-    });
+    const r = await runCell(
+      d,
+      "[await completion('hi'), await completion('json please', { schema: { type: 'object' } })]",
+      {
+        answer: (c) => ({ status: "ok", text: (c.args as { schema?: unknown }).schema ? '{"k":1}' : "plain answer" }),
+      },
+    );
     ok(r);
     assert.deepEqual(JSON.parse(String(r.displays[0]?.text)), ["plain answer", { k: 1 }]);
     const calls = d.frames.filter((f) => f.type === "tool.call" && f.run === r.done.id);
-    assert.deepEqual(calls.map((c) => [c.name, c.args]), [
-      ["__completion__", { prompt: "hi" }],
-      ["__completion__", { prompt: "json please", schema: { type: "object" } }],
-    ]);
+    assert.deepEqual(
+      calls.map((c) => [c.name, c.args]),
+      [
+        ["__completion__", { prompt: "hi" }],
+        ["__completion__", { prompt: "json please", schema: { type: "object" } }],
+      ],
+    );
   });
 });
 
@@ -417,7 +505,9 @@ describe("process deaths", () => {
 
   it("output written right before a SIGKILL is kept", async () => {
     const d = await start();
-    d.startRun("process.stdout.write('x'.repeat(1 << 20)); process.kill(process.pid, 'SIGKILL')", { filename: "cell-kill.js" });
+    d.startRun("process.stdout.write('x'.repeat(1 << 20)); process.kill(process.pid, 'SIGKILL')", {
+      filename: "cell-kill.js",
+    });
     assert.equal((await d.waitExit()).signal, "SIGKILL");
     await d.outputEnded;
     assert.equal(d.stdoutBytes().length, 1 << 20);
@@ -425,7 +515,12 @@ describe("process deaths", () => {
 
   it("exits and takes its process group along when the control channel closes", async () => {
     const d = await start();
-    ok(await runCell(d, "globalThis.child = require('node:child_process').spawn('sleep', ['30'], { stdio: 'ignore' }); child.pid"));
+    ok(
+      await runCell(
+        d,
+        "globalThis.child = require('node:child_process').spawn('sleep', ['30'], { stdio: 'ignore' }); child.pid",
+      ),
+    );
     const childPid = Number(d.stdoutText().trim());
     assert.ok(isAlive(childPid));
     d.control.end();

@@ -35,7 +35,8 @@ function bridge(blocked: Set<string> = new Set()): RunBridge {
     tools: [tool("echo"), tool("slow")],
     emit: () => {},
     async execute(name, input, signal) {
-      if (blocked.has(name)) return { result: { content: [{ type: "text", text: "refused by policy" }] }, isError: true, blocked: true };
+      if (blocked.has(name))
+        return { result: { content: [{ type: "text", text: "refused by policy" }] }, isError: true, blocked: true };
       if (name === "slow") await new Promise((r) => setTimeout(r, 50));
       if (signal.aborted) throw new Error("aborted");
       return { result: { content: [{ type: "text", text: `${name} ${JSON.stringify(input)}` }] }, isError: false };
@@ -79,7 +80,10 @@ describe("a JavaScript session", () => {
   });
 
   test("at its deadline a pending await is rejected: the cell ends cleanly and the state is kept", async () => {
-    const r = await js("var phase = 'start'\ntry { await new Promise((r) => setTimeout(r, 60_000)) } finally { phase = 'cleaned'; console.log('cleanup ran') }", { timeoutMs: 200 });
+    const r = await js(
+      "var phase = 'start'\ntry { await new Promise((r) => setTimeout(r, 60_000)) } finally { phase = 'cleaned'; console.log('cleanup ran') }",
+      { timeoutMs: 200 },
+    );
     assert.equal(r.outcome.status, "timeout");
     assert.equal(r.outcome.killed, false);
     assert.equal(r.outcome.session?.isLost, false);
@@ -120,7 +124,11 @@ describe("a JavaScript session", () => {
   });
 
   test("tool calls go through the bridge, concurrently; a blocked call makes the run a policy_error even if caught", async () => {
-    const r = await js("const [a, b] = await Promise.all([tool.slow({ n: 1 }), tool.echo({ n: 2 })]);\n`${a} | ${b}`", {}, { bridge: bridge() });
+    const r = await js(
+      "const [a, b] = await Promise.all([tool.slow({ n: 1 }), tool.echo({ n: 2 })]);\n`${a} | ${b}`",
+      {},
+      { bridge: bridge() },
+    );
     assert.equal(r.outcome.status, "success", r.stderr);
     assert.equal(r.stdout, 'slow {"n":1} | echo {"n":2}\n');
     assert.deepEqual(
@@ -130,7 +138,11 @@ describe("a JavaScript session", () => {
         ["echo", "succeeded"],
       ],
     );
-    const blocked = await js("try { await tool.echo({}) } catch (e) { console.log('caught', e.name) }\n'went on'", {}, { bridge: bridge(new Set(["echo"])) });
+    const blocked = await js(
+      "try { await tool.echo({}) } catch (e) { console.log('caught', e.name) }\n'went on'",
+      {},
+      { bridge: bridge(new Set(["echo"])) },
+    );
     assert.equal(blocked.outcome.status, "policy_error");
     assert.equal(blocked.stdout, "caught ToolBlockedError\nwent on\n");
   });
@@ -161,9 +173,13 @@ describe("a JavaScript session", () => {
 
   test("shutdown takes the runtime's process group down", async () => {
     const own = new SupervisorHost();
-    const r = await own.run(
-      { code: "require('node:child_process').spawn('sleep', ['30'], { stdio: 'ignore' }).pid", cwd, timeoutMs: 20_000, session: "js", language: "js" },
-    );
+    const r = await own.run({
+      code: "require('node:child_process').spawn('sleep', ['30'], { stdio: 'ignore' }).pid",
+      cwd,
+      timeoutMs: 20_000,
+      session: "js",
+      language: "js",
+    });
     const child = Number(r.stdout.trim());
     const pid = own.sessions().find((s) => s.name === "js")!.pid!;
     assert.ok(pidAlive(child) && pidAlive(pid));

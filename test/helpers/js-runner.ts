@@ -47,7 +47,10 @@ export async function runCell(
       })()
     : undefined;
   try {
-    const done = (await d.waitFrame((f) => f.type === "done" && f.id === mark.id, opts.timeoutMs ?? 10_000)) as CellResult["done"];
+    const done = (await d.waitFrame(
+      (f) => f.type === "done" && f.id === mark.id,
+      opts.timeoutMs ?? 10_000,
+    )) as CellResult["done"];
     await turn();
     const displays = d.frames.filter((f) => f.type === "display" && f.id === mark.id);
     return {
