@@ -5,7 +5,7 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import type { SupervisorHost } from "../host/host.ts";
 import { registerCodeStatusCommand } from "./commands/code-status.ts";
 import { registerSessionCommands } from "./commands/code-sessions.ts";
-import { PYTHON_FLAG, type CodeEnvironment } from "./environment.ts";
+import { PYTHON_FLAG, SANDBOX_FLAG, SSH_FLAG, type CodeEnvironment } from "./environment.ts";
 import type { SessionStatus } from "./status.ts";
 import { registerSetInterpreterTool } from "./tools/set-interpreter.ts";
 
@@ -26,6 +26,14 @@ export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void
     type: "string",
     description:
       "Python interpreter for code_execution (path, venv python or command; python_set_interpreter overrides it)",
+  });
+  pi.registerFlag(SANDBOX_FLAG, {
+    type: "boolean",
+    description: "Run code_execution in a bubblewrap sandbox (settings `sandbox.*`; the `backend` setting does the same)",
+  });
+  pi.registerFlag(SSH_FLAG, {
+    type: "string",
+    description: "Run code_execution on user@host[:remote-cwd] over your OpenSSH client (settings `remote.*`)",
   });
   registerSetInterpreterTool(pi, environment, peekHost);
   registerCodeStatusCommand(pi, environment, peekHost);

@@ -22,10 +22,19 @@ import { watchModules } from "../actors/process/module-watch.ts";
 import { finishOutcome, prepareRun, refusedOutcome, SessionBook, type SessionHistory } from "./prepare.ts";
 import { ExecHost, execLogDir, type ExecHostOptions } from "./exec.ts";
 import { agentDir } from "../record/log-files.ts";
+import { operationsFor } from "../actors/process/backends.ts";
+import type { BackendInfo } from "../actors/process/operations.ts";
+import { loadSettings, type ResourceLimits } from "../store/settings.ts";
+import { defaultEnvRoot, defaultSessionRoot } from "../actors/deps/install-targets.ts";
+import { limitHints } from "./limit-hints.ts";
 
 export interface HostOptions {
   limits?: Partial<Limits>;
+  /** Where runners start (actors/process/backends.ts). Default: local, unless PI_CODE_EXECUTION_BACKEND says
+   * otherwise (then the environment's backend settings). The host closes it at shutdown. */
   ops?: ProcessOperations;
+  /** Resource limits of new runners (settings `limits`); read when each process starts. */
+  resourceLimits?: () => ResourceLimits;
   /** Environment for new processes; read when each process starts. */
   env?: () => NodeJS.ProcessEnv;
   python?: () => Promise<Result<PythonInfo>>;
@@ -116,6 +125,8 @@ export class SupervisorHost {
   private readonly spareRunners: () => boolean;
   /** Shell sessions: the exec tools' door (host/exec.ts). */
   readonly exec: ExecHost;
+  /** Where this host's runners start: one backend for the host's whole life. */
+  readonly ops: ProcessOperations;
 
   constructor(options: HostOptions = {}) {
     this.options = options;
@@ -127,8 +138,10 @@ export class SupervisorHost {
     this.spareRunners = options.spareRunners ?? (() => true);
     this.interpreter = options.interpreter ?? new InterpreterResolver({ env });
     const host = this;
+    this.ops = options.ops ?? defaultOperations(env(), options.packages);
     const kernel = createKernelLogic({
-      ops: options.ops ?? localOperations,
+      ops: this.ops,
+      ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
       python: options.python ?? (() => resolvePython(pythonCommand(env()), env())),
       env: (input) => this.runnerEnvFor(env(), input.python),
       watchModules: (cwd) => ((options.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
@@ -235,6 +248,8 @@ export class SupervisorHost {
       // Not a spread: that would decode the retained output (up to 64 MiB) whether or not anyone reads it.
       const result = Object.assign(output.collect(), { outcome });
       result.outcome = finishOutcome(outcome, result.capture.stderr.tail, notes);
+      const limited = limitHints(result.outcome, result.capture.stderr.tail, this.options.resourceLimits?.());
+      if (limited.length) result.outcome = { ...result.outcome, hints: [...(result.outcome.hints ?? []), ...limited] };
       return result;
     });
   }
@@ -261,6 +276,7 @@ export class SupervisorHost {
       ...(python ? { python } : {}),
       ...(p.dependencies ? { dependencies: p.dependencies } : {}),
       ...(sameLimits(this.limits, this.initialLimits) ? {} : { limits: this.limits }),
+      backend: this.ops.backend.label,
       ...(request.session === undefined && this.spareRunners() ? { spareKey: this.spareKey(python, request.cwd) } : {}),
     });
   }
@@ -269,6 +285,8 @@ export class SupervisorHost {
   private spareKey(python: string | undefined, cwd: string): string {
     const env = this.baseEnv();
     const h = createHash("sha256")
+      .update(JSON.stringify(this.options.resourceLimits?.() ?? {}))
+      .update("\0")
       .update(python ?? "")
       .update("\0")
       .update(cwd);
@@ -278,6 +296,20 @@ export class SupervisorHost {
         .update("=")
         .update(env[k] ?? "");
     return h.digest("hex").slice(0, 16);
+  }
+
+  /** Where runs execute. */
+  backend(): BackendInfo {
+    return this.ops.backend;
+  }
+
+  /** Whether the backend can start runners now (never rejects). */
+  async backendHealth(): Promise<Result<string, { message: string; hint?: string }>> {
+    try {
+      return await this.ops.health();
+    } catch (e) {
+      return { ok: false, error: { message: (e as Error).message } };
+    }
   }
 
   /** New escalation bounds: they apply to runs requested from now on (and to sessions they start). */
@@ -359,6 +391,7 @@ export class SupervisorHost {
     ]);
     this.actor.stop();
     await this.killEverything();
+    await this.ops.close().catch(() => {});
     await removeSessionPackages(this.id, this.options.packages?.sessionRoot);
     // Runs that did not report within the bound end as cancelled: no caller waits forever.
     for (const [runId, { resolve }] of this.runs) {
@@ -388,6 +421,17 @@ export class SupervisorHost {
       poll();
     });
   }
+}
+
+/** The backend a host gets without one given: local, or what PI_CODE_EXECUTION_BACKEND and the other backend
+ * variables say (so the same tests run against the sandbox or a remote). */
+function defaultOperations(env: NodeJS.ProcessEnv, packages: HostOptions["packages"]): ProcessOperations {
+  if (!env.PI_CODE_EXECUTION_BACKEND) return localOperations;
+  const values = loadSettings(undefined, env).values;
+  return operationsFor(values, {
+    localRoot: process.cwd(),
+    support: [packages?.envRoot ?? defaultEnvRoot(env), packages?.sessionRoot ?? defaultSessionRoot()],
+  });
 }
 
 function sameLimits(a: Limits, b: Limits): boolean {

@@ -38,6 +38,8 @@ export interface RunRequest {
   limits?: Limits;
   /** Pi tools the code may call (machines/tool-events.ts); absent: none. */
   bridge?: BridgeRequest;
+  /** Where the run executes (the backend's label, from the host; machines only carry it, for the inspector). */
+  backend?: string;
   /** Fresh runs: what a spare runner must match to serve this run (interpreter, cwd, environment), from the host.
    * Absent: spares are off. */
   spareKey?: string;
@@ -76,7 +78,7 @@ export type KernelFact =
       alreadyLoaded?: string[];
     }
   | { type: "kernel.exited"; at: number; code: number | null; signal: string | null }
-  | { type: "kernel.failed"; at: number; message: string }
+  | { type: "kernel.failed"; at: number; message: string; hint?: Hint }
   | ToolCallFact;
 
 // ---- commands (owner -> kernel actor) ----

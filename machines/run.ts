@@ -44,6 +44,8 @@ export interface RunInput {
   bridge?: BridgeRequest;
   /** A claimed spare runner (`spare:<n>`) whose process this fresh run takes over. */
   spare?: string;
+  /** Where the run executes (the backend's label; shown by the inspector, never acted on). */
+  backend?: string;
 }
 
 export interface RunContext extends RunInput {
@@ -111,11 +113,15 @@ const onStoppedDone = settleWith((c, e: Done) => stoppedOutcome(c, e));
 const onExited = settleWith((c, e: Exited) => exitedOutcome(c, e));
 const onExitedBeforeStart = settleWith((c, e: Exited) => exitedOutcome(c, e, false));
 const onFailed = settleWith((c, e: Extract<KernelFact, { type: "kernel.failed" }>) =>
-  outcomeOf(c, c.stopReason ?? "setup_error", e.at, { message: e.message }),
+  outcomeOf(c, c.stopReason ?? "setup_error", e.at, { message: e.message, ...(e.hint ? { hints: [e.hint] } : {}) }),
 );
 /** The kernel broke after user code started: for a session its state is gone with it. */
 const onFailedAfterStart = settleWith((c, e: Extract<KernelFact, { type: "kernel.failed" }>) =>
-  outcomeOf(c, c.stopReason ?? "runtime_error", e.at, { message: e.message, lost: Boolean(c.session) }),
+  outcomeOf(c, c.stopReason ?? "runtime_error", e.at, {
+    message: e.message,
+    lost: Boolean(c.session),
+    ...(e.hint ? { hints: [e.hint] } : {}),
+  }),
 );
 const report = { type: "report", params: ({ context }: { context: RunContext }) => context.outcome! } as const;
 /** Installation failed: the code never ran. */

@@ -33,6 +33,8 @@ export interface SessionInput {
   replaced?: SessionReplacement;
   /** Absent: Python. */
   language?: Language;
+  /** Where the session's process runs (the backend's label; shown by the inspector, never acted on). */
+  backend?: string;
 }
 
 export interface SessionContext extends SessionInput {
@@ -86,6 +88,7 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     ...(context.language ? { language: context.language } : {}),
     ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
     ...(e.bridge ? { bridge: e.bridge } : {}),
+    ...((e.backend ?? context.backend) ? { backend: e.backend ?? context.backend } : {}),
   };
 }
 

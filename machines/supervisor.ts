@@ -152,6 +152,7 @@ export const supervisorMachine = setup({
           ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
           ...(e.bridge ? { bridge: e.bridge } : {}),
           ...(claimed ? { spare: claimed } : {}),
+          ...(e.backend ? { backend: e.backend } : {}),
         },
       });
       // Keep one spare warming or ready for the key: the next fresh run like this one takes it. The first run of a
@@ -208,6 +209,7 @@ export const supervisorMachine = setup({
             ...(e.python ? { python: e.python } : {}),
             ...(e.language === "js" ? { language: e.language } : {}),
             ...(replaced ? { replaced } : {}),
+            ...(e.backend ? { backend: e.backend } : {}),
           },
         });
       }

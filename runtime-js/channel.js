@@ -91,4 +91,4 @@ function onData(chunk) {
   }
 }
 
-module.exports = { send, writeBody, fatal, listen };
+module.exports = { send, writeBody, fatal, listen, leadsGroup };

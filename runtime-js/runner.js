@@ -3,7 +3,7 @@
 // context, out of Pi's process. The contract with the host (file descriptors, frames, interrupts, ordering of output
 // and frames, cell semantics) is docs/protocol-js.md; read it before changing this file. Plain CommonJS, Node's own
 // modules only. Start-up loads only what `ready` needs; the context is built right after it.
-const { send, fatal, listen } = require("./channel.js");
+const { send, fatal, listen, leadsGroup } = require("./channel.js");
 const calls = require("./calls.js");
 
 const PROTOCOL = 1;
@@ -21,6 +21,13 @@ function receive(frame) {
     case "interrupt":
       if (current && current.id === frame.id) current.interrupt();
       else if (queue.some((r) => r.id === frame.id)) early.add(frame.id);
+      return;
+    case "signal":
+      // A backend that cannot signal the runner's pid (the sandbox wraps it) sends the signal as a frame.
+      if (frame.signal === "SIGINT") return current && current.interrupt();
+      if (frame.signal === "SIGTERM" || frame.signal === "SIGKILL") {
+        process.kill(leadsGroup() ? -process.pid : process.pid, frame.signal);
+      }
       return;
     case "tool.result":
       return calls.answer(runtime, frame);

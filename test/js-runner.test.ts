@@ -396,6 +396,17 @@ describe("interrupts", () => {
     assert.equal((await d.waitExit()).signal, "SIGKILL");
   });
 
+  it("a signal frame (from a backend that cannot signal the pid) interrupts like an interrupt frame", async () => {
+    const d = await start();
+    const mark = d.startRun("await new Promise((r) => setTimeout(r, 1e6))", { filename: "cell-sig.js" });
+    await d.waitFrame((f) => f.type === "started" && f.id === mark.id);
+    d.send({ type: "signal", signal: "SIGINT" });
+    const done = await d.waitFrame((f) => f.type === "done" && f.id === mark.id);
+    assert.equal(done.error, "interrupt");
+    d.send({ type: "signal", signal: "SIGTERM" });
+    assert.equal((await d.waitExit()).signal, "SIGTERM");
+  });
+
   it("ignores SIGINT", async () => {
     const d = await start();
     d.signal("SIGINT");

@@ -7,7 +7,11 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput, type RunCallbacks } from "../host/host.ts";
 import type { RunBridge } from "../actors/calls/dispatch.ts";
-import { ok } from "../lib/result.ts";
+import { fail, ok } from "../lib/result.ts";
+import { sandboxOperations } from "../actors/process/sandbox.ts";
+import { JS_RUNNER_PATH, RUNNER_PATH } from "../actors/process/kinds.ts";
+import type { ProcessOperations } from "../actors/process/operations.ts";
+import { dirname } from "node:path";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
 
 let host: SupervisorHost;
@@ -185,5 +189,56 @@ describe("a JavaScript session", () => {
     assert.ok(pidAlive(child) && pidAlive(pid));
     await own.shutdown();
     assert.ok(await waitUntil(() => !pidAlive(child) && !pidAlive(pid), 3000));
+  });
+});
+
+describe("JavaScript sessions and the process backends", () => {
+  test("in the sandbox: state kept, the interrupt reaches the cell, a loop is killed with its sandbox", async () => {
+    const own = new SupervisorHost({
+      ops: sandboxOperations({
+        network: false,
+        writable: [],
+        readable: [],
+        support: [dirname(RUNNER_PATH), dirname(JS_RUNNER_PATH)],
+      }),
+      limits: { interruptWindowMs: 100, graceMs: 300, killMs: 300 },
+    });
+    const run = (code: string, timeoutMs = 20_000) => own.run({ code, cwd, timeoutMs, session: "js", language: "js" });
+    try {
+      const first = await run("var n = 1\nrequire('node:fs').readdirSync(require('node:os').homedir()).length");
+      assert.equal(first.outcome.status, "success", first.stderr);
+      assert.equal(first.stdout, "0\n", "the home directory is hidden in the sandbox");
+      const waited = await run("await new Promise((r) => setTimeout(r, 60_000))", 300);
+      assert.equal(waited.outcome.status, "timeout");
+      assert.equal(waited.outcome.session?.isLost, false);
+      assert.equal((await run("n + 1")).stdout, "2\n");
+      const loop = await run("while (true) {}", 300);
+      assert.equal(loop.outcome.killed, true);
+      assert.equal(loop.outcome.session?.isLost, true);
+    } finally {
+      await own.shutdown();
+    }
+  });
+
+  test("the remote backend runs Python only: a JavaScript cell says so and starts nothing", async () => {
+    let started = 0;
+    const remote: ProcessOperations = {
+      backend: { kind: "remote", label: "remote ssh user@example:/srv" },
+      start: async () => {
+        started += 1;
+        return fail({ message: "not reached" });
+      },
+      health: async () => ok("stub"),
+      close: async () => {},
+    };
+    const own = new SupervisorHost({ ops: remote });
+    try {
+      const r = await own.run({ code: "1", cwd, timeoutMs: 5000, session: "js", language: "js" });
+      assert.equal(r.outcome.status, "setup_error");
+      assert.match(r.outcome.message ?? "", /JavaScript cells run on this machine or in the sandbox; the remote ssh/);
+      assert.equal(started, 0);
+    } finally {
+      await own.shutdown();
+    }
   });
 });

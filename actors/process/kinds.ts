@@ -4,16 +4,30 @@
 import { fileURLToPath } from "node:url";
 import type { KernelInput, Language } from "../../machines/events.ts";
 import type { PythonInfo } from "../interpreter/probe.ts";
-import { ok, type Result } from "../../lib/result.ts";
+import { fail, ok, type Result } from "../../lib/result.ts";
+import type { ResourceLimits } from "../../store/settings.ts";
 import type { Frame } from "./frames.ts";
-import type { RunnerHandle, RunnerSpec } from "./operations.ts";
+import type { BackendInfo, RunnerHandle, RunnerSpec } from "./operations.ts";
 
 export const RUNNER_PATH = fileURLToPath(new URL("../../runtime-py/runner.py", import.meta.url));
 export const JS_RUNNER_PATH = fileURLToPath(new URL("../../runtime-js/runner.js", import.meta.url));
 
+/** The runner's `--limits` argument (the setrlimit part; outputMiB is enforced by the runner actor). */
+export function limitArgs(limits: ResourceLimits | undefined): string[] {
+  if (!limits) return [];
+  const parts = (["memoryMiB", "cpuSeconds", "processes", "fileSizeMiB", "openFiles"] as const)
+    .filter((k) => limits[k] !== undefined)
+    .map((k) => `${k}=${limits[k]}`);
+  return parts.length ? ["--limits", parts.join(",")] : [];
+}
+
 export interface RunnerKind {
-  /** The process for this input, and the version to report if its `ready` frame names none. */
-  start(input: KernelInput): Promise<Result<{ spec: Omit<RunnerSpec, "cwd">; version: string }>>;
+  /** The process for this input on this backend, and the version to report if its `ready` frame names none. */
+  start(
+    input: KernelInput,
+    limits: ResourceLimits | undefined,
+    backend: BackendInfo,
+  ): Promise<Result<{ spec: Omit<RunnerSpec, "cwd">; version: string }>>;
   /** Interrupts the executing run (only after its `started`). */
   interrupt(proc: RunnerHandle, runId: string): void;
   /** The runtime's version in a `ready` frame. */
@@ -32,11 +46,15 @@ export interface KindDeps {
  * default; one SIGINT to the pid interrupts (docs/protocol.md). */
 export function pythonKind(deps: KindDeps): RunnerKind {
   return {
-    async start(input) {
+    async start(input, limits) {
       const python = input.python ? ok({ executable: input.python, version: "" }) : await deps.python();
       if (!python.ok) return python;
       return ok({
-        spec: { executable: python.value.executable, args: [RUNNER_PATH, "--mode", input.mode], env: deps.env(input) },
+        spec: {
+          executable: python.value.executable,
+          args: [RUNNER_PATH, "--mode", input.mode, ...limitArgs(limits)],
+          env: deps.env(input),
+        },
         version: python.value.version,
       });
     },
@@ -46,16 +64,24 @@ export function pythonKind(deps: KindDeps): RunnerKind {
   };
 }
 
-/** `runtime-js/runner.js` under the Node that runs Pi (docs/protocol-js.md). The interrupt is a frame: a signal
- * handler runs no sooner than a frame is read, and user code can neither catch nor ignore a frame. Frames wait for
- * the output already readable (`settleOutput`), which is how the runner's output precedes its `done`. */
+/** `runtime-js/runner.js` under the Node that runs Pi (docs/protocol-js.md), on this machine or in the sandbox
+ * (the remote backend ships a Python runtime only). The interrupt is a frame: a signal handler runs no sooner than
+ * a frame is read, and user code can neither catch nor ignore a frame. Frames wait for the output already readable
+ * (`settleOutput`), which is how the runner's output precedes its `done`. Of the resource limits, `memoryMiB`
+ * becomes V8's heap limit (Node cannot set rlimits on itself); `outputMiB` is the runner actor's, as for Python. */
 export function jsKind(deps: Pick<KindDeps, "env">): RunnerKind {
   return {
-    async start(input) {
+    async start(input, limits, backend) {
+      if (backend.kind === "remote") {
+        return fail(
+          `JavaScript cells run on this machine or in the sandbox; the ${backend.label} backend runs Python only`,
+        );
+      }
+      const heap = limits?.memoryMiB !== undefined ? [`--max-old-space-size=${limits.memoryMiB}`] : [];
       return ok({
         spec: {
           executable: process.execPath,
-          args: [JS_RUNNER_PATH, "--mode", "session"],
+          args: [...heap, JS_RUNNER_PATH, "--mode", "session"],
           env: deps.env(input),
           settleOutput: true,
         },

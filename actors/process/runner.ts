@@ -13,7 +13,11 @@ import { sendToolResult, toolFrameFact } from "./call-frames.ts";
 import type { ModuleWatch } from "./module-watch.ts";
 import { ok } from "../../lib/result.ts";
 import { offer, take, type Handover } from "./handover.ts";
+import { backendHint } from "./backend-hints.ts";
+import type { ResourceLimits } from "../../store/settings.ts";
 import { kindsFor } from "./kinds.ts";
+
+export { RUNNER_PATH, limitArgs } from "./kinds.ts";
 
 export interface KernelDeps {
   ops: ProcessOperations;
@@ -28,6 +32,8 @@ export interface KernelDeps {
   killMs: number;
   /** Which host owns the processes (two Pi sessions in one process must not stop each other's). */
   hostId: string;
+  /** Resource limits for new runners (store/settings.ts `limits`); read when each process starts. */
+  resourceLimits?: () => ResourceLimits;
 }
 
 export function createKernelLogic(deps: KernelDeps) {
@@ -61,17 +67,25 @@ export function createKernelLogic(deps: KernelDeps) {
     const modules = input.mode === "session" && kind.watchesModules ? deps.watchModules?.(input.cwd) : undefined;
 
     void (async () => {
-      const launch = await kind.start(input);
+      const limits = deps.resourceLimits?.();
+      const launch = await kind.start(input, limits, deps.ops.backend);
       if (stopped) return;
       if (!launch.ok) return end({ type: "kernel.failed", at: deps.now(), message: launch.error });
       if (abandoned) return end({ type: "kernel.exited", at: deps.now(), code: null, signal: null });
       // A claimed spare's process, already started and ready; if it has none to give, start one.
       const adopted = input.adopt ? await take(input.adopt) : undefined;
+      const outputCap = limits?.outputMiB ? limits.outputMiB * 1024 * 1024 : Infinity;
       if (adopted && (stopped || abandoned)) adopted.handle.signalGroup("SIGKILL");
       const started = adopted
         ? ok(adopted.handle)
         : await deps.ops.start({ ...launch.value.spec, cwd: input.cwd });
-      if (!started.ok) return end({ type: "kernel.failed", at: deps.now(), message: started.error });
+      if (!started.ok)
+        return end({
+          type: "kernel.failed",
+          at: deps.now(),
+          message: started.error.message,
+          ...(started.error.hint ? { hint: backendHint(started.error.hint, started.error.message) } : {}),
+        });
       const p = started.value;
       registerGroup(p.pid, { host: deps.hostId, owner: input.owner });
       proc = p;
@@ -80,15 +94,30 @@ export function createKernelLogic(deps: KernelDeps) {
         if (abandoned) end({ type: "kernel.exited", at: deps.now(), code: null, signal: null });
         return;
       }
-      p.onStdout((chunk) => currentRun && deps.output(currentRun, "stdout", chunk));
-      p.onStderr((chunk) => currentRun && deps.output(currentRun, "stderr", chunk));
       let broken: string | undefined;
-      const breakWith = (why: string) => {
+      let brokenHint: string | undefined;
+      const breakWith = (why: string, hint?: string) => {
         // A corrupt control channel cannot be trusted again: the process tree is killed; its exit (after the
         // output drained) reports why.
+        if (broken === undefined) brokenHint = hint;
         broken ??= why;
         p.signalGroup("SIGKILL");
       };
+      // limits.outputMiB: a run that writes more loses its process tree (what it wrote so far is kept).
+      let written = 0;
+      let countedRun: string | undefined;
+      const output = (channel: "stdout" | "stderr", chunk: Buffer) => {
+        if (!currentRun) return;
+        if (countedRun !== currentRun) {
+          countedRun = currentRun;
+          written = 0;
+        }
+        written += chunk.length;
+        deps.output(currentRun, channel, chunk);
+        if (written > outputCap) breakWith(`the run wrote more than ${limits!.outputMiB} MiB of output`, "limit_output");
+      };
+      p.onStdout((chunk) => output("stdout", chunk));
+      p.onStderr((chunk) => output("stderr", chunk));
       p.onProtocolError((message) => breakWith(`the runner broke the control protocol (${message})`));
       p.onFrame((frame) => {
         const at = deps.now();
@@ -141,7 +170,20 @@ export function createKernelLogic(deps: KernelDeps) {
       });
       p.onExit((exit) => {
         currentRun = undefined;
-        if (broken) end({ type: "kernel.failed", at: deps.now(), message: `${broken}; its process was killed` });
+        if (broken)
+          end({
+            type: "kernel.failed",
+            at: deps.now(),
+            message: `${broken}; its process was killed`,
+            ...(brokenHint ? { hint: backendHint(brokenHint) } : {}),
+          });
+        else if (exit.lost)
+          end({
+            type: "kernel.failed",
+            at: deps.now(),
+            message: exit.lost.message,
+            ...(exit.lost.hint ? { hint: backendHint(exit.lost.hint, exit.lost.message) } : {}),
+          });
         else end({ type: "kernel.exited", at: deps.now(), code: exit.code, signal: exit.signal });
       });
       if (adopted) {

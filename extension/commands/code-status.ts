@@ -38,6 +38,12 @@ export async function statusReport(
     lines.push(`  from ${describeSource(i.source)}${i.requested !== i.executable ? ` (${i.requested})` : ""}`);
     if (i.venv) lines.push(`  virtual environment ${i.venv}`);
   } else lines.push(`Python: not available: ${interp.error}`);
+  const ops = host?.ops ?? environment.operations();
+  const health = await ops.health().catch((e: Error) => ({ ok: false as const, error: { message: e.message } }));
+  lines.push(
+    `Backend: ${ops.backend.label}`,
+    health.ok ? `  healthy: ${health.value}` : `  unhealthy: ${health.error.message}${"hint" in health.error && health.error.hint ? ` [${health.error.hint}]` : ""}`,
+  );
   const sessions = host?.sessions() ?? [];
   lines.push("", sessions.length ? `Live sessions (${sessions.length}):` : "Live sessions: none");
   for (const [i, line] of sessionLines(sessions, now).entries()) {
