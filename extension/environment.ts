@@ -89,7 +89,7 @@ export class CodeEnvironment {
     if (this.ops) return this.ops;
     const v = this.settings().values;
     const localRoot = this.cwd ?? process.cwd();
-    const support = [defaultEnvRoot(this.env()), defaultSessionRoot()];
+    const support = [defaultEnvRoot(), defaultSessionRoot()];
     const ssh = this.stringFlag(SSH_FLAG);
     let sandbox = false;
     try {

@@ -11,17 +11,22 @@ import { createDispatchLogic, type RunBridge } from "../actors/calls/dispatch.ts
 import type { NestedCallRecord } from "../machines/tool-events.ts";
 import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
 import { RunOutput, type CollectedOutput } from "../actors/process/output.ts";
-import { pythonCommand, resolvePython, type PythonInfo } from "../actors/interpreter/probe.ts";
 import { liveGroups, stopGroup } from "../actors/process/registry.ts";
 import { supervisorWith, tapCommands } from "./system.ts";
 import type { Clock } from "../record/observe.ts";
 import type { Result } from "../lib/result.ts";
 import { createInstallLogic, removeSessionPackages, type InstallProgress } from "../actors/deps/dependencies.ts";
-import { InterpreterResolver, knownInterpreter, runnerEnv, type Interpreter } from "../actors/interpreter/interpreter.ts";
+import {
+  InterpreterResolver,
+  knownInterpreter,
+  runnerEnv,
+  type Interpreter,
+  type Probe,
+} from "../actors/interpreter/interpreter.ts";
 import { watchModules } from "../actors/process/module-watch.ts";
 import { finishOutcome, prepareRun, refusedOutcome, SessionBook, type SessionHistory } from "./prepare.ts";
 import { ExecHost, execLogDir, type ExecHostOptions } from "./exec.ts";
-import { agentDir } from "../record/log-files.ts";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { operationsFor } from "../actors/process/backends.ts";
 import type { BackendInfo } from "../actors/process/operations.ts";
 import { loadSettings, type ResourceLimits } from "../store/settings.ts";
@@ -37,7 +42,8 @@ export interface HostOptions {
   resourceLimits?: () => ResourceLimits;
   /** Environment for new processes; read when each process starts. */
   env?: () => NodeJS.ProcessEnv;
-  python?: () => Promise<Result<PythonInfo>>;
+  /** The interpreter of every run, instead of discovery (default: discovery from the run's working directory). */
+  python?: (cwd: string) => Promise<Result<Probe>>;
   now?: () => number;
   /** A synchronous observer of every inspection event of the actor system. */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
@@ -86,7 +92,7 @@ export interface RunResult extends CollectedOutput {
   outcome: RunOutcome;
 }
 
-export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "ordinal">> {
+export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "incarnation">> {
   name: string;
   state: string;
   pid?: number;
@@ -142,7 +148,7 @@ export class SupervisorHost {
     const kernel = createKernelLogic({
       ops: this.ops,
       ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
-      python: options.python ?? (() => resolvePython(pythonCommand(env()), env())),
+      python: options.python ?? ((cwd) => this.interpreter.resolve(cwd)),
       env: (input) => this.runnerEnvFor(env(), input.python),
       watchModules: (cwd) => ((options.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
       output: (runId, channel, chunk) => {
@@ -161,6 +167,7 @@ export class SupervisorHost {
       hostId: this.id,
       killMs: () => this.limits.killMs,
       progress: (runId, p) => this.runs.get(runId)?.onProgress?.(p),
+      backend: () => this.ops,
       ...options.packages,
     });
     const dispatch = createDispatchLogic({ bridgeFor: (runId) => this.runs.get(runId)?.bridge, now: this.now });
@@ -168,7 +175,7 @@ export class SupervisorHost {
       hostId: this.id,
       env,
       now: this.now,
-      logDir: options.exec?.logDir ?? execLogDir(agentDir(env())),
+      logDir: options.exec?.logDir ?? execLogDir(getAgentDir()),
       ...options.exec,
     });
     const machine = supervisorWith(kernel, { dispatch, install, shell: this.exec.shellLogic });
@@ -230,9 +237,13 @@ export class SupervisorHost {
     void prepared.then((p) => {
       if (this.closed || !p.ok) {
         // Refused before any actor exists: the outcome is the host's own.
+        const incarnation = request.session
+          ? this.actor.getSnapshot().context.sessions[request.session]?.incarnation
+          : undefined;
+        const failure = p.ok ? undefined : p.error;
         return this.runs
           .get(runId)
-          ?.resolve(refusedOutcome(runId, request, requestedAt, this.now(), p.ok ? undefined : p.error));
+          ?.resolve(refusedOutcome(runId, request, requestedAt, this.now(), failure, incarnation));
       }
       notes = p.value.notes;
       callbacks.signal?.addEventListener("abort", cancel, { once: true });
@@ -339,7 +350,7 @@ export class SupervisorHost {
         const child = snapshot.children[`session:${name}`];
         const s = child?.getSnapshot() as
           { value?: unknown; context?: { kernel?: { pid: number; python: string } } } | undefined;
-        const history = this.book.get(name, entry.ordinal);
+        const history = this.book.get(name, entry.incarnation);
         return {
           name,
           ...entry,
@@ -430,7 +441,7 @@ function defaultOperations(env: NodeJS.ProcessEnv, packages: HostOptions["packag
   const values = loadSettings(undefined, env).values;
   return operationsFor(values, {
     localRoot: process.cwd(),
-    support: [packages?.envRoot ?? defaultEnvRoot(env), packages?.sessionRoot ?? defaultSessionRoot()],
+    support: [packages?.envRoot ?? defaultEnvRoot(), packages?.sessionRoot ?? defaultSessionRoot()],
   });
 }
 

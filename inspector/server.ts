@@ -14,6 +14,7 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { SystemObserver } from "../record/observe.ts";
 import { parseLog, replayRecords } from "../record/replay.ts";
+import { CLI_COMMAND } from "../record/log-files.ts";
 import { fail, ok, type Result } from "../lib/result.ts";
 import { frameOf, treeFrames } from "./frames.ts";
 import { chartAsset } from "./charts.ts";
@@ -209,7 +210,7 @@ export async function startInspector(options: InspectorOptions = {}): Promise<Re
       const body = await readBody(req, options.replayLimitBytes ?? 4 * 1024 * 1024);
       if (body === undefined) {
         return json(res, 413, {
-          error: "this log is too large to replay here; use: npx pi-code-supervisor replay <log>",
+          error: `this log is too large to replay here; use: ${CLI_COMMAND} replay <log>`,
         });
       }
       const parsed = parseLog(body);

@@ -125,7 +125,8 @@ export interface InstallInput {
   python?: string;
   dependencies: string[];
   cwd: string;
-  session?: { name: string; ordinal: number };
+  /** Session runs install into a package directory of this session process. */
+  session?: { name: string; incarnation: number };
 }
 
 /** What an installation produced: the environment and what it holds. */
@@ -159,7 +160,11 @@ export type RunPhaseEvent = { type: "run.phase"; runId: string; phase: RunPhase 
 
 export interface SessionRef {
   name: string;
+  /** The run's ordinal within the session process: 1 for the run that started it, 2 for the next, ...; 0 for a run
+   * refused before it reached the process. */
   ordinal: number;
+  /** Which process of this session name: 1, then one more after each reset, loss or replacement. */
+  incarnation: number;
   /** This run started the session process. */
   started: boolean;
   /** The session process died or was killed during this run: its state is gone. */

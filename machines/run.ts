@@ -33,7 +33,14 @@ export interface RunInput {
   timeoutMs: number;
   requestedAt: number;
   limits: Limits;
-  session?: { name: string; ordinal: number; started: boolean; replacedLost?: boolean; replaced?: SessionReplacement };
+  session?: {
+    name: string;
+    ordinal: number;
+    incarnation: number;
+    started: boolean;
+    replacedLost?: boolean;
+    replaced?: SessionReplacement;
+  };
   /** The interpreter (else the host's default). */
   python?: string;
   /** Absent: Python (a JavaScript run is always a session's). */
@@ -163,7 +170,7 @@ export const runMachine = setup({
       runId: context.runId,
       code: context.code,
       filename: context.filename,
-      ...(context.session && context.install?.sysPath
+      ...(context.install?.sysPath
         ? { sysPath: [context.install.sysPath], checkLoaded: context.install.modules }
         : {}),
       ...(context.bridge ? { tools: context.bridge.tools } : {}),
@@ -300,7 +307,9 @@ export const runMachine = setup({
           dependencies: context.dependencies ?? [],
           cwd: context.cwd,
           ...(context.python ? { python: context.python } : {}),
-          ...(context.session ? { session: { name: context.session.name, ordinal: context.session.ordinal } } : {}),
+          ...(context.session
+            ? { session: { name: context.session.name, incarnation: context.session.incarnation } }
+            : {}),
         }),
       },
       on: {

@@ -20,7 +20,8 @@ import { refusal } from "./run-outcome.ts";
 
 export interface SessionInput {
   name: string;
-  ordinal: number;
+  /** Which process of this session name this is: 1, then 2 after a reset, a loss or a replacement, ... */
+  incarnation: number;
   cwd: string;
   limits: Limits;
   /** The run that starts this session. */
@@ -54,7 +55,7 @@ export type SessionEvent =
 
 export interface SessionOutput {
   name: string;
-  ordinal: number;
+  incarnation: number;
   end: "lost" | "closed";
 }
 
@@ -79,7 +80,9 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     limits: e.limits ?? context.limits,
     session: {
       name: context.name,
-      ordinal: context.ordinal,
+      // The run's place in this process (1 for the run that starts it), as script-N.py says.
+      ordinal: context.runCount + 1,
+      incarnation: context.incarnation,
       started: first,
       ...(first && context.replacedLost ? { replacedLost: true } : {}),
       ...(first && context.replaced ? { replaced: context.replaced } : {}),
@@ -134,7 +137,7 @@ export const sessionMachine = setup({
         why === "closing"
           ? `Session "${context.name}" is closing; run again once it has stopped.`
           : `Session "${context.name}" is busy with another run; wait for it to finish.`,
-        context.ordinal,
+        context.incarnation,
       );
       enqueue.sendTo(supervisor, message({ type: "run.finished", outcome }));
     }),
@@ -247,11 +250,11 @@ export const sessionMachine = setup({
     },
     lost: {
       type: "final",
-      output: ({ context }) => ({ name: context.name, ordinal: context.ordinal, end: "lost" as const }),
+      output: ({ context }) => ({ name: context.name, incarnation: context.incarnation, end: "lost" as const }),
     },
     closed: {
       type: "final",
-      output: ({ context }) => ({ name: context.name, ordinal: context.ordinal, end: "closed" as const }),
+      output: ({ context }) => ({ name: context.name, incarnation: context.incarnation, end: "closed" as const }),
     },
   },
   output: ({ event }) => event.output as SessionOutput,

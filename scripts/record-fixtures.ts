@@ -58,7 +58,8 @@ const scenarios: Record<string, (run: Run) => Promise<void>> = {
     await run("z = 3", { session: "fresh-start" });
     const r = await run("'z' in globals()", { session: "fresh-start", reset: true });
     assert.equal(r.stdout, "False\n");
-    assert.equal(r.outcome.session?.ordinal, 2);
+    assert.equal(r.outcome.session?.incarnation, 2);
+    assert.equal(r.outcome.session?.ordinal, 1);
   },
   /** A JavaScript session (eval's js cells): state across runs; a deadline rejects the pending await and the state
    * stays; a synchronous loop is killed at the end of its grace and the session is lost; the next run starts anew. */

@@ -1,11 +1,11 @@
-// Settings: defaults, then the global file `${PI_CODING_AGENT_DIR:-~/.pi/agent}/pi-code-execution/settings.json`,
+// Settings: defaults, then the global file `<Pi's agent directory>/pi-code-execution/settings.json`,
 // then the project file `<cwd>/.pi/pi-code-execution/settings.json`, then environment variables. Every value
 // reports where it came from; a malformed file or value becomes a warning and the value falls back to the layer
 // below. Both files are watched (chokidar), so edits apply without restarting Pi. docs/settings.md lists the keys.
 import { readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { watch, type FSWatcher } from "chokidar";
-import { agentDir } from "../record/log-files.ts";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import type { VenvDiscovery } from "../actors/interpreter/interpreter.ts";
 
 export interface Settings {
@@ -263,8 +263,9 @@ export const SETTING_KEYS: readonly KeySpec[] = [
 
 const KNOWN_TOP = new Set(SETTING_KEYS.map((k) => k.key.split(".")[0]));
 
-export function globalSettingsPath(env: NodeJS.ProcessEnv = process.env): string {
-  return join(agentDir(env), "pi-code-execution", "settings.json");
+/** In Pi's agent directory (`$PI_CODING_AGENT_DIR`, `~` expanded, or `~/.pi/agent`), as Pi resolves it. */
+export function globalSettingsPath(): string {
+  return join(getAgentDir(), "pi-code-execution", "settings.json");
 }
 
 export function projectSettingsPath(cwd: string): string {
@@ -322,7 +323,7 @@ function readLayer(path: string, label: string, warnings: string[]): Record<stri
 /** Reads both files and the environment, in precedence order. Synchronous: two small files. */
 export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = process.env): ResolvedSettings {
   const warnings: string[] = [];
-  const globalPath = globalSettingsPath(env);
+  const globalPath = globalSettingsPath();
   const projectPath = cwd ? projectSettingsPath(cwd) : undefined;
   const layers: { source: SettingSource; where: string; data: Record<string, unknown> | undefined }[] = [
     { source: "global", where: globalPath, data: readLayer(globalPath, "global", warnings) },

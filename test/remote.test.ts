@@ -2,7 +2,7 @@
 // the test fails with sshd's reason). The core acceptance scenarios run through it; the kubectl/docker/podman/command
 // presets are checked for argv and stream plumbing with a stand-in executable.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +14,18 @@ import { parseSshFlag } from "../actors/process/backends.ts";
 import { liveGroups } from "../actors/process/registry.ts";
 import type { RunBridge } from "../actors/calls/dispatch.ts";
 import { startSshd, type TestSshd } from "./helpers/sshd.ts";
+
+/** A minimal pure-Python wheel (as in test/dependencies.test.ts): no index needed. */
+const WHEEL = [
+  "import sys, zipfile",
+  "d, n, v = sys.argv[1:4]",
+  "info = f'{n}-{v}.dist-info'",
+  "with zipfile.ZipFile(f'{d}/{n}-{v}-py3-none-any.whl', 'w') as z:",
+  "    z.writestr(f'{n}/__init__.py', f'VERSION = {v!r}\\n')",
+  "    z.writestr(f'{info}/METADATA', f'Metadata-Version: 2.1\\nName: {n}\\nVersion: {v}\\n')",
+  "    z.writestr(f'{info}/WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')",
+  "    z.writestr(f'{info}/RECORD', f'{n}/__init__.py,,\\n{info}/METADATA,,\\n{info}/WHEEL,,\\n{info}/RECORD,,\\n')",
+].join("\n");
 
 let sshd: TestSshd;
 let local: string;
@@ -128,6 +140,51 @@ describe("remote backend over a real sshd", () => {
     assert.equal(r.outcome.nestedCalls?.length, 1);
   });
 
+  test("PEP 723 dependencies install on the remote side with its pip (PIP_* carried over), cached there", async () => {
+    const wheels = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-wheels-")));
+    const localEnvs = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-localenvs-")));
+    execFileSync("/usr/bin/python3", ["-c", WHEEL, wheels, "remotepkg", "1.0"]);
+    const h = new SupervisorHost({
+      ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir, python: "/usr/bin/python3" }), localRoot: local }),
+      env: () => ({ ...process.env, PIP_NO_INDEX: "1", PIP_FIND_LINKS: wheels }),
+      packages: { envRoot: join(localEnvs, "envs"), sessionRoot: join(localEnvs, "sessions") },
+      spareRunners: () => false,
+    });
+    extra.push(h);
+    const code = '# /// script\n# dependencies = ["remotepkg==1.0"]\n# ///\nimport remotepkg\nprint(remotepkg.VERSION, remotepkg.__file__)';
+    const progress: string[] = [];
+    const first = await h.run({ code, cwd: local, timeoutMs: 60_000 }, { onProgress: (p) => progress.push(p.line) });
+    const envDir = first.outcome.install?.sysPath ?? "";
+    try {
+      assert.equal(first.outcome.status, "success", `${first.outcome.message} ${first.stderr}`);
+      assert.equal(first.outcome.install?.cached, false);
+      assert.ok(envDir.startsWith(join(homedir(), ".cache", "pi-code-supervisor", "envs")), envDir);
+      assert.equal(first.stdout, `1.0 ${join(envDir, "remotepkg", "__init__.py")}\n`);
+      assert.deepEqual(first.outcome.install?.modules, ["remotepkg"]);
+      assert.ok(progress.some((l) => /remotepkg/.test(l)), `progress named the package: ${progress.join(" | ")}`);
+      assert.equal(existsSync(join(localEnvs, "envs")), false, "nothing installed on this machine");
+      const again = await h.run({ code, cwd: local, timeoutMs: 60_000 });
+      assert.equal(again.outcome.status, "success", again.stderr);
+      assert.equal(again.outcome.install?.cached, true);
+      // A session: its own package folder there, nothing installed twice.
+      const s1 = await h.run({ code, cwd: local, session: "deps", timeoutMs: 60_000 });
+      assert.equal(s1.outcome.status, "success", `${s1.outcome.message} ${s1.stderr}`);
+      assert.match(s1.outcome.install?.sysPath ?? "", /\/pi-code-execution-\d+\/host-[^/]+\/deps-\d+$/);
+      assert.match(s1.stdout, /^1\.0 /);
+      const s2 = await h.run({ code, cwd: local, session: "deps", timeoutMs: 60_000 });
+      assert.equal(s2.outcome.install?.cached, true);
+      rmSync(s1.outcome.install?.sysPath ?? "/nonexistent", { recursive: true, force: true });
+      // A requirement the remote pip cannot find: the install stage fails with pip's words.
+      const missing = await h.run({ code: code.replace("remotepkg==1.0", "remotepkg==9.9"), cwd: local, timeoutMs: 60_000 });
+      assert.equal(missing.outcome.stage, "install");
+      assert.match(missing.outcome.message ?? "", /remotepkg==9\.9/);
+    } finally {
+      if (envDir) rmSync(envDir, { recursive: true, force: true });
+      rmSync(wheels, { recursive: true, force: true });
+      rmSync(localEnvs, { recursive: true, force: true });
+    }
+  });
+
   test("the connection drops mid-run (the sshd connection process is killed): lost, output kept, nothing left", async () => {
     await run("y = 1", { session: "d" });
     const p = run("import time\nprint('partial', flush=True)\ntime.sleep(30)", { session: "d" });
@@ -143,6 +200,29 @@ describe("remote backend over a real sshd", () => {
     assert.deepEqual(remoteRunners(), [], "the remote group was killed when the connection went");
     // The next run reconnects.
     assert.equal((await run("'again'")).stdout, "again\n");
+  });
+
+  test("reconnecting the ssh master keeps one process-exit hook per backend, removed at close", async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-rt-")));
+    const ops = remoteOperations({ remote: sshd.remote({ cwd: remoteDir }), localRoot: local, runtimeDir: dir });
+    const before = process.listenerCount("exit");
+    try {
+      for (let i = 0; i < 4; i++) {
+        const h = await ops.health();
+        assert.equal(h.ok, true, JSON.stringify(h));
+        // The master is the ssh whose ControlPath is in this backend's own folder: drop it, the next use reconnects.
+        const pids = spawnSync("pgrep", ["-f", `ControlPath=${dir}/`]).stdout.toString().trim().split("\n").filter(Boolean);
+        assert.equal(pids.length, 1, `one master: ${pids.join(",")}`);
+        process.kill(Number(pids[0]), "SIGKILL");
+        for (let t = 0; t < 200 && spawnSync("kill", ["-0", pids[0]!]).status === 0; t++) await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.equal((await ops.health()).ok, true);
+      assert.equal(process.listenerCount("exit"), before + 1);
+    } finally {
+      await ops.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    assert.equal(process.listenerCount("exit"), before);
   });
 
   test("authentication refused: setup_error remote_auth with ssh's message", async () => {

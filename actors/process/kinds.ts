@@ -3,7 +3,7 @@
 // an interrupt reaches it and which version its `ready` frame reports.
 import { fileURLToPath } from "node:url";
 import type { KernelInput, Language } from "../../machines/events.ts";
-import type { PythonInfo } from "../interpreter/probe.ts";
+import type { Probe } from "../interpreter/interpreter.ts";
 import { fail, ok, type Result } from "../../lib/result.ts";
 import type { ResourceLimits } from "../../store/settings.ts";
 import type { Frame } from "./frames.ts";
@@ -38,7 +38,8 @@ export interface RunnerKind {
 }
 
 export interface KindDeps {
-  python: () => Promise<Result<PythonInfo>>;
+  /** The host's default interpreter, as found from a working directory. */
+  python: (cwd: string) => Promise<Result<Probe>>;
   env: (input: KernelInput) => NodeJS.ProcessEnv;
 }
 
@@ -47,7 +48,7 @@ export interface KindDeps {
 export function pythonKind(deps: KindDeps): RunnerKind {
   return {
     async start(input, limits) {
-      const python = input.python ? ok({ executable: input.python, version: "" }) : await deps.python();
+      const python = input.python ? ok({ executable: input.python, version: "" }) : await deps.python(input.cwd);
       if (!python.ok) return python;
       return ok({
         spec: {

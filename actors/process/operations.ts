@@ -1,5 +1,6 @@
 // The process boundary. Machines and tools never touch child processes: they go through this small interface so
 // that other backends (SSH, a bubblewrap sandbox) can plug in. Failures are values.
+import type { Job, Outcome } from "../deps/installer.ts";
 import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
@@ -61,6 +62,8 @@ export interface ProcessOperations {
   health(): Promise<Result<string, StartFailure>>;
   /** Releases what the backend holds (an SSH master connection); runners are stopped by their owners. */
   close(): Promise<void>;
+  /** PEP 723 installs where the runner runs (remote); absent: they happen on this machine. */
+  install?(job: Job): Promise<Outcome>;
 }
 
 /** After the runner exits, output still in flight is read until EOF, but a descendant that keeps the pipes open

@@ -16,6 +16,7 @@ import { MUX, MuxDecoder, muxFrame } from "./mux.ts";
 import type { ProcessOperations, RunnerExit, RunnerHandle, RunnerSpec, StartFailure } from "./operations.ts";
 import { classifyFailure, remoteLabel, sshBase, transportArgv } from "./transport.ts";
 import { stopGroup } from "./registry.ts";
+import { remoteInstall } from "./remote-install.ts";
 
 const RUNTIME_DIR = new URL("../../runtime-py/", import.meta.url).pathname;
 const START_TIMEOUT_MS = 30_000;
@@ -147,6 +148,19 @@ export function remoteOperations(options: RemoteOptions): ProcessOperations {
       return lastHealth ?? ok("not used yet (the first run connects)");
     },
     close: async () => ssh?.close(),
+    install: (job) =>
+      remoteInstall(
+        {
+          python: remote.python ?? "python3",
+          label,
+          mapCwd: (cwd) => mapCwd(options.localRoot, remote.cwd, cwd),
+          argvFor: async (command) => {
+            const master = ssh ? await ssh.ensure() : ok(undefined);
+            return master.ok ? ok(transportArgv(remote, command, master.value)) : master;
+          },
+        },
+        job,
+      ),
   };
 }
 
@@ -345,6 +359,9 @@ class SshMaster {
   private starting: Promise<Result<string, StartFailure>> | undefined;
   private readonly remote: RemoteSettings;
   private readonly runtimeDir: string | undefined;
+  /** One process-exit hook per backend (not per reconnect), removed at close. */
+  private readonly onProcessExit = () => this.kill();
+  private hooked = false;
   constructor(remote: RemoteSettings, runtimeDir?: string) {
     this.remote = remote;
     this.runtimeDir = runtimeDir;
@@ -370,7 +387,10 @@ class SshMaster {
     let stderr = "";
     proc.stderr!.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
     (proc.stderr as unknown as { unref?: () => void }).unref?.();
-    process.once("exit", () => this.kill());
+    if (!this.hooked) {
+      this.hooked = true;
+      process.on("exit", this.onProcessExit);
+    }
     return new Promise((done) => {
       const startedAt = Date.now();
       proc.once("error", (e: NodeJS.ErrnoException) =>
@@ -402,6 +422,8 @@ class SshMaster {
 
   async close(): Promise<void> {
     this.kill();
+    process.removeListener("exit", this.onProcessExit);
+    this.hooked = false;
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
     this.dir = undefined;
     this.proc = undefined;

@@ -5,7 +5,7 @@
 import { fromCallback } from "xstate";
 import type { KernelCommand, KernelFact, KernelInput } from "../../machines/events.ts";
 import type { ProcessOperations, RunnerHandle } from "./operations.ts";
-import type { PythonInfo } from "../interpreter/probe.ts";
+import type { Probe } from "../interpreter/interpreter.ts";
 import { registerGroup, stopGroup } from "./registry.ts";
 import type { Result } from "../../lib/result.ts";
 import type { Channel } from "./output.ts";
@@ -21,7 +21,8 @@ export { RUNNER_PATH, limitArgs } from "./kinds.ts";
 
 export interface KernelDeps {
   ops: ProcessOperations;
-  python: () => Promise<Result<PythonInfo>>;
+  /** The interpreter of a kernel started without one (runs name theirs): discovered from its working directory. */
+  python: (cwd: string) => Promise<Result<Probe>>;
   /** The runner's environment, for its interpreter (actors/interpreter.ts `runnerEnv`). */
   env: (input: KernelInput) => NodeJS.ProcessEnv;
   /** A session's local-module watcher (actors/module-watch.ts); none when module reload is off. */
