@@ -3,7 +3,7 @@
 import { createHash } from "node:crypto";
 import { nanoid } from "nanoid";
 import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
-import { DEFAULT_LIMITS, type CellRef, type Limits, type RunOutcome, type Surface } from "../machines/events.ts";
+import { DEFAULT_LIMITS, type CellRef, type Language, type Limits, type RunOutcome, type Surface } from "../machines/events.ts";
 import type { RunShown } from "../actors/process/display-frames.ts";
 import type { CommandEvent } from "../machines/events.ts";
 import type { supervisorMachine, SessionEntry } from "../machines/supervisor.ts";
@@ -87,6 +87,8 @@ export interface RunRequestInput {
   budget?: "wall" | "work";
   /** This surface's escalation: its grace period, and pi-python's second SIGINT halfway through it. */
   escalation?: { graceMs?: number; secondInterrupt?: boolean };
+  /** Absent: Python. JavaScript runs only in a session (`eval`'s js cells, docs/protocol-js.md). */
+  language?: Language;
 }
 
 export interface RunCallbacks {
@@ -114,7 +116,7 @@ export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, 
   name: string;
   state: string;
   pid?: number;
-  /** The interpreter's version, from its runner. */
+  /** The interpreter's version, from its runner (Node's for a JavaScript session). */
   pythonVersion?: string;
 }
 
@@ -251,9 +253,10 @@ export class SupervisorHost {
     const cancel = () => this.actor.send({ type: "run.cancel", at: this.now(), runId });
     const requestedAt = this.now();
     // The interpreter and the script's metadata are settled first, one request at a time (call order holds).
-    const prepared = this.queue.then(() =>
-      prepareRun(request, this.options.python ? undefined : () => this.interpreter.resolve(request.cwd)),
-    );
+    // A JavaScript run needs no interpreter: Node is the one running Pi.
+    const interpreter =
+      this.options.python || request.language === "js" ? undefined : () => this.interpreter.resolve(request.cwd);
+    const prepared = this.queue.then(() => prepareRun(request, interpreter));
     this.queue = prepared;
     let notes: string[] = [];
     void prepared.then((p) => {
@@ -324,6 +327,7 @@ export class SupervisorHost {
       timeoutMs: request.timeoutMs,
       ...(request.session !== undefined ? { session: request.session } : {}),
       ...(request.reset ? { reset: true } : {}),
+      ...(request.language === "js" ? { language: "js" as const } : {}),
       ...(bridge ? { bridge: { callerId: bridge.callerId, tools: bridge.tools.map((t) => t.spec) } } : {}),
       ...(python ? { python } : {}),
       ...(p.dependencies ? { dependencies: p.dependencies } : {}),
@@ -424,7 +428,14 @@ export class SupervisorHost {
   async restartSession(name: string, timeoutMs = 60_000): Promise<RunResult | undefined> {
     const entry = this.actor.getSnapshot().context.sessions[name];
     if (!entry || entry.status !== "alive") return undefined;
-    return this.run({ code: "", cwd: entry.cwd, timeoutMs, session: name, reset: true });
+    return this.run({
+      code: "",
+      cwd: entry.cwd,
+      timeoutMs,
+      session: name,
+      reset: true,
+      ...(entry.language === "js" ? { language: "js" as const } : {}),
+    });
   }
 
   stopSession(name: string): Promise<boolean> {

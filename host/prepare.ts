@@ -26,7 +26,7 @@ export interface PrepareFailure {
 export const SESSION_NAME_PATTERN = "^(?!\\.+$)[A-Za-z0-9._-]{1,64}$";
 
 export async function prepareRun(
-  request: { code: string; cwd: string; session?: string; timeoutMs: number },
+  request: { code: string; cwd: string; session?: string; timeoutMs: number; language?: "python" | "js" },
   interpreter: (() => Promise<Result<Interpreter>>) | undefined,
 ): Promise<Result<PreparedRun, PrepareFailure>> {
   // A timer cannot wait longer than 2^31-1 ms: a longer deadline would fire at once and report a false timeout.
@@ -47,6 +47,7 @@ export async function prepareRun(
       message: `the code is ${frameBytes} bytes as a run frame, more than the runner's control channel takes (${MAX_FRAME_BYTES >> 20} MiB); the code did not run`,
     });
   }
+  if (request.language === "js") return ok({ notes: [] }); // no interpreter, no PEP 723
   const meta = parseScriptMetadata(request.code);
   if (!meta.ok) {
     return fail({

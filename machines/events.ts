@@ -30,6 +30,10 @@ export interface CellRef {
 
 export const DEFAULT_LIMITS: Limits = { interruptWindowMs: 100, graceMs: 1000, killMs: 500 };
 
+/** The language a runner runs: Python (runtime-py/, docs/protocol.md) or JavaScript (runtime-js/, docs/protocol-js.md,
+ * sessions only: `eval`'s js cells). */
+export type Language = "python" | "js";
+
 export interface RunRequest {
   runId: string;
   code: string;
@@ -37,6 +41,8 @@ export interface RunRequest {
   timeoutMs: number;
   /** Named session, or undefined for a fresh process. */
   session?: string;
+  /** Absent: Python. A session runs one language; JavaScript runs only in sessions. */
+  language?: Language;
   reset?: boolean;
   /** The interpreter's executable (`sys.executable`); a session never mixes interpreters or working directories. */
   python?: string;
@@ -72,8 +78,10 @@ export type CommandEvent =
 // ---- facts (kernel actor -> its parent) ----
 export interface KernelInfo {
   pid: number;
+  /** The runtime's version: Python's, or Node's for a JavaScript runner (`language: "js"`). */
   python: string;
   executable: string;
+  language?: "js";
 }
 export type RunnerError = null | "syntax" | "exception" | "exit" | "interrupt";
 export type KernelFact =
@@ -128,6 +136,8 @@ export interface KernelInput {
   python?: string;
   /** Take over this spare runner's process (`spare:<n>`) instead of starting one; start one if it has none. */
   adopt?: string;
+  /** Absent: Python. */
+  language?: Language;
 }
 
 // ---- the dependency installer (run -> install actor -> run) ----

@@ -12,6 +12,7 @@ import type {
   KernelFact,
   KernelInfo,
   KernelInput,
+  Language,
   Limits,
   RunFinishedEvent,
   RunOutcome,
@@ -44,6 +45,8 @@ export interface RunInput {
   };
   /** The interpreter (else the host's default). */
   python?: string;
+  /** Absent: Python (a JavaScript run is always a session's). */
+  language?: Language;
   /** PEP 723 dependencies, installed before the code runs. */
   dependencies?: string[];
   /** Pi tools the code may call; each call is a `tool:<runId>:<seq>` child (machines/run-calls.ts). */
@@ -494,5 +497,5 @@ function endOf(out: ToolCallOutput): number {
 }
 
 function pick(e: KernelInfo): KernelInfo {
-  return { pid: e.pid, python: e.python, executable: e.executable };
+  return { pid: e.pid, python: e.python, executable: e.executable, ...(e.language ? { language: e.language } : {}) };
 }

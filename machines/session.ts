@@ -7,6 +7,7 @@ import type {
   KernelFact,
   KernelInfo,
   KernelInput,
+  Language,
   Limits,
   RunOutcome,
   RunPhaseEvent,
@@ -31,6 +32,8 @@ export interface SessionInput {
   python?: string;
   /** This incarnation replaced a live one whose interpreter or working directory differed. */
   replaced?: SessionReplacement;
+  /** Absent: Python. */
+  language?: Language;
   /** Where the session's process runs (the backend's label; shown by the inspector, never acted on). */
   backend?: string;
 }
@@ -70,7 +73,8 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
   return {
     runId: e.runId,
     code: e.code,
-    filename: `${e.cell ? "cell" : "script"}-${context.runCount + 1}.py`,
+    filename:
+      context.language === "js" ? `cell-${context.runCount + 1}.js` : `${e.cell ? "cell" : "script"}-${context.runCount + 1}.py`,
     cwd: context.cwd,
     timeoutMs: e.timeoutMs,
     requestedAt: e.at,
@@ -85,6 +89,7 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
       ...(first && context.replaced ? { replaced: context.replaced } : {}),
     },
     ...(context.python ? { python: context.python } : {}),
+    ...(context.language ? { language: context.language } : {}),
     ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
     ...(e.bridge ? { bridge: e.bridge } : {}),
     ...requestExtras(e),
@@ -166,6 +171,7 @@ export const sessionMachine = setup({
         cwd: context.cwd,
         owner: `session:${context.name}`,
         ...(context.python ? { python: context.python } : {}),
+        ...(context.language ? { language: context.language } : {}),
       },
     });
     if (context.firstRun) enqueue({ type: "spawnRun", params: context.firstRun });
@@ -200,18 +206,11 @@ export const sessionMachine = setup({
           {
             guard: "hasActiveRun",
             target: "running",
-            actions: [
-              assign(({ event }) => ({
-                kernel: { pid: event.pid, python: event.python, executable: event.executable },
-              })),
-              "forwardToRun",
-            ],
+            actions: [assign(({ event }) => ({ kernel: kernelInfo(event) })), "forwardToRun"],
           },
           {
             target: "idle",
-            actions: assign(({ event }) => ({
-              kernel: { pid: event.pid, python: event.python, executable: event.executable },
-            })),
+            actions: assign(({ event }) => ({ kernel: kernelInfo(event) })),
           },
         ],
         "session.close": { target: "closing", actions: ["cancelActiveRun"] },
@@ -262,6 +261,10 @@ export const sessionMachine = setup({
   },
   output: ({ event }) => event.output as SessionOutput,
 });
+
+function kernelInfo(e: KernelInfo): KernelInfo {
+  return { pid: e.pid, python: e.python, executable: e.executable, ...(e.language ? { language: e.language } : {}) };
+}
 
 function phaseTarget() {
   return [

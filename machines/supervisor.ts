@@ -6,6 +6,7 @@ import type {
   CommandEvent,
   KernelCommand,
   KernelInput,
+  Language,
   Limits,
   RunFinishedEvent,
   RunOutcome,
@@ -43,6 +44,8 @@ export interface SessionEntry {
   cwd: string;
   /** The interpreter's executable, when the host named one. */
   python?: string;
+  /** Absent: Python. */
+  language?: Language;
   /** The run the session is executing, if any. */
   busyRunId?: string;
 }
@@ -206,6 +209,7 @@ export const supervisorMachine = setup({
             firstRun: e,
             ...(entry?.status === "lost" ? { replacedLost: true } : {}),
             ...(e.python ? { python: e.python } : {}),
+            ...(e.language === "js" ? { language: e.language } : {}),
             ...(replaced ? { replaced } : {}),
             ...(e.backend ? { backend: e.backend } : {}),
           },
@@ -219,6 +223,7 @@ export const supervisorMachine = setup({
             status: "alive",
             cwd: keep ? entry!.cwd : e.cwd,
             ...((keep ? entry!.python : e.python) ? { python: keep ? entry!.python : e.python } : {}),
+            ...(e.language === "js" ? { language: e.language } : {}),
             busyRunId: e.runId,
           },
         },
@@ -264,6 +269,7 @@ export const supervisorMachine = setup({
                 status: out.end,
                 cwd: entry.cwd,
                 ...(entry.python ? { python: entry.python } : {}),
+                ...(entry.language ? { language: entry.language } : {}),
               },
             },
           });
@@ -307,6 +313,14 @@ export const supervisorMachine = setup({
       return e.session !== undefined && context.sessions[e.session]?.busyRunId !== undefined;
     },
     duplicateRun: ({ context, event }) => (event as RunStartEvent).runId in context.active,
+    /** JavaScript runs only in sessions (eval's js cells). */
+    freshJs: ({ event }) => (event as RunStartEvent).language === "js" && (event as RunStartEvent).session === undefined,
+    /** A session runs one language: a run of the other one may not replace (or use) it. */
+    otherLanguage: ({ context, event }) => {
+      const e = event as RunStartEvent;
+      const entry = e.session !== undefined ? context.sessions[e.session] : undefined;
+      return entry !== undefined && entry.status === "alive" && (entry.language ?? "python") !== (e.language ?? "python");
+    },
   },
 }).createMachine({
   id: "supervisor",
@@ -351,6 +365,27 @@ export const supervisorMachine = setup({
                   `Session "${event.session}" is busy with another run; wait for it to finish.`,
                   context.sessions[event.session!]?.incarnation,
                 ),
+            },
+          },
+          {
+            guard: "freshJs",
+            actions: {
+              type: "refuse",
+              params: ({ event }) => refusal(event, "JavaScript runs only in a session (eval's js cells)."),
+            },
+          },
+          {
+            guard: "otherLanguage",
+            actions: {
+              type: "refuse",
+              params: ({ context, event }) => {
+                const runs = context.sessions[event.session!]?.language === "js" ? "JavaScript" : "Python";
+                return refusal(
+                  event,
+                  `Session "${event.session}" runs ${runs}; use another session name for ${runs === "Python" ? "JavaScript" : "Python"}.`,
+                  context.sessions[event.session!]?.incarnation,
+                );
+              },
             },
           },
           { guard: "isFresh", actions: { type: "startFresh", params: ({ event }) => event } },

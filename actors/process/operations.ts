@@ -13,6 +13,9 @@ export interface RunnerSpec {
   args: string[];
   cwd: string;
   env: NodeJS.ProcessEnv;
+  /** Decode control frames one event-loop turn after they arrive, once the output already readable was read: for
+   * a runner whose blocking writes put its output in the pipes before each frame (docs/protocol-js.md). */
+  settleOutput?: boolean;
 }
 
 /** Where runs execute, as status lines and the inspector show it. */
@@ -115,6 +118,7 @@ export async function spawnRunner(
       child.stdio[3] as unknown as NodeJS.ReadWriteStream & Readable,
       child,
       options.interrupt,
+      spec.settleOutput === true,
     ),
   );
 }
@@ -126,6 +130,7 @@ function wrap(
   control: NodeJS.ReadWriteStream & Readable,
   child: import("node:child_process").ChildProcess,
   interrupt: SpawnOptions["interrupt"],
+  settleOutput: boolean,
 ): RunnerHandle {
   const listeners = {
     stdout: [] as ((c: Buffer) => void)[],
@@ -140,7 +145,18 @@ function wrap(
   );
   stdout.on("data", (c: Buffer) => listeners.stdout.forEach((fn) => fn(c)));
   stderr.on("data", (c: Buffer) => listeners.stderr.forEach((fn) => fn(c)));
-  control.on("data", (c: Buffer) => decoder.push(c));
+  // libuv reads every readable descriptor of one poll before the next turn: a frame decoded then comes after the
+  // output that was in the pipes before it.
+  let settling: Buffer[] = [];
+  const settle = () => {
+    const chunks = settling;
+    settling = [];
+    for (const c of chunks) decoder.push(c);
+  };
+  control.on("data", (c: Buffer) => {
+    if (!settleOutput) return decoder.push(c);
+    if (settling.push(c) === 1) setImmediate(settle);
+  });
   control.on("error", () => {});
   stdout.on("error", () => {});
   stderr.on("error", () => {});
@@ -151,6 +167,7 @@ function wrap(
   const report = () => {
     if (reported || !exit) return;
     reported = true;
+    settle();
     control.destroy();
     listeners.exit.forEach((fn) => fn(exit!));
   };
