@@ -5,12 +5,9 @@
 // write_stdin's answer).
 import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
-import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, type PiHarness } from "../test/helpers/pi-session.ts";
+import { spans } from "./pi-spans.ts";
 import { line } from "./run.ts";
-
-const quick = process.argv.includes("--quick");
-const N = (full: number) => (quick ? Math.max(20, Math.floor(full / 5)) : full);
 
 /** Spawn to `close` (exit and both pipes drained) of `bash -c true`, as exec_command must wait for. */
 async function bareBash(): Promise<number> {
@@ -43,31 +40,10 @@ async function catEcho(n: number): Promise<number[]> {
   return times;
 }
 
-/** Runs each call as its own turn and returns Pi's execution span of each, and the results. */
-async function spans(pi: PiHarness, calls: [string, Record<string, unknown>][]) {
-  const starts = new Map<string, number>();
-  const ends = new Map<string, number>();
-  const off = pi.session.subscribe((e: any) => {
-    if (e.type === "tool_execution_start") starts.set(e.toolCallId, performance.now());
-    if (e.type === "tool_execution_end") ends.set(e.toolCallId, performance.now());
-  });
-  const before = pi.toolResults().length;
-  pi.faux.setResponses([
-    ...calls.map(([name, args]) => fauxAssistantMessage([fauxToolCall(name, args as never)], { stopReason: "toolUse" })),
-    fauxAssistantMessage("done"),
-  ]);
-  await pi.session.prompt("bench");
-  off();
-  const results = pi.toolResults().slice(before);
-  return { ms: results.map((r) => ends.get(r.toolCallId)! - starts.get(r.toolCallId)!), results };
-}
-
-async function main() {
-  process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,exec";
-  process.env.PI_CODE_EXECUTION_JOURNAL ??= "off";
-  const pi = await startPi();
-  console.log(`node ${process.version}; ${quick ? "quick" : "full"} run; spans are tool_execution_start -> end\n`);
-  try {
+/** The shell-session cases on a Pi session that has the exec tools (also run by `bench/pi.ts --with exec`). */
+export async function execCases(pi: PiHarness, { quick }: { quick: boolean }) {
+  const N = (full: number) => (quick ? Math.max(20, Math.floor(full / 5)) : full);
+  {
     const n = N(200);
     for (let i = 0; i < 20; i++) await bareBash();
     const bare: number[] = [];
@@ -91,9 +67,20 @@ async function main() {
     await spans(pi, Array.from({ length: 63 }, () => ["exec_command", { cmd: "sleep 600", yield_time_ms: 250 }]));
     const many = line("empty poll, 64 live sessions", (await spans(pi, polls(n))).ms);
     console.log(`\n64 sessions: poll p99 ${(many.p99 / alone.p99).toFixed(2)}x one session's (goal <= 2x)`);
+  }
+}
+
+async function main() {
+  process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,exec";
+  process.env.PI_CODE_EXECUTION_JOURNAL ??= "off";
+  const quick = process.argv.includes("--quick");
+  const pi = await startPi();
+  console.log(`node ${process.version}; ${quick ? "quick" : "full"} run; spans are tool_execution_start -> end\n`);
+  try {
+    await execCases(pi, { quick });
   } finally {
     await pi.dispose();
   }
 }
 
-await main();
+if (import.meta.main) await main();
