@@ -55,8 +55,6 @@ export interface SupervisorContext extends SupervisorInput {
   spareSeq: number;
   /** False once shutdown began: no new spares. */
   serving: boolean;
-  /** Fresh runs that took a spare: its replacement starts when the run ends, off the run's critical path. */
-  replaceSpare: Record<string, SpareRequest>;
 }
 
 /** What a spare runner is started for. */
@@ -152,15 +150,14 @@ export const supervisorMachine = setup({
         },
       });
       // Keep one spare warming or ready for the key: the next fresh run like this one takes it. The first run of a
-      // key starts one now (it warms while the run starts cold); a claimed one is replaced when the run ends.
+      // key starts one now (it warms while the run starts cold); a claimed one is replaced at once, at claim time,
+      // so runs arriving back to back find the next one warming, not yet to be started.
       const request: SpareRequest | undefined =
         key !== undefined ? { key, cwd: e.cwd, ...(e.python ? { python: e.python } : {}) } : undefined;
       let warmed = {};
-      if (request && claimed) {
+      if (request && context.serving && (claimed || !spare)) {
         const { [request.key]: _taken, ...spares } = context.spares;
-        warmed = { spares, replaceSpare: { ...context.replaceSpare, [e.runId]: request } };
-      } else if (request && !spare) {
-        warmed = warmSpare(enqueue, context, request);
+        warmed = warmSpare(enqueue, { ...context, spares }, request);
       }
       enqueue.assign({ active: { ...context.active, [e.runId]: null }, ...warmed });
     }),
@@ -230,10 +227,7 @@ export const supervisorMachine = setup({
         const { busyRunId: _b, ...rest } = sessions[session];
         sessions[session] = rest;
       }
-      const { [outcome.runId]: request, ...replaceSpare } = context.replaceSpare;
-      const warmed =
-        request && context.serving && !context.spares[request.key] ? warmSpare(enqueue, context, request) : {};
-      enqueue.assign({ active, sessions, replaceSpare, ...warmed });
+      enqueue.assign({ active, sessions });
       enqueue.emit({ type: "run.finished", outcome });
     }),
     /** Done children are removed at once: XState otherwise keeps them (quadratic cost). */
@@ -312,7 +306,6 @@ export const supervisorMachine = setup({
     active: {},
     spares: {},
     spareSeq: 0,
-    replaceSpare: {},
     serving: true,
   }),
   initial: "serving",

@@ -374,8 +374,35 @@ async def _script(body, expr, g):
     return value
 
 
+_compiled = {}  # source -> (body, expr): a repeated script (a rerun, a loop of calls) is not parsed again
+_COMPILED_MAX = 32
+_COMPILED_MAX_CHARS = 64 * 1024
+
+
+def _refile(code, filename):
+    """The same code under another file name (each session run has its own), nested code objects included."""
+    consts = tuple(_refile(c, filename) if type(c) is type(code) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
 def _compile(src, filename):
     """Code for the script, plus code for its last top-level statement when that is a shown expression."""
+    hit = _compiled.get(src)
+    if hit is not None:
+        body, expr = hit
+        if body.co_filename != filename:
+            body = _refile(body, filename)
+            expr = _refile(expr, filename) if expr is not None else None
+        return body, expr
+    body, expr = _compile_new(src, filename)
+    if len(src) <= _COMPILED_MAX_CHARS:
+        if len(_compiled) >= _COMPILED_MAX:
+            del _compiled[next(iter(_compiled))]
+        _compiled[src] = (body, expr)
+    return body, expr
+
+
+def _compile_new(src, filename):
     import _ast
 
     tree = compile(src, filename, "exec", _PyCF_ONLY_AST | _PyCF_ALLOW_TOP_LEVEL_AWAIT, True)

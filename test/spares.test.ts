@@ -57,6 +57,20 @@ describe("spare runners", () => {
     assert.ok(times[4] < 30, `p50 ${times[4].toFixed(1)} ms (goal 5 ms; bounded loosely for a shared CI machine)`);
   });
 
+  test("a claimed spare is replaced at claim time, while the run that took it still runs", async () => {
+    await host.run({ code: "0", cwd, timeoutMs: 10_000 });
+    assert.ok(await readySpare(host));
+    const [claimed] = spareIds(host);
+    const running = host.run({ code: "import time\ntime.sleep(1.5)", cwd, timeoutMs: 10_000 });
+    assert.ok(
+      await waitUntil(() => spareIds(host).some((id) => id !== claimed), 1000),
+      "a replacement spare exists before the run ends",
+    );
+    assert.ok(await readySpare(host), "and warms while the run still runs");
+    assert.equal(Object.keys(host.actor.getSnapshot().context.active).length, 1, "the run is still running");
+    assert.equal((await running).outcome.status, "success");
+  });
+
   test("a different environment does not take the spare", async () => {
     let mark = "one";
     const h2 = new SupervisorHost({ env: () => ({ ...process.env, PCS_SPARE_MARK: mark }) });
