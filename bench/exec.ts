@@ -49,22 +49,41 @@ export async function execCases(pi: PiHarness, { quick }: { quick: boolean }) {
     const bare: number[] = [];
     for (let i = 0; i < n; i++) bare.push(await bareBash());
     const bareSt = line("bare `bash -c true` spawn to close", bare);
-    await spans(pi, Array.from({ length: 20 }, () => ["exec_command", { cmd: "true" }]));
-    const exec = await spans(pi, Array.from({ length: n }, () => ["exec_command", { cmd: "true" }]));
+    await spans(
+      pi,
+      Array.from({ length: 20 }, () => ["exec_command", { cmd: "true" }]),
+    );
+    const exec = await spans(
+      pi,
+      Array.from({ length: n }, () => ["exec_command", { cmd: "true" }]),
+    );
     if (exec.results.some((r) => r.isError || r.details.running)) throw new Error("exec_command of true did not exit");
     line("exec_command `true` (goal p50 <= 2.5 ms)", exec.ms, { name: "bare bash", p50: bareSt.p50 });
 
     const echo = line("raw pipe echo through cat", await catEcho(n));
     const [cat] = (await spans(pi, [["exec_command", { cmd: "cat", yield_time_ms: 250 }]])).results;
     const id = cat.details.session_id as number;
-    const writes = await spans(pi, Array.from({ length: n + 20 }, () => ["write_stdin", { session_id: id, chars: "x\\n" }]));
+    const writes = await spans(
+      pi,
+      Array.from({ length: n + 20 }, () => ["write_stdin", { session_id: id, chars: "x\\n" }]),
+    );
     if (writes.results.some((r) => r.details.output !== "x\n")) throw new Error("write_stdin did not return the echo");
-    line("write_stdin line to cat until echo (goal p50 <= 1 ms)", writes.ms.slice(20), { name: "raw echo", p50: echo.p50 });
+    line("write_stdin line to cat until echo (goal p50 <= 1 ms)", writes.ms.slice(20), {
+      name: "raw echo",
+      p50: echo.p50,
+    });
 
     // Polls of a quiet session, alone and among 64 live sessions.
-    const polls = (k: number) => Array.from({ length: k }, () => ["write_stdin", { session_id: id, yield_time_ms: 0 }] as [string, Record<string, unknown>]);
+    const polls = (k: number) =>
+      Array.from(
+        { length: k },
+        () => ["write_stdin", { session_id: id, yield_time_ms: 0 }] as [string, Record<string, unknown>],
+      );
     const alone = line("empty poll, 1 live session", (await spans(pi, polls(n))).ms);
-    await spans(pi, Array.from({ length: 63 }, () => ["exec_command", { cmd: "sleep 600", yield_time_ms: 250 }]));
+    await spans(
+      pi,
+      Array.from({ length: 63 }, () => ["exec_command", { cmd: "sleep 600", yield_time_ms: 250 }]),
+    );
     const many = line("empty poll, 64 live sessions", (await spans(pi, polls(n))).ms);
     console.log(`\n64 sessions: poll p99 ${(many.p99 / alone.p99).toFixed(2)}x one session's (goal <= 2x)`);
   }

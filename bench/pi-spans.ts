@@ -30,4 +30,3 @@ export async function spans(
   if (results.length !== calls.length) throw new Error(`expected ${calls.length} results, got ${results.length}`);
   return { ms: results.map((r) => ends.get(r.toolCallId)! - starts.get(r.toolCallId)!), results };
 }
-

@@ -74,7 +74,11 @@ function figure(
   ratios: Record<string, number> = {},
 ) {
   const first = Object.entries(ratios)[0];
-  const st = line(`${label}${goal ? ` (goal ${goal.text})` : ""}`, xs, first ? { name: first[0], p50: first[1] } : undefined);
+  const st = line(
+    `${label}${goal ? ` (goal ${goal.text})` : ""}`,
+    xs,
+    first ? { name: first[0], p50: first[1] } : undefined,
+  );
   const r = Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, st.p50 / v]));
   report.figures[key] = { ...st, ...(goal ? { goal: goal.text, met: st.p50 <= goal.p50 } : {}), ratios: r };
   return st;
@@ -115,44 +119,100 @@ async function main() {
     for (let i = 0; i < N(30); i++) bare.push(await bareStart(exe));
     report.baselines.bareStart = line("baseline: bare `python -c pass` start", bare);
     report.baselines.pipe = line("baseline: pipe round trip, idle Python", await pipeEcho(exe, N(2000)));
-    await spans(pi, Array.from({ length: 20 }, () => ["bench_noop", {}]));
-    const noop = await spans(pi, Array.from({ length: N(500) }, () => ["bench_noop", {}]));
+    await spans(
+      pi,
+      Array.from({ length: 20 }, () => ["bench_noop", {}]),
+    );
+    const noop = await spans(
+      pi,
+      Array.from({ length: N(500) }, () => ["bench_noop", {}]),
+    );
     report.baselines.noop = line("baseline: Pi no-op tool", noop.ms);
     const floor = report.baselines.noop.p50 + report.baselines.pipe.p50;
     console.log();
 
     // Session runs.
     mustSucceed("session start", (await spans(pi, [code({ code: "x = 0", session: "b" })])).results);
-    await spans(pi, Array.from({ length: 20 }, () => code({ code: "x += 1", session: "b" })));
-    const warm = await spans(pi, Array.from({ length: N(500) }, () => code({ code: "x += 1", session: "b" })));
+    await spans(
+      pi,
+      Array.from({ length: 20 }, () => code({ code: "x += 1", session: "b" })),
+    );
+    const warm = await spans(
+      pi,
+      Array.from({ length: N(500) }, () => code({ code: "x += 1", session: "b" })),
+    );
     mustSucceed("warm", warm.results);
-    figure("warmBackToBack", "session `x += 1`, back to back", warm.ms, { p50: Math.min(0.25, 2 * floor), text: "<= 0.25 ms and <= 2x (no-op + pipe)" }, {
-      "(no-op + pipe)": floor,
-      "pipe round trip": report.baselines.pipe.p50,
-    });
-    const warmGap = await spans(pi, Array.from({ length: N(60) }, () => code({ code: "x += 1", session: "b" })), GAP_MS);
+    figure(
+      "warmBackToBack",
+      "session `x += 1`, back to back",
+      warm.ms,
+      { p50: Math.min(0.25, 2 * floor), text: "<= 0.25 ms and <= 2x (no-op + pipe)" },
+      {
+        "(no-op + pipe)": floor,
+        "pipe round trip": report.baselines.pipe.p50,
+      },
+    );
+    const warmGap = await spans(
+      pi,
+      Array.from({ length: N(60) }, () => code({ code: "x += 1", session: "b" })),
+      GAP_MS,
+    );
     mustSucceed("warm gap", warmGap.results);
-    figure("warmAfterGap", `session \`x += 1\`, ${GAP_MS} ms apart`, warmGap.ms, { p50: 1, text: "<= 1 ms" }, {
-      "(no-op + pipe)": floor,
-    });
+    figure(
+      "warmAfterGap",
+      `session \`x += 1\`, ${GAP_MS} ms apart`,
+      warmGap.ms,
+      { p50: 1, text: "<= 1 ms" },
+      {
+        "(no-op + pipe)": floor,
+      },
+    );
 
     // Fresh runs.
-    await spans(pi, Array.from({ length: 5 }, () => code({ code: "pass" })));
-    const fresh = await spans(pi, Array.from({ length: N(100) }, () => code({ code: "pass" })));
+    await spans(
+      pi,
+      Array.from({ length: 5 }, () => code({ code: "pass" })),
+    );
+    const fresh = await spans(
+      pi,
+      Array.from({ length: N(100) }, () => code({ code: "pass" })),
+    );
     mustSucceed("fresh", fresh.results);
-    figure("freshBackToBack", "fresh `pass`, back to back", fresh.ms, { p50: 5, text: "<= 5 ms" }, {
-      "bare start": report.baselines.bareStart.p50,
-    });
-    const freshGap = await spans(pi, Array.from({ length: N(60) }, () => code({ code: "pass" })), GAP_MS);
+    figure(
+      "freshBackToBack",
+      "fresh `pass`, back to back",
+      fresh.ms,
+      { p50: 5, text: "<= 5 ms" },
+      {
+        "bare start": report.baselines.bareStart.p50,
+      },
+    );
+    const freshGap = await spans(
+      pi,
+      Array.from({ length: N(60) }, () => code({ code: "pass" })),
+      GAP_MS,
+    );
     mustSucceed("fresh gap", freshGap.results);
-    figure("freshAfterGap", `fresh \`pass\`, ${GAP_MS} ms apart`, freshGap.ms, { p50: 3, text: "<= 3 ms" }, {
-      "bare start": report.baselines.bareStart.p50,
-    });
+    figure(
+      "freshAfterGap",
+      `fresh \`pass\`, ${GAP_MS} ms apart`,
+      freshGap.ms,
+      { p50: 3, text: "<= 3 ms" },
+      {
+        "bare start": report.baselines.bareStart.p50,
+      },
+    );
 
     // 1 MiB of output from the warm session, net of the same call's fixed cost (`x += 1` just measured).
     const mib = `import sys\nsys.stdout.buffer.write(b'x' * (1 << 20))\nsys.stdout.flush()`;
-    await spans(pi, Array.from({ length: 3 }, () => code({ code: mib, session: "b" })));
-    const big = await spans(pi, Array.from({ length: N(40) }, () => code({ code: mib, session: "b" })));
+    await spans(
+      pi,
+      Array.from({ length: 3 }, () => code({ code: mib, session: "b" })),
+    );
+    const big = await spans(
+      pi,
+      Array.from({ length: N(40) }, () => code({ code: mib, session: "b" })),
+    );
     mustSucceed("1 MiB", big.results);
     const bigSt = figure("mib", "1 MiB of output, session", big.ms);
     const net = bigSt.p50 - stats(warm.ms).p50;
@@ -162,7 +222,10 @@ async function main() {
 
     // Interrupt: timeout 1 s on a busy loop; overrun past the deadline.
     const busy = code({ code: "while True: pass", session: "b", timeout: 1 });
-    const intr = await spans(pi, Array.from({ length: N(15) }, () => busy));
+    const intr = await spans(
+      pi,
+      Array.from({ length: N(15) }, () => busy),
+    );
     if (intr.results.some((r) => (r.details as any)?.session?.isLost || (r.details as any)?.sessionLost))
       throw new Error("the interrupt lost the session");
     figure(
@@ -183,9 +246,15 @@ async function main() {
     const nested = await spans(pi, [code({ code: nestedCode, session: "b", timeout: 600 })]);
     mustSucceed("nested", nested.results);
     const nestedMs = JSON.parse(textOf(nested.results[0]!).trim().split("\n").at(-1)!) as number[];
-    figure("nestedCall", "nested tool call from Python, round trip", nestedMs.slice(20), { p50: 1, text: "<= 1 ms" }, {
-      "Pi no-op": report.baselines.noop.p50,
-    });
+    figure(
+      "nestedCall",
+      "nested tool call from Python, round trip",
+      nestedMs.slice(20),
+      { p50: 1, text: "<= 1 ms" },
+      {
+        "Pi no-op": report.baselines.noop.p50,
+      },
+    );
 
     for (const name of flags.with ?? []) {
       if (name !== "exec") throw new Error(`--with ${name}: unknown (exec)`);

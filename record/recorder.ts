@@ -148,7 +148,8 @@ export class Recorder {
   /** Resolves once everything queued so far is on disk. */
   async drained(): Promise<void> {
     this.flushAsync();
-    while ((this.inFlight && this.inFlight.fd === this.fd) || this.lines.length) await new Promise((r) => setImmediate(r));
+    while ((this.inFlight && this.inFlight.fd === this.fd) || this.lines.length)
+      await new Promise((r) => setImmediate(r));
   }
 
   private encodeQueued(): void {

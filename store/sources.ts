@@ -49,6 +49,12 @@ const known = new Set<string>();
 /** Directories this process checked (created, owned, private). */
 const checkedDirs = new Set<string>();
 
+/** The sourceId of `code` when this process already saved it (no disk access), else undefined. */
+export function knownSourceId(code: string, root = sourceRoot()): string | undefined {
+  const sourceId = sourceIdOf(code);
+  return known.has(join(root, `${sourceId}.py`)) ? sourceId : undefined;
+}
+
 /** Saves `code` (idempotent) and returns its sourceId. A source already on disk is verified, not written again;
  * one this process saved before costs one asynchronous lstat (no temp file, no directory check), and is saved
  * again when it was removed meanwhile. */
