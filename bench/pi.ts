@@ -13,7 +13,7 @@ import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import { startPi, type ToolResultMessage } from "../test/helpers/pi-session.ts";
 import { spans } from "./pi-spans.ts";
-import { resolvePython } from "../actors/interpreter/probe.ts";
+import { validateInterpreter } from "../actors/interpreter/interpreter.ts";
 import { line, pipeEcho, stats } from "./run.ts";
 
 const { values: flags } = parseArgs({
@@ -87,7 +87,7 @@ function figure(
 const code = (args: Record<string, unknown>): [string, Record<string, unknown>] => ["code_execution", args];
 
 async function main() {
-  const py = await resolvePython(process.env.PI_PYTHON ?? "python3");
+  const py = await validateInterpreter(process.env.PI_PYTHON ?? "python3", process.cwd());
   if (!py.ok) throw new Error(py.error);
   const exe = py.value.executable;
   const scratch = mkdtempSync(join(tmpdir(), "pcs-bench-pi-"));

@@ -50,6 +50,11 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
       getHost,
       peekHost: () => host,
       reregisterTool: (timeouts) => registerCodeExecutionTool(pi, getHost, journal, { timeouts }),
+      places: () => ({
+        journal: journal.where(),
+        eventLogDir: observability.logDir(),
+        eventLog: observability.logPath(),
+      }),
       startInspector: async (ctx, port) => {
         getHost();
         const started = await observability.openInspector(port ? { port } : {});

@@ -3,9 +3,9 @@
 // widget after /tree, and settings changes reaching the tool (timeouts) and the host (limits) while Pi runs.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { SupervisorHost } from "../host/host.ts";
-import { registerCodeStatusCommand } from "./commands/code-status.ts";
+import { registerCodeStatusCommand, type StatusPlaces } from "./commands/code-status.ts";
 import { registerSessionCommands } from "./commands/code-sessions.ts";
-import { PYTHON_FLAG, type CodeEnvironment } from "./environment.ts";
+import { PYTHON_FLAG, SANDBOX_FLAG, SSH_FLAG, type CodeEnvironment } from "./environment.ts";
 import type { SessionStatus } from "./status.ts";
 import { registerSetInterpreterTool } from "./tools/set-interpreter.ts";
 
@@ -16,6 +16,8 @@ export interface LifecycleLinks {
   peekHost: () => SupervisorHost | undefined;
   /** Registers code_execution again with new timeouts (its schema states them). */
   reregisterTool: (timeouts: { defaultSeconds: number; maxSeconds: number }) => void;
+  /** Where the journal and the event logs are, for /code-status. */
+  places?: () => StatusPlaces;
   /** Opens the live inspector (the `inspector.autoStart` setting; `--code-inspect` does the same). */
   startInspector?: (ctx: ExtensionContext, port: number) => Promise<void>;
 }
@@ -27,8 +29,16 @@ export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void
     description:
       "Python interpreter for code_execution (path, venv python or command; python_set_interpreter overrides it)",
   });
+  pi.registerFlag(SANDBOX_FLAG, {
+    type: "boolean",
+    description: "Run code_execution in a bubblewrap sandbox (settings `sandbox.*`; the `backend` setting does the same)",
+  });
+  pi.registerFlag(SSH_FLAG, {
+    type: "string",
+    description: "Run code_execution on user@host[:remote-cwd] over your OpenSSH client (settings `remote.*`)",
+  });
   registerSetInterpreterTool(pi, environment, peekHost);
-  registerCodeStatusCommand(pi, environment, peekHost);
+  registerCodeStatusCommand(pi, environment, peekHost, links.places);
   registerSessionCommands(pi, links.getHost, peekHost);
 
   let timeouts = JSON.stringify(environment.timeouts());

@@ -11,24 +11,39 @@ import { createDispatchLogic, type RunBridge } from "../actors/calls/dispatch.ts
 import type { NestedCallRecord } from "../machines/tool-events.ts";
 import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
 import { RunOutput, type CollectedOutput } from "../actors/process/output.ts";
-import { pythonCommand, resolvePython, type PythonInfo } from "../actors/interpreter/probe.ts";
 import { liveGroups, stopGroup } from "../actors/process/registry.ts";
 import { supervisorWith, tapCommands } from "./system.ts";
 import type { Clock } from "../record/observe.ts";
 import type { Result } from "../lib/result.ts";
 import { createInstallLogic, removeSessionPackages, type InstallProgress } from "../actors/deps/dependencies.ts";
-import { InterpreterResolver, knownInterpreter, runnerEnv, type Interpreter } from "../actors/interpreter/interpreter.ts";
+import {
+  InterpreterResolver,
+  knownInterpreter,
+  runnerEnv,
+  type Interpreter,
+  type Probe,
+} from "../actors/interpreter/interpreter.ts";
 import { watchModules } from "../actors/process/module-watch.ts";
 import { finishOutcome, prepareRun, refusedOutcome, SessionBook, type SessionHistory } from "./prepare.ts";
 import { ExecHost, execLogDir, type ExecHostOptions } from "./exec.ts";
-import { agentDir } from "../record/log-files.ts";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
+import { operationsFor } from "../actors/process/backends.ts";
+import type { BackendInfo } from "../actors/process/operations.ts";
+import { loadSettings, type ResourceLimits } from "../store/settings.ts";
+import { defaultEnvRoot, defaultSessionRoot } from "../actors/deps/install-targets.ts";
+import { limitHints } from "./limit-hints.ts";
 
 export interface HostOptions {
   limits?: Partial<Limits>;
+  /** Where runners start (actors/process/backends.ts). Default: local, unless PI_CODE_EXECUTION_BACKEND says
+   * otherwise (then the environment's backend settings). The host closes it at shutdown. */
   ops?: ProcessOperations;
+  /** Resource limits of new runners (settings `limits`); read when each process starts. */
+  resourceLimits?: () => ResourceLimits;
   /** Environment for new processes; read when each process starts. */
   env?: () => NodeJS.ProcessEnv;
-  python?: () => Promise<Result<PythonInfo>>;
+  /** The interpreter of every run, instead of discovery (default: discovery from the run's working directory). */
+  python?: (cwd: string) => Promise<Result<Probe>>;
   now?: () => number;
   /** A synchronous observer of every inspection event of the actor system. */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
@@ -75,7 +90,7 @@ export interface RunResult extends CollectedOutput {
   outcome: RunOutcome;
 }
 
-export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "ordinal">> {
+export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "incarnation">> {
   name: string;
   state: string;
   pid?: number;
@@ -114,6 +129,8 @@ export class SupervisorHost {
   private readonly spareRunners: () => boolean;
   /** Shell sessions: the exec tools' door (host/exec.ts). */
   readonly exec: ExecHost;
+  /** Where this host's runners start: one backend for the host's whole life. */
+  readonly ops: ProcessOperations;
 
   constructor(options: HostOptions = {}) {
     this.options = options;
@@ -125,9 +142,11 @@ export class SupervisorHost {
     this.spareRunners = options.spareRunners ?? (() => true);
     this.interpreter = options.interpreter ?? new InterpreterResolver({ env });
     const host = this;
+    this.ops = options.ops ?? defaultOperations(env(), options.packages);
     const kernel = createKernelLogic({
-      ops: options.ops ?? localOperations,
-      python: options.python ?? (() => resolvePython(pythonCommand(env()), env())),
+      ops: this.ops,
+      ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
+      python: options.python ?? ((cwd) => this.interpreter.resolve(cwd)),
       env: (input) => this.runnerEnvFor(env(), input.python),
       watchModules: (cwd) => ((options.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
       output: (runId, channel, chunk) => {
@@ -146,6 +165,7 @@ export class SupervisorHost {
       hostId: this.id,
       killMs: () => this.limits.killMs,
       progress: (runId, p) => this.runs.get(runId)?.onProgress?.(p),
+      backend: () => this.ops,
       ...options.packages,
     });
     const dispatch = createDispatchLogic({ bridgeFor: (runId) => this.runs.get(runId)?.bridge, now: this.now });
@@ -153,7 +173,7 @@ export class SupervisorHost {
       hostId: this.id,
       env,
       now: this.now,
-      logDir: options.exec?.logDir ?? execLogDir(agentDir(env())),
+      logDir: options.exec?.logDir ?? execLogDir(getAgentDir()),
       ...options.exec,
     });
     const machine = supervisorWith(kernel, { dispatch, install, shell: this.exec.shellLogic });
@@ -214,9 +234,13 @@ export class SupervisorHost {
     void prepared.then((p) => {
       if (this.closed || !p.ok) {
         // Refused before any actor exists: the outcome is the host's own.
+        const incarnation = request.session
+          ? this.actor.getSnapshot().context.sessions[request.session]?.incarnation
+          : undefined;
+        const failure = p.ok ? undefined : p.error;
         return this.runs
           .get(runId)
-          ?.resolve(refusedOutcome(runId, request, requestedAt, this.now(), p.ok ? undefined : p.error));
+          ?.resolve(refusedOutcome(runId, request, requestedAt, this.now(), failure, incarnation));
       }
       notes = p.value.notes;
       callbacks.signal?.addEventListener("abort", cancel, { once: true });
@@ -232,6 +256,8 @@ export class SupervisorHost {
       // Not a spread: that would decode the retained output (up to 64 MiB) whether or not anyone reads it.
       const result = Object.assign(output.collect(), { outcome });
       result.outcome = finishOutcome(outcome, result.capture.stderr.tail, notes);
+      const limited = limitHints(result.outcome, result.capture.stderr.tail, this.options.resourceLimits?.());
+      if (limited.length) result.outcome = { ...result.outcome, hints: [...(result.outcome.hints ?? []), ...limited] };
       return result;
     });
   }
@@ -257,6 +283,7 @@ export class SupervisorHost {
       ...(python ? { python } : {}),
       ...(p.dependencies ? { dependencies: p.dependencies } : {}),
       ...(sameLimits(this.limits, this.initialLimits) ? {} : { limits: this.limits }),
+      backend: this.ops.backend.label,
       ...(request.session === undefined && this.spareRunners() ? { spareKey: this.spareKey(python, request.cwd) } : {}),
     });
   }
@@ -265,6 +292,8 @@ export class SupervisorHost {
   private spareKey(python: string | undefined, cwd: string): string {
     const env = this.baseEnv();
     const h = createHash("sha256")
+      .update(JSON.stringify(this.options.resourceLimits?.() ?? {}))
+      .update("\0")
       .update(python ?? "")
       .update("\0")
       .update(cwd);
@@ -274,6 +303,20 @@ export class SupervisorHost {
         .update("=")
         .update(env[k] ?? "");
     return h.digest("hex").slice(0, 16);
+  }
+
+  /** Where runs execute. */
+  backend(): BackendInfo {
+    return this.ops.backend;
+  }
+
+  /** Whether the backend can start runners now (never rejects). */
+  async backendHealth(): Promise<Result<string, { message: string; hint?: string }>> {
+    try {
+      return await this.ops.health();
+    } catch (e) {
+      return { ok: false, error: { message: (e as Error).message } };
+    }
   }
 
   /** New escalation bounds: they apply to runs requested from now on (and to sessions they start). */
@@ -303,7 +346,7 @@ export class SupervisorHost {
         const child = snapshot.children[`session:${name}`];
         const s = child?.getSnapshot() as
           { value?: unknown; context?: { kernel?: { pid: number; python: string } } } | undefined;
-        const history = this.book.get(name, entry.ordinal);
+        const history = this.book.get(name, entry.incarnation);
         return {
           name,
           ...entry,
@@ -348,6 +391,7 @@ export class SupervisorHost {
     ]);
     this.actor.stop();
     await this.killEverything();
+    await this.ops.close().catch(() => {});
     await removeSessionPackages(this.id, this.options.packages?.sessionRoot);
     // Runs that did not report within the bound end as cancelled: no caller waits forever.
     for (const [runId, { resolve }] of this.runs) {
@@ -377,6 +421,17 @@ export class SupervisorHost {
       poll();
     });
   }
+}
+
+/** The backend a host gets without one given: local, or what PI_CODE_EXECUTION_BACKEND and the other backend
+ * variables say (so the same tests run against the sandbox or a remote). */
+function defaultOperations(env: NodeJS.ProcessEnv, packages: HostOptions["packages"]): ProcessOperations {
+  if (!env.PI_CODE_EXECUTION_BACKEND) return localOperations;
+  const values = loadSettings(undefined, env).values;
+  return operationsFor(values, {
+    localRoot: process.cwd(),
+    support: [packages?.envRoot ?? defaultEnvRoot(), packages?.sessionRoot ?? defaultSessionRoot()],
+  });
 }
 
 function sameLimits(a: Limits, b: Limits): boolean {

@@ -32,6 +32,8 @@ export interface RunRequest {
   limits?: Limits;
   /** Pi tools the code may call (machines/tool-events.ts); absent: none. */
   bridge?: BridgeRequest;
+  /** Where the run executes (the backend's label, from the host; machines only carry it, for the inspector). */
+  backend?: string;
   /** Fresh runs: what a spare runner must match to serve this run (interpreter, cwd, environment), from the host.
    * Absent: spares are off. */
   spareKey?: string;
@@ -68,7 +70,7 @@ export type KernelFact =
       alreadyLoaded?: string[];
     }
   | { type: "kernel.exited"; at: number; code: number | null; signal: string | null }
-  | { type: "kernel.failed"; at: number; message: string }
+  | { type: "kernel.failed"; at: number; message: string; hint?: Hint }
   | ToolCallFact;
 
 // ---- commands (owner -> kernel actor) ----
@@ -113,7 +115,8 @@ export interface InstallInput {
   python?: string;
   dependencies: string[];
   cwd: string;
-  session?: { name: string; ordinal: number };
+  /** Session runs install into a package directory of this session process. */
+  session?: { name: string; incarnation: number };
 }
 
 /** What an installation produced: the environment and what it holds. */
@@ -147,7 +150,11 @@ export type RunPhaseEvent = { type: "run.phase"; runId: string; phase: RunPhase 
 
 export interface SessionRef {
   name: string;
+  /** The run's ordinal within the session process: 1 for the run that started it, 2 for the next, ...; 0 for a run
+   * refused before it reached the process. */
   ordinal: number;
+  /** Which process of this session name: 1, then one more after each reset, loss or replacement. */
+  incarnation: number;
   /** This run started the session process. */
   started: boolean;
   /** The session process died or was killed during this run: its state is gone. */

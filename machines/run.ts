@@ -32,7 +32,14 @@ export interface RunInput {
   timeoutMs: number;
   requestedAt: number;
   limits: Limits;
-  session?: { name: string; ordinal: number; started: boolean; replacedLost?: boolean; replaced?: SessionReplacement };
+  session?: {
+    name: string;
+    ordinal: number;
+    incarnation: number;
+    started: boolean;
+    replacedLost?: boolean;
+    replaced?: SessionReplacement;
+  };
   /** The interpreter (else the host's default). */
   python?: string;
   /** PEP 723 dependencies, installed before the code runs. */
@@ -41,6 +48,8 @@ export interface RunInput {
   bridge?: BridgeRequest;
   /** A claimed spare runner (`spare:<n>`) whose process this fresh run takes over. */
   spare?: string;
+  /** Where the run executes (the backend's label; shown by the inspector, never acted on). */
+  backend?: string;
 }
 
 export interface RunContext extends RunInput {
@@ -108,11 +117,15 @@ const onStoppedDone = settleWith((c, e: Done) => stoppedOutcome(c, e));
 const onExited = settleWith((c, e: Exited) => exitedOutcome(c, e));
 const onExitedBeforeStart = settleWith((c, e: Exited) => exitedOutcome(c, e, false));
 const onFailed = settleWith((c, e: Extract<KernelFact, { type: "kernel.failed" }>) =>
-  outcomeOf(c, c.stopReason ?? "setup_error", e.at, { message: e.message }),
+  outcomeOf(c, c.stopReason ?? "setup_error", e.at, { message: e.message, ...(e.hint ? { hints: [e.hint] } : {}) }),
 );
 /** The kernel broke after user code started: for a session its state is gone with it. */
 const onFailedAfterStart = settleWith((c, e: Extract<KernelFact, { type: "kernel.failed" }>) =>
-  outcomeOf(c, c.stopReason ?? "runtime_error", e.at, { message: e.message, lost: Boolean(c.session) }),
+  outcomeOf(c, c.stopReason ?? "runtime_error", e.at, {
+    message: e.message,
+    lost: Boolean(c.session),
+    ...(e.hint ? { hints: [e.hint] } : {}),
+  }),
 );
 const report = { type: "report", params: ({ context }: { context: RunContext }) => context.outcome! } as const;
 /** Installation failed: the code never ran. */
@@ -154,7 +167,7 @@ export const runMachine = setup({
       runId: context.runId,
       code: context.code,
       filename: context.filename,
-      ...(context.session && context.install?.sysPath
+      ...(context.install?.sysPath
         ? { sysPath: [context.install.sysPath], checkLoaded: context.install.modules }
         : {}),
       ...(context.bridge ? { tools: context.bridge.tools } : {}),
@@ -291,7 +304,9 @@ export const runMachine = setup({
           dependencies: context.dependencies ?? [],
           cwd: context.cwd,
           ...(context.python ? { python: context.python } : {}),
-          ...(context.session ? { session: { name: context.session.name, ordinal: context.session.ordinal } } : {}),
+          ...(context.session
+            ? { session: { name: context.session.name, incarnation: context.session.incarnation } }
+            : {}),
         }),
       },
       on: {

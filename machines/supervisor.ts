@@ -40,7 +40,8 @@ export interface SpareEntry {
 export const MAX_SPARES_PER_KEY = 3;
 
 export interface SessionEntry {
-  ordinal: number;
+  /** The session's current (or last) process: 1, then one more after each reset, loss or replacement. */
+  incarnation: number;
   /** `alive` while its actor exists; `lost` or `closed` after it ended. */
   status: "alive" | "lost" | "closed";
   cwd: string;
@@ -162,6 +163,7 @@ export const supervisorMachine = setup({
           ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
           ...(e.bridge ? { bridge: e.bridge } : {}),
           ...(claimed ? { spare: claimed } : {}),
+          ...(e.backend ? { backend: e.backend } : {}),
         },
       });
       // Keep the key's spares warming or ready: the next fresh runs like this one take them. The first run of a
@@ -204,25 +206,26 @@ export const supervisorMachine = setup({
               ? { reason: "cwd", from: entry!.cwd }
               : undefined;
       const keep = alive && !e.reset && !replaced;
-      let ordinal = entry?.ordinal ?? 0;
+      let incarnation = entry?.incarnation ?? 0;
       if (keep) {
         enqueue.sendTo(system.get(id)!, e);
       } else {
         // Reset stops the old process (its kernel's cleanup kills the process group) and starts anew.
         if (alive) enqueue.stopChild(id);
-        ordinal += 1;
+        incarnation += 1;
         enqueue.spawnChild("session", {
           id,
           systemId: id,
           input: {
             name,
-            ordinal,
+            incarnation,
             cwd: e.cwd,
             limits: e.limits ?? context.limits,
             firstRun: e,
             ...(entry?.status === "lost" ? { replacedLost: true } : {}),
             ...(e.python ? { python: e.python } : {}),
             ...(replaced ? { replaced } : {}),
+            ...(e.backend ? { backend: e.backend } : {}),
           },
         });
       }
@@ -230,7 +233,7 @@ export const supervisorMachine = setup({
         sessions: {
           ...context.sessions,
           [name]: {
-            ordinal,
+            incarnation,
             status: "alive",
             cwd: keep ? entry!.cwd : e.cwd,
             ...((keep ? entry!.python : e.python) ? { python: keep ? entry!.python : e.python } : {}),
@@ -271,12 +274,12 @@ export const supervisorMachine = setup({
         const out = done.output as SessionOutput;
         const entry = context.sessions[out.name];
         // A reset may already have replaced this incarnation.
-        if (entry && entry.ordinal === out.ordinal) {
+        if (entry && entry.incarnation === out.incarnation) {
           enqueue.assign({
             sessions: {
               ...context.sessions,
               [out.name]: {
-                ordinal: entry.ordinal,
+                incarnation: entry.incarnation,
                 status: out.end,
                 cwd: entry.cwd,
                 ...(entry.python ? { python: entry.python } : {}),
@@ -365,7 +368,7 @@ export const supervisorMachine = setup({
                 refusal(
                   event,
                   `Session "${event.session}" is busy with another run; wait for it to finish.`,
-                  context.sessions[event.session!]?.ordinal,
+                  context.sessions[event.session!]?.incarnation,
                 ),
             },
           },

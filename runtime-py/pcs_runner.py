@@ -44,6 +44,8 @@ _wlock = _thread.allocate_lock()
 _sources = {}  # filename -> linecache entry, for every run so far; tracebacks start in one of these files
 _loop = None  # (asyncio, the event loop), created on the first run that awaits; a session keeps it
 _PID = os.getpid()  # a forked child that returns from user code must not speak for us
+_MAIN_TID = _thread.get_ident()  # the thread that runs user code: the one an interrupt must reach
+_LIMITS = {}  # --limits: resource limits applied before user code (docs/protocol.md, "Resource limits")
 
 
 # ---------------------------------------------------------------------------------------------------- frames
@@ -177,6 +179,8 @@ def _read_frame():
     elif kind == "tool.result":
         if _bridge is not None:
             _bridge.deliver(msg)
+    elif kind == "signal":
+        _signal_frame(msg.get("signal"))
     elif kind == "shutdown":
         os._exit(0)
     else:
@@ -233,6 +237,25 @@ def _reader(select):
                 _idle.release()
     except BaseException:
         _fatal("runner reader failed:\n" + _format_own_exc())
+
+
+def _signal_frame(name):
+    """A signal sent over the control channel, for backends where the host cannot signal us directly (a sandbox's
+    PID namespace, another machine). SIGINT goes to the main thread itself: a process-directed signal could be
+    taken by the reader thread and leave a `time.sleep` in the main thread uninterrupted."""
+    if name == "SIGINT":
+        _signal.pthread_kill(_MAIN_TID, _SIGINT)
+    elif name in ("SIGTERM", "SIGKILL"):
+        sig = _signal.SIGTERM if name == "SIGTERM" else _signal.SIGKILL
+        pid = os.getpid()
+        try:
+            if os.getpgid(0) == pid:  # our own group: what user code started goes too
+                os.killpg(pid, sig)
+            os.kill(pid, sig)
+        except OSError:
+            pass
+    else:
+        _fatal("bad signal frame: %r" % (name,))
 
 
 def _format_own_exc():
@@ -292,8 +315,11 @@ class _NoStdin:
 
 def _setup(argv):
     global _CTL, _MODE
-    if len(argv) != 3 or argv[1] != "--mode" or argv[2] not in ("fresh", "session"):
-        sys.stderr.write("usage: runner.py --mode fresh|session (started by pi-code-supervisor, fd 3 = control)\n")
+    limits = _parse_limits(argv[4]) if len(argv) == 5 and argv[3] == "--limits" else None
+    if len(argv) not in (3, 5) or argv[1] != "--mode" or argv[2] not in ("fresh", "session") or limits is False:
+        sys.stderr.write(
+            "usage: runner.py --mode fresh|session [--limits name=n,...] (started by pi-code-supervisor, fd 3 = control)\n"
+        )
         os._exit(2)
     _MODE = argv[2]
     # An inherited SIGINT disposition is never trusted; SIGTERM must stay able to stop us.
@@ -316,6 +342,16 @@ def _setup(argv):
             _OUT_FDS.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64))
         except OSError:
             pass
+    # The reader thread's wake pipe, above the user's fds like the control channel (fds 3, 4... stay free).
+    global _wake
+    pipe = os.pipe()
+    _wake = tuple(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in pipe)
+    for fd in pipe:
+        os.close(fd)
+    # After the runner's own descriptors exist (an openFiles limit below 64 would refuse them) and before user
+    # paths reach sys.path (`resource` must come from the standard library).
+    if limits:
+        _apply_limits(limits)
 
     # No userspace buffering beyond a line, so output written before os._exit or a crash reaches the pipe.
     for stream in (sys.stdout, sys.stderr):
@@ -335,16 +371,69 @@ def _setup(argv):
         pcs_imports.watch["linecache"] = _give_sources
 
 
+_LIMIT_NAMES = ("memoryMiB", "cpuSeconds", "processes", "fileSizeMiB", "openFiles")
+
+
+def _parse_limits(text):
+    """`memoryMiB=512,cpuSeconds=10,...` -> dict of positive ints; False when malformed."""
+    out = {}
+    for part in text.split(","):
+        if not part:
+            continue
+        name, _, value = part.partition("=")
+        if name not in _LIMIT_NAMES or not value.isdigit() or int(value) <= 0:
+            return False
+        out[name] = int(value)
+    return out
+
+
+def _apply_limits(limits):
+    """setrlimit before any user code runs; children inherit the limits. CPU time is per run (_cpu_budget)."""
+    import resource
+
+    # What the output drain imports lazily is imported now: a run that used up its descriptors or memory must not
+    # make the drain fail (its output would then arrive after `done` and be lost).
+    import stat, termios, time  # noqa: F401
+
+    mib = 1 << 20
+    table = {
+        "memoryMiB": (resource.RLIMIT_AS, lambda n: n * mib),
+        "fileSizeMiB": (resource.RLIMIT_FSIZE, lambda n: n * mib),
+        "openFiles": (resource.RLIMIT_NOFILE, lambda n: n),
+        "processes": (resource.RLIMIT_NPROC, lambda n: n),
+    }
+    for name, n in limits.items():
+        if name in table:
+            which, conv = table[name]
+            value = conv(n)
+            _, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY and hard < value:
+                value = hard
+            # A fresh runner's limits are final (hard too); a session keeps its hard limits so later runs can set them.
+            resource.setrlimit(which, (value, value if _MODE == "fresh" else hard))
+    _LIMITS.update(limits)
+    _LIMITS["_resource"] = resource
+
+
+def _cpu_budget():
+    """Before each run: the CPU limit counts from now (a session's earlier runs do not use up this run's time).
+    Reaching it sends SIGXCPU, which ends the process (the run's outcome says so)."""
+    seconds = _LIMITS.get("cpuSeconds")
+    if not seconds:
+        return
+    resource = _LIMITS["_resource"]
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = -int(-(used.ru_utime + used.ru_stime) // 1) + seconds  # whole seconds, rounded up
+    hard = soft + 1 if _MODE == "fresh" else resource.RLIM_INFINITY
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (OSError, ValueError):
+        pass
+
+
 def _start_reader():
-    global _wake
-    import fcntl
     import select  # here, in the main thread: an import from the reader thread would race the user's imports
 
-    # Above the user's fds (like the control channel): fds 3, 4... stay free for user code, as in plain Python.
-    pipe = os.pipe()
-    _wake = tuple(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in pipe)
-    for fd in pipe:
-        os.close(fd)
     _reading.acquire()
     _idle.acquire()
     _thread.start_new_thread(_reader, (select.select,))
@@ -798,6 +887,7 @@ def _execute_run(msg, g):
     _current = msg
     _restore_std_fds()
     r = _Run(msg, g)
+    _cpu_budget()
     sys.argv = [r.filename]
     _remember_source(r.filename, r.code)
     if "tools" in msg or _tools_seen:  # a session drops its earlier tools when a run brings none

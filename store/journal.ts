@@ -53,7 +53,10 @@ export interface RunRecord {
   sourceId?: string;
   outputId?: string;
   sessionName?: string;
+  /** The run's ordinal within its session process (1 for the run that started it). */
   sessionOrdinal?: number;
+  /** Which process of the session ran it (1, 2, ... as it is reset, lost or replaced). */
+  sessionIncarnation?: number;
   sessionStarted?: boolean;
   isLost?: boolean;
   pythonVersion?: string;
@@ -67,7 +70,7 @@ export interface SessionEventRecord {
   at: number;
   piSessionId?: string;
   sessionName: string;
-  ordinal: number;
+  incarnation: number;
   event: "started" | "reset" | "lost" | "closed";
   detail?: string;
 }
@@ -187,6 +190,7 @@ export class Journal {
       output_id: opt(r.outputId),
       session_name: opt(r.sessionName),
       session_ordinal: opt(r.sessionOrdinal),
+      session_incarnation: opt(r.sessionIncarnation),
       session_started: bit(r.sessionStarted),
       is_lost: bit(r.isLost),
       python_version: opt(r.pythonVersion),
@@ -201,7 +205,7 @@ export class Journal {
       at: r.at,
       pi_session_id: opt(r.piSessionId),
       session_name: r.sessionName,
-      ordinal: r.ordinal,
+      incarnation: r.incarnation,
       event: r.event,
       detail: opt(r.detail),
     });

@@ -1,11 +1,11 @@
-// Settings: defaults, then the global file `${PI_CODING_AGENT_DIR:-~/.pi/agent}/pi-code-execution/settings.json`,
+// Settings: defaults, then the global file `<Pi's agent directory>/pi-code-execution/settings.json`,
 // then the project file `<cwd>/.pi/pi-code-execution/settings.json`, then environment variables. Every value
 // reports where it came from; a malformed file or value becomes a warning and the value falls back to the layer
 // below. Both files are watched (chokidar), so edits apply without restarting Pi. docs/settings.md lists the keys.
 import { readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { watch, type FSWatcher } from "chokidar";
-import { agentDir } from "../record/log-files.ts";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import type { VenvDiscovery } from "../actors/interpreter/interpreter.ts";
 
 export interface Settings {
@@ -32,6 +32,38 @@ export interface Settings {
   exec: boolean;
   /** Shell sessions' log files (actors/shell/logs.ts). */
   execLogs: { perLogBytes: number; totalBytes: number };
+  /** Where code runs (actors/process/backends.ts): this machine, a bubblewrap sandbox, or a remote transport. */
+  backend: "local" | "sandbox" | "remote";
+  sandbox: { network: boolean; writable: string[]; readable: string[] };
+  remote: RemoteSettings;
+  /** Resource limits of each run (setrlimit in the runner; outputMiB on the host); absent: none. */
+  limits: ResourceLimits;
+}
+
+export interface RemoteSettings {
+  transport: "ssh" | "kubectl" | "docker" | "podman" | "command";
+  /** ssh: the host; kubectl: the pod; docker/podman: the container. */
+  host?: string;
+  port?: number;
+  user?: string;
+  identityFile?: string;
+  /** The remote directory Pi's working directory maps to (default: the remote login directory). */
+  cwd?: string;
+  /** The remote interpreter (default: the remote's python3). */
+  python?: string;
+  /** Extra transport arguments (ssh: `-o` options; kubectl: `-n ns`, `-c container`, ...). */
+  options: string[];
+  /** The argv prefix of the `command` transport. */
+  argv: string[];
+}
+
+export interface ResourceLimits {
+  memoryMiB?: number;
+  cpuSeconds?: number;
+  processes?: number;
+  fileSizeMiB?: number;
+  openFiles?: number;
+  outputMiB?: number;
 }
 
 /** Tool surfaces this version offers. */
@@ -121,6 +153,41 @@ const journal: Parse = (raw) => {
   return { ok: true, value: raw.trim() };
 };
 
+function oneOf(...names: string[]): Parse {
+  return (raw) => {
+    const v = typeof raw === "string" ? raw.trim().toLowerCase() : raw;
+    return typeof v === "string" && names.includes(v)
+      ? { ok: true, value: v }
+      : { ok: false, why: `must be one of ${names.join(", ")}` };
+  };
+}
+
+const text: Parse = (raw) =>
+  typeof raw === "string" && raw.trim() ? { ok: true, value: raw.trim() } : { ok: false, why: "must be a non-empty string" };
+
+const paths: Parse = (raw, fromEnv) => {
+  const list = fromEnv && typeof raw === "string" ? raw.split(":").filter(Boolean) : raw;
+  if (!Array.isArray(list) || list.some((p) => typeof p !== "string" || !p.startsWith("/")))
+    return { ok: false, why: "must be a list of absolute paths" };
+  return { ok: true, value: [...new Set(list as string[])] };
+};
+
+const strings: Parse = (raw, fromEnv) => {
+  let list = raw;
+  if (fromEnv && typeof raw === "string") {
+    try {
+      list = JSON.parse(raw);
+    } catch {
+      return { ok: false, why: 'must be a JSON list of strings, such as ["-o", "ConnectTimeout=5"]' };
+    }
+  }
+  if (!Array.isArray(list) || list.some((p) => typeof p !== "string"))
+    return { ok: false, why: "must be a list of strings" };
+  return { ok: true, value: list };
+};
+
+const optionalLimit = (max: number, unit: string, min = 1): Parse => numberIn(min, max, unit, true);
+
 export const SETTING_KEYS: readonly KeySpec[] = [
   {
     key: "defaultTimeout",
@@ -168,12 +235,37 @@ export const SETTING_KEYS: readonly KeySpec[] = [
     default: 512 * 1024 * 1024,
     parse: numberIn(1024 * 1024, 2 ** 44, "bytes", true),
   },
+  { key: "backend", env: "PI_CODE_EXECUTION_BACKEND", default: "local", parse: oneOf("local", "sandbox", "remote") },
+  { key: "sandbox.network", env: "PI_CODE_EXECUTION_SANDBOX_NETWORK", default: false, parse: boolean },
+  { key: "sandbox.writable", env: "PI_CODE_EXECUTION_SANDBOX_WRITABLE", default: [], parse: paths },
+  { key: "sandbox.readable", env: "PI_CODE_EXECUTION_SANDBOX_READABLE", default: [], parse: paths },
+  {
+    key: "remote.transport",
+    env: "PI_CODE_EXECUTION_REMOTE_TRANSPORT",
+    default: "ssh",
+    parse: oneOf("ssh", "kubectl", "docker", "podman", "command"),
+  },
+  { key: "remote.host", env: "PI_CODE_EXECUTION_REMOTE_HOST", default: undefined, parse: text },
+  { key: "remote.port", env: "PI_CODE_EXECUTION_REMOTE_PORT", default: undefined, parse: numberIn(1, 65_535, "port", true) },
+  { key: "remote.user", env: "PI_CODE_EXECUTION_REMOTE_USER", default: undefined, parse: text },
+  { key: "remote.identityFile", env: "PI_CODE_EXECUTION_REMOTE_IDENTITY_FILE", default: undefined, parse: text },
+  { key: "remote.cwd", env: "PI_CODE_EXECUTION_REMOTE_CWD", default: undefined, parse: text },
+  { key: "remote.python", env: "PI_CODE_EXECUTION_REMOTE_PYTHON", default: undefined, parse: text },
+  { key: "remote.options", env: "PI_CODE_EXECUTION_REMOTE_OPTIONS", default: [], parse: strings },
+  { key: "remote.argv", env: "PI_CODE_EXECUTION_REMOTE_ARGV", default: [], parse: strings },
+  { key: "limits.memoryMiB", env: "PI_CODE_EXECUTION_LIMIT_MEMORY_MIB", default: undefined, parse: optionalLimit(2 ** 30, "MiB", 32) },
+  { key: "limits.cpuSeconds", env: "PI_CODE_EXECUTION_LIMIT_CPU_SECONDS", default: undefined, parse: optionalLimit(2 ** 30, "seconds") },
+  { key: "limits.processes", env: "PI_CODE_EXECUTION_LIMIT_PROCESSES", default: undefined, parse: optionalLimit(2 ** 22, "processes") },
+  { key: "limits.fileSizeMiB", env: "PI_CODE_EXECUTION_LIMIT_FILE_SIZE_MIB", default: undefined, parse: optionalLimit(2 ** 30, "MiB") },
+  { key: "limits.openFiles", env: "PI_CODE_EXECUTION_LIMIT_OPEN_FILES", default: undefined, parse: optionalLimit(2 ** 20, "files", 16) },
+  { key: "limits.outputMiB", env: "PI_CODE_EXECUTION_LIMIT_OUTPUT_MIB", default: undefined, parse: optionalLimit(2 ** 20, "MiB") },
 ];
 
 const KNOWN_TOP = new Set(SETTING_KEYS.map((k) => k.key.split(".")[0]));
 
-export function globalSettingsPath(env: NodeJS.ProcessEnv = process.env): string {
-  return join(agentDir(env), "pi-code-execution", "settings.json");
+/** In Pi's agent directory (`$PI_CODING_AGENT_DIR`, `~` expanded, or `~/.pi/agent`), as Pi resolves it. */
+export function globalSettingsPath(): string {
+  return join(getAgentDir(), "pi-code-execution", "settings.json");
 }
 
 export function projectSettingsPath(cwd: string): string {
@@ -231,7 +323,7 @@ function readLayer(path: string, label: string, warnings: string[]): Record<stri
 /** Reads both files and the environment, in precedence order. Synchronous: two small files. */
 export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = process.env): ResolvedSettings {
   const warnings: string[] = [];
-  const globalPath = globalSettingsPath(env);
+  const globalPath = globalSettingsPath();
   const projectPath = cwd ? projectSettingsPath(cwd) : undefined;
   const layers: { source: SettingSource; where: string; data: Record<string, unknown> | undefined }[] = [
     { source: "global", where: globalPath, data: readLayer(globalPath, "global", warnings) },

@@ -4,8 +4,8 @@
 import { createHash } from "node:crypto";
 import { lstat } from "node:fs/promises";
 import { join } from "node:path";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import {
-  agentDir,
   ArtifactUnavailableError,
   checkDir,
   checkPage,
@@ -32,8 +32,8 @@ export class CodeArtifactCollisionError extends Error {
   }
 }
 
-export function sourceRoot(env: NodeJS.ProcessEnv = process.env): string {
-  return join(agentDir(env), SOURCE_DIR);
+export function sourceRoot(): string {
+  return join(getAgentDir(), SOURCE_DIR);
 }
 
 export function sha256Hex(data: string | Uint8Array): string {

@@ -13,6 +13,8 @@ function dirs() {
   const root = mkdtempSync(join(tmpdir(), "pcs-exec-settings-"));
   const cwd = join(root, "project");
   mkdirSync(cwd, { recursive: true });
+  // Pi's getAgentDir() reads the process's environment.
+  process.env.PI_CODING_AGENT_DIR = join(root, "agent");
   return { cwd, env: { PI_CODING_AGENT_DIR: join(root, "agent") } as NodeJS.ProcessEnv };
 }
 
@@ -40,7 +42,7 @@ describe("the tools setting", () => {
 
   test("unknown names are warnings; a value of the wrong shape falls back", () => {
     const { cwd, env } = dirs();
-    write(globalSettingsPath(env), { tools: ["code_execution", "exec", "shell", "eval"], execLogs: { perLogBytes: 10 } });
+    write(globalSettingsPath(), { tools: ["code_execution", "exec", "shell", "eval"], execLogs: { perLogBytes: 10 } });
     const s = loadSettings(cwd, env);
     assert.deepEqual(s.values.tools, ["code_execution", "exec", "shell", "eval"]);
     assert.equal(execEnabled(s.values), true);

@@ -1,5 +1,7 @@
 // Fault injection against real processes: each fault asserts that the result tells the truth, that nothing
 // printed is lost, that no process is orphaned, and that the supervisor keeps serving the next run.
+// PI_CODE_EXECUTION_BACKEND=sandbox runs them inside bubblewrap: pids reported from inside the sandbox's pid
+// namespace are mapped to host pids among the sandbox's own processes (NSpid) before anything is killed or checked.
 import assert from "node:assert/strict";
 import { mkdtempSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,7 +9,16 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
 import { liveGroups } from "../actors/process/registry.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
+import { hostPidIn, pidAlive, waitUntil } from "./helpers/procs.ts";
+
+const SANDBOX = process.env.PI_CODE_EXECUTION_BACKEND === "sandbox";
+/** A pid a runner of host `h` reported, as this machine sees it (mapped in the sandbox; never a guess). */
+function hostPid(h: SupervisorHost, reported: number): number {
+  if (!SANDBOX) return reported;
+  const pid = hostPidIn(reported, liveGroups(h.id));
+  assert.ok(pid, `pid ${reported} inside the sandbox maps to none of its processes`);
+  return pid;
+}
 
 let host: SupervisorHost;
 let cwd: string;
@@ -20,7 +31,7 @@ async function stillServing(session = "probe") {
   assert.equal((await run("'ok'", { session })).stdout, "ok\n");
 }
 
-const pidOf = async (session: string) => Number((await run("import os\nos.getpid()", { session })).stdout);
+const pidOf = async (session: string) => hostPid(host, Number((await run("import os\nos.getpid()", { session })).stdout));
 
 before(() => {
   cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-faults-")));
@@ -121,7 +132,9 @@ describe("hostile user code", () => {
     assert.equal(r.stdoutBytes, 100 * 1024 * 1024 + 1);
   });
 
-  test("children and grandchildren die with a fresh run; a setsid() child escapes (documented)", async () => {
+  // Pids from a fresh run's children cannot be mapped after the run (the sandbox is gone); inside the sandbox no
+  // child outlives the run at all (test/sandbox.test.ts).
+  test("children and grandchildren die with a fresh run; a setsid() child escapes (documented)", { skip: SANDBOX }, async () => {
     const r = await run(
       "import subprocess, os\nc = subprocess.Popen(['sh', '-c', 'sleep 1000 & echo $!; wait'], stdout=subprocess.PIPE)\ngrand = int(c.stdout.readline())\nesc = subprocess.Popen(['sleep', '1000'], start_new_session=True)\nprint(c.pid, grand, esc.pid)",
     );
@@ -238,7 +251,7 @@ describe("abort storms", () => {
 describe("Pi side", () => {
   test("shutdown during runs: runs end, every process is gone", async () => {
     const h = new SupervisorHost({ limits: { graceMs: 200 } });
-    const pid = Number((await h.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "s" })).stdout);
+    const pid = hostPid(h, Number((await h.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "s" })).stdout));
     const busy = h.run({ code: "import time\ntime.sleep(60)", cwd, timeoutMs: 60_000, session: "s" });
     const fresh = h.run({ code: "import time\ntime.sleep(60)", cwd, timeoutMs: 60_000 });
     await new Promise((r) => setTimeout(r, 300));
@@ -255,8 +268,8 @@ describe("Pi side", () => {
   test("two hosts in one process: shutting one down leaves the other's sessions alone", async () => {
     const a = new SupervisorHost();
     const b = new SupervisorHost();
-    const pa = Number((await a.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "same" })).stdout);
-    const pb = Number((await b.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "same" })).stdout);
+    const pa = hostPid(a, Number((await a.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "same" })).stdout));
+    const pb = hostPid(b, Number((await b.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "same" })).stdout));
     assert.notEqual(pa, pb);
     await a.shutdown();
     assert.ok(await waitUntil(() => !pidAlive(pa)));

@@ -1,17 +1,30 @@
 // Every live runner process group, kept outside XState: no error path in the actor tree can orphan Python
 // (a root that errors does not stop its invoked children, xstate#5153). Pi exiting kills whatever is left.
+// Pi loads the extension's modules afresh for every Pi session, so module state is per session: the registry is
+// process-wide (one per process, under a global symbol), and its `exit` hook is there only while it holds a group.
 export interface GroupOwner {
   host: string;
   owner: string;
 }
 
-const groups = new Map<number, GroupOwner>();
-let hooked = false;
-
-function killAll(): void {
-  for (const pgid of groups.keys()) killGroup(pgid, "SIGKILL");
-  groups.clear();
+interface Registry {
+  groups: Map<number, GroupOwner>;
+  killAll: () => void;
 }
+
+const KEY = Symbol.for("pi-code-supervisor.process-groups");
+
+const registry: Registry = ((globalThis as Record<symbol, Registry | undefined>)[KEY] ??= (() => {
+  const groups = new Map<number, GroupOwner>();
+  return {
+    groups,
+    killAll: () => {
+      for (const pgid of groups.keys()) killGroup(pgid, "SIGKILL");
+      groups.clear();
+    },
+  };
+})());
+const groups = registry.groups;
 
 export function killGroup(pgid: number, signal: NodeJS.Signals): boolean {
   try {
@@ -32,15 +45,12 @@ export function groupAlive(pgid: number): boolean {
 }
 
 export function registerGroup(pgid: number, owner: GroupOwner): void {
-  if (!hooked) {
-    hooked = true;
-    process.once("exit", killAll);
-  }
+  if (groups.size === 0) process.on("exit", registry.killAll);
   groups.set(pgid, owner);
 }
 
 export function unregisterGroup(pgid: number): void {
-  groups.delete(pgid);
+  if (groups.delete(pgid) && groups.size === 0) process.removeListener("exit", registry.killAll);
 }
 
 /** Live process groups, all of them or those of one host (optionally only those of owners matching `owner`). */

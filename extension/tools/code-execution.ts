@@ -7,7 +7,7 @@ import { detailsOf, resultText, type CodeExecutionDetails } from "../format.ts";
 import { liveUpdates } from "../live.ts";
 import { codeExecutionRenderers } from "../render.ts";
 import { saveOutputArtifact, type OutputRef } from "../../store/artifacts.ts";
-import { knownSourceId, saveSource } from "../../store/sources.ts";
+import { knownSourceId, saveSource, sourceIdOf } from "../../store/sources.ts";
 import type { ArtifactOutcome } from "../preview.ts";
 import type { JournalLink } from "../journal.ts";
 import { resolveSource } from "./source.ts";
@@ -73,7 +73,9 @@ export function registerCodeExecutionTool(
         const supervisor = getHost();
         // The Pi tools this run's Python may await (extension/bridge.ts), as callable at this moment.
         const bridge = createRunBridge(pi, ctx, toolCallId);
-        const live = onUpdate ? liveUpdates(onUpdate, p.session ? { session: p.session } : {}) : undefined;
+        // The sourceId is the script's digest: known before the file is saved, so every update can name it.
+        const tags = { sourceId: p.sourceId ?? known ?? sourceIdOf(code), ...(p.session ? { session: p.session } : {}) };
+        const live = onUpdate ? liveUpdates(onUpdate, tags) : undefined;
         const result = await supervisor.run(
           {
             code,
