@@ -15,7 +15,7 @@ import type {
 } from "./events.ts";
 import { runMachine, type RunInput } from "./run.ts";
 import { message } from "./message.ts";
-import { refusal } from "./run-outcome.ts";
+import { refusal, requestExtras } from "./run-outcome.ts";
 
 export interface SessionInput {
   name: string;
@@ -70,7 +70,7 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
   return {
     runId: e.runId,
     code: e.code,
-    filename: `script-${context.runCount + 1}.py`,
+    filename: `${e.cell ? "cell" : "script"}-${context.runCount + 1}.py`,
     cwd: context.cwd,
     timeoutMs: e.timeoutMs,
     requestedAt: e.at,
@@ -87,6 +87,7 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     ...(context.python ? { python: context.python } : {}),
     ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
     ...(e.bridge ? { bridge: e.bridge } : {}),
+    ...requestExtras(e),
     ...((e.backend ?? context.backend) ? { backend: e.backend ?? context.backend } : {}),
   };
 }
