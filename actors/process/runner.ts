@@ -76,6 +76,11 @@ export function createKernelLogic(deps: KernelDeps) {
       if (stopped) return;
       if (!launch.ok) return end({ type: "kernel.failed", at: deps.now(), message: launch.error });
       if (abandoned) return end({ type: "kernel.exited", at: deps.now(), code: null, signal: null });
+      // A spare replacing a claimed one is started at claim time: its (synchronous) spawn waits one turn, so the
+      // claiming run's frame is written first and the run does not wait for it.
+      if (input.owner.startsWith("spare:")) await new Promise((r) => setImmediate(r));
+      if (stopped) return;
+      if (abandoned) return end({ type: "kernel.exited", at: deps.now(), code: null, signal: null });
       // A claimed spare's process, already started and ready; if it has none to give, start one.
       const adopted = input.adopt ? await take(input.adopt) : undefined;
       const outputCap = limits?.outputMiB ? limits.outputMiB * 1024 * 1024 : Infinity;
