@@ -75,6 +75,7 @@ export function createKernelLogic(deps: KernelDeps) {
             args: [RUNNER_PATH, "--mode", input.mode],
             cwd: input.cwd,
             env: deps.env(input),
+            killMs: deps.killMs,
           });
       if (!started.ok) return end({ type: "kernel.failed", at: deps.now(), message: started.error });
       const p = started.value;
