@@ -1,12 +1,16 @@
 // The live inspector: a local HTTP + WebSocket server for the page in inspector/page/. It binds to loopback only
 // (any other address is refused), every URL carries an unguessable token, the Host and Origin headers must be its
 // own (no DNS rebinding, no cross-site use), and it is read-only unless the caller offers the stop-session action.
+// It runs inside Pi, so no request may throw past it: whatever a client sends without the token (a path that is
+// not percent-encoding, bytes Node's parser refuses, CONNECT, invalid WebSocket frames, a socket reset mid-answer)
+// gets 403 or a closed connection, never an exception.
 // The WebSocket streams @statelyai/inspect frames (inspector/frames.ts): recent history, the live tree, then
 // every frame as it happens.
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { SystemObserver } from "../record/observe.ts";
 import { parseLog, replayRecords } from "../record/replay.ts";
@@ -56,6 +60,8 @@ const TYPES: Record<string, string> = {
   js: "text/javascript; charset=utf-8",
   css: "text/css; charset=utf-8",
 };
+/** Node's own answers to requests its parser refuses, other than 400 (given only when they carry the token). */
+const PARSE_ERRORS: Record<string, number> = { HPE_HEADER_OVERFLOW: 431, HPE_CHUNK_EXTENSIONS_OVERFLOW: 413 };
 /** A page that cannot keep up is dropped rather than buffered without bound in Pi's memory. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
@@ -68,6 +74,28 @@ function sameToken(given: string, token: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(token);
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** How long a refused connection stays open for its client to read the answer and close. */
+const LINGER_MS = 2000;
+
+/** A refusal written straight to a socket the HTTP server no longer manages (upgrade, CONNECT, a request its
+ * parser refused). What the client still sends is read and dropped: closing with unread input would reset the
+ * connection and could take the answer with it. The socket goes when the client closes, or after LINGER_MS. */
+function refuse(socket: Duplex, status: number): void {
+  if (socket.writableEnded || socket.destroyed) return; // already refused (a parser error repeats on each chunk)
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const linger = setTimeout(() => socket.destroy(), LINGER_MS).unref();
+  socket.once("close", () => clearTimeout(linger));
+  socket.resume();
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+}
+
+function isRecord(value: unknown): boolean {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 export async function startInspector(options: InspectorOptions = {}): Promise<Result<Inspector>> {
@@ -99,12 +127,19 @@ export async function startInspector(options: InspectorOptions = {}): Promise<Re
       return false;
     }
   };
-  /** `/<token>/rest` → `rest`, or undefined when the token is missing or wrong. */
+  /** `/<token>/rest` → `rest`, or undefined when the token is missing or wrong. It is checked before anything
+   * else, so a request without it gets 403 whatever else is wrong with it. */
   const route = (url: string | undefined): string | undefined => {
     const path = (url ?? "/").split("?")[0];
     const m = /^\/([^/]+)\/(.*)$/.exec(path);
-    if (!m || !sameToken(decodeURIComponent(m[1]), token)) return undefined;
-    return m[2];
+    if (!m) return undefined;
+    let given: string;
+    try {
+      given = decodeURIComponent(m[1]);
+    } catch {
+      return undefined; // not percent-encoding (URIError): not the token either
+    }
+    return sameToken(given, token) ? m[2] : undefined;
   };
 
   const broadcast = (text: string, actor?: string) => {
@@ -139,56 +174,82 @@ export async function startInspector(options: InspectorOptions = {}): Promise<Re
   const json = (res: ServerResponse, status: number, value: unknown) =>
     respond(res, status, "application/json; charset=utf-8", JSON.stringify(value));
 
-  const server = createServer(async (req, res) => {
-    try {
-      if (!trusted(req)) return respond(res, 421, "text/plain", "misdirected request\n");
-      const rest = route(req.url);
-      if (rest === undefined) return respond(res, 403, "text/plain", "forbidden: open the URL with its token\n");
-      if (req.method === "GET" && rest in PAGE_FILES) {
-        const file = PAGE_FILES[rest];
-        const body = await readFile(new URL(`./page/${file}`, import.meta.url));
-        return respond(res, 200, TYPES[file.split(".").pop()!], body);
-      }
-      if (req.method === "GET" && rest === "api/info") {
-        const log = options.logPath?.();
-        return json(res, 200, { live: Boolean(options.observer), readOnly, log: log ?? null });
-      }
-      if (req.method === "GET" && rest === "api/log") {
-        const log = options.logPath?.();
-        if (!log) return json(res, 404, { error: "no log" });
-        return respond(res, 200, "application/x-ndjson; charset=utf-8", await readFile(log));
-      }
-      if (req.method === "POST" && rest === "api/replay") {
-        const body = await readBody(req, options.replayLimitBytes ?? 4 * 1024 * 1024);
-        if (body === undefined) {
-          return json(res, 413, {
-            error: "this log is too large to replay here; use: npx pi-code-supervisor replay <log>",
-          });
-        }
-        const parsed = parseLog(body);
-        if (parsed.error) return json(res, 200, { identical: false, error: parsed.error });
-        return json(res, 200, replayRecords(parsed.lines));
-      }
-      const stop = /^api\/sessions\/([A-Za-z0-9._-]{1,64})\/stop$/.exec(rest);
-      if (req.method === "POST" && stop) {
-        if (!options.stopSession) return json(res, 403, { error: "this inspector is read-only" });
-        return json(res, 200, { stopped: await options.stopSession(stop[1]) });
-      }
-      return respond(res, 404, "text/plain", "not found\n");
-    } catch (e) {
-      return json(res, 500, { error: e instanceof Error ? e.message : String(e) });
+  /** `expectation`: the request's `Expect` header, when it has one (`100-continue` or another). */
+  const serve = async (req: IncomingMessage, res: ServerResponse, expectation?: "continue" | "other") => {
+    const rest = route(req.url);
+    if (rest === undefined) return respond(res, 403, "text/plain", "forbidden: open the URL with its token\n");
+    if (!trusted(req)) return respond(res, 421, "text/plain", "misdirected request\n");
+    if (expectation === "other") return respond(res, 417, "text/plain", "expectation failed\n");
+    if (expectation === "continue") res.writeContinue();
+    if (req.method === "GET" && rest in PAGE_FILES) {
+      const file = PAGE_FILES[rest];
+      const body = await readFile(new URL(`./page/${file}`, import.meta.url));
+      return respond(res, 200, TYPES[file.split(".").pop()!], body);
     }
+    if (req.method === "GET" && rest === "api/info") {
+      const log = options.logPath?.();
+      return json(res, 200, { live: Boolean(options.observer), readOnly, log: log ?? null });
+    }
+    if (req.method === "GET" && rest === "api/log") {
+      const log = options.logPath?.();
+      if (!log) return json(res, 404, { error: "no log" });
+      return respond(res, 200, "application/x-ndjson; charset=utf-8", await readFile(log));
+    }
+    if (req.method === "POST" && rest === "api/replay") {
+      const body = await readBody(req, options.replayLimitBytes ?? 4 * 1024 * 1024);
+      if (body === undefined) {
+        return json(res, 413, {
+          error: "this log is too large to replay here; use: npx pi-code-supervisor replay <log>",
+        });
+      }
+      const parsed = parseLog(body);
+      if (parsed.error) return json(res, 200, { identical: false, error: parsed.error });
+      const odd = parsed.lines.find((l) => !isRecord(l.record));
+      if (odd) return json(res, 200, { identical: false, error: `line ${odd.line} is not a log record` });
+      try {
+        return json(res, 200, replayRecords(parsed.lines));
+      } catch (e) {
+        // A record with the right kind but missing fields (an edited log) trips the replay's reading of it.
+        return json(res, 200, { identical: false, error: `the log has a malformed record: ${(e as Error).message}` });
+      }
+    }
+    const stop = /^api\/sessions\/([A-Za-z0-9._-]{1,64})\/stop$/.exec(rest);
+    if (req.method === "POST" && stop) {
+      if (!options.stopSession) return json(res, 403, { error: "this inspector is read-only" });
+      return json(res, 200, { stopped: await options.stopSession(stop[1]) });
+    }
+    return respond(res, 404, "text/plain", "not found\n");
+  };
+  const handle = (req: IncomingMessage, res: ServerResponse, expectation?: "continue" | "other") => {
+    serve(req, res, expectation).catch((e: unknown) => {
+      if (res.headersSent) res.destroy();
+      else json(res, 500, { error: e instanceof Error ? e.message : String(e) });
+    });
+  };
+
+  // A request without Host reaches `trusted` (and the token check before it) instead of Node's own 400.
+  const server = createServer({ requireHostHeader: false }, (req, res) => handle(req, res));
+  server.on("checkContinue", (req, res) => handle(req, res, "continue"));
+  server.on("checkExpectation", (req, res) => handle(req, res, "other"));
+  server.on("clientError", (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
+    // What Node's parser refuses (bytes outside HTTP, oversized headers, an unknown method) never reaches `serve`:
+    // 403 unless the bytes carry the token, then Node's own status. A timeout stays a timeout.
+    if (err.code === "ECONNRESET") return socket.destroy();
+    const withToken = err.rawPacket?.includes(`/${token}/`) ?? false;
+    refuse(socket, err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : withToken ? (PARSE_ERRORS[err.code!] ?? 400) : 403);
   });
   server.on("connection", (socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
   server.on("upgrade", (req, socket, head) => {
-    if (!trusted(req) || route(req.url) !== "ws") {
-      socket.end("HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
-      return;
-    }
+    // The HTTP server stopped watching this socket: a reset while it is answered must not be an unhandled error.
+    socket.on("error", () => socket.destroy());
+    if (route(req.url) !== "ws" || !trusted(req)) return refuse(socket, 403);
     wss.handleUpgrade(req, socket, head, (client) => {
+      client.on("error", () => {
+        // Invalid frames: ws has already answered with the protocol's close code (1002, 1007, 1009) and closes.
+      });
       // History first, then the actors of the live tree whose creation the history no longer holds (with their
       // current snapshot), then live frames. An `@xstate.actor` frame for a known id thus always means a new actor.
       const created = new Set<string>();
@@ -204,6 +265,11 @@ export async function startInspector(options: InspectorOptions = {}): Promise<Re
       });
     });
   });
+  server.on("connect", (_req, socket) => {
+    // CONNECT names a host, never the token.
+    socket.on("error", () => socket.destroy());
+    refuse(socket, 403);
+  });
 
   const listening = await new Promise<Result<number>>((resolve) => {
     server.once("error", (e: NodeJS.ErrnoException) =>
@@ -216,6 +282,9 @@ export async function startInspector(options: InspectorOptions = {}): Promise<Re
     return listening;
   }
   port = listening.value;
+  server.on("error", () => {
+    // After listening, only a failed accept (out of file descriptors) comes here: that client is refused.
+  });
 
   return ok({
     url: `${origin()}/${token}/`,
@@ -235,17 +304,21 @@ export async function startInspector(options: InspectorOptions = {}): Promise<Re
   });
 }
 
+/** The body, or undefined past `limit`: the rest is then read and dropped, so the client, still sending, gets the
+ * 413 rather than a reset connection. */
 function readBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on("data", (chunk: Buffer) => {
+    const collect = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        resolve(undefined);
-        req.destroy();
-      } else chunks.push(chunk);
-    });
+      if (size <= limit) return void chunks.push(chunk);
+      req.off("data", collect);
+      chunks.length = 0;
+      req.resume();
+      resolve(undefined);
+    };
+    req.on("data", collect);
     req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
     req.on("error", reject);
   });

@@ -1,8 +1,12 @@
 // Online mode: the inspector's frames pushed into @statelyai/inspect's own inspector server, whose page embeds the
 // Stately Inspector from stately.ai (so it needs the internet). `@statelyai/inspect` is an optional dependency,
-// loaded only here. The frames are ours (explicit actor ids, snapshots read synchronously), not those of
-// @statelyai/inspect's own observer, which serializes late and names actors by XState's process-wide counter.
+// used only by that server, which runs in its own process (inspector/stately-relay.js says why). The frames are
+// ours (explicit actor ids, snapshots read synchronously), not those of @statelyai/inspect's own observer, which
+// serializes late and names actors by XState's process-wide counter.
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
 import type { SystemObserver } from "../record/observe.ts";
 import { fail, ok, type Result } from "../lib/result.ts";
@@ -33,40 +37,82 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-function connect(url: string, deadline: number): Promise<Result<WebSocket>> {
-  return new Promise((resolve) => {
+/** Connects, retrying until the deadline (a relay just started may not listen yet) or until `gone` says stop. */
+function connect(url: string, deadline: number, gone: () => string | undefined = () => undefined) {
+  return new Promise<Result<WebSocket>>((resolve) => {
     const ws = new WebSocket(url);
-    ws.once("open", () => resolve(ok(ws)));
-    ws.once("error", (e: Error) => {
+    const retry = (e: Error) => {
+      const reason = gone();
+      if (reason) return resolve(fail(reason));
       if (Date.now() > deadline) return resolve(fail(`cannot connect to ${url}: ${e.message}`));
-      setTimeout(() => connect(url, deadline).then(resolve), 100);
+      setTimeout(() => connect(url, deadline, gone).then(resolve), 100);
+    };
+    ws.once("error", retry);
+    ws.once("open", () => {
+      ws.off("error", retry);
+      resolve(ok(ws));
     });
   });
 }
 
+/** Starts inspector/stately-relay.js on `port`. `gone` says why it is no longer running, if it is not. */
+function startRelay(port: number): Result<{ stop: () => Promise<void>; gone: () => string | undefined }> {
+  try {
+    createRequire(import.meta.url).resolve("@statelyai/inspect/server");
+  } catch {
+    return fail(
+      "the Stately mode needs the optional package @statelyai/inspect (npm install @statelyai/inspect@0.7.2)",
+    );
+  }
+  const child = spawn(process.execPath, [fileURLToPath(new URL("./stately-relay.js", import.meta.url)), String(port)], {
+    stdio: ["pipe", "ignore", "pipe"],
+  });
+  let stderr = "";
+  let gone: string | undefined;
+  child.stderr!.on("data", (d) => (stderr = (stderr + d).slice(-2000)));
+  child.stdin!.on("error", () => {
+    // The relay already exited; `gone` says why.
+  });
+  const ended = (why: string) => (gone ??= why);
+  child.on("error", (e) => ended(`the Stately relay could not start: ${e.message}`));
+  child.on("exit", (code) =>
+    ended(
+      code === 3
+        ? `port ${port} is in use; pass another port or a ws:// URL`
+        : `the Stately relay exited (${code}): ${stderr.trim()}`,
+    ),
+  );
+  const stop = () =>
+    new Promise<void>((done) => {
+      if (child.exitCode !== null || child.signalCode !== null) return done();
+      const kill = setTimeout(() => child.kill("SIGKILL"), 2000);
+      child.once("exit", () => {
+        clearTimeout(kill);
+        done();
+      });
+      child.stdin!.end();
+    });
+  return ok({ stop, gone: () => gone });
+}
+
 export async function startStatelyBridge(options: StatelyOptions): Promise<Result<StatelyBridge>> {
-  let stopServer: (() => void) | undefined;
+  let stopServer: (() => Promise<void>) | undefined;
+  let gone: (() => string | undefined) | undefined;
   let wsUrl = options.url;
   let pageUrl: string | undefined;
   if (!wsUrl) {
     const port = options.port ?? 8080;
-    let createInspectorServer: (o: { port: number; autoOpen: boolean }) => { stop(): void };
-    try {
-      ({ createInspectorServer } = await import("@statelyai/inspect/server"));
-    } catch {
-      return fail(
-        "the Stately mode needs the optional package @statelyai/inspect (npm install @statelyai/inspect@0.7.2)",
-      );
-    }
-    // Its server has no error handler: a busy port would crash Pi, so the port is checked first.
+    // Checked first so that the bridge cannot connect to another server already there before the relay fails.
     if (!(await portFree(port))) return fail(`port ${port} is in use; pass another port or a ws:// URL`);
-    stopServer = createInspectorServer({ port, autoOpen: false }).stop;
+    const relay = startRelay(port);
+    if (!relay.ok) return relay;
+    ({ stop: stopServer, gone } = relay.value);
     wsUrl = `ws://127.0.0.1:${port}`;
     pageUrl = `http://localhost:${port}`;
   }
-  const connected = await connect(wsUrl, Date.now() + 3000);
+  const connected = await connect(wsUrl, Date.now() + 3000, gone);
   if (!connected.ok) {
-    stopServer?.();
+    await stopServer?.();
     return connected;
   }
   const ws = connected.value;
@@ -94,7 +140,7 @@ export async function startStatelyBridge(options: StatelyOptions): Promise<Resul
     close: async () => {
       unsubscribe();
       ws.close();
-      stopServer?.();
+      await stopServer?.();
     },
   });
 }
