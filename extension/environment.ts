@@ -1,7 +1,8 @@
 // The extension's view of where Python runs: settings (files + environment, hot-reloaded), the interpreter
 // resolver with the `--python` flag and the python_set_interpreter selection, and how both reach the host (limits,
 // module reload) and the code_execution tool (timeouts) without restarting Pi.
-import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { getAgentDir, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { execLogDir } from "../host/exec.ts";
 import type { HostOptions, SupervisorHost } from "../host/host.ts";
 import { InterpreterResolver } from "../actors/interpreter/interpreter.ts";
 import { SettingsStore, type ResolvedSettings } from "../store/settings.ts";
@@ -70,6 +71,7 @@ export class CodeEnvironment {
       interpreter: this.interpreter,
       moduleReload: () => this.settings().values.moduleReload,
       spareRunners: () => this.settings().values.spareRunners,
+      exec: { logDir: execLogDir(getAgentDir()), logQuota: () => this.settings().values.execLogs },
       ...base,
       limits: { graceMs: v.interruptGraceMs, killMs: v.killGraceMs, ...base.limits },
     };

@@ -12,6 +12,7 @@ import { Observability, registerInspect, type ObservabilitySettings } from "./co
 import { CodeEnvironment } from "./environment.ts";
 import { registerLifecycle } from "./lifecycle.ts";
 import { SessionStatus } from "./status.ts";
+import { registerExec } from "./exec/register.ts";
 
 export interface CodeExecutionOptions {
   host?: HostOptions;
@@ -63,6 +64,7 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
     registerContextHook(pi);
     registerExposedToolsMessage(pi);
     registerInspect(pi, observability, getHost);
+    registerExec(pi, { getHost, peekHost: () => host, journal, environment });
 
     pi.on("session_shutdown", async () => {
       const h = host;

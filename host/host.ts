@@ -20,6 +20,8 @@ import { createInstallLogic, removeSessionPackages, type InstallProgress } from 
 import { InterpreterResolver, knownInterpreter, runnerEnv, type Interpreter } from "../actors/interpreter/interpreter.ts";
 import { watchModules } from "../actors/process/module-watch.ts";
 import { finishOutcome, prepareRun, refusedOutcome, SessionBook, type SessionHistory } from "./prepare.ts";
+import { ExecHost, execLogDir, type ExecHostOptions } from "./exec.ts";
+import { agentDir } from "../record/log-files.ts";
 
 export interface HostOptions {
   limits?: Partial<Limits>;
@@ -47,6 +49,8 @@ export interface HostOptions {
   spareRunners?: () => boolean;
   /** A spare runner unused this long retires (default 60 s). */
   spareIdleMs?: number;
+  /** Shell sessions (host/exec.ts): log folder and quotas, process operations. */
+  exec?: Partial<Omit<ExecHostOptions, "hostId" | "env" | "now">>;
 }
 
 export interface RunRequestInput {
@@ -108,6 +112,8 @@ export class SupervisorHost {
   readonly id = nanoid(8);
   private readonly baseEnv: () => NodeJS.ProcessEnv;
   private readonly spareRunners: () => boolean;
+  /** Shell sessions: the exec tools' door (host/exec.ts). */
+  readonly exec: ExecHost;
 
   constructor(options: HostOptions = {}) {
     this.options = options;
@@ -143,7 +149,14 @@ export class SupervisorHost {
       ...options.packages,
     });
     const dispatch = createDispatchLogic({ bridgeFor: (runId) => this.runs.get(runId)?.bridge, now: this.now });
-    const machine = supervisorWith(kernel, { dispatch, install });
+    this.exec = new ExecHost({
+      hostId: this.id,
+      env,
+      now: this.now,
+      logDir: options.exec?.logDir ?? execLogDir(agentDir(env())),
+      ...options.exec,
+    });
+    const machine = supervisorWith(kernel, { dispatch, install, shell: this.exec.shellLogic });
     this.actor = createActor(machine, {
       id: "supervisor",
       systemId: "supervisor",
@@ -155,6 +168,7 @@ export class SupervisorHost {
       ...(options.clock ? { clock: options.clock } : {}),
     });
     tapCommands(this.actor, options.onCommand, options.onStop);
+    this.exec.attach(this.actor);
     this.actor.on("run.nested_call", ({ runId, record }) => {
       const pending = this.runs.get(runId);
       if (pending) pending.nestedCalls[record.seq - 1] = record;
@@ -324,10 +338,14 @@ export class SupervisorHost {
     this.closed = true;
     this.actor.send({ type: "supervisor.shutdown", at: this.now() });
     const bound = this.limits.interruptWindowMs + this.limits.graceMs + 2 * this.limits.killMs + 200;
-    await this.waitFor(() => {
-      const c = this.actor.getSnapshot().context;
-      return Object.keys(c.active).length === 0 && Object.values(c.sessions).every((s) => s.status !== "alive");
-    }, bound);
+    await Promise.all([
+      this.waitFor(() => {
+        const c = this.actor.getSnapshot().context;
+        return Object.keys(c.active).length === 0 && Object.values(c.sessions).every((s) => s.status !== "alive");
+      }, bound),
+      // Shell sessions: SIGTERM, 1 s, SIGKILL (machines/exec-session.ts), then what is left of their groups.
+      this.exec.shutdown(2500),
+    ]);
     this.actor.stop();
     await this.killEverything();
     await removeSessionPackages(this.id, this.options.packages?.sessionRoot);

@@ -7,6 +7,8 @@ import { sessionLink, sessionMachine } from "../machines/session.ts";
 import { spareMachine } from "../machines/spare.ts";
 import { supervisorMachine } from "../machines/supervisor.ts";
 import { toolCallMachine } from "../machines/tool-call.ts";
+import { execPoolMachine } from "../machines/exec-pool.ts";
+import { execSessionMachine, type ShellCommand, type ShellInput } from "../machines/exec-session.ts";
 import type { DispatchCommand, DispatchInput } from "../machines/tool-events.ts";
 
 type DispatchLogic = CallbackActorLogic<DispatchCommand, DispatchInput>;
@@ -17,6 +19,8 @@ export interface BoundaryActors {
   /** The dependency installer (actors/dependencies.ts). Replay provides one stub for every boundary actor
    * (`BOUNDARY_IDS` in actors/trace.ts), which re-delivers the recorded facts under the actor's explicit name. */
   install?: AnyActorLogic;
+  /** A shell session's process (actors/shell/shell-actor.ts); without it shell sessions fail to start. */
+  shell?: AnyActorLogic;
 }
 
 export function supervisorWith(kernel: AnyActorLogic, boundary: BoundaryActors = {}) {
@@ -31,6 +35,17 @@ export function supervisorWith(kernel: AnyActorLogic, boundary: BoundaryActors =
         actors: { kernel, run: runMachine.provide({ actors: { kernel: sessionLink, toolCall, install } }) },
       }),
       spare: spareMachine.provide({ actors: { kernel } }),
+      ...(boundary.shell
+        ? {
+            exec: execPoolMachine.provide({
+              actors: {
+                session: execSessionMachine.provide({
+                  actors: { shell: boundary.shell as CallbackActorLogic<ShellCommand, ShellInput> },
+                }),
+              },
+            }),
+          }
+        : {}),
     },
   });
 }

@@ -19,11 +19,14 @@ import type { NestedCallEvent } from "./run-calls.ts";
 import { message } from "./message.ts";
 import { spareMachine, type SpareInput, type SpareNotice, type SpareOutput } from "./spare.ts";
 import { sessionMachine, type SessionOutput } from "./session.ts";
+import { DEFAULT_EXEC_POOL, EXEC_POOL_ID, execPoolMachine, type ExecCommand, type ExecPoolInput } from "./exec-pool.ts";
 
 export interface SupervisorInput {
   limits: Limits;
   /** A spare runner unused this long retires (default 60 s). */
   spareIdleMs?: number;
+  /** The shell sessions' bounds (machines/exec-pool.ts); default DEFAULT_EXEC_POOL. */
+  exec?: ExecPoolInput;
 }
 
 /** The spare runner kept for one key: warming until it reports ready. */
@@ -63,9 +66,13 @@ export interface SpareRequest {
   python?: string;
 }
 
+/** Shell sessions: `exec.open` creates the pool (`exec`) on first use; every other `exec.*` command goes to it. */
+export type ExecSupervisorCommand = { type: "exec.open"; at: number } | ExecCommand;
+
 export type SupervisorEvent =
   | SpareNotice
   | CommandEvent
+  | ExecSupervisorCommand
   | RunFinishedEvent
   | RunPhaseEvent
   | NestedCallEvent
@@ -105,8 +112,19 @@ export const supervisorMachine = setup({
     run: runMachine.provide({ actors: { kernel: kernelPlaceholder } }),
     session: sessionMachine.provide({ actors: { kernel: kernelPlaceholder } }),
     spare: spareMachine.provide({ actors: { kernel: kernelPlaceholder } }),
+    exec: execPoolMachine,
   },
   actions: {
+    openExec: enqueueActions(({ context, enqueue, system }, p: { stopping: boolean; at: number }) => {
+      if (system.get(EXEC_POOL_ID)) return;
+      enqueue.spawnChild("exec", { id: EXEC_POOL_ID, systemId: EXEC_POOL_ID, input: context.exec ?? DEFAULT_EXEC_POOL });
+      // Opened during shutdown: it refuses every start.
+      if (p.stopping) enqueue.sendTo(EXEC_POOL_ID, { type: "exec.shutdown", at: p.at });
+    }),
+    forwardExec: enqueueActions(({ event, enqueue, system }) => {
+      const ref = system.get(EXEC_POOL_ID);
+      if (ref) enqueue.sendTo(ref, message(event as ExecCommand));
+    }),
     refuse: emit((_, outcome: RunOutcome) => ({ type: "run.finished" as const, outcome })),
     startFresh: enqueueActions(({ context, enqueue, system }, e: RunStartEvent) => {
       const id = `run:${e.runId}`;
@@ -273,6 +291,8 @@ export const supervisorMachine = setup({
         const ref = system.get(spare.id);
         if (ref) enqueue.sendTo(ref, message({ type: "spare.retire", at }));
       }
+      const exec = system.get(EXEC_POOL_ID);
+      if (exec) enqueue.sendTo(exec, message({ type: "exec.shutdown", at }));
       enqueue.assign({ serving: false });
     }),
   },
@@ -303,6 +323,8 @@ export const supervisorMachine = setup({
     "run.nested_call": { actions: emit(({ event }) => event as NestedCallEvent) },
     "xstate.done.actor.*": { actions: "release" },
     "session.stop": { actions: { type: "closeSession", params: ({ event }) => event.name } },
+    "exec.open": { actions: { type: "openExec", params: ({ event }) => ({ stopping: false, at: event.at }) } },
+    "exec.*": { actions: "forwardExec" },
   },
   states: {
     serving: {
@@ -336,6 +358,7 @@ export const supervisorMachine = setup({
     /** Pi is shutting down or reloading: sessions close, runs are cancelled, nothing new starts. */
     stopping: {
       on: {
+        "exec.open": { actions: { type: "openExec", params: ({ event }) => ({ stopping: true, at: event.at }) } },
         "run.start": {
           actions: {
             type: "refuse",

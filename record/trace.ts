@@ -93,7 +93,7 @@ export type TraceRecord =
 /** The children that stand for the outside world (processes, installers, Pi's tools): callback actors provided
  * from actors/. Everything they send back to their parent is a fact, recorded as an input and re-delivered on
  * replay by a stub under the same name. They talk to their parent through `sendBack` only. */
-export const BOUNDARY_IDS: readonly string[] = ["kernel", "install", "dispatch"];
+export const BOUNDARY_IDS: readonly string[] = ["kernel", "install", "dispatch", "shell"];
 
 /** Which event each boundary actor is handling right now, from the inspection stream: an event delivered to it
  * opens the window, its next snapshot closes it. A fact sent inside the window is part of that event's processing

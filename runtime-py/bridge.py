@@ -39,15 +39,17 @@ class ToolResult(str):
         """Parse the text as JSON (a new object each call). ValueError names the tool and shows the text's start."""
         import json
 
+        # SystemError: 3.11's C scanner, failing inside a string, looks JSONDecodeError up in sys.modules only, where
+        # the runner's own json is not (runtime-py/pcs_imports.py).
         try:
             return json.loads(self)
-        except ValueError:
+        except (ValueError, SystemError):
             pass
         block = _structured_block(self)
         if block is not None:
             try:
                 return json.loads(block)
-            except ValueError:
+            except (ValueError, SystemError):
                 pass
         start = str(self[:_PREVIEW])
         more = "..." if len(self) > _PREVIEW else ""

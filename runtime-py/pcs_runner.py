@@ -5,6 +5,10 @@ Started through the bootstrap runtime-py/runner.py, which imports this module so
 The contract with the host (file descriptors, frames, signals, ordering of output and `done`, modes, script
 semantics) is docs/protocol.md; read it before changing this file. Standard library only, CPython 3.9-3.13.
 
+This module and every module it loads run with the builtins of runtime-py/pcs_imports.py: its imports come from
+the standard library only and stay out of sys.modules, so files in the user's directory named like standard modules
+neither break the runner nor are hidden from the user's own imports (docs/protocol.md, "The runner's modules").
+
 Start-up imports only modules that are built in or already loaded, so `ready` comes close to bare interpreter
 start; linecache (5-15 ms on 3.9-3.12), traceback, tokenize, pprint and asyncio are imported when first needed.
 """
@@ -14,6 +18,8 @@ import os
 import sys
 import _signal
 import _thread
+
+pcs_imports = sys.modules["pcs_imports"]  # loaded by the bootstrap, before this module
 
 PROTOCOL = 1
 MAX_FRAME = 64 << 20
@@ -36,7 +42,7 @@ _CTL = -1  # control channel fd, set in _setup
 _MODE = ""
 _wlock = _thread.allocate_lock()
 _sources = {}  # filename -> linecache entry, for every run so far; tracebacks start in one of these files
-_loop = None  # the event loop, created on the first run that awaits; a session keeps it
+_loop = None  # (asyncio, the event loop), created on the first run that awaits; a session keeps it
 _PID = os.getpid()  # a forked child that returns from user code must not speak for us
 
 
@@ -273,8 +279,9 @@ def _setup(argv):
     if sys.path and sys.path[0] and os.path.realpath(sys.path[0]) == os.path.realpath(os.path.dirname(_RUNNER_FILE)):
         del sys.path[0]
     sys.path.insert(0, start)
+    pcs_imports.install()
     if "linecache" not in sys.modules:
-        sys.meta_path.insert(0, _LinecacheWatch)
+        pcs_imports.watch["linecache"] = _give_sources
 
 
 def _start_reader():
@@ -410,13 +417,17 @@ def _ends_with_semicolon(src, body):
 
 def _run_async(coro):
     global _loop
-    import asyncio
+    try:
+        if _loop is None:
+            import asyncio
 
-    if _loop is None:
-        _loop = asyncio.new_event_loop()
-    loop = _loop
-    asyncio.set_event_loop(loop)  # so sync code can reach it via get_event_loop()
-    task = loop.create_task(coro)
+            _loop = (asyncio, asyncio.new_event_loop())
+        asyncio, loop = _loop  # the asyncio that made the loop, even if the session has loaded another copy since
+        asyncio.set_event_loop(loop)  # so sync code can reach it via get_event_loop()
+        task = loop.create_task(coro)
+    except BaseException:  # interrupted before the script became a task (loading asyncio): no "never awaited"
+        coro.close()
+        raise
     try:
         return loop.run_until_complete(task)
     except KeyboardInterrupt:
@@ -461,42 +472,25 @@ def _remember_source(filename, src):
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     entry = _sources[filename] = (len(src), None, lines, filename)  # mtime None: checkcache never drops it
-    linecache = sys.modules.get("linecache")
-    if linecache is not None and hasattr(linecache, "cache"):
-        linecache.cache[filename] = entry
-    # else _LinecacheWatch hands it over when something imports linecache
+    # The session's linecache (else _give_sources hands them over when it is imported) and the runner's own.
+    for linecache in (sys.modules.get("linecache"), pcs_imports.own.get("linecache")):
+        cache = _linecache_dict(linecache)
+        if cache is not None:
+            cache[filename] = entry
 
 
-class _LinecacheWatch:
-    """Meta path finder for one module: when linecache is first imported (by a traceback, warnings, inspect,
-    ...), it gets the sources of the runs so far. Importing it eagerly would cost every run 5-15 ms."""
+def _linecache_dict(linecache):
+    """The cache dict of a linecache module; None for anything else (a user's linecache.py, None)."""
+    cache = getattr(linecache, "__dict__", {}).get("cache") if isinstance(linecache, type(sys)) else None
+    return cache if type(cache) is dict else None
 
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        if name != "linecache":
-            return None
-        try:
-            sys.meta_path.remove(cls)
-            for finder in sys.meta_path:
-                find = getattr(finder, "find_spec", None)
-                spec = find(name, path, target) if find is not None else None
-                if spec is not None:
-                    break
-            else:
-                return None
-            loader = spec.loader
-            if loader is None or isinstance(loader, type):
-                return spec  # a class-level loader can't be wrapped; _remember_source and _print_exception catch up
-            real_exec = loader.exec_module
 
-            def exec_module(module):
-                real_exec(module)
-                module.cache.update(_sources)
-
-            loader.exec_module = exec_module
-            return spec
-        except Exception:  # never break the user's import; the normal finders take over
-            return None
+def _give_sources(linecache):
+    """The session's linecache was just imported (by a traceback, warnings, inspect, ...): it gets the sources of the
+    runs so far. Importing it eagerly would cost every run 5-15 ms."""
+    cache = _linecache_dict(linecache)
+    if cache is not None:
+        cache.update(_sources)
 
 
 def _user_tb(tb):
@@ -597,7 +591,7 @@ def _report(r, exc):
 
 def _shutdown_interpreter():
     """What Py_Finalize does before tearing down: join non-daemon threads, then run atexit handlers."""
-    threading = sys.modules.get("threading")
+    threading = pcs_imports.loaded("threading")  # the session's, else the runner's own (asyncio's)
     if threading is not None:
         # 3.13 reports an interrupted join as unraisable and goes on; we want it to end the wait.
         swallowed = []
@@ -749,7 +743,7 @@ def _execute(msg, g):
 # whose files changed). `done` then carries `reloaded`, `alreadyLoaded` and, in session mode, `modules`.
 _current = {}  # the run frame being executed
 _extras = {}  # what _prepare_run found, for the run's `done`
-_seen_modules = set()  # module names already considered for `modules`
+_seen_modules = {"pcs_runner", "pcs_imports"}  # module names already considered for `modules` (not the runner's own)
 
 
 def _prepare_run():
@@ -763,9 +757,10 @@ def _prepare_run():
             added = [p for p in paths if type(p) is str and p not in sys.path]
             if added:
                 sys.path[1:1] = added  # after the start directory: local modules still win
-                import importlib
-
-                importlib.invalidate_caches()
+                # Stale finders for these directories (had they been on sys.path before) go. Not
+                # importlib.invalidate_caches(): 3.13's imports importlib.metadata by name, in the session's world.
+                for p in added:
+                    sys.path_importer_cache.pop(p, None)
         check = msg.get("checkLoaded")
         if check:
             loaded = [m for m in check if type(m) is str and m in sys.modules]
@@ -836,7 +831,7 @@ def _run_extras():
 # them is cheap and stays here; calls and results live in runtime-py/bridge.py, loaded by the first call (so a run
 # that never calls a tool never compiles it). Frames of both files are runner frames in user tracebacks.
 _bridge = None
-_OWN_FILES = {_RUNNER_FILE} | ({_BOOT_FILE} if _BOOT_FILE else set())
+_OWN_FILES = {_RUNNER_FILE, pcs_imports.__file__} | ({_BOOT_FILE} if _BOOT_FILE else set())
 _TOOLS_HELPER = "available_tools"
 _tools_run = None  # the run whose code may call tools now (None between runs)
 _tool_signatures = []
@@ -853,6 +848,7 @@ def _load_bridge():
         path = os.path.join(os.path.dirname(_RUNNER_FILE), "bridge.py")
         loader = external.SourceFileLoader("_pcs_bridge", path)
         mod = bootstrap.module_from_spec(bootstrap.spec_from_loader("_pcs_bridge", loader))
+        mod.__dict__["__builtins__"] = pcs_imports.BUILTINS  # its imports are the runner's too
         _OWN_FILES.add(mod.__file__)
         loader.exec_module(mod)
         mod.attach(_write_frame, _PID)

@@ -26,6 +26,23 @@ export interface Settings {
   inspector: { autoStart: boolean; port: number };
   /** Reload local modules a session imported when their files change. */
   moduleReload: boolean;
+  /** The tool surfaces to offer, by name (`SURFACES`); unknown names are warnings. */
+  tools: string[];
+  /** Shorthand for `exec` in `tools`. */
+  exec: boolean;
+  /** Shell sessions' log files (actors/shell/logs.ts). */
+  execLogs: { perLogBytes: number; totalBytes: number };
+}
+
+/** Tool surfaces this version offers. */
+export const SURFACES = ["code_execution", "exec"] as const;
+/** Names planned for other surfaces (issue 14): accepted, with a warning that this version lacks them. */
+const PLANNED_SURFACES = ["python", "eval"];
+export const DEFAULT_TOOLS = ["code_execution"];
+
+/** Whether the shell-session tools (exec_command, write_stdin, ...) are enabled. */
+export function execEnabled(values: Pick<Settings, "tools" | "exec">): boolean {
+  return values.exec || values.tools.includes("exec");
 }
 
 export type SettingSource = "default" | "global" | "project" | "env";
@@ -91,6 +108,14 @@ const dirNames: Parse = (raw, fromEnv) => {
   return { ok: true, value: [...new Set(list as string[])] };
 };
 
+const surfaceList: Parse = (raw, fromEnv) => {
+  const list = fromEnv && typeof raw === "string" ? raw.split(",") : raw;
+  if (!Array.isArray(list) || list.some((x) => typeof x !== "string"))
+    return { ok: false, why: `must be a list of tool surface names (${SURFACES.join(", ")})` };
+  const names = (list as string[]).map((x) => x.trim().toLowerCase()).filter(Boolean);
+  return { ok: true, value: [...new Set(names)] };
+};
+
 const journal: Parse = (raw) => {
   if (typeof raw !== "string" || !raw.trim()) return { ok: false, why: 'must be a file path or "off"' };
   return { ok: true, value: raw.trim() };
@@ -129,6 +154,20 @@ export const SETTING_KEYS: readonly KeySpec[] = [
     parse: numberIn(0, 65_535, "port", true),
   },
   { key: "moduleReload", env: "PI_CODE_EXECUTION_MODULE_RELOAD", default: true, parse: boolean },
+  { key: "tools", env: "PI_CODE_EXECUTION_TOOLS", default: DEFAULT_TOOLS, parse: surfaceList },
+  { key: "exec", env: "PI_CODE_EXECUTION_EXEC", default: false, parse: boolean },
+  {
+    key: "execLogs.perLogBytes",
+    env: "PI_CODE_EXECUTION_EXEC_LOG_BYTES",
+    default: 64 * 1024 * 1024,
+    parse: numberIn(1024, 2 ** 40, "bytes", true),
+  },
+  {
+    key: "execLogs.totalBytes",
+    env: "PI_CODE_EXECUTION_EXEC_LOGS_TOTAL_BYTES",
+    default: 512 * 1024 * 1024,
+    parse: numberIn(1024 * 1024, 2 ** 44, "bytes", true),
+  },
 ];
 
 const KNOWN_TOP = new Set(SETTING_KEYS.map((k) => k.key.split(".")[0]));
@@ -234,6 +273,16 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
     sources[spec.key] = origin;
   }
   const s = values as unknown as Settings;
+  for (const name of s.tools) {
+    if ((SURFACES as readonly string[]).includes(name)) continue;
+    const o = sources.tools;
+    const where = o.source === "env" ? o.where : `${o.source} settings (${o.where})`;
+    warnings.push(
+      PLANNED_SURFACES.includes(name)
+        ? `${where}: tools: "${name}" is not available in this version; ignored`
+        : `${where}: tools: unknown surface "${name}" is ignored (known: ${SURFACES.join(", ")})`,
+    );
+  }
   if (s.defaultTimeout > s.maxTimeout) {
     warnings.push(
       `defaultTimeout ${s.defaultTimeout} s is above maxTimeout ${s.maxTimeout} s; the default is lowered to ${s.maxTimeout} s`,

@@ -93,11 +93,18 @@ export interface Ran {
   error?: string;
 }
 
+/** `python -m <module> ...` without the working directory on sys.path: installers run there (relative requirements
+ * resolve from it), and a user's token.py must not shadow what pip and venv import. Unlike PYTHONSAFEPATH, this
+ * leaves the processes they start (sdist builds) as they were, and works on Python 3.9 and 3.10. */
+const RUN_MODULE =
+  "import sys\nif sys.path and sys.path[0] == '':\n    del sys.path[0]\nimport runpy\nrunpy._run_module_as_main(sys.argv.pop(1))";
+
 /** Runs one installer command in its own process group, streaming its lines as progress. */
 export function run(job: Job, command: string, args: string[]): Promise<Ran> {
+  const argv = args[0] === "-m" ? ["-c", RUN_MODULE, ...args.slice(1)] : args;
   return new Promise((done) => {
     if (job.stopped()) return done({ code: null, signal: "SIGKILL", output: "" });
-    const child = spawn(command, args, {
+    const child = spawn(command, argv, {
       env: job.env,
       cwd: job.input.cwd,
       stdio: ["ignore", "pipe", "pipe"],

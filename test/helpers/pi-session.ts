@@ -45,6 +45,10 @@ export async function startPi(
     extensionPaths?: string[];
     /** A scripted UI (every ExtensionUIContext method) bound in `rpc` mode, so commands and statuses can be seen. */
     uiContext?: Record<string, unknown>;
+    /** Pi flags (`--name`) as the CLI would set them, before session_start. */
+    flags?: Record<string, boolean | string>;
+    /** Extensions given as factories (Pi's built-ins such as `createCodemodeExtension()`). */
+    extensionFactories?: unknown[];
   } = {},
 ): Promise<PiHarness> {
   const root = mkdtempSync(join(tmpdir(), "pcs-pi-"));
@@ -70,6 +74,7 @@ export async function startPi(
     settingsManager,
     noExtensions: true,
     additionalExtensionPaths: options.extensionPaths ?? [EXTENSION_PATH],
+    ...(options.extensionFactories ? { extensionFactories: options.extensionFactories as never } : {}),
     noSkills: true,
     noPromptTemplates: true,
     noThemes: true,
@@ -88,6 +93,8 @@ export async function startPi(
     sessionManager: SessionManager.inMemory(cwd),
     settingsManager,
   });
+  for (const [name, value] of Object.entries(options.flags ?? {}))
+    (session as any).extensionRunner?.setFlagValue(name, value);
   await session.bindExtensions(
     options.uiContext ? { mode: "rpc", uiContext: options.uiContext as never } : { mode: "print" },
   );

@@ -1,0 +1,92 @@
+// One shell session's bytes on the host side: the head+tail window the next call drains, the log file that gets
+// every byte, a rolling tail for live previews, totals, stdin, and a change signal that waiting calls listen to
+// (output arrived, the process started, the session ended). The machines decide what happened; this only carries.
+import type { Result } from "../../lib/result.ts";
+import { fail } from "../../lib/result.ts";
+import type { LogWriter } from "./logs.ts";
+import type { ShellHandle } from "./operations.ts";
+import { OutputWindow, RollingTail, type Drained } from "./window.ts";
+
+export interface SessionEnd {
+  end: "exited" | "killed" | "evicted" | "failed";
+  at: number;
+  code: number | null;
+  signal: string | null;
+  /** SIGKILL followed the requested signal. */
+  escalated?: boolean;
+  failure?: string;
+}
+
+export class SessionIO {
+  readonly id: number;
+  readonly window = new OutputWindow();
+  readonly tail = new RollingTail();
+  readonly log: LogWriter | undefined;
+  /** Why there is no log, or why it stopped. */
+  logProblem: string | undefined;
+  /** Every byte the session wrote. */
+  totalBytes = 0;
+  handle: ShellHandle | undefined;
+  pid: number | undefined;
+  ended: SessionEnd | undefined;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(id: number, log: Result<LogWriter>) {
+    this.id = id;
+    if (log.ok) this.log = log.value;
+    else this.logProblem = log.error;
+  }
+
+  get logPath(): string | undefined {
+    return this.log?.path;
+  }
+
+  write(chunk: Buffer): void {
+    this.totalBytes += chunk.length;
+    this.window.push(chunk);
+    this.tail.push(chunk);
+    if (this.log) {
+      this.log.write(chunk);
+      if (this.log.error && !this.logProblem) this.logProblem = `writing the log failed (${this.log.error}); it is incomplete`;
+    }
+    this.changed();
+  }
+
+  input(bytes: Uint8Array): Result<void> {
+    if (this.ended) return fail("stdin write failed: the process has exited; the bytes were not delivered");
+    if (!this.handle) return fail("stdin write failed: the process has not started");
+    return this.handle.write(bytes);
+  }
+
+  drain(): Drained {
+    return this.window.drain();
+  }
+
+  /** The newest bytes written after `cursor` (a `totalBytes` value), as far as the rolling tail reaches. */
+  since(cursor: number): Buffer {
+    const tail = this.tail.snapshot();
+    const fresh = this.totalBytes - cursor;
+    return fresh <= 0 ? Buffer.alloc(0) : tail.subarray(Math.max(0, tail.length - fresh));
+  }
+
+  started(handle: ShellHandle): void {
+    this.handle = handle;
+    this.pid = handle.pid;
+    this.changed();
+  }
+
+  finish(end: SessionEnd): void {
+    this.ended ??= end;
+    this.log?.close();
+    this.changed();
+  }
+
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  changed(): void {
+    for (const fn of [...this.listeners]) fn();
+  }
+}

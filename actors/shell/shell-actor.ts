@@ -1,0 +1,74 @@
+// The `shell` boundary actor of a shell session (machines/exec-session.ts): starts the process through the shell
+// operations, registers its process group (so nothing outlives Pi, whatever happens to the actors), pours its
+// output into the session's I/O, and tells its session the facts: spawned, process exited, closed, a signal that
+// could not be sent. Signals arrive as `shell.signal`. Stopped while the process lives, it kills the group.
+import { fromCallback } from "xstate";
+import type { ShellCommand, ShellFact, ShellInput } from "../../machines/exec-session.ts";
+import { groupAlive, killGroup, registerGroup, unregisterGroup } from "../process/registry.ts";
+import type { ShellHandle, ShellOperations } from "./operations.ts";
+import type { SessionIO } from "./session-io.ts";
+
+export interface ShellPorts {
+  ops: ShellOperations;
+  /** The session's I/O, created by the host before it asks for the session. */
+  io(id: number): SessionIO | undefined;
+  env(): NodeJS.ProcessEnv;
+  hostId: string;
+  now(): number;
+}
+
+export function createShellLogic(ports: ShellPorts) {
+  return fromCallback<ShellCommand, ShellInput>(({ input, sendBack, receive }) => {
+    const send = (fact: ShellFact) => sendBack(fact);
+    let handle: ShellHandle | undefined;
+    let closed = false;
+    let stopped = false;
+    const io = ports.io(input.id);
+    void ports.ops
+      .start({
+        file: input.shell,
+        args: ["-c", input.command],
+        cwd: input.cwd,
+        env: ports.env(),
+        tty: input.tty,
+        cols: input.cols,
+        rows: input.rows,
+      })
+      .then((started) => {
+        if (!started.ok) return send({ type: "shell.spawn_failed", at: ports.now(), message: started.error });
+        const h = started.value;
+        registerGroup(h.pid, { host: ports.hostId, owner: input.owner });
+        if (stopped) {
+          // The session went away while the process was starting.
+          killGroup(h.pid, "SIGKILL");
+          return;
+        }
+        handle = h;
+        io?.started(h);
+        h.onData((chunk) => io?.write(chunk));
+        send({ type: "shell.spawned", at: ports.now(), pid: h.pid });
+        h.onProcessExit((e) => {
+          if (!stopped) send({ type: "shell.process_exited", at: ports.now(), code: e.code, signal: e.signal });
+        });
+        h.onClose((e) => {
+          closed = true;
+          // Background processes that let go of the output may live on in the group: it stays registered (and is
+          // stopped at shutdown) until it is empty.
+          if (!groupAlive(h.pid)) unregisterGroup(h.pid);
+          if (!stopped) send({ type: "shell.closed", at: ports.now(), code: e.code, signal: e.signal });
+        });
+      });
+    receive((command) => {
+      if (command.type !== "shell.signal" || !handle) return;
+      const r = handle.signalGroup(command.signal);
+      if (!r.ok) send({ type: "shell.signal_failed", at: ports.now(), signal: command.signal, message: r.error });
+    });
+    return () => {
+      stopped = true;
+      if (handle && !closed) {
+        handle.signalGroup("SIGKILL");
+        handle.destroy();
+      }
+    };
+  });
+}

@@ -1,0 +1,330 @@
+// One shell session (`exec:<id>`): a command started as `<shell> -c cmd` in its own process group, with pipes or a
+// PTY. It is `starting` until the process exists, `running` while its output stream is open (`held` once the shell
+// itself exited but a background process still holds the stream), and ends `exited` when the stream closed. A kill,
+// an eviction or Pi's shutdown goes through `stopping`: the requested signal to the group, SIGKILL after a grace,
+// and if even that does not end it the session is `running` again and its owner is told the stop failed.
+// The process is the `shell` boundary actor (actors/shell/shell-actor.ts); this machine only names what happens.
+import { assign, enqueueActions, fromCallback, sendParent, setup } from "xstate";
+
+/** Escalation bounds, in ms. */
+export interface ExecLimits {
+  /** kill_session: the requested signal, then SIGKILL after this long. */
+  killGraceMs: number;
+  /** Eviction and Pi's shutdown: SIGTERM, then SIGKILL after this long. */
+  stopGraceMs: number;
+  /** After SIGKILL: how long the stream may take to close before the stop counts as failed. */
+  confirmMs: number;
+}
+
+export const DEFAULT_EXEC_LIMITS: ExecLimits = { killGraceMs: 2000, stopGraceMs: 1000, confirmMs: 1000 };
+
+/** What the shell boundary actor starts. */
+export interface ShellInput {
+  id: number;
+  /** The actor that owns the process (`exec:<id>`), for the process-group registry. */
+  owner: string;
+  /** The command as given, run as `<shell> -c <command>`. */
+  command: string;
+  /** The shell's absolute path. */
+  shell: string;
+  cwd: string;
+  tty: boolean;
+  cols: number;
+  rows: number;
+}
+
+export interface ExecSessionInput extends Omit<ShellInput, "owner"> {
+  startedAt: number;
+  limits: ExecLimits;
+}
+
+export type StopReason = "kill" | "evict" | "shutdown";
+
+export interface ExitInfo {
+  at: number;
+  code: number | null;
+  signal: string | null;
+}
+
+export interface ExecSessionContext extends ExecSessionInput {
+  pid?: number;
+  /** The shell process's own exit, when it came before the stream closed. */
+  shellExit?: ExitInfo;
+  /** The stop in progress, or one asked for while starting. */
+  stop?: { reason: StopReason; signal: string; at: number };
+  /** SIGKILL followed the requested signal. */
+  escalated?: boolean;
+  failure?: string;
+}
+
+// ---- facts (shell actor -> session) ----
+export type ShellFact =
+  | { type: "shell.spawned"; at: number; pid: number }
+  | { type: "shell.spawn_failed"; at: number; message: string }
+  /** The shell process exited; its output stream may still be open. */
+  | ({ type: "shell.process_exited" } & ExitInfo)
+  /** The output stream closed after the process exited: the session is over. */
+  | ({ type: "shell.closed" } & ExitInfo)
+  | { type: "shell.signal_failed"; at: number; signal: string; message: string };
+
+// ---- commands (session -> shell actor) ----
+export type ShellCommand = { type: "shell.signal"; signal: string };
+
+// ---- commands (pool -> session) ----
+export type ExecSessionCommand =
+  | { type: "session.stop"; at: number; reason: StopReason; signal: string };
+
+export type ExecSessionEvent = ShellFact | ExecSessionCommand;
+
+// ---- notices (session -> pool) ----
+export type ExecSessionNotice =
+  | { type: "session.running"; id: number; at: number; pid: number }
+  | ({ type: "session.held"; id: number } & ExitInfo)
+  | { type: "session.stop_failed"; id: number; at: number; reason: StopReason; escalated: boolean; message: string };
+
+export type ExecSessionEnd = "exited" | "killed" | "evicted" | "failed";
+
+export interface ExecSessionOutput extends ExitInfo {
+  id: number;
+  end: ExecSessionEnd;
+  reason?: StopReason;
+  escalated?: boolean;
+  failure?: string;
+}
+
+const shellPlaceholder = fromCallback<ShellCommand, ShellInput>(() => {
+  throw new Error("exec-session: the `shell` actor must be provided");
+});
+
+export const execSessionMachine = setup({
+  types: {
+    context: {} as ExecSessionContext,
+    input: {} as ExecSessionInput,
+    events: {} as ExecSessionEvent,
+    output: {} as ExecSessionOutput,
+  },
+  actors: { shell: shellPlaceholder },
+  actions: {
+    recordSpawn: assign({ pid: (_, e: { pid: number }) => e.pid }),
+    recordFailure: assign({ failure: (_, message: string) => message }),
+    recordShellExit: assign({ shellExit: (_, e: ExitInfo) => ({ at: e.at, code: e.code, signal: e.signal }) }),
+    requestStop: assign({
+      stop: (_, e: { at: number; reason: StopReason; signal: string }) => ({
+        reason: e.reason,
+        signal: e.signal,
+        at: e.at,
+      }),
+    }),
+    clearStop: assign({ stop: undefined, escalated: undefined }),
+    markEscalated: assign({ escalated: true }),
+    signal: enqueueActions(({ enqueue }, signal: string) => {
+      enqueue.sendTo("shell", { type: "shell.signal", signal } satisfies ShellCommand);
+    }),
+    notifyRunning: sendParent(({ context }, e: { at: number }) => ({
+      type: "session.running" as const,
+      id: context.id,
+      at: e.at,
+      pid: context.pid ?? 0,
+    })),
+    notifyHeld: sendParent(({ context }, e: ExitInfo) => ({
+      type: "session.held" as const,
+      id: context.id,
+      at: e.at,
+      code: e.code,
+      signal: e.signal,
+    })),
+    notifyStopFailed: sendParent(({ context }, p: { at: number; message: string }) => ({
+      type: "session.stop_failed" as const,
+      id: context.id,
+      at: p.at,
+      reason: context.stop?.reason ?? "kill",
+      escalated: context.escalated === true,
+      message: p.message,
+    })),
+  },
+  guards: {
+    stopPending: ({ context }) => context.stop !== undefined,
+    shellExited: ({ context }) => context.shellExit !== undefined,
+    signalIsKill: ({ context }) => context.stop?.signal === "SIGKILL",
+    stopIsEviction: ({ context }) => context.stop?.reason === "evict",
+  },
+  delays: {
+    grace: ({ context }) => (context.stop?.reason === "kill" ? context.limits.killGraceMs : context.limits.stopGraceMs),
+    confirm: ({ context }) => context.limits.confirmMs,
+  },
+}).createMachine({
+  id: "exec-session",
+  context: ({ input }) => ({ ...input }),
+  invoke: {
+    src: "shell",
+    id: "shell",
+    input: ({ context }) => ({
+      id: context.id,
+      owner: `exec:${context.id}`,
+      command: context.command,
+      shell: context.shell,
+      cwd: context.cwd,
+      tty: context.tty,
+      cols: context.cols,
+      rows: context.rows,
+    }),
+  },
+  initial: "starting",
+  states: {
+    starting: {
+      description: "The process is being started; a stop asked for now happens as soon as it exists.",
+      on: {
+        "shell.spawned": [
+          {
+            guard: "stopPending",
+            target: "stopping",
+            actions: [
+              { type: "recordSpawn", params: ({ event }) => event },
+              { type: "notifyRunning", params: ({ event }) => event },
+            ],
+          },
+          {
+            target: "running",
+            actions: [
+              { type: "recordSpawn", params: ({ event }) => event },
+              { type: "notifyRunning", params: ({ event }) => event },
+            ],
+          },
+        ],
+        "shell.spawn_failed": {
+          target: "failed",
+          actions: { type: "recordFailure", params: ({ event }) => event.message },
+        },
+        "session.stop": { actions: { type: "requestStop", params: ({ event }) => event } },
+      },
+    },
+    running: {
+      description: "The output stream is open; write_stdin drives the process and polls its output.",
+      initial: "attached",
+      states: {
+        attached: {
+          description: "The shell process is alive.",
+          always: { guard: "shellExited", target: "held" },
+          on: {
+            "shell.process_exited": {
+              target: "held",
+              actions: [
+                { type: "recordShellExit", params: ({ event }) => event },
+                { type: "notifyHeld", params: ({ event }) => event },
+              ],
+            },
+          },
+        },
+        held: {
+          description: "The shell exited, but a background process it started still holds the output stream open.",
+        },
+      },
+      on: {
+        "shell.closed": "exited",
+        "session.stop": { target: "stopping", actions: { type: "requestStop", params: ({ event }) => event } },
+      },
+    },
+    stopping: {
+      description: "A kill, eviction or shutdown: the signal went to the process group; SIGKILL follows a grace.",
+      initial: "choosing",
+      states: {
+        choosing: {
+          always: [{ guard: "signalIsKill", target: "escalated" }, { target: "signalled" }],
+        },
+        signalled: {
+          description: "The requested signal was sent; SIGKILL follows if the stream is still open after the grace.",
+          entry: { type: "signal", params: ({ context }) => context.stop!.signal },
+          after: { grace: "escalated" },
+        },
+        escalated: {
+          description: "SIGKILL was sent to the process group.",
+          entry: [{ type: "signal", params: "SIGKILL" }, "markEscalated"],
+          after: {
+            confirm: {
+              target: "#exec-session.running",
+              actions: [
+                {
+                  type: "notifyStopFailed",
+                  params: ({ context }) => ({
+                    at: stopDeadline(context),
+                    message:
+                      "the output stream stayed open after SIGKILL to the process group (a process that left the group may hold it)",
+                  }),
+                },
+                "clearStop",
+              ],
+            },
+          },
+        },
+      },
+      on: {
+        "shell.closed": [
+          { guard: "stopIsEviction", target: "evicted" },
+          { target: "killed" },
+        ],
+        "shell.process_exited": { actions: { type: "recordShellExit", params: ({ event }) => event } },
+        "shell.signal_failed": {
+          target: "running",
+          actions: [
+            { type: "notifyStopFailed", params: ({ event }) => ({ at: event.at, message: `${event.signal}: ${event.message}` }) },
+            "clearStop",
+          ],
+        },
+      },
+    },
+    exited: {
+      type: "final",
+      description: "The command ended and its output stream closed.",
+      output: ({ context, event }) => ({ id: context.id, end: "exited" as const, ...exitOf(event, context) }),
+    },
+    killed: {
+      type: "final",
+      description: "Ended by kill_session, /exec-sessions or Pi's shutdown.",
+      output: ({ context, event }) => ({
+        id: context.id,
+        end: "killed" as const,
+        ...(context.stop ? { reason: context.stop.reason } : {}),
+        ...(context.escalated ? { escalated: true } : {}),
+        ...exitOf(event, context),
+      }),
+    },
+    evicted: {
+      type: "final",
+      description: "Ended to make room: the least recently used session at the 64-session cap.",
+      output: ({ context, event }) => ({
+        id: context.id,
+        end: "evicted" as const,
+        reason: "evict" as const,
+        ...(context.escalated ? { escalated: true } : {}),
+        ...exitOf(event, context),
+      }),
+    },
+    failed: {
+      type: "final",
+      description: "The process could not be started.",
+      output: ({ context, event }) => ({
+        id: context.id,
+        end: "failed" as const,
+        at: (event as { at?: number }).at ?? context.startedAt,
+        code: null,
+        signal: null,
+        ...(context.failure ? { failure: context.failure } : {}),
+      }),
+    },
+  },
+  output: ({ event }) => event.output as ExecSessionOutput,
+});
+
+/** When an unanswered SIGKILL counts as failed: the stop's time plus its grace and the confirmation window. */
+function stopDeadline(c: ExecSessionContext): number {
+  const s = c.stop;
+  if (!s) return c.startedAt;
+  const grace = s.signal === "SIGKILL" ? 0 : s.reason === "kill" ? c.limits.killGraceMs : c.limits.stopGraceMs;
+  return s.at + grace + c.limits.confirmMs;
+}
+
+function exitOf(event: { type: string }, context: ExecSessionContext): ExitInfo {
+  const e = event as Partial<ExitInfo>;
+  if (event.type === "shell.closed") return { at: e.at!, code: e.code ?? null, signal: e.signal ?? null };
+  return context.shellExit ?? { at: context.startedAt, code: null, signal: null };
+}

@@ -1,0 +1,275 @@
+// One shell session's completion wake (`wake:<id>`, a child of the wake coordinator, so it outlives the session's
+// own actor: an evicted session that exited on its own keeps this as its tombstone). The invariant: a completion
+// reaches the model through a finalized tool result or through one prompt, never both, never twice.
+//
+// - `on_exit` is a flag (`armed`), changed by exec_command's commit and by set_on_exit.
+// - A call that could return the exit holds an observation lease (its tool call id). An exit while a lease is held
+//   waits in `held`: the call that returns it `report`s it, and Pi finalizing that result (`finalize ok`) consumes
+//   the wake; an error or cancelled result, or a call that returned without the exit, releases its lease.
+// - An exit nobody observes with the flag set is `due`: the coordinator batches it into one prompt (`delivering`),
+//   and a failed delivery makes it `due` again for the next attempt.
+// - A kill, eviction or shutdown `suppress`es before any signal; the exit then ends the entry without a wake, and a
+//   kill that failed `restore`s it.
+import { and, assign, enqueueActions, sendParent, setup } from "xstate";
+
+/** Bounded metadata of a completion: never output. */
+export interface WakeNotice {
+  id: number;
+  command: string;
+  cwd: string;
+  startedAt: number;
+  logPath?: string;
+  /** Filled in at the exit. */
+  exitedAt?: number;
+  code?: number | null;
+  signal?: string | null;
+  failure?: string;
+}
+
+export interface WakeEntryInput {
+  notice: WakeNotice;
+  armed: boolean;
+  /** Calls observing the session from the start (exec_command's own call). */
+  leases: string[];
+}
+
+export interface WakeEntryContext extends WakeEntryInput {
+  /** Leases whose call's result carries the exit (consumed when Pi finalizes it without error). */
+  reported: string[];
+}
+
+export type OnExit = "none" | "wake";
+export type SetOnExitStatus = "disarmed" | "already_none" | "armed" | "already_armed" | "too_late";
+
+// ---- commands (coordinator -> entry) ----
+export type WakeEntryEvent =
+  | { type: "entry.set"; id: number; onExit: OnExit; requestId?: string }
+  | { type: "entry.observe"; id: number; callId: string }
+  | { type: "entry.release"; id: number; callId: string }
+  | { type: "entry.report"; id: number; callId: string }
+  | { type: "entry.finalize"; callId: string; ok: boolean }
+  | { type: "entry.suppress"; id: number }
+  | { type: "entry.restore"; id: number }
+  | { type: "entry.exit"; id: number; at: number; code: number | null; signal: string | null; failure?: string }
+  | { type: "entry.handoff"; id: number }
+  | { type: "entry.delivered"; id: number }
+  | { type: "entry.failed"; id: number }
+  | { type: "entry.shutdown" };
+
+// ---- notices (entry -> coordinator) ----
+export type WakeEntryNotice =
+  | { type: "wake.due"; notice: WakeNotice }
+  | { type: "wake.withdraw"; id: number }
+  | { type: "wake.answer"; requestId: string; id: number; found: true; status: SetOnExitStatus; armed: boolean };
+
+export type WakeEnd = "delivered" | "consumed" | "quiet" | "ended";
+
+export interface WakeEntryOutput {
+  id: number;
+  end: WakeEnd;
+}
+
+type SetEvent = Extract<WakeEntryEvent, { type: "entry.set" }>;
+type CallEvent = { callId: string };
+
+const without = (list: string[], x: string) => list.filter((v) => v !== x);
+
+export const wakeEntryMachine = setup({
+  types: {
+    context: {} as WakeEntryContext,
+    input: {} as WakeEntryInput,
+    events: {} as WakeEntryEvent,
+    output: {} as WakeEntryOutput,
+  },
+  actions: {
+    addLease: assign({ leases: ({ context }, e: CallEvent) => [...without(context.leases, e.callId), e.callId] }),
+    dropLease: assign({
+      leases: ({ context }, e: CallEvent) => without(context.leases, e.callId),
+      reported: ({ context }, e: CallEvent) => without(context.reported, e.callId),
+    }),
+    markReported: assign({
+      reported: ({ context }, e: CallEvent) =>
+        context.leases.includes(e.callId) ? [...without(context.reported, e.callId), e.callId] : context.reported,
+    }),
+    setFlag: assign({ armed: (_, e: SetEvent) => e.onExit === "wake" }),
+    clearFlag: assign({ armed: false }),
+    recordExit: assign({
+      notice: ({ context }, e: Extract<WakeEntryEvent, { type: "entry.exit" }>) => ({
+        ...context.notice,
+        exitedAt: e.at,
+        code: e.code,
+        signal: e.signal,
+        ...(e.failure ? { failure: e.failure } : {}),
+      }),
+    }),
+    answer: enqueueActions(({ context, enqueue }, p: { event: SetEvent; status: SetOnExitStatus; armed: boolean }) => {
+      if (p.event.requestId === undefined) return;
+      enqueue.sendParent({
+        type: "wake.answer",
+        requestId: p.event.requestId,
+        id: context.notice.id,
+        found: true,
+        status: p.status,
+        armed: p.armed,
+      } satisfies WakeEntryNotice);
+    }),
+    announceDue: sendParent(({ context }): WakeEntryNotice => ({ type: "wake.due", notice: context.notice })),
+    withdraw: sendParent(({ context }): WakeEntryNotice => ({ type: "wake.withdraw", id: context.notice.id })),
+  },
+  guards: {
+    observed: ({ context }) => context.leases.length > 0,
+    armed: ({ context }) => context.armed,
+    wantsWake: ({ event }) => (event as SetEvent).onExit === "wake",
+    lastLeaseLeaving: ({ context, event }) => {
+      const leases = without(context.leases, (event as CallEvent).callId);
+      return leases.length === 0;
+    },
+    consumes: ({ context, event }) => {
+      const e = event as Extract<WakeEntryEvent, { type: "entry.finalize" }>;
+      return e.ok && context.reported.includes(e.callId);
+    },
+  },
+}).createMachine({
+  id: "wake-entry",
+  context: ({ input }) => ({ ...input, reported: [] }),
+  initial: "running",
+  on: { "entry.shutdown": ".ended" },
+  states: {
+    running: {
+      description: "The process runs; on_exit is the `armed` flag; observing calls hold leases.",
+      initial: "watching",
+      on: {
+        "entry.set": [
+          {
+            guard: "wantsWake",
+            actions: [
+              {
+                type: "answer",
+                params: ({ context, event }) => ({ event, status: context.armed ? "already_armed" : "armed", armed: true }),
+              },
+              { type: "setFlag", params: ({ event }) => event },
+            ],
+          },
+          {
+            actions: [
+              {
+                type: "answer",
+                params: ({ context, event }) => ({ event, status: context.armed ? "disarmed" : "already_none", armed: false }),
+              },
+              { type: "setFlag", params: ({ event }) => event },
+            ],
+          },
+        ],
+        "entry.observe": { actions: { type: "addLease", params: ({ event }) => event } },
+        "entry.release": { actions: { type: "dropLease", params: ({ event }) => event } },
+        "entry.finalize": { actions: { type: "dropLease", params: ({ event }) => event } },
+      },
+      states: {
+        watching: {
+          description: "An exit now is returned to an observer, prompts once if armed, or passes quietly.",
+          on: {
+            "entry.suppress": "suppressed",
+            "entry.exit": [
+              { guard: "observed", target: "#wake-entry.held", actions: { type: "recordExit", params: ({ event }) => event } },
+              { guard: "armed", target: "#wake-entry.due", actions: { type: "recordExit", params: ({ event }) => event } },
+              { target: "#wake-entry.quiet", actions: { type: "recordExit", params: ({ event }) => event } },
+            ],
+          },
+        },
+        suppressed: {
+          description: "A kill, eviction or shutdown is stopping the process: its exit brings no wake.",
+          on: {
+            "entry.restore": "watching",
+            "entry.exit": { target: "#wake-entry.ended", actions: { type: "recordExit", params: ({ event }) => event } },
+          },
+        },
+      },
+    },
+    held: {
+      description: "Exited while observed: the observing call returns the exit; Pi finalizing its result consumes it.",
+      on: {
+        "entry.set": [
+          { guard: "wantsWake", actions: { type: "answer", params: ({ event }) => ({ event, status: "too_late", armed: false }) } },
+          {
+            actions: [
+              {
+                type: "answer",
+                params: ({ context, event }) => ({ event, status: context.armed ? "disarmed" : "already_none", armed: false }),
+              },
+              "clearFlag",
+            ],
+          },
+        ],
+        "entry.observe": { actions: { type: "addLease", params: ({ event }) => event } },
+        "entry.report": { actions: { type: "markReported", params: ({ event }) => event } },
+        "entry.finalize": [
+          { guard: "consumes", target: "consumed" },
+          { guard: and(["lastLeaseLeaving", "armed"]), target: "due", actions: { type: "dropLease", params: ({ event }) => event } },
+          { guard: "lastLeaseLeaving", target: "quiet", actions: { type: "dropLease", params: ({ event }) => event } },
+          { actions: { type: "dropLease", params: ({ event }) => event } },
+        ],
+        "entry.release": [
+          { guard: and(["lastLeaseLeaving", "armed"]), target: "due", actions: { type: "dropLease", params: ({ event }) => event } },
+          { guard: "lastLeaseLeaving", target: "quiet", actions: { type: "dropLease", params: ({ event }) => event } },
+          { actions: { type: "dropLease", params: ({ event }) => event } },
+        ],
+      },
+    },
+    due: {
+      description: "Exited unobserved with on_exit wake: waiting in the coordinator's batch.",
+      entry: "announceDue",
+      on: {
+        "entry.set": [
+          {
+            guard: "wantsWake",
+            actions: { type: "answer", params: ({ event }) => ({ event, status: "already_armed", armed: true }) },
+          },
+          {
+            target: "quiet",
+            actions: [
+              { type: "answer", params: ({ event }) => ({ event, status: "disarmed", armed: false }) },
+              "clearFlag",
+              "withdraw",
+            ],
+          },
+        ],
+        "entry.observe": { target: "held", actions: [{ type: "addLease", params: ({ event }) => event }, "withdraw"] },
+        "entry.handoff": "delivering",
+      },
+    },
+    delivering: {
+      description: "Handed to Pi as part of one prompt: too late to disarm.",
+      on: {
+        "entry.set": {
+          actions: {
+            type: "answer",
+            params: ({ event }) => ({ event, status: event.onExit === "wake" ? "already_armed" : "too_late", armed: true }),
+          },
+        },
+        "entry.delivered": "delivered",
+        "entry.failed": "due",
+      },
+    },
+    delivered: {
+      type: "final",
+      description: "The one prompt was delivered.",
+      output: ({ context }) => ({ id: context.notice.id, end: "delivered" as const }),
+    },
+    consumed: {
+      type: "final",
+      description: "A finalized tool result returned the exit.",
+      output: ({ context }) => ({ id: context.notice.id, end: "consumed" as const }),
+    },
+    quiet: {
+      type: "final",
+      description: "Exited with nothing to deliver (on_exit none, or disarmed).",
+      output: ({ context }) => ({ id: context.notice.id, end: "quiet" as const }),
+    },
+    ended: {
+      type: "final",
+      description: "Suppressed: killed, evicted while running, or Pi shut down.",
+      output: ({ context }) => ({ id: context.notice.id, end: "ended" as const }),
+    },
+  },
+  output: ({ event }) => event.output as WakeEntryOutput,
+});

@@ -1,0 +1,76 @@
+// The `tools` setting (a list of surface names; unknown ones are warnings), `exec: true`, the log quotas, and
+// turning the exec surface on and off in a running Pi session by editing the settings file.
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { describe, test } from "node:test";
+import { execEnabled, globalSettingsPath, loadSettings, projectSettingsPath } from "../store/settings.ts";
+import { startPi } from "./helpers/pi-session.ts";
+import { waitUntil } from "./helpers/procs.ts";
+
+function dirs() {
+  const root = mkdtempSync(join(tmpdir(), "pcs-exec-settings-"));
+  const cwd = join(root, "project");
+  mkdirSync(cwd, { recursive: true });
+  return { cwd, env: { PI_CODING_AGENT_DIR: join(root, "agent") } as NodeJS.ProcessEnv };
+}
+
+function write(path: string, value: unknown): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, JSON.stringify(value));
+}
+
+describe("the tools setting", () => {
+  test("off by default; `exec` in tools or `exec: true` turns it on", () => {
+    const { cwd, env } = dirs();
+    const none = loadSettings(cwd, env);
+    assert.deepEqual(none.values.tools, ["code_execution"]);
+    assert.equal(none.values.exec, false);
+    assert.equal(execEnabled(none.values), false);
+    assert.deepEqual(none.values.execLogs, { perLogBytes: 64 * 1024 * 1024, totalBytes: 512 * 1024 * 1024 });
+
+    write(projectSettingsPath(cwd), { exec: true });
+    assert.equal(execEnabled(loadSettings(cwd, env).values), true);
+
+    const fromEnv = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_TOOLS: " Exec , code_execution,exec" });
+    assert.deepEqual(fromEnv.values.tools, ["exec", "code_execution"]);
+    assert.deepEqual(fromEnv.sources.tools, { source: "env", where: "PI_CODE_EXECUTION_TOOLS" });
+  });
+
+  test("unknown names are warnings; a value of the wrong shape falls back", () => {
+    const { cwd, env } = dirs();
+    write(globalSettingsPath(env), { tools: ["code_execution", "exec", "shell", "eval"], execLogs: { perLogBytes: 10 } });
+    const s = loadSettings(cwd, env);
+    assert.deepEqual(s.values.tools, ["code_execution", "exec", "shell", "eval"]);
+    assert.equal(execEnabled(s.values), true);
+    assert.ok(s.warnings.some((w) => /tools: unknown surface "shell" is ignored \(known: code_execution, exec\)/.test(w)), s.warnings.join("\n"));
+    assert.ok(s.warnings.some((w) => /tools: "eval" is not available in this version/.test(w)));
+    assert.ok(s.warnings.some((w) => /execLogs\.perLogBytes must be an integer of bytes from 1024/.test(w)));
+    assert.equal(s.values.execLogs.perLogBytes, 64 * 1024 * 1024);
+    write(projectSettingsPath(cwd), { tools: "exec" });
+    const bad = loadSettings(cwd, env);
+    assert.ok(bad.warnings.some((w) => /tools must be a list of tool surface names/.test(w)));
+    assert.deepEqual(bad.values.tools, ["code_execution", "exec", "shell", "eval"], "the global layer's value");
+  });
+});
+
+describe("enabling while Pi runs", () => {
+  test("editing the settings file turns the surface on (bash leaves) and off (bash returns)", async () => {
+    const pi = await startPi();
+    try {
+      const active = () => pi.session.getActiveToolNames();
+      assert.ok(!active().includes("exec_command"));
+      assert.ok(active().includes("bash"));
+      const file = projectSettingsPath(pi.cwd);
+      write(file, { exec: true });
+      assert.ok(await waitUntil(() => active().includes("exec_command"), 10_000), "turned on");
+      assert.ok(!active().includes("bash"));
+      write(file, { exec: false });
+      assert.ok(await waitUntil(() => !active().includes("exec_command"), 10_000), "turned off");
+      assert.ok(active().includes("bash"));
+    } finally {
+      await pi.dispose();
+    }
+  });
+});
