@@ -6,7 +6,7 @@
 //   did not call `setsid()` keeps that session id, found by scanning /proc.
 // Everything here is synchronous and small; the registry (registry.ts) decides when to signal and polls.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
-import { mkdir, rmdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 
 export type ContainmentKind = "cgroup" | "session";
@@ -42,15 +42,19 @@ export function containmentMode(): { kind: ContainmentKind; reason?: string } {
   return p.ok ? { kind: "cgroup" } : { kind: "session", reason: p.reason };
 }
 
-/** Moves `pid` (a process that has not run user code yet) into a cgroup of its own, if cgroups apply here;
+/** Moves `pid` (a process that has not run user code yet, unless `running`) into a cgroup of its own, if cgroups
+ * apply here;
  * undefined means session tracking. Asynchronous: a cgroup migration can take milliseconds (the kernel waits for
  * an RCU grace period), which must not block Pi's event loop. */
-export async function contain(pid: number): Promise<Containment | undefined> {
+export async function contain(pid: number, running = false): Promise<Containment | undefined> {
   if (containmentMode().kind !== "cgroup") return undefined;
   const dir = join((probed as { base: string }).base, `r${pid}-${++seq}`);
   try {
     await mkdir(dir);
     await writeFile(join(dir, "cgroup.procs"), String(pid));
+    // A process that was already running may have started children before it moved: they follow it (twice, for
+    // a child that forked while the first were moved).
+    if (running) for (let pass = 0; pass < 2; pass++) await follow(pid, dir);
     return cgroupBox(pid, dir);
   } catch (e) {
     await rmdir(dir).catch(() => undefined);
@@ -59,6 +63,13 @@ export async function contain(pid: number): Promise<Containment | undefined> {
     if (code !== "ESRCH") probed = { ok: false, reason: `moving a process into ${dir} failed (${code})` };
     return undefined;
   }
+}
+
+/** Moves the members of `leader`'s session that are not in `dir` yet into it. */
+async function follow(leader: number, dir: string): Promise<void> {
+  const inside = new Set(pids(await readFile(join(dir, "cgroup.procs"), "utf8")));
+  for (const pid of scanSessions([leader]).get(leader) ?? [])
+    if (!inside.has(pid)) await writeFile(join(dir, "cgroup.procs"), String(pid)).catch(() => undefined);
 }
 
 /** Removes this process's cgroup directory (at exit, after every box was released). */

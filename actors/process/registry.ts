@@ -37,8 +37,9 @@ const SCAN_POLL_MAX_MS = 80;
 const RELEASE_MS = 1000;
 
 /** Starts tracking a just-spawned process (before it runs user code) and everything it will start: by its session
- * at once, by its own cgroup once it has moved there (where cgroups apply). Resolves when the move is done. */
-export function track(pid: number): Promise<void> {
+ * at once, by its own cgroup once it has moved there (where cgroups apply). Resolves when the move is done.
+ * `running`: the process may have started children already (they are moved too). */
+export function track(pid: number, running = false): Promise<void> {
   if (!hooked) {
     hooked = true;
     process.once("exit", killAll);
@@ -46,16 +47,46 @@ export function track(pid: number): Promise<void> {
   if (entries.has(pid)) return Promise.resolve();
   const entry: Entry = { box: sessionBox(pid) };
   entries.set(pid, entry);
-  return contain(pid).then((box) => {
+  return contain(pid, running).then((box) => {
     if (!box) return;
     if (entries.get(pid) === entry) entry.box = box;
     else box.release(); // stopped and gone meanwhile
   });
 }
 
+/** Gives a tracked group its owner; a process not tracked yet (started elsewhere, possibly running) is tracked now. */
 export function registerGroup(pid: number, owner: GroupOwner): void {
-  if (!entries.has(pid)) void track(pid);
+  if (!entries.has(pid)) void track(pid, true);
   entries.get(pid)!.owner = owner;
+}
+
+/** Stops tracking `pid` (its members are gone, or someone else stops them). */
+export function unregisterGroup(pid: number): void {
+  entries.get(pid)?.box.release();
+  entries.delete(pid);
+}
+
+/** `signal` to everything tracked under `pid` (its process group if it is not tracked). False if nothing was there. */
+export function killGroup(pid: number, signal: NodeJS.Signals): boolean {
+  if (signalGroup(pid, signal)) return true;
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether anything tracked under `pid` (or its process group, if it is not tracked) is still alive. */
+export function groupAlive(pid: number): boolean {
+  const entry = entries.get(pid);
+  if (entry) return entry.box.members().length > 0;
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 /** `signal` to the leader and everything it started. False if nothing is tracked under `pid`. */
