@@ -50,6 +50,38 @@ describe("the live preview", () => {
       "100 bytes: 33 whole characters, the partial first one dropped",
     );
   });
+
+  test("the default 4 KiB live tail of long multi-byte output never starts with a split character", () => {
+    for (const prefix of ["", "a", "ab"]) {
+      const out = new RunOutput();
+      out.write("stdout", Buffer.from(prefix + "€".repeat(3000)));
+      const shown = out.preview().stdout;
+      assert.ok(!shown.includes("\ufffd"), `prefix ${prefix.length}: no replacement character`);
+      assert.equal(shown, "€".repeat(1365), "the newest whole characters within 4096 bytes");
+    }
+  });
+
+  test("invalid bytes at the true start of the output are kept as replacement characters, not dropped", () => {
+    const out = new RunOutput();
+    out.write("stdout", Buffer.from([0x80, 0x61]));
+    assert.equal(out.preview().stdout, "\ufffda");
+    // A lead that can never be completed is held back like any incomplete character.
+    const e0 = new RunOutput();
+    e0.write("stdout", Buffer.from("\u0800").subarray(0, 2));
+    assert.equal(e0.preview().stdout, "", "U+0800 (lead 0xe0) is incomplete after 2 bytes");
+    e0.write("stdout", Buffer.from("\u0800").subarray(2));
+    assert.equal(e0.preview().stdout, "\u0800");
+    const c2 = new RunOutput();
+    c2.write("stdout", Buffer.from("\u0080").subarray(0, 1));
+    assert.equal(c2.preview().stdout, "", "U+0080 (lead 0xc2) is incomplete after 1 byte");
+    // 0xc0 and 0xc1 never start a valid character: nothing to wait for.
+    const c0 = new RunOutput();
+    c0.write("stdout", Buffer.from([0x61, 0xc0]));
+    assert.equal(c0.preview().stdout, "a\ufffd");
+    const c1 = new RunOutput();
+    c1.write("stdout", Buffer.from([0x61, 0xc1]));
+    assert.equal(c1.preview().stdout, "a\ufffd");
+  });
 });
 
 describe("the retained windows", () => {
@@ -106,8 +138,44 @@ describe("the retained windows", () => {
     assert.equal(r.capture.stdout.emittedLines, 2);
     assert.equal(r.capture.stdout.endsWithNewline, false);
     assert.equal(r.capture.stdout.retainedBytes, 10);
+    // An empty write changes nothing, not even whether the output ends with a newline.
+    const nl = new RunOutput();
+    nl.write("stdout", Buffer.from("x\n"));
+    nl.write("stdout", Buffer.alloc(0));
+    assert.equal(nl.collect().capture.stdout.endsWithNewline, true);
     const empty = new RunOutput().collect().capture.stdout;
     assert.deepEqual([empty.emittedBytes, empty.emittedLines, empty.endsWithNewline], [0, 0, false]);
+  });
+
+  test("the retained chunks are exactly the retained prefix, in order, cut at the limit", () => {
+    const out = new RunOutput(7);
+    out.write("stdout", Buffer.from("abc"));
+    out.write("stderr", Buffer.from("12"));
+    out.write("stdout", Buffer.from("defgh"));
+    out.write("stderr", Buffer.from("34"));
+    const { capture } = out.collect();
+    assert.deepEqual(capture.stdout.chunks.map(String), ["abc", "de"]);
+    assert.deepEqual(capture.stderr.chunks.map(String), ["12"]);
+    assert.deepEqual([capture.stdout.retainedBytes, capture.stderr.retainedBytes], [5, 2]);
+  });
+
+  test("the default retention keeps 64 MiB: a few MiB are kept whole", () => {
+    const out = new RunOutput();
+    const mib = Buffer.alloc(1 << 20, "x");
+    for (let i = 0; i < 3; i++) out.write("stdout", mib);
+    const r = out.collect();
+    assert.equal(r.stdoutTruncated, false);
+    assert.equal(r.capture.stdout.retainedBytes, 3 << 20);
+  });
+
+  test("the collected output is a plain record: its text survives a spread and JSON", () => {
+    const out = new RunOutput();
+    out.write("stdout", Buffer.from("o"));
+    out.write("stderr", Buffer.from("e"));
+    const spread = { ...out.collect() };
+    assert.deepEqual([spread.stdout, spread.stderr], ["o", "e"]);
+    const json = JSON.parse(JSON.stringify(out.collect()));
+    assert.deepEqual([json.stdout, json.stderr, json.stdoutBytes], ["o", "e", 1]);
   });
 
   test("listeners hear every write until the output is collected", () => {
@@ -141,6 +209,8 @@ describe("helpers", () => {
       [Buffer.from("🎉").subarray(0, 3), 0],
       [Buffer.from("é"), 2],
       [Buffer.from("é").subarray(0, 1), 0],
+      [Buffer.from([0x61, 0xc1]), 2],
+      [Buffer.from("\u0800").subarray(0, 2), 0],
       [Buffer.alloc(0), 0],
     ];
     for (const [bytes, end] of cases) assert.equal(completeEnd(bytes), end, bytes.toString("hex"));
