@@ -7,13 +7,26 @@
 /** Test files per group: fast (no Pi session, few real processes), and together covering the group's code. */
 export const GROUPS = {
   machines: {
-    mutate: ["machines/**/*.ts"],
-    tests: [
-      "test/machines.test.ts",
-      "test/tool-call-machine.test.ts",
-      "test/install-machine.test.ts",
-      "test/machines-graph.test.ts",
+    mutate: [
+      "machines/run.ts",
+      "machines/run-calls.ts",
+      "machines/run-outcome.ts",
+      "machines/session.ts",
+      "machines/spare.ts",
+      "machines/supervisor.ts",
+      "machines/events.ts",
+      "machines/message.ts",
     ],
+    tests: ["test/machines.test.ts", "test/machines-graph.test.ts", "test/install-machine.test.ts"],
+  },
+  "tool-machines": {
+    mutate: ["machines/tool-call.ts", "machines/tool-events.ts", "machines/tool-records.ts"],
+    tests: ["test/tool-call-machine.test.ts", "test/bridge-lifecycle.test.ts"],
+  },
+  "exec-machines": {
+    mutate: ["machines/exec-*.ts"],
+    // test/exec-wake-invariant.test.ts (400 generated runs, ~30 s) is left to the suite.
+    tests: ["test/exec-machines.test.ts"],
   },
   output: {
     mutate: ["actors/process/output.ts"],
