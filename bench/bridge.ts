@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SupervisorHost } from "../host/host.ts";
 import type { RunBridge } from "../actors/calls/dispatch.ts";
-import { resolvePython } from "../actors/interpreter/probe.ts";
+import { validateInterpreter } from "../actors/interpreter/interpreter.ts";
 import { EXTENSION_PATH, startPi, textOf } from "../test/helpers/pi-session.ts";
 import { line, pipeEcho } from "./run.ts";
 
@@ -58,7 +58,7 @@ function echoBridge(cwd: string): RunBridge {
 }
 
 async function main() {
-  const py = await resolvePython(process.env.PI_PYTHON ?? "python3");
+  const py = await validateInterpreter(process.env.PI_PYTHON ?? "python3", process.cwd());
   if (!py.ok) throw new Error(py.error);
   const cwd = mkdtempSync(join(tmpdir(), "pcs-bench-bridge-"));
   console.log(

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { SupervisorHost } from "../host/host.ts";
-import { resolvePython } from "../actors/interpreter/probe.ts";
+import { validateInterpreter } from "../actors/interpreter/interpreter.ts";
 
 const quick = process.argv.includes("--quick");
 const N = (full: number) => (quick ? Math.max(5, Math.floor(full / 5)) : full);
@@ -70,7 +70,7 @@ async function pipeThroughput(exe: string, mib: number): Promise<number> {
 }
 
 async function main() {
-  const py = await resolvePython(process.env.PI_PYTHON ?? "python3");
+  const py = await validateInterpreter(process.env.PI_PYTHON ?? "python3", process.cwd());
   if (!py.ok) throw new Error(py.error);
   const exe = py.value.executable;
   const cwd = mkdtempSync(join(tmpdir(), "pcs-bench-"));

@@ -5,9 +5,14 @@ import { getAgentDir, type ExtensionAPI, type ExtensionContext } from "@earendil
 import { execLogDir } from "../host/exec.ts";
 import type { HostOptions, SupervisorHost } from "../host/host.ts";
 import { InterpreterResolver } from "../actors/interpreter/interpreter.ts";
-import { SettingsStore, type ResolvedSettings } from "../store/settings.ts";
+import { SettingsStore, type ResolvedSettings, type ResourceLimits } from "../store/settings.ts";
+import { failingOperations, operationsFor, parseSshFlag } from "../actors/process/backends.ts";
+import type { ProcessOperations } from "../actors/process/operations.ts";
+import { defaultEnvRoot, defaultSessionRoot } from "../actors/deps/install-targets.ts";
 
 export const PYTHON_FLAG = "python";
+export const SANDBOX_FLAG = "sandbox";
+export const SSH_FLAG = "ssh";
 export const SET_INTERPRETER_TOOL = "python_set_interpreter";
 
 export class CodeEnvironment {
@@ -16,6 +21,9 @@ export class CodeEnvironment {
   private readonly pi: ExtensionAPI;
   private readonly env: () => NodeJS.ProcessEnv;
   private readonly listeners = new Set<(s: ResolvedSettings) => void>();
+  /** The backend of this Pi session (one per session: settings changes apply to the next one). */
+  private ops: ProcessOperations | undefined;
+  private cwd: string | undefined;
 
   constructor(pi: ExtensionAPI, env: () => NodeJS.ProcessEnv = () => process.env) {
     this.pi = pi;
@@ -50,6 +58,7 @@ export class CodeEnvironment {
 
   /** Pi's session started in `cwd`: settings are read for it and both files are watched. */
   async start(cwd: string): Promise<void> {
+    this.cwd = cwd;
     const before = this.store?.get();
     await this.store?.close();
     this.store = this.newStore(cwd);
@@ -59,9 +68,50 @@ export class CodeEnvironment {
   }
 
   async close(): Promise<void> {
+    // The host that used the backend closed it at its shutdown; the next Pi session chooses again.
+    this.ops = undefined;
     const s = this.store;
     this.store = undefined;
     await s?.close();
+  }
+
+  private stringFlag(name: string): string | undefined {
+    try {
+      const v = this.pi.getFlag(name);
+      return typeof v === "string" && v.trim() ? v.trim() : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Where runs execute: `--ssh` and `--sandbox` over the `backend` setting. Built once per Pi session. */
+  operations(): ProcessOperations {
+    if (this.ops) return this.ops;
+    const v = this.settings().values;
+    const localRoot = this.cwd ?? process.cwd();
+    const support = [defaultEnvRoot(), defaultSessionRoot()];
+    const ssh = this.stringFlag(SSH_FLAG);
+    let sandbox = false;
+    try {
+      sandbox = this.pi.getFlag(SANDBOX_FLAG) === true;
+    } catch {
+      // flags not available yet
+    }
+    if (ssh) {
+      const parsed = parseSshFlag(ssh, v.remote);
+      this.ops = parsed.ok
+        ? operationsFor({ ...v, backend: "remote", remote: parsed.remote }, { localRoot, support })
+        : failingOperations("remote", { message: parsed.error, hint: "remote_unreachable" });
+    } else {
+      this.ops = operationsFor({ ...v, backend: sandbox ? "sandbox" : v.backend }, { localRoot, support });
+    }
+    return this.ops;
+  }
+
+  /** The resource limits in force (read when each runner starts). */
+  resourceLimits(): ResourceLimits {
+    const l = this.settings().values.limits;
+    return Object.fromEntries(Object.entries(l ?? {}).filter(([, n]) => n !== undefined)) as ResourceLimits;
   }
 
   /** Options for a new host: this resolver, the limits and module reload from settings. */
@@ -69,6 +119,8 @@ export class CodeEnvironment {
     const v = this.settings().values;
     return {
       interpreter: this.interpreter,
+      ops: this.operations(),
+      resourceLimits: () => this.resourceLimits(),
       moduleReload: () => this.settings().values.moduleReload,
       spareRunners: () => this.settings().values.spareRunners,
       exec: { logDir: execLogDir(getAgentDir()), logQuota: () => this.settings().values.execLogs },

@@ -4,6 +4,7 @@ import type { RunOutcome } from "../machines/events.ts";
 import type { NestedCallRecord } from "../machines/tool-events.ts";
 import type { RunResult } from "../host/host.ts";
 import type { OutputRef } from "../store/artifacts.ts";
+import type { ImageInfo } from "./display/collector.ts";
 import { completeText, headTailText, type ArtifactOutcome } from "./preview.ts";
 import {
   extraDetails,
@@ -25,16 +26,21 @@ export interface CodeExecutionDetails extends ExtraDetails {
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
   displayedValue: boolean;
-  session?: { name: string; ordinal: number; isLost: boolean; state: SessionState };
+  /** `ordinal`: the run's ordinal within the session process; `incarnation`: which process of the session. */
+  session?: { name: string; ordinal: number; incarnation: number; isLost: boolean; state: SessionState };
   /** The saved script (code_execution_source reads it; code_execution reruns it). */
   sourceId?: string;
   /** The saved transcript, when the text above is a preview (code_execution_output reads it). */
   output?: OutputRef;
-  /** Every Pi tool call the code attempted, in start order (machines/tool-events.ts). */
-  nestedCalls?: NestedCallRecord[];
+  /** Every Pi tool call the code attempted, in start order (machines/tool-events.ts); empty when none. */
+  nestedCalls: NestedCallRecord[];
+  /** Images the run displayed (shown to the model, or saved as files when over the limits). */
+  images?: ImageInfo[];
+  /** JSON outputs the run displayed, parsed. */
+  json?: unknown[];
 }
 
-export type RunningDetails = { status: "running" };
+export type RunningDetails = { status: "running"; sourceId: string };
 
 export function detailsOf(
   result: RunResult,
@@ -56,6 +62,7 @@ export function detailsOf(
           session: {
             name: o.session.name,
             ordinal: o.session.ordinal,
+            incarnation: o.session.incarnation,
             isLost: o.session.isLost,
             state: sessionState(o) ?? "continued",
           },
@@ -64,7 +71,8 @@ export function detailsOf(
     ...extraDetails(o),
     ...(saved.sourceId ? { sourceId: saved.sourceId } : {}),
     ...(saved.output ? { output: saved.output } : {}),
-    ...(o.nestedCalls ? { nestedCalls: o.nestedCalls } : {}),
+    // Always present (seed-compatible): an empty array when the code called no tool.
+    nestedCalls: o.nestedCalls ?? [],
   };
 }
 

@@ -31,6 +31,11 @@ export class JournalLink {
     this.path = settings.path === "off" ? undefined : (settings.path ?? journalPath());
   }
 
+  /** The journal's file; undefined when it is off. */
+  where(): string | undefined {
+    return this.path;
+  }
+
   /** The journal, opened on first use; undefined when it is off. */
   get(): Journal | undefined {
     if (!this.path || this.closed) return undefined;
@@ -92,7 +97,17 @@ export class JournalLink {
     }
   }
 
-  run(result: RunResult, extra: { toolCallId: string; sourceId?: string; outputId?: string }): void {
+  run(
+    result: RunResult,
+    extra: {
+      toolCallId: string;
+      sourceId?: string;
+      outputId?: string;
+      surface?: string;
+      images?: number;
+      jsonOutputs?: number;
+    },
+  ): void {
     try {
       const journal = this.get();
       if (!journal) return;
@@ -120,12 +135,16 @@ export class JournalLink {
           ? {
               sessionName: o.session.name,
               sessionOrdinal: o.session.ordinal,
+              sessionIncarnation: o.session.incarnation,
               sessionStarted: o.session.started,
               isLost: o.session.isLost,
             }
           : {}),
         ...(o.kernel ? { pythonVersion: o.kernel.python, pythonExecutable: o.kernel.executable } : {}),
         hintIds: hintIdsOf(o),
+        ...(extra.surface ? { surface: extra.surface } : {}),
+        images: extra.images ?? 0,
+        jsonOutputs: extra.jsonOutputs ?? 0,
         ...(this.eventLog() ? { eventLog: this.eventLog() } : {}),
       });
       for (const call of o.nestedCalls ?? []) {
@@ -166,22 +185,22 @@ export class JournalLink {
   }
 
   private transition(name: string, before: SessionEntry | undefined, after: SessionEntry): void {
-    const event = (ordinal: number, kind: "started" | "reset" | "lost" | "closed", detail?: string) =>
+    const event = (incarnation: number, kind: "started" | "reset" | "lost" | "closed", detail?: string) =>
       this.get()?.sessionEvent({
         at: Date.now(),
         ...(this.piSessionId ? { piSessionId: this.piSessionId } : {}),
         sessionName: name,
-        ordinal,
+        incarnation,
         event: kind,
         ...(detail ? { detail } : {}),
       });
-    if (!before || before.ordinal !== after.ordinal) {
-      if (before?.status === "alive") event(before.ordinal, "reset");
+    if (!before || before.incarnation !== after.incarnation) {
+      if (before?.status === "alive") event(before.incarnation, "reset");
       if (after.status === "alive")
-        event(after.ordinal, "started", before?.status === "lost" ? "replaces a lost process" : undefined);
+        event(after.incarnation, "started", before?.status === "lost" ? "replaces a lost process" : undefined);
       return;
     }
-    if (before.status !== after.status && after.status !== "alive") event(after.ordinal, after.status);
+    if (before.status !== after.status && after.status !== "alive") event(after.incarnation, after.status);
   }
 
   /** Writes what is queued and closes the journal (Pi's session_shutdown). */

@@ -37,8 +37,8 @@ export interface ToolResultLike {
 
 /** Details of a partial result: running (with the newest output as content) or installing dependencies. */
 export type LiveDetails =
-  | { status: "running"; session?: string }
-  | ({ status: "installing"; session?: string; requirements?: string[] } & Partial<InstallProgress>);
+  | { status: "running"; sourceId?: string; session?: string }
+  | ({ status: "installing"; sourceId?: string; session?: string; requirements?: string[] } & Partial<InstallProgress>);
 
 /** Scripts up to this many lines show whole when collapsed; longer ones show this many and a count. */
 export const CODE_PREVIEW_LINES = 12;
@@ -199,7 +199,7 @@ interface FinalDetails {
   signal?: string;
   killed?: boolean;
   stage?: string;
-  session?: { name: string; ordinal: number; isLost: boolean; state?: string };
+  session?: { name: string; ordinal: number; incarnation?: number; isLost: boolean; state?: string };
   python?: { version: string };
   install?: { installer: string; requirements: string[]; cached: boolean };
   reloaded?: string[];
@@ -353,12 +353,8 @@ export const sourceToolRenderers = {
 };
 
 export const setInterpreterRenderers = {
-  renderCall: (args: { interpreter?: unknown }, theme: Theme, _ctx: unknown) =>
-    new Text(
-      titled("python interpreter", typeof args?.interpreter === "string" ? args.interpreter : "(discovery)", theme),
-      0,
-      0,
-    ),
+  renderCall: (args: { path?: unknown; interpreter?: unknown }, theme: Theme, _ctx: unknown) =>
+    new Text(titled("python interpreter", shownPath(args), theme), 0, 0),
   renderResult: (result: ToolResultLike, _options: { expanded: boolean }, theme: Theme, _ctx: unknown) => {
     const lines = textOf(result).split("\n");
     return new Text(
@@ -370,3 +366,9 @@ export const setInterpreterRenderers = {
     );
   },
 };
+
+/** The interpreter a python_set_interpreter call names (`interpreter` in calls made before it was `path`). */
+function shownPath(args: { path?: unknown; interpreter?: unknown } | undefined): string {
+  const given = args?.path ?? args?.interpreter;
+  return typeof given === "string" ? given : "(discovery)";
+}

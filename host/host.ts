@@ -3,7 +3,8 @@
 import { createHash } from "node:crypto";
 import { nanoid } from "nanoid";
 import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
-import { DEFAULT_LIMITS, type Limits, type RunOutcome } from "../machines/events.ts";
+import { DEFAULT_LIMITS, type CellRef, type Limits, type RunOutcome, type Surface } from "../machines/events.ts";
+import type { RunShown } from "../actors/process/display-frames.ts";
 import type { CommandEvent } from "../machines/events.ts";
 import type { supervisorMachine, SessionEntry } from "../machines/supervisor.ts";
 import { createKernelLogic } from "../actors/process/runner.ts";
@@ -11,24 +12,39 @@ import { createDispatchLogic, type RunBridge } from "../actors/calls/dispatch.ts
 import type { NestedCallRecord } from "../machines/tool-events.ts";
 import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
 import { RunOutput, type CollectedOutput } from "../actors/process/output.ts";
-import { pythonCommand, resolvePython, type PythonInfo } from "../actors/interpreter/probe.ts";
 import { liveGroups, stopGroup } from "../actors/process/registry.ts";
 import { supervisorWith, tapCommands } from "./system.ts";
 import type { Clock } from "../record/observe.ts";
 import type { Result } from "../lib/result.ts";
 import { createInstallLogic, removeSessionPackages, type InstallProgress } from "../actors/deps/dependencies.ts";
-import { InterpreterResolver, knownInterpreter, runnerEnv, type Interpreter } from "../actors/interpreter/interpreter.ts";
+import {
+  InterpreterResolver,
+  knownInterpreter,
+  runnerEnv,
+  type Interpreter,
+  type Probe,
+} from "../actors/interpreter/interpreter.ts";
 import { watchModules } from "../actors/process/module-watch.ts";
 import { finishOutcome, prepareRun, refusedOutcome, SessionBook, type SessionHistory } from "./prepare.ts";
 import { ExecHost, execLogDir, type ExecHostOptions } from "./exec.ts";
-import { agentDir } from "../record/log-files.ts";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
+import { operationsFor } from "../actors/process/backends.ts";
+import type { BackendInfo } from "../actors/process/operations.ts";
+import { loadSettings, type ResourceLimits } from "../store/settings.ts";
+import { defaultEnvRoot, defaultSessionRoot } from "../actors/deps/install-targets.ts";
+import { limitHints } from "./limit-hints.ts";
 
 export interface HostOptions {
   limits?: Partial<Limits>;
+  /** Where runners start (actors/process/backends.ts). Default: local, unless PI_CODE_EXECUTION_BACKEND says
+   * otherwise (then the environment's backend settings). The host closes it at shutdown. */
   ops?: ProcessOperations;
+  /** Resource limits of new runners (settings `limits`); read when each process starts. */
+  resourceLimits?: () => ResourceLimits;
   /** Environment for new processes; read when each process starts. */
   env?: () => NodeJS.ProcessEnv;
-  python?: () => Promise<Result<PythonInfo>>;
+  /** The interpreter of every run, instead of discovery (default: discovery from the run's working directory). */
+  python?: (cwd: string) => Promise<Result<Probe>>;
   now?: () => number;
   /** A synchronous observer of every inspection event of the actor system. */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
@@ -59,6 +75,18 @@ export interface RunRequestInput {
   timeoutMs: number;
   session?: string;
   reset?: boolean;
+  /** The tool surface asking (the inspector and event log show it in the run's input). */
+  surface?: Surface;
+  /** A notebook cell's place in its call. */
+  cell?: CellRef;
+  /** Change to this directory before the code runs; it goes first on sys.path (notebook `cwd`). */
+  chdir?: string;
+  /** `value`: the trailing value's repr and the error text come back as `value` and `exception`, not as output. */
+  result?: "print" | "value";
+  /** `work`: the timeout pauses while a nested call is open. */
+  budget?: "wall" | "work";
+  /** This surface's escalation: its grace period, and pi-python's second SIGINT halfway through it. */
+  escalation?: { graceMs?: number; secondInterrupt?: boolean };
 }
 
 export interface RunCallbacks {
@@ -69,13 +97,20 @@ export interface RunCallbacks {
   onProgress?: (progress: InstallProgress) => void;
   /** The Pi tools the code may call, and how (actors/bridge.ts); without it no tool is exposed. */
   bridge?: RunBridge;
+  /** A display (image, markdown, HTML, JSON, text) of this run; the text returned goes into its stdout at that
+   * point of the output (the runner drained its output before the display). */
+  onDisplay?: (item: Exclude<RunShown, { kind: "value" | "exception" }>) => string | undefined;
 }
 
 export interface RunResult extends CollectedOutput {
   outcome: RunOutcome;
+  /** `result: "value"`: the trailing expression's repr (absent when there was none, or it was None). */
+  value?: string;
+  /** `result: "value"`: the traceback or error text of a failed run. */
+  exception?: string;
 }
 
-export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "ordinal">> {
+export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "incarnation">> {
   name: string;
   state: string;
   pid?: number;
@@ -91,6 +126,9 @@ interface PendingRun {
   nestedCalls: NestedCallRecord[];
   bridge?: RunBridge;
   onProgress?: (p: InstallProgress) => void;
+  onDisplay?: RunCallbacks["onDisplay"];
+  value?: string;
+  exception?: string;
 }
 
 export class SupervisorHost {
@@ -114,6 +152,8 @@ export class SupervisorHost {
   private readonly spareRunners: () => boolean;
   /** Shell sessions: the exec tools' door (host/exec.ts). */
   readonly exec: ExecHost;
+  /** Where this host's runners start: one backend for the host's whole life. */
+  readonly ops: ProcessOperations;
 
   constructor(options: HostOptions = {}) {
     this.options = options;
@@ -125,15 +165,18 @@ export class SupervisorHost {
     this.spareRunners = options.spareRunners ?? (() => true);
     this.interpreter = options.interpreter ?? new InterpreterResolver({ env });
     const host = this;
+    this.ops = options.ops ?? defaultOperations(env(), options.packages);
     const kernel = createKernelLogic({
-      ops: options.ops ?? localOperations,
-      python: options.python ?? (() => resolvePython(pythonCommand(env()), env())),
-      env: (input) => this.runnerEnvFor(env(), input.python),
+      ops: this.ops,
+      ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
+      python: options.python ?? ((cwd) => this.interpreter.resolve(cwd)),
+      env: (input) => withPlotBackend(this.runnerEnvFor(env(), input.python)),
       watchModules: (cwd) => ((options.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
       output: (runId, channel, chunk) => {
         options.onOutput?.(runId, channel, chunk);
         this.runs.get(runId)?.output.write(channel, chunk);
       },
+      shown: (runId, item) => this.shown(runId, item),
       now: this.now,
       get killMs() {
         return host.limits.killMs;
@@ -146,6 +189,7 @@ export class SupervisorHost {
       hostId: this.id,
       killMs: () => this.limits.killMs,
       progress: (runId, p) => this.runs.get(runId)?.onProgress?.(p),
+      backend: () => this.ops,
       ...options.packages,
     });
     const dispatch = createDispatchLogic({ bridgeFor: (runId) => this.runs.get(runId)?.bridge, now: this.now });
@@ -153,7 +197,7 @@ export class SupervisorHost {
       hostId: this.id,
       env,
       now: this.now,
-      logDir: options.exec?.logDir ?? execLogDir(agentDir(env())),
+      logDir: options.exec?.logDir ?? execLogDir(getAgentDir()),
       ...options.exec,
     });
     const machine = supervisorWith(kernel, { dispatch, install, shell: this.exec.shellLogic });
@@ -201,6 +245,7 @@ export class SupervisorHost {
         nestedCalls: [],
         ...(bridge ? { bridge } : {}),
         ...(callbacks.onProgress ? { onProgress: callbacks.onProgress } : {}),
+        ...(callbacks.onDisplay ? { onDisplay: callbacks.onDisplay } : {}),
       }),
     );
     const cancel = () => this.actor.send({ type: "run.cancel", at: this.now(), runId });
@@ -214,9 +259,13 @@ export class SupervisorHost {
     void prepared.then((p) => {
       if (this.closed || !p.ok) {
         // Refused before any actor exists: the outcome is the host's own.
+        const incarnation = request.session
+          ? this.actor.getSnapshot().context.sessions[request.session]?.incarnation
+          : undefined;
+        const failure = p.ok ? undefined : p.error;
         return this.runs
           .get(runId)
-          ?.resolve(refusedOutcome(runId, request, requestedAt, this.now(), p.ok ? undefined : p.error));
+          ?.resolve(refusedOutcome(runId, request, requestedAt, this.now(), failure, incarnation));
       }
       notes = p.value.notes;
       callbacks.signal?.addEventListener("abort", cancel, { once: true });
@@ -225,15 +274,37 @@ export class SupervisorHost {
     });
     return finished.then((outcome) => {
       callbacks.signal?.removeEventListener("abort", cancel);
-      const nestedCalls = (this.runs.get(runId)?.nestedCalls ?? []).filter(Boolean);
+      const pending = this.runs.get(runId);
+      const nestedCalls = (pending?.nestedCalls ?? []).filter(Boolean);
       this.runs.delete(runId);
       if (nestedCalls.length) outcome = { ...outcome, nestedCalls };
       this.book.record(outcome);
       // Not a spread: that would decode the retained output (up to 64 MiB) whether or not anyone reads it.
-      const result = Object.assign(output.collect(), { outcome });
+      const result: RunResult = Object.assign(output.collect(), { outcome });
       result.outcome = finishOutcome(outcome, result.capture.stderr.tail, notes);
+      if (pending?.value !== undefined) result.value = pending.value;
+      if (pending?.exception !== undefined) result.exception = pending.exception;
+      const limited = limitHints(result.outcome, result.capture.stderr.tail, this.options.resourceLimits?.());
+      if (limited.length) result.outcome = { ...result.outcome, hints: [...(result.outcome.hints ?? []), ...limited] };
       return result;
     });
+  }
+
+  /** A run's value, error text or display, as the runner reported it. */
+  private shown(runId: string, item: RunShown): void {
+    const pending = this.runs.get(runId);
+    if (!pending) return;
+    if (item.kind === "value") pending.value = item.text;
+    else if (item.kind === "exception") pending.exception = item.text;
+    else {
+      let text: string | undefined;
+      try {
+        text = pending.onDisplay ? pending.onDisplay(item) : plainDisplay(item);
+      } catch {
+        text = undefined; // a display that cannot be rendered is left out; the run goes on
+      }
+      if (text) pending.output.write("stdout", Buffer.from(text, "utf8"));
+    }
   }
 
   private send(
@@ -256,15 +327,34 @@ export class SupervisorHost {
       ...(bridge ? { bridge: { callerId: bridge.callerId, tools: bridge.tools.map((t) => t.spec) } } : {}),
       ...(python ? { python } : {}),
       ...(p.dependencies ? { dependencies: p.dependencies } : {}),
-      ...(sameLimits(this.limits, this.initialLimits) ? {} : { limits: this.limits }),
+      ...this.limitsFor(request),
+      backend: this.ops.backend.label,
+      ...(request.surface ? { surface: request.surface } : {}),
+      ...(request.cell ? { cell: request.cell } : {}),
+      ...(request.chdir ? { chdir: request.chdir } : {}),
+      ...(request.result ? { result: request.result } : {}),
+      ...(request.budget ? { budget: request.budget } : {}),
       ...(request.session === undefined && this.spareRunners() ? { spareKey: this.spareKey(python, request.cwd) } : {}),
     });
+  }
+
+  /** The run's escalation bounds when they differ from the supervisor's: changed settings, or a surface's own
+   * escalation (pi-python: SIGINT, a second SIGINT halfway through the grace, the kill at its end). */
+  private limitsFor(request: RunRequestInput): { limits?: Limits } {
+    const e = request.escalation;
+    if (!e) return sameLimits(this.limits, this.initialLimits) ? {} : { limits: this.limits };
+    const graceMs = e.graceMs ?? this.limits.graceMs;
+    if (!e.secondInterrupt) return { limits: { ...this.limits, graceMs } };
+    const half = Math.floor(graceMs / 2);
+    return { limits: { ...this.limits, interruptWindowMs: half, graceMs: graceMs - half, secondInterrupt: true } };
   }
 
   /** What a spare runner must share with a fresh run to serve it: interpreter, cwd and the whole environment. */
   private spareKey(python: string | undefined, cwd: string): string {
     const env = this.baseEnv();
     const h = createHash("sha256")
+      .update(JSON.stringify(this.options.resourceLimits?.() ?? {}))
+      .update("\0")
       .update(python ?? "")
       .update("\0")
       .update(cwd);
@@ -274,6 +364,20 @@ export class SupervisorHost {
         .update("=")
         .update(env[k] ?? "");
     return h.digest("hex").slice(0, 16);
+  }
+
+  /** Where runs execute. */
+  backend(): BackendInfo {
+    return this.ops.backend;
+  }
+
+  /** Whether the backend can start runners now (never rejects). */
+  async backendHealth(): Promise<Result<string, { message: string; hint?: string }>> {
+    try {
+      return await this.ops.health();
+    } catch (e) {
+      return { ok: false, error: { message: (e as Error).message } };
+    }
   }
 
   /** New escalation bounds: they apply to runs requested from now on (and to sessions they start). */
@@ -303,7 +407,7 @@ export class SupervisorHost {
         const child = snapshot.children[`session:${name}`];
         const s = child?.getSnapshot() as
           { value?: unknown; context?: { kernel?: { pid: number; python: string } } } | undefined;
-        const history = this.book.get(name, entry.ordinal);
+        const history = this.book.get(name, entry.incarnation);
         return {
           name,
           ...entry,
@@ -348,6 +452,7 @@ export class SupervisorHost {
     ]);
     this.actor.stop();
     await this.killEverything();
+    await this.ops.close().catch(() => {});
     await removeSessionPackages(this.id, this.options.packages?.sessionRoot);
     // Runs that did not report within the bound end as cancelled: no caller waits forever.
     for (const [runId, { resolve }] of this.runs) {
@@ -377,6 +482,29 @@ export class SupervisorHost {
       poll();
     });
   }
+}
+
+/** A display as plain output, for callers that render none themselves: text as is, an image as a line. */
+function plainDisplay(item: Exclude<RunShown, { kind: "value" | "exception" }>): string {
+  if (item.kind === "image") return `[image: ${item.mime}]\n`;
+  return item.text.endsWith("\n") ? item.text : `${item.text}\n`;
+}
+
+/** matplotlib draws off-screen (Agg) unless the user chose a backend: figures are shown as images, never in windows
+ * that would block a run. */
+function withPlotBackend(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return env.MPLBACKEND ? env : { ...env, MPLBACKEND: "Agg" };
+}
+
+/** The backend a host gets without one given: local, or what PI_CODE_EXECUTION_BACKEND and the other backend
+ * variables say (so the same tests run against the sandbox or a remote). */
+function defaultOperations(env: NodeJS.ProcessEnv, packages: HostOptions["packages"]): ProcessOperations {
+  if (!env.PI_CODE_EXECUTION_BACKEND) return localOperations;
+  const values = loadSettings(undefined, env).values;
+  return operationsFor(values, {
+    localRoot: process.cwd(),
+    support: [packages?.envRoot ?? defaultEnvRoot(), packages?.sessionRoot ?? defaultSessionRoot()],
+  });
 }
 
 function sameLimits(a: Limits, b: Limits): boolean {

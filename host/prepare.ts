@@ -107,7 +107,7 @@ function runFrameBytes(code: string): number {
 }
 
 export interface SessionHistory {
-  ordinal: number;
+  incarnation: number;
   startedAt: number;
   lastRun?: { at: number; status: RunOutcome["status"]; durationMs: number };
 }
@@ -121,7 +121,9 @@ export class SessionBook {
     if (!s) return;
     const prev = this.book.get(s.name);
     const entry: SessionHistory =
-      s.started || !prev || prev.ordinal !== s.ordinal ? { ordinal: s.ordinal, startedAt: outcome.requestedAt } : prev;
+      s.started || !prev || prev.incarnation !== s.incarnation
+        ? { incarnation: s.incarnation, startedAt: outcome.requestedAt }
+        : prev;
     // A run refused before it reached the session (busy, closing) is not the session's last run.
     if (!(outcome.status === "setup_error" && !outcome.kernel && !s.started)) {
       entry.lastRun = { at: outcome.finishedAt, status: outcome.status, durationMs: outcome.durationMs };
@@ -129,9 +131,9 @@ export class SessionBook {
     this.book.set(s.name, entry);
   }
 
-  get(name: string, ordinal: number): SessionHistory | undefined {
+  get(name: string, incarnation: number): SessionHistory | undefined {
     const h = this.book.get(name);
-    return h && h.ordinal === ordinal ? h : undefined;
+    return h && h.incarnation === incarnation ? h : undefined;
   }
 }
 
@@ -142,6 +144,8 @@ export function refusedOutcome(
   requestedAt: number,
   at: number,
   failure: PrepareFailure | undefined,
+  /** The session's current process, when it has one (the run never reached it: its ordinal is 0). */
+  incarnation = 0,
 ): RunOutcome {
   return {
     runId,
@@ -154,7 +158,7 @@ export function refusedOutcome(
     message: failure ? failure.message : "The code_execution supervisor has shut down.",
     ...(failure?.hints ? { hints: failure.hints } : {}),
     ...(request.session !== undefined
-      ? { session: { name: request.session, ordinal: 0, started: false, isLost: false } }
+      ? { session: { name: request.session, ordinal: 0, incarnation, started: false, isLost: false } }
       : {}),
   };
 }

@@ -14,8 +14,10 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { SystemObserver } from "../record/observe.ts";
 import { parseLog, replayRecords } from "../record/replay.ts";
+import { CLI_COMMAND } from "../record/log-files.ts";
 import { fail, ok, type Result } from "../lib/result.ts";
 import { frameOf, treeFrames } from "./frames.ts";
+import { chartAsset } from "./charts.ts";
 
 export interface InspectorOptions {
   /** The live system; without it the inspector only shows recorded logs. */
@@ -52,7 +54,14 @@ const PAGE_FILES: Record<string, string> = {
   "index.html": "index.html",
   "app.js": "app.js",
   "model.js": "model.js",
+  "cursor.js": "cursor.js",
   "view.js": "view.js",
+  "dom.js": "dom.js",
+  "chart-layout.js": "chart-layout.js",
+  "chart-model.js": "chart-model.js",
+  "chart-view.js": "chart-view.js",
+  "chart-info.js": "chart-info.js",
+  "sequence-view.js": "sequence-view.js",
   "style.css": "style.css",
 };
 const TYPES: Record<string, string> = {
@@ -186,6 +195,8 @@ export async function startInspector(options: InspectorOptions = {}): Promise<Re
       const body = await readFile(new URL(`./page/${file}`, import.meta.url));
       return respond(res, 200, TYPES[file.split(".").pop()!], body);
     }
+    const asset = req.method === "GET" ? await chartAsset(rest) : undefined;
+    if (asset) return respond(res, asset.status ?? 200, asset.type, asset.body);
     if (req.method === "GET" && rest === "api/info") {
       const log = options.logPath?.();
       return json(res, 200, { live: Boolean(options.observer), readOnly, log: log ?? null });
@@ -199,7 +210,7 @@ export async function startInspector(options: InspectorOptions = {}): Promise<Re
       const body = await readBody(req, options.replayLimitBytes ?? 4 * 1024 * 1024);
       if (body === undefined) {
         return json(res, 413, {
-          error: "this log is too large to replay here; use: npx pi-code-supervisor replay <log>",
+          error: `this log is too large to replay here; use: ${CLI_COMMAND} replay <log>`,
         });
       }
       const parsed = parseLog(body);

@@ -12,6 +12,20 @@ export interface Limits {
   interruptWindowMs: number;
   graceMs: number;
   killMs: number;
+  /** A second SIGINT as the grace period starts (pi-python's escalation: SIGINT, SIGINT, kill). */
+  secondInterrupt?: boolean;
+}
+
+/** The tool surface that asked for a run (shown in the inspector, the event log and the journal). */
+export type Surface = "code_execution" | "python" | "eval";
+
+/** A notebook cell's place in its tool call. */
+export interface CellRef {
+  /** 1-based. */
+  index: number;
+  count: number;
+  title?: string;
+  language?: string;
 }
 
 export const DEFAULT_LIMITS: Limits = { interruptWindowMs: 100, graceMs: 1000, killMs: 500 };
@@ -32,9 +46,19 @@ export interface RunRequest {
   limits?: Limits;
   /** Pi tools the code may call (machines/tool-events.ts); absent: none. */
   bridge?: BridgeRequest;
+  /** Where the run executes (the backend's label, from the host; machines only carry it, for the inspector). */
+  backend?: string;
   /** Fresh runs: what a spare runner must match to serve this run (interpreter, cwd, environment), from the host.
    * Absent: spares are off. */
   spareKey?: string;
+  surface?: Surface;
+  cell?: CellRef;
+  /** Change to this directory before the code runs (it goes first on sys.path and stays there). */
+  chdir?: string;
+  /** `value`: the trailing expression's repr and the error text come back apart from the output (notebook cells). */
+  result?: "print" | "value";
+  /** `work`: the timeout pauses while a nested call (a tool or completion()) is open; `wall` (default) never does. */
+  budget?: "wall" | "work";
 }
 
 // ---- commands (extension -> supervisor) ----
@@ -68,7 +92,7 @@ export type KernelFact =
       alreadyLoaded?: string[];
     }
   | { type: "kernel.exited"; at: number; code: number | null; signal: string | null }
-  | { type: "kernel.failed"; at: number; message: string }
+  | { type: "kernel.failed"; at: number; message: string; hint?: Hint }
   | ToolCallFact;
 
 // ---- commands (owner -> kernel actor) ----
@@ -84,6 +108,8 @@ export type KernelCommand =
       checkLoaded?: string[];
       /** The tools Python may call in this run (a session's earlier ones are replaced). */
       tools?: ToolSpec[];
+      chdir?: string;
+      result?: "value";
     }
   | ToolResultCommand
   | { type: "kernel.interrupt"; runId: string }
@@ -113,7 +139,8 @@ export interface InstallInput {
   python?: string;
   dependencies: string[];
   cwd: string;
-  session?: { name: string; ordinal: number };
+  /** Session runs install into a package directory of this session process. */
+  session?: { name: string; incarnation: number };
 }
 
 /** What an installation produced: the environment and what it holds. */
@@ -147,7 +174,11 @@ export type RunPhaseEvent = { type: "run.phase"; runId: string; phase: RunPhase 
 
 export interface SessionRef {
   name: string;
+  /** The run's ordinal within the session process: 1 for the run that started it, 2 for the next, ...; 0 for a run
+   * refused before it reached the process. */
   ordinal: number;
+  /** Which process of this session name: 1, then one more after each reset, loss or replacement. */
+  incarnation: number;
   /** This run started the session process. */
   started: boolean;
   /** The session process died or was killed during this run: its state is gone. */

@@ -15,11 +15,12 @@ import type {
 } from "./events.ts";
 import { runMachine, type RunInput } from "./run.ts";
 import { message } from "./message.ts";
-import { refusal } from "./run-outcome.ts";
+import { refusal, requestExtras } from "./run-outcome.ts";
 
 export interface SessionInput {
   name: string;
-  ordinal: number;
+  /** Which process of this session name this is: 1, then 2 after a reset, a loss or a replacement, ... */
+  incarnation: number;
   cwd: string;
   limits: Limits;
   /** The run that starts this session. */
@@ -30,6 +31,8 @@ export interface SessionInput {
   python?: string;
   /** This incarnation replaced a live one whose interpreter or working directory differed. */
   replaced?: SessionReplacement;
+  /** Where the session's process runs (the backend's label; shown by the inspector, never acted on). */
+  backend?: string;
 }
 
 export interface SessionContext extends SessionInput {
@@ -49,7 +52,7 @@ export type SessionEvent =
 
 export interface SessionOutput {
   name: string;
-  ordinal: number;
+  incarnation: number;
   end: "lost" | "closed";
 }
 
@@ -67,14 +70,16 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
   return {
     runId: e.runId,
     code: e.code,
-    filename: `script-${context.runCount + 1}.py`,
+    filename: `${e.cell ? "cell" : "script"}-${context.runCount + 1}.py`,
     cwd: context.cwd,
     timeoutMs: e.timeoutMs,
     requestedAt: e.at,
     limits: e.limits ?? context.limits,
     session: {
       name: context.name,
-      ordinal: context.ordinal,
+      // The run's place in this process (1 for the run that starts it), as script-N.py says.
+      ordinal: context.runCount + 1,
+      incarnation: context.incarnation,
       started: first,
       ...(first && context.replacedLost ? { replacedLost: true } : {}),
       ...(first && context.replaced ? { replaced: context.replaced } : {}),
@@ -82,6 +87,8 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     ...(context.python ? { python: context.python } : {}),
     ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
     ...(e.bridge ? { bridge: e.bridge } : {}),
+    ...requestExtras(e),
+    ...((e.backend ?? context.backend) ? { backend: e.backend ?? context.backend } : {}),
   };
 }
 
@@ -127,7 +134,7 @@ export const sessionMachine = setup({
         why === "closing"
           ? `Session "${context.name}" is closing; run again once it has stopped.`
           : `Session "${context.name}" is busy with another run; wait for it to finish.`,
-        context.ordinal,
+        context.incarnation,
       );
       enqueue.sendTo(supervisor, message({ type: "run.finished", outcome }));
     }),
@@ -246,11 +253,11 @@ export const sessionMachine = setup({
     },
     lost: {
       type: "final",
-      output: ({ context }) => ({ name: context.name, ordinal: context.ordinal, end: "lost" as const }),
+      output: ({ context }) => ({ name: context.name, incarnation: context.incarnation, end: "lost" as const }),
     },
     closed: {
       type: "final",
-      output: ({ context }) => ({ name: context.name, ordinal: context.ordinal, end: "closed" as const }),
+      output: ({ context }) => ({ name: context.name, incarnation: context.incarnation, end: "closed" as const }),
     },
   },
   output: ({ event }) => event.output as SessionOutput,

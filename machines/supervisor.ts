@@ -14,7 +14,7 @@ import type {
   SessionReplacement,
 } from "./events.ts";
 import { runMachine } from "./run.ts";
-import { refusal } from "./run-outcome.ts";
+import { refusal, requestExtras } from "./run-outcome.ts";
 import type { NestedCallEvent } from "./run-calls.ts";
 import { message } from "./message.ts";
 import { spareMachine, type SpareInput, type SpareNotice, type SpareOutput } from "./spare.ts";
@@ -36,7 +36,8 @@ export interface SpareEntry {
 }
 
 export interface SessionEntry {
-  ordinal: number;
+  /** The session's current (or last) process: 1, then one more after each reset, loss or replacement. */
+  incarnation: number;
   /** `alive` while its actor exists; `lost` or `closed` after it ended. */
   status: "alive" | "lost" | "closed";
   cwd: string;
@@ -149,6 +150,8 @@ export const supervisorMachine = setup({
           ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
           ...(e.bridge ? { bridge: e.bridge } : {}),
           ...(claimed ? { spare: claimed } : {}),
+          ...requestExtras(e),
+          ...(e.backend ? { backend: e.backend } : {}),
         },
       });
       // Keep one spare warming or ready for the key: the next fresh run like this one takes it. The first run of a
@@ -185,25 +188,26 @@ export const supervisorMachine = setup({
               ? { reason: "cwd", from: entry!.cwd }
               : undefined;
       const keep = alive && !e.reset && !replaced;
-      let ordinal = entry?.ordinal ?? 0;
+      let incarnation = entry?.incarnation ?? 0;
       if (keep) {
         enqueue.sendTo(system.get(id)!, e);
       } else {
         // Reset stops the old process (its kernel's cleanup kills the process group) and starts anew.
         if (alive) enqueue.stopChild(id);
-        ordinal += 1;
+        incarnation += 1;
         enqueue.spawnChild("session", {
           id,
           systemId: id,
           input: {
             name,
-            ordinal,
+            incarnation,
             cwd: e.cwd,
             limits: e.limits ?? context.limits,
             firstRun: e,
             ...(entry?.status === "lost" ? { replacedLost: true } : {}),
             ...(e.python ? { python: e.python } : {}),
             ...(replaced ? { replaced } : {}),
+            ...(e.backend ? { backend: e.backend } : {}),
           },
         });
       }
@@ -211,7 +215,7 @@ export const supervisorMachine = setup({
         sessions: {
           ...context.sessions,
           [name]: {
-            ordinal,
+            incarnation,
             status: "alive",
             cwd: keep ? entry!.cwd : e.cwd,
             ...((keep ? entry!.python : e.python) ? { python: keep ? entry!.python : e.python } : {}),
@@ -251,12 +255,12 @@ export const supervisorMachine = setup({
         const out = done.output as SessionOutput;
         const entry = context.sessions[out.name];
         // A reset may already have replaced this incarnation.
-        if (entry && entry.ordinal === out.ordinal) {
+        if (entry && entry.incarnation === out.incarnation) {
           enqueue.assign({
             sessions: {
               ...context.sessions,
               [out.name]: {
-                ordinal: entry.ordinal,
+                incarnation: entry.incarnation,
                 status: out.end,
                 cwd: entry.cwd,
                 ...(entry.python ? { python: entry.python } : {}),
@@ -345,7 +349,7 @@ export const supervisorMachine = setup({
                 refusal(
                   event,
                   `Session "${event.session}" is busy with another run; wait for it to finish.`,
-                  context.sessions[event.session!]?.ordinal,
+                  context.sessions[event.session!]?.incarnation,
                 ),
             },
           },

@@ -1,8 +1,9 @@
 // Where event logs live and how many are kept. One log per Pi session (per supervisor host), split into segments
 // when it grows; old segments and old logs are deleted so the directory stays bounded.
 import { readdirSync, statSync, unlinkSync } from "node:fs";
-import { homedir } from "node:os";
 import { basename, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 
 export interface LogLimits {
   /** A segment past this size is rotated at the next point where no timer is pending. */
@@ -24,13 +25,12 @@ export const DEFAULT_LOG_LIMITS: LogLimits = {
   maxTotalBytes: 256 * 1024 * 1024,
 };
 
-/** `$PI_CODING_AGENT_DIR` or `~/.pi/agent`, as Pi resolves it. */
-export function agentDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.PI_CODING_AGENT_DIR || join(homedir(), ".pi", "agent");
-}
+/** How to run this package's command line from wherever it is installed (it is not on PATH, nor on npm yet). */
+export const CLI_COMMAND = `node ${fileURLToPath(new URL("../bin/pi-code-supervisor.js", import.meta.url))}`;
 
+/** `PI_CODE_EXECUTION_LOG_DIR`, else `pi-code-supervisor/logs` in Pi's agent directory (Pi's own `getAgentDir()`). */
 export function defaultLogDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.PI_CODE_EXECUTION_LOG_DIR || join(agentDir(env), "pi-code-supervisor", "logs");
+  return env.PI_CODE_EXECUTION_LOG_DIR || join(getAgentDir(), "pi-code-supervisor", "logs");
 }
 
 /** `2025-01-31T12-00-00Z_<session>_<id>` + `.<segment>` for segments after the first + `.jsonl`. */

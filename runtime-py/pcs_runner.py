@@ -44,6 +44,8 @@ _wlock = _thread.allocate_lock()
 _sources = {}  # filename -> linecache entry, for every run so far; tracebacks start in one of these files
 _loop = None  # (asyncio, the event loop), created on the first run that awaits; a session keeps it
 _PID = os.getpid()  # a forked child that returns from user code must not speak for us
+_MAIN_TID = _thread.get_ident()  # the thread that runs user code: the one an interrupt must reach
+_LIMITS = {}  # --limits: resource limits applied before user code (docs/protocol.md, "Resource limits")
 
 
 # ---------------------------------------------------------------------------------------------------- frames
@@ -176,12 +178,33 @@ def _reader():
             elif kind == "tool.result":
                 if _bridge is not None:
                     _bridge.deliver(msg)
+            elif kind == "signal":
+                _signal_frame(msg.get("signal"))
             elif kind == "shutdown":
                 os._exit(0)
             else:
                 _fatal("unknown frame type %r" % (kind,))
     except BaseException:
         _fatal("runner reader failed:\n" + _format_own_exc())
+
+
+def _signal_frame(name):
+    """A signal sent over the control channel, for backends where the host cannot signal us directly (a sandbox's
+    PID namespace, another machine). SIGINT goes to the main thread itself: a process-directed signal could be
+    taken by the reader thread and leave a `time.sleep` in the main thread uninterrupted."""
+    if name == "SIGINT":
+        _signal.pthread_kill(_MAIN_TID, _SIGINT)
+    elif name in ("SIGTERM", "SIGKILL"):
+        sig = _signal.SIGTERM if name == "SIGTERM" else _signal.SIGKILL
+        pid = os.getpid()
+        try:
+            if os.getpgid(0) == pid:  # our own group: what user code started goes too
+                os.killpg(pid, sig)
+            os.kill(pid, sig)
+        except OSError:
+            pass
+    else:
+        _fatal("bad signal frame: %r" % (name,))
 
 
 def _format_own_exc():
@@ -241,8 +264,11 @@ class _NoStdin:
 
 def _setup(argv):
     global _CTL, _MODE
-    if len(argv) != 3 or argv[1] != "--mode" or argv[2] not in ("fresh", "session"):
-        sys.stderr.write("usage: runner.py --mode fresh|session (started by pi-code-supervisor, fd 3 = control)\n")
+    limits = _parse_limits(argv[4]) if len(argv) == 5 and argv[3] == "--limits" else None
+    if len(argv) not in (3, 5) or argv[1] != "--mode" or argv[2] not in ("fresh", "session") or limits is False:
+        sys.stderr.write(
+            "usage: runner.py --mode fresh|session [--limits name=n,...] (started by pi-code-supervisor, fd 3 = control)\n"
+        )
         os._exit(2)
     _MODE = argv[2]
     # An inherited SIGINT disposition is never trusted; SIGTERM must stay able to stop us.
@@ -265,6 +291,10 @@ def _setup(argv):
             _OUT_FDS.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64))
         except OSError:
             pass
+    # After the runner's own descriptors exist (an openFiles limit below 64 would refuse them) and before user
+    # paths reach sys.path (`resource` must come from the standard library).
+    if limits:
+        _apply_limits(limits)
 
     # No userspace buffering beyond a line, so output written before os._exit or a crash reaches the pipe.
     for stream in (sys.stdout, sys.stderr):
@@ -284,6 +314,66 @@ def _setup(argv):
         pcs_imports.watch["linecache"] = _give_sources
 
 
+_LIMIT_NAMES = ("memoryMiB", "cpuSeconds", "processes", "fileSizeMiB", "openFiles")
+
+
+def _parse_limits(text):
+    """`memoryMiB=512,cpuSeconds=10,...` -> dict of positive ints; False when malformed."""
+    out = {}
+    for part in text.split(","):
+        if not part:
+            continue
+        name, _, value = part.partition("=")
+        if name not in _LIMIT_NAMES or not value.isdigit() or int(value) <= 0:
+            return False
+        out[name] = int(value)
+    return out
+
+
+def _apply_limits(limits):
+    """setrlimit before any user code runs; children inherit the limits. CPU time is per run (_cpu_budget)."""
+    import resource
+
+    # What the output drain imports lazily is imported now: a run that used up its descriptors or memory must not
+    # make the drain fail (its output would then arrive after `done` and be lost).
+    import stat, termios, time  # noqa: F401
+
+    mib = 1 << 20
+    table = {
+        "memoryMiB": (resource.RLIMIT_AS, lambda n: n * mib),
+        "fileSizeMiB": (resource.RLIMIT_FSIZE, lambda n: n * mib),
+        "openFiles": (resource.RLIMIT_NOFILE, lambda n: n),
+        "processes": (resource.RLIMIT_NPROC, lambda n: n),
+    }
+    for name, n in limits.items():
+        if name in table:
+            which, conv = table[name]
+            value = conv(n)
+            _, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY and hard < value:
+                value = hard
+            # A fresh runner's limits are final (hard too); a session keeps its hard limits so later runs can set them.
+            resource.setrlimit(which, (value, value if _MODE == "fresh" else hard))
+    _LIMITS.update(limits)
+    _LIMITS["_resource"] = resource
+
+
+def _cpu_budget():
+    """Before each run: the CPU limit counts from now (a session's earlier runs do not use up this run's time).
+    Reaching it sends SIGXCPU, which ends the process (the run's outcome says so)."""
+    seconds = _LIMITS.get("cpuSeconds")
+    if not seconds:
+        return
+    resource = _LIMITS["_resource"]
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = -int(-(used.ru_utime + used.ru_stime) // 1) + seconds  # whole seconds, rounded up
+    hard = soft + 1 if _MODE == "fresh" else resource.RLIM_INFINITY
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (OSError, ValueError):
+        pass
+
+
 def _start_reader():
     global _runs
     import _queue
@@ -295,6 +385,8 @@ def _start_reader():
 def _new_main():
     import builtins
 
+    builtins.display = display  # a builtin in every run, as in IPython
+    builtins.completion = completion
     mod = type(sys)("__main__")
     mod.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = mod
@@ -303,7 +395,7 @@ def _new_main():
 
 # ---------------------------------------------------------------------------------------------------- runs
 class _Run:
-    __slots__ = ("id", "code", "filename", "g", "stage", "started", "displayed")
+    __slots__ = ("id", "code", "filename", "g", "stage", "started", "displayed", "as_value", "value", "errors")
 
     def __init__(self, msg, g):
         self.id = msg["id"]
@@ -313,6 +405,11 @@ class _Run:
         self.stage = None  # "compile" -> "user" (exceptions from there on are the user's)
         self.started = False
         self.displayed = False
+        # `result: "value"` (notebook cells): the trailing value's repr and the error's text go back in `done`
+        # instead of being printed.
+        self.as_value = msg.get("result") == "value"
+        self.value = None
+        self.errors = None
 
 
 def _interruptible(fn, *args):
@@ -359,7 +456,13 @@ def _user_phase(r):
         eval(body, r.g)
         value = eval(expr, r.g) if expr is not None else None
     if value is not None:
-        r.displayed = _display(value)
+        if _rich_type(value) and _load_display().show_value(value):
+            r.displayed = True
+        elif r.as_value:
+            r.value = _bounded(_repr(value))
+            r.displayed = True
+        else:
+            r.displayed = _display(value)
 
 
 async def _script(body, expr, g):
@@ -467,6 +570,23 @@ def _display(value):
     return True
 
 
+_MAX_TEXT = 256 << 10  # characters of a cell's value or error text sent back in `done`
+
+
+def _repr(value):
+    try:
+        return repr(value)
+    except Exception as e:  # a broken __repr__ must not fail the cell that computed the value
+        return "<%s object (repr failed: %s: %s)>" % (type(value).__name__, type(e).__name__, e)
+
+
+def _bounded(text):
+    if len(text) <= _MAX_TEXT:
+        return text
+    half = _MAX_TEXT // 2
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:half], len(text) - 2 * half, text[-half:])
+
+
 def _remember_source(filename, src):
     lines = _source_lines(src)
     if lines and not lines[-1].endswith("\n"):
@@ -526,7 +646,23 @@ def _strip_runner_frames(exc):
         todo.append(e.__context__)
 
 
+_err_sink = None  # a list collecting a notebook cell's error text instead of stderr (see _Run.as_value)
+
+
+class _Sink:
+    """A file-like target for traceback.print_exception that appends to _err_sink."""
+
+    def write(self, text):
+        _err_sink.append(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+
 def _stderr():
+    if _err_sink is not None:
+        return _Sink()
     return sys.stderr or sys.__stderr__
 
 
@@ -541,7 +677,7 @@ def _print_exception(e):
     if sys.version_info >= (3, 12):
         sys.last_exc = e
     try:
-        if sys.excepthook is not sys.__excepthook__:  # a session may install its own
+        if sys.excepthook is not sys.__excepthook__ and _err_sink is None:  # a session may install its own
             sys.excepthook(type(e), e, e.__traceback__)
         else:
             traceback.print_exception(type(e), e, e.__traceback__, file=_stderr())
@@ -701,10 +837,12 @@ def _restore_std_fds():
 
 
 def _execute(msg, g):
-    global _current
+    global _current, _err_sink, _active_run
     _current = msg
+    _active_run = msg["id"]
     _restore_std_fds()
     r = _Run(msg, g)
+    _cpu_budget()
     sys.argv = [r.filename]
     _remember_source(r.filename, r.code)
     if "tools" in msg or _tools_seen:  # a session drops its earlier tools when a run brings none
@@ -716,7 +854,19 @@ def _execute(msg, g):
         os._exit(code & 0xFF)
     if not r.started:  # interrupted before `started` went out (a host that signals early)
         _send({"type": "started", "id": r.id})
-    error, code = _report(r, exc)
+    if r.started and not isinstance(exc, KeyboardInterrupt) and _open_figures():
+        # matplotlib figures left open are shown and closed, as notebooks' inline backends do.
+        late = _interruptible(_show_figures)
+        if late is not None:
+            _write_err("[open matplotlib figures could not be shown: %s: %s]\n" % (type(late).__name__, late))
+    if r.as_value and exc is not None:
+        _err_sink = []
+        try:
+            error, code = _report(r, exc)
+        finally:
+            r.errors, _err_sink = _bounded("".join(_err_sink)), None
+    else:
+        error, code = _report(r, exc)
     if _MODE == "fresh":
         _flush_std()
         late = _interruptible(_shutdown_interpreter)
@@ -731,10 +881,77 @@ def _execute(msg, g):
     _tools_end(r.id)
     _flush_std()
     _drain()
+    _active_run = None
     done = {"type": "done", "id": r.id, "exitCode": code, "displayedValue": r.displayed, "error": error}
+    if r.value is not None:
+        done["value"] = r.value
+    if r.errors:
+        done["exception"] = r.errors
     done.update(_run_extras())
     _send(done)
     return code
+
+
+# ---------------------------------------------------------------------------------------------------- rich display
+# display() is a builtin in every run (docs/protocol.md, "Rich display"); runtime-py/pcs_display.py does the work and
+# is loaded on first use: a run that displays nothing never compiles it.
+_active_run = None  # the id of the run executing now (display frames belong to it)
+_display_mod = None
+_RICH = ("_repr_mimebundle_", "_repr_png_", "_repr_jpeg_", "_repr_svg_", "_repr_markdown_", "_repr_html_", "_repr_json_")
+
+
+def _load_display():
+    global _display_mod
+    if _display_mod is None:
+        import _frozen_importlib as bootstrap
+        import _frozen_importlib_external as external
+
+        path = os.path.join(os.path.dirname(_RUNNER_FILE), "pcs_display.py")
+        loader = external.SourceFileLoader("_pcs_display", path)
+        mod = bootstrap.module_from_spec(bootstrap.spec_from_loader("_pcs_display", loader))
+        mod.__dict__["__builtins__"] = pcs_imports.BUILTINS  # its imports (base64, json, io) are the runner's too
+        _OWN_FILES.add(mod.__file__)
+        loader.exec_module(mod)
+        mod.attach(_send, lambda: _active_run, _sync_output)
+        _display_mod = mod
+    return _display_mod
+
+
+def _sync_output():
+    """Everything the run wrote so far reaches the host before a display frame, which then lands in its place."""
+    _flush_std()
+    _drain()
+
+
+def display(*objs, **kwargs):
+    """Show objects by their richest representation: images (_repr_png_, _repr_jpeg_, _repr_svg_, matplotlib figures),
+    markdown, HTML, JSON (_repr_json_, dicts, lists), else text. IPython's display() protocol."""
+    _load_display().display(*objs, **kwargs)
+
+
+def completion(prompt, *, model="default", system=None, schema=None):
+    """One stateless model call through Pi's model registry: no history, no tools. `model`: "default" (the session's
+    current model), "smol" or "slow" (settings `completionModels`), or "provider/model". With `schema` (a JSON Schema
+    dict) the model must answer through a `respond` tool and the parsed object is returned; else the text. Callable
+    and awaitable. Errors (no model, no API key, aborted, empty answer) raise RuntimeError."""
+    return _load_bridge().completion(_tools_run, prompt, model=model, system=system, schema=schema)
+
+
+def _rich_type(value):
+    t = type(value)
+    return any(hasattr(t, name) for name in _RICH) or str(getattr(t, "__module__", "")).startswith("matplotlib.")
+
+
+def _open_figures():
+    plt = sys.modules.get("matplotlib.pyplot")
+    try:
+        return plt is not None and bool(plt.get_fignums())
+    except Exception:
+        return False
+
+
+def _show_figures():
+    _load_display().show_figures()
 
 
 # ---------------------------------------------------------------------------------------------------- packages, reloads
@@ -752,6 +969,15 @@ def _prepare_run():
     _extras = {}
     msg = _current
     try:
+        where = msg.get("chdir")
+        if type(where) is str and where:
+            # Notebook calls run in a directory of their own: there, and first on sys.path (where it stays).
+            try:
+                os.chdir(where)
+                if where not in sys.path:
+                    sys.path.insert(0, where)
+            except OSError as e:
+                _write_err("[cannot change to %s: %s; the cell runs in %s]\n" % (where, e.strerror, os.getcwd()))
         paths = msg.get("sysPath")
         if paths:
             added = [p for p in paths if type(p) is str and p not in sys.path]
@@ -898,7 +1124,8 @@ def _tools_begin(run_id, tools, g):
     """Install this run's tools; remove earlier ones no longer exposed. A name the user bound is left alone."""
     global _tools_run, _tool_signatures, _tools_installed, _tools_seen
     _tools_seen = True
-    wanted = {t["python"]: t for t in tools}
+    # Reserved names (`__completion__`) are the helpers' own calls: callable over the bridge, never a global.
+    wanted = {t["python"]: t for t in tools if not t["name"].startswith("__")}
     for key in _tools_installed:
         if key not in wanted and _is_tool(g.get(key)):
             del g[key]  # other references to it stay usable (the host refuses tools no longer exposed)

@@ -3,4 +3,4 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 source "$root/scripts/env.sh"
-exec "$root/node_modules/.bin/pi" -e "$root/extension/index.ts" "$@"
+exec "$root/node_modules/.bin/pi" -e "$root/extension/pi-code-supervisor/index.ts" "$@"

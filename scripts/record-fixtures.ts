@@ -58,7 +58,8 @@ const scenarios: Record<string, (run: Run) => Promise<void>> = {
     await run("z = 3", { session: "fresh-start" });
     const r = await run("'z' in globals()", { session: "fresh-start", reset: true });
     assert.equal(r.stdout, "False\n");
-    assert.equal(r.outcome.session?.ordinal, 2);
+    assert.equal(r.outcome.session?.incarnation, 2);
+    assert.equal(r.outcome.session?.ordinal, 1);
   },
   /** Fresh processes: a success, an error, and a cancellation (Pi's abort). */
   "fresh-runs": async (run) => {

@@ -8,4 +8,5 @@ if ! command -v node >/dev/null || [ "$(node -p 'process.versions.node.split("."
   exit 1
 fi
 npx tsc -p tsconfig.json
-exec node --test --test-concurrency=2 --test-timeout=120000 "$@" 'test/**/*.test.ts'
+# state-coverage.ts records which tests enter which machine states (the inspector's "tests that cover it").
+exec node --import ./test/helpers/state-coverage.ts --test --test-concurrency=2 --test-timeout=120000 "$@" 'test/**/*.test.ts'

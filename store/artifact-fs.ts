@@ -4,15 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { constants, type Stats } from "node:fs";
 import { chmod, link, lstat, mkdir, open, unlink, type FileHandle } from "node:fs/promises";
-import { homedir } from "node:os";
 import { join } from "node:path";
-
-/** Pi's agent directory, as Pi computes it: `$PI_CODING_AGENT_DIR` (with `~` expanded) or `~/.pi/agent`. */
-export function agentDir(env: NodeJS.ProcessEnv = process.env): string {
-  const dir = env.PI_CODING_AGENT_DIR;
-  if (dir) return dir === "~" ? homedir() : dir.startsWith("~/") ? join(homedir(), dir.slice(2)) : dir;
-  return join(homedir(), ".pi", "agent");
-}
 
 /** Thrown when an artifact cannot be used: missing, unsafe, corrupt or tampered. `missing` tells those apart. */
 export class ArtifactUnavailableError extends Error {

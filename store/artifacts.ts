@@ -5,8 +5,8 @@
 // never overwritten.
 import { createHash } from "node:crypto";
 import { join } from "node:path";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import {
-  agentDir,
   ArtifactUnavailableError,
   checkDir,
   checkPage,
@@ -54,8 +54,8 @@ export class OutputArtifactCollisionError extends Error {
   }
 }
 
-export function outputRoot(env: NodeJS.ProcessEnv = process.env): string {
-  return join(agentDir(env), OUTPUT_DIR);
+export function outputRoot(): string {
+  return join(getAgentDir(), OUTPUT_DIR);
 }
 
 export function outputIdOf(m: OutputMetadata): string {

@@ -89,6 +89,28 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 2,
     sql: `ALTER TABLE runs ADD COLUMN event_log TEXT;`,
   },
+  {
+    // `session_ordinal` becomes the run's ordinal within its session process (seed-compatible); what it held until
+    // now, the session's incarnation, moves to its own column. Older rows' run ordinals are unknown (NULL).
+    version: 3,
+    sql: `
+      ALTER TABLE runs ADD COLUMN session_incarnation INTEGER;
+      UPDATE runs SET session_incarnation = session_ordinal, session_ordinal = NULL WHERE session_ordinal IS NOT NULL;
+      DROP INDEX runs_session;
+      CREATE INDEX runs_session ON runs (session_name, session_incarnation, session_ordinal);
+      ALTER TABLE session_events RENAME COLUMN ordinal TO incarnation;
+    `,
+  },
+  {
+    // Which tool surface asked for the run (code_execution, python, eval), and what it displayed: images and JSON
+    // outputs (display(), rich trailing values, matplotlib figures). Older rows: NULL surface, 0 and 0.
+    version: 4,
+    sql: `
+      ALTER TABLE runs ADD COLUMN surface TEXT;
+      ALTER TABLE runs ADD COLUMN images INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE runs ADD COLUMN json_outputs INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
@@ -129,13 +151,17 @@ export const COLUMNS = {
     "output_id",
     "session_name",
     "session_ordinal",
+    "session_incarnation",
     "session_started",
     "is_lost",
     "python_version",
     "python_executable",
     "hint_ids",
     "event_log",
+    "surface",
+    "images",
+    "json_outputs",
   ],
-  session_events: ["at", "pi_session_id", "session_name", "ordinal", "event", "detail"],
+  session_events: ["at", "pi_session_id", "session_name", "incarnation", "event", "detail"],
   nested_calls: ["run_id", "call_id", "tool", "started_at", "finished_at", "duration_ms", "status", "error"],
 } as const;

@@ -53,7 +53,10 @@ export interface RunRecord {
   sourceId?: string;
   outputId?: string;
   sessionName?: string;
+  /** The run's ordinal within its session process (1 for the run that started it). */
   sessionOrdinal?: number;
+  /** Which process of the session ran it (1, 2, ... as it is reset, lost or replaced). */
+  sessionIncarnation?: number;
   sessionStarted?: boolean;
   isLost?: boolean;
   pythonVersion?: string;
@@ -61,13 +64,17 @@ export interface RunRecord {
   /** The event log that recorded the run (actors/recorder.ts). */
   eventLog?: string;
   hintIds?: string[];
+  surface?: string;
+  /** Images and JSON outputs the run displayed. */
+  images?: number;
+  jsonOutputs?: number;
 }
 
 export interface SessionEventRecord {
   at: number;
   piSessionId?: string;
   sessionName: string;
-  ordinal: number;
+  incarnation: number;
   event: "started" | "reset" | "lost" | "closed";
   detail?: string;
 }
@@ -183,12 +190,16 @@ export class Journal {
       output_id: opt(r.outputId),
       session_name: opt(r.sessionName),
       session_ordinal: opt(r.sessionOrdinal),
+      session_incarnation: opt(r.sessionIncarnation),
       session_started: bit(r.sessionStarted),
       is_lost: bit(r.isLost),
       python_version: opt(r.pythonVersion),
       python_executable: opt(r.pythonExecutable),
       hint_ids: JSON.stringify(r.hintIds ?? []),
       event_log: opt(r.eventLog),
+      surface: opt(r.surface),
+      images: r.images ?? 0,
+      json_outputs: r.jsonOutputs ?? 0,
     });
   }
 
@@ -197,7 +208,7 @@ export class Journal {
       at: r.at,
       pi_session_id: opt(r.piSessionId),
       session_name: r.sessionName,
-      ordinal: r.ordinal,
+      incarnation: r.incarnation,
       event: r.event,
       detail: opt(r.detail),
     });

@@ -3,8 +3,8 @@
 // different source under an existing ID is a collision and is never written over.
 import { createHash } from "node:crypto";
 import { join } from "node:path";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import {
-  agentDir,
   ArtifactUnavailableError,
   checkDir,
   checkPage,
@@ -31,8 +31,8 @@ export class CodeArtifactCollisionError extends Error {
   }
 }
 
-export function sourceRoot(env: NodeJS.ProcessEnv = process.env): string {
-  return join(agentDir(env), SOURCE_DIR);
+export function sourceRoot(): string {
+  return join(getAgentDir(), SOURCE_DIR);
 }
 
 export function sha256Hex(data: string | Uint8Array): string {

@@ -17,12 +17,11 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { RunOutput } from "../actors/process/output.ts";
 import {
-  agentDir,
   ArtifactUnavailableError,
   charEnd,
   charStart,
@@ -257,7 +256,14 @@ describe("saving", () => {
   });
 
   test("the default root is the agent directory's code-execution-output", () => {
-    assert.equal(outputRoot({ PI_CODING_AGENT_DIR: "/x/agent" }), "/x/agent/code-execution-output");
+    const saved = process.env.PI_CODING_AGENT_DIR;
+    process.env.PI_CODING_AGENT_DIR = "/x/agent";
+    try {
+      assert.equal(outputRoot(), "/x/agent/code-execution-output");
+    } finally {
+      if (saved === undefined) delete process.env.PI_CODING_AGENT_DIR;
+      else process.env.PI_CODING_AGENT_DIR = saved;
+    }
   });
 });
 
@@ -443,15 +449,6 @@ describe("reading pages", () => {
 });
 
 describe("file rules (artifact-fs)", () => {
-  test("agentDir: PI_CODING_AGENT_DIR with ~ expanded, else ~/.pi/agent", () => {
-    assert.equal(agentDir({ PI_CODING_AGENT_DIR: "/abs/agent" }), "/abs/agent");
-    assert.equal(agentDir({ PI_CODING_AGENT_DIR: "~" }), homedir());
-    assert.equal(agentDir({ PI_CODING_AGENT_DIR: "~/x/y" }), join(homedir(), "x/y"));
-    assert.equal(agentDir({ PI_CODING_AGENT_DIR: "~x" }), "~x");
-    assert.equal(agentDir({}), join(homedir(), ".pi", "agent"));
-    assert.equal(agentDir({ PI_CODING_AGENT_DIR: "" }), join(homedir(), ".pi", "agent"));
-  });
-
   test("ensurePrivateDir creates nested 0700 directories and tightens a loose one", async () => {
     const dir = join(tmp(), "a", "b");
     await ensurePrivateDir(dir);

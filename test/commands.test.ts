@@ -2,8 +2,8 @@
 // (a plain object with every ExtensionUIContext method, in rpc mode): what the user is shown, and that the
 // commands act on real sessions without going through the model.
 import assert from "node:assert/strict";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
@@ -51,6 +51,48 @@ describe("/code-status", () => {
     }
     assert.match(text, new RegExp(`maxTimeout +900 +project ${file.replace(/[.]/g, "\\.")}`));
     assert.match(text, /Warnings:\n  - project settings \(.*\): killGraceMs must be an integer/);
+  });
+});
+
+describe("/code-status names every path it uses", () => {
+  const line = (text: string, label: string) => {
+    const files = text.slice(text.indexOf("\nFiles:\n"));
+    const found = files.split("\n").find((l) => l.trimStart().startsWith(`${label}  `));
+    assert.ok(found, `a "${label}" line in:\n${text}`);
+    return found.trim().slice(label.length).trim();
+  };
+
+  test("journal, event logs, settings files (and whether each exists), saved scripts and outputs, environments", async () => {
+    const agent = pi.agentDir;
+    const global = join(agent, "pi-code-execution", "settings.json");
+    const project = join(pi.cwd, ".pi", "pi-code-execution", "settings.json");
+    rmSync(project, { force: true });
+    let text = await command("/code-status");
+    assert.match(text, /\nFiles:\n/);
+    assert.equal(line(text, "journal"), process.env.PI_CODE_EXECUTION_JOURNAL);
+    assert.equal(line(text, "global settings"), `${global} (absent)`);
+    assert.equal(line(text, "project settings"), `${project} (absent)`);
+    assert.equal(line(text, "saved scripts"), join(agent, "code-execution"));
+    assert.equal(line(text, "saved outputs"), join(agent, "code-execution-output"));
+    assert.equal(line(text, "dependency environments"), join(agent, "pi-code-execution", "envs"));
+    assert.equal(line(text, "shell session logs"), join(agent, "pi-code-supervisor", "exec-logs"));
+    assert.match(line(text, "session packages"), /^\/\S+\/pi-code-execution-\d+ \(a folder in it per Pi session/);
+
+    // Once the supervisor runs, this Pi session's event log is named too.
+    await pi.callTools([{ code: "1" }]);
+    mkdirSync(dirname(global), { recursive: true });
+    writeFileSync(global, "{}");
+    writeFileSync(project, "{}");
+    text = await command("/code-status");
+    const logs = join(agent, "pi-code-supervisor", "logs");
+    const events = line(text, "event logs");
+    assert.ok(events.startsWith(`${logs} (this session: ${logs}/`), events);
+    assert.ok(existsSync(events.slice(`${logs} (this session: `.length, -1)), "the named log exists");
+    assert.equal(line(text, "global settings"), `${global} (exists)`);
+    assert.equal(line(text, "project settings"), `${project} (exists)`);
+    assert.match(line(text, "session packages"), /^\/\S+\/pi-code-execution-\d+\/host-[\w-]+$/);
+    rmSync(global);
+    rmSync(project);
   });
 });
 

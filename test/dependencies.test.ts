@@ -16,7 +16,6 @@ import { Recorder } from "../record/recorder.ts";
 import { formatReport, replayFile } from "../record/replay.ts";
 import { environmentKey, packageOf } from "../actors/deps/dependencies.ts";
 import { normalizeDependencies, parseScriptMetadata, satisfiesRequiresPython } from "../actors/deps/pep723.ts";
-import { parseToml } from "../actors/deps/toml.ts";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
 
@@ -60,32 +59,62 @@ const block = (...deps: string[]) =>
   `# /// script\n# dependencies = [${deps.map((d) => JSON.stringify(d)).join(", ")}]\n# ///\n`;
 
 describe("the PEP 723 block", () => {
-  test("the TOML parser agrees with tomllib", () => {
+  test("valid TOML in the block is read (smol-toml)", () => {
     const docs = [
       'dependencies = ["requests<3", "rich"]\nrequires-python = ">=3.9"',
       "dependencies = [\n  'a',  # first\n  \"b[extra] >= 1.0 ; python_version < '3.12'\",\n]\n",
-      '[tool.uv]\nexclude-newer = "2024-01-01T00:00:00Z"\nindex = [{name = "x", url = "https://x"}]\n[tool.other.deep]\nn = 0x1F\nf = 1_000.5\nb = true',
+      '[tool.uv]\nexclude-newer = "2024-01-01T00:00:00Z"\nindex = [{name = "x", url = "https://x"}]\n[tool.other.deep]\nn = 0x1F\nf = 1_000.5\nb = true\nd = 2024-02-29\nt = 1979-05-27T00:32:00-07:00\nbig = 9223372036854775807',
       's = """\nmulti\\\n   line"""\nl = \'\'\'raw \\n\'\'\'\ne = "tab\\tu\\u00e9"\n[[arr]]\na = 1\n[[arr]]\na = 2',
       'a.b.c = 1\na.d = "x"\n"quoted key" = []\nempty = {}\nnested = [[1, 2], ["x"]]',
     ];
     for (const doc of docs) {
-      const ours = parseToml(doc);
-      assert.ok(ours.ok, `${doc}: ${ours.ok ? "" : ours.error}`);
-      const theirs = execFileSync(
-        PY,
-        ["-c", "import json, sys, tomllib; print(json.dumps(tomllib.loads(sys.stdin.read())))"],
-        {
-          input: doc,
-          encoding: "utf8",
-        },
+      const m = parseScriptMetadata(
+        `# /// script\n${doc
+          .split("\n")
+          .map((l) => (l ? `# ${l}` : "#"))
+          .join("\n")}\n# ///\n`,
       );
-      assert.deepEqual(ours.value, JSON.parse(theirs), doc);
+      assert.ok(m.ok, `${doc}: ${m.ok ? "" : m.error}`);
     }
-    for (const bad of ['a = "unclosed', "a = [1, 2", "a = 1\na = 2", "a = bare", "[t]\n[t]"]) {
-      assert.equal(parseToml(bad).ok, false, bad);
-      assert.throws(() =>
-        execFileSync(PY, ["-c", "import sys, tomllib; tomllib.loads(sys.stdin.read())"], { input: bad, stdio: "pipe" }),
-      );
+  });
+
+  test("invalid TOML is refused with the parser's message (each also refused by Python's tomllib)", () => {
+    const cases: [string, RegExp, boolean][] = [
+      ["a = 01", /leading zero/, true],
+      ["a = 1__000", /underscore/, true],
+      ["a = 0x_", /underscore/, true],
+      ['a = "x\u0001y"', /control characters/, true],
+      ["[t]\nx = 1\n[t]\ny = 2", /redefine/, true],
+      ["[a]\nb = 1\n[a.b]\nc = 2", /redefine/, true],
+      ["d = 2023-02-30", /impossible date 2023-02-30/, true],
+      ["d = 2023-04-31T10:00:00Z", /impossible date 2023-04-31/, true],
+      ["d = [2021-02-29]", /impossible date 2021-02-29/, true],
+      // Python's integers have no limit; TOML's are 64-bit.
+      ["n = 9223372036854775808", /9223372036854775808 does not fit in 64 bits/, false],
+      ["n = -9223372036854775809", /-9223372036854775809 does not fit in 64 bits/, false],
+      ["t = { x = 0xFFFFFFFFFFFFFFFF }", /18446744073709551615 does not fit in 64 bits/, false],
+      ['a = "unclosed', /./, true],
+      ["a = [1, 2", /./, true],
+      ["a = 1\na = 2", /./, true],
+      ["a = bare", /./, true],
+    ];
+    for (const [doc, why, tomllibRefuses] of cases) {
+      const lines = doc.split("\n").map((l) => `# ${l}`);
+      const m = parseScriptMetadata(`import os\n# /// script\n${lines.join("\n")}\n# ///\nprint(1)\n`);
+      assert.equal(m.ok, false, doc);
+      const error = m.ok ? "" : m.error;
+      assert.match(error, /^the `# \/\/\/ script` block is not valid TOML: /, doc);
+      assert.match(error, why, doc);
+      assert.match(error, /\(script line \d+/, `${doc}: ${error}`);
+      if (tomllibRefuses)
+        assert.throws(
+          () =>
+            execFileSync(PY, ["-c", "import sys, tomllib; tomllib.loads(sys.stdin.read())"], {
+              input: doc,
+              stdio: "pipe",
+            }),
+          doc,
+        );
     }
   });
 

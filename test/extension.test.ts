@@ -38,8 +38,10 @@ describe("code_execution in a Pi session", () => {
       { code: "round(math.pi * radius ** 2, 3)", session: "geo" },
     ]);
     assert.match(textOf(a), /\[session "geo" started \(Python 3\.\d+\.\d+\)\]/);
-    assert.deepEqual(a.details.session, { name: "geo", ordinal: 1, isLost: false, state: "started" });
+    assert.deepEqual(a.details.session, { name: "geo", ordinal: 1, incarnation: 1, isLost: false, state: "started" });
     assert.equal(textOf(b), "12.566\n");
+    // The run's ordinal within the session process (seed-compatible), and which process it is.
+    assert.deepEqual(b.details.session, { name: "geo", ordinal: 2, incarnation: 1, isLost: false, state: "continued" });
   });
 
   test("errors are tool errors that keep output and details", async () => {
@@ -76,7 +78,11 @@ describe("code_execution in a Pi session", () => {
     assert.match(textOf(stubborn), /session "t" lost its state/);
     assert.doesNotMatch(textOf(stubborn), /kept its state/);
     assert.match(textOf(after), /^False\n\[session "t" started anew/);
-    assert.equal(after.details.session.ordinal, 2);
+    assert.equal(stubborn.details.session.ordinal, 4);
+    assert.equal(stubborn.details.session.incarnation, 1);
+    // A lost session's new process counts its runs from 1 again.
+    assert.equal(after.details.session.ordinal, 1);
+    assert.equal(after.details.session.incarnation, 2);
   });
 
   test("bad parameters get a validation error naming the parameter", async () => {
@@ -103,15 +109,105 @@ describe("code_execution in a Pi session", () => {
     assert.equal(textOf(results[1]), "True\n");
   });
 
-  test("live updates stream a preview with status running", async () => {
+  test("live updates stream a preview with status running and the script's sourceId from the first update", async () => {
     const before = pi.events.length;
-    await pi.callTools([
+    const [r] = await pi.callTools([
       { code: "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.15)" },
     ]);
     const updates = pi.events.slice(before).filter((e) => e.type === "tool_execution_update");
     assert.ok(updates.length >= 1, "at least one update");
-    for (const u of updates) assert.deepEqual(u.partialResult.details, { status: "running" });
+    assert.match(r.details.sourceId, /^[0-9a-f]{12}$/);
+    for (const u of updates)
+      assert.deepEqual(u.partialResult.details, { status: "running", sourceId: r.details.sourceId });
     assert.ok(updates.some((u) => /tick 0/.test(u.partialResult.content[0].text)));
+    // A session run's updates say which session, too.
+    const mark = pi.events.length;
+    const [s] = await pi.callTools([{ code: "import time\nprint('s', flush=True)\ntime.sleep(0.3)", session: "live" }]);
+    const sessionUpdates = pi.events.slice(mark).filter((e) => e.type === "tool_execution_update");
+    assert.ok(sessionUpdates.length >= 1);
+    for (const u of sessionUpdates)
+      assert.deepEqual(u.partialResult.details, { status: "running", sourceId: s.details.sourceId, session: "live" });
+  });
+
+  test("the live preview never starts or ends inside a UTF-8 character and stays within 20 KiB", async () => {
+    // 2-byte characters then one ASCII byte: the newest-bytes window starts on a continuation byte.
+    const cases = [
+      "import sys, time\nsys.stdout.write('é' * 3000 + 'x'); sys.stdout.flush()\ntime.sleep(0.4)",
+      "import sys, time\nsys.stdout.write('€' * 3000 + 'xy'); sys.stdout.flush()\ntime.sleep(0.4)",
+      "import sys, time\nsys.stdout.write('😀' * 3000 + 'xyz'); sys.stdout.flush()\ntime.sleep(0.4)",
+      // An incomplete character at the end is held back until it is complete.
+      "import os, time\nos.write(1, 'ab😀'.encode()[:-2])\ntime.sleep(0.4)\nos.write(1, '😀'.encode()[2:])\ntime.sleep(0.4)",
+    ];
+    for (const code of cases) {
+      const before = pi.events.length;
+      const [r] = await pi.callTools([{ code }]);
+      assert.equal(r.isError, false, textOf(r));
+      const texts = pi.events
+        .slice(before)
+        .filter((e) => e.type === "tool_execution_update")
+        .map((e) => e.partialResult.content[0].text as string);
+      assert.ok(texts.length >= 1, code);
+      for (const t of texts) {
+        assert.ok(
+          !t.includes("\ufffd"),
+          `a replacement character in the preview of ${JSON.stringify(code)}: ${t.slice(0, 20)}`,
+        );
+        assert.ok(Buffer.byteLength(t) <= 20 * 1024);
+      }
+    }
+    // Invalid bytes on both channels are replaced (3 bytes each): the preview still stays within 20 KiB.
+    const before = pi.events.length;
+    await pi.callTools([
+      { code: "import os, time\nos.write(1, b'\\xff' * 30000)\nos.write(2, b'\\xfe' * 30000)\ntime.sleep(0.4)" },
+    ]);
+    const texts = pi.events
+      .slice(before)
+      .filter((e) => e.type === "tool_execution_update")
+      .map((e) => e.partialResult.content[0].text as string);
+    assert.ok(texts.some((t) => t.includes("[stderr]")));
+    for (const t of texts) assert.ok(Buffer.byteLength(t) <= 20 * 1024, `${Buffer.byteLength(t)} bytes`);
+  });
+
+  test("a PEP 723 block with invalid TOML is a setup_error with hint pep723_syntax and the parser's message", async () => {
+    const blocks: [string, RegExp][] = [
+      ["a = 01", /leading zero/],
+      ["a = 1__000", /underscore/],
+      ["a = 0x_", /underscore/],
+      ['a = "x\u0007y"', /control characters/],
+      ["[t]\n# x = 1\n# [t]", /redefine/],
+      ["d = 2023-02-30", /impossible date 2023-02-30/],
+      ["n = 99999999999999999999", /does not fit in 64 bits/],
+    ];
+    const results = await pi.callTools(
+      blocks.map(([toml]) => ({ code: `# /// script\n# ${toml}\n# ///\nprint('ran')` })),
+    );
+    for (const [i, r] of results.entries()) {
+      const [toml, why] = blocks[i];
+      assert.equal(r.isError, true, toml);
+      assert.equal(r.details.status, "setup_error", toml);
+      assert.deepEqual(
+        r.details.hints.map((h: { id: string }) => h.id),
+        ["pep723_syntax"],
+        toml,
+      );
+      assert.match(
+        textOf(r),
+        /\[setup error: invalid PEP 723 metadata: the `# \/\/\/ script` block is not valid TOML: /,
+      );
+      assert.match(textOf(r), why, toml);
+      assert.doesNotMatch(textOf(r), /^ran/m, "the code did not run");
+    }
+  });
+
+  test("final details always list nestedCalls (empty when the code called no tool)", async () => {
+    const [fresh, session, failed, refused] = await pi.callTools([
+      { code: "1 + 1" },
+      { code: "x = 1", session: "nc" },
+      { code: "raise SystemExit(3)" },
+      { code: "# /// script\n# dependencies = [\n# ///\nprint(1)" },
+    ]);
+    for (const r of [fresh, session, failed, refused]) assert.deepEqual(r.details.nestedCalls, [], textOf(r));
+    assert.equal(refused.details.status, "setup_error");
   });
 
   test("session_shutdown ends every Python process", async () => {

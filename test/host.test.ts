@@ -132,7 +132,8 @@ describe("errors", () => {
     assert.equal(r.stdout, "last words\n");
     const next = await run("'x' in globals()", { session: "osx" });
     assert.equal(next.stdout, "False\n");
-    assert.equal(next.outcome.session?.ordinal, 2);
+    assert.equal(next.outcome.session?.incarnation, 2);
+    assert.equal(next.outcome.session?.ordinal, 1);
     assert.equal(next.outcome.session?.replacedLost, true);
   });
   test("a segfault loses the session with its signal", async () => {
@@ -254,7 +255,8 @@ describe("sessions", () => {
     await run("z = 1", { session: "rs" });
     const r = await run("'z' in globals()", { session: "rs", reset: true });
     assert.equal(r.stdout, "False\n");
-    assert.equal(r.outcome.session?.ordinal, 2);
+    assert.equal(r.outcome.session?.incarnation, 2);
+    assert.equal(r.outcome.session?.ordinal, 1);
     assert.equal(r.outcome.session?.started, true);
   });
   test("a fresh run's background children die with it", async () => {

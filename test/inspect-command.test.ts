@@ -56,7 +56,7 @@ describe("in Pi", () => {
         "-e",
         join(root, "test/helpers/faux-cli-driver.ts"),
         "-e",
-        join(root, "extension/index.ts"),
+        join(root, "extension/pi-code-supervisor/index.ts"),
         "--provider",
         "faux",
         "--model",

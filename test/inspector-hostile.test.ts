@@ -247,7 +247,7 @@ describe("the replay API", () => {
       body: Buffer.alloc(4 * 1024 * 1024 + 1, "x"),
     });
     assert.equal(res.status, 413);
-    assert.match(((await res.json()) as { error: string }).error, /pi-code-supervisor replay/);
+    assert.match(((await res.json()) as { error: string }).error, /node \S+\/bin\/pi-code-supervisor\.js replay/);
     assert.ok(inspector.alive, inspector.status());
   });
 

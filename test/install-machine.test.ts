@@ -92,7 +92,7 @@ describe("installing before the code runs", () => {
     h.start("s2", { session: "s" });
     assert.equal(h.runValue("s2"), "installing");
     assert.equal(h.installs[0].input.mode, "session");
-    assert.deepEqual(h.installs[0].input.session, { name: "s", ordinal: 1 });
+    assert.deepEqual(h.installs[0].input.session, { name: "s", incarnation: 1 });
     assert.equal(k.received.filter((c) => c.type === "kernel.run").length, 1, "not sent while installing");
     h.installs[0].send({
       type: "install.done",

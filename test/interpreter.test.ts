@@ -3,7 +3,17 @@
 // and with real processes); the python_set_interpreter tool in a real Pi session.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -202,7 +212,8 @@ describe("sessions never mix interpreters or working directories", () => {
     const c = h.outcome("c");
     assert.deepEqual(c.session, {
       name: "s",
-      ordinal: 2,
+      ordinal: 1,
+      incarnation: 2,
       started: true,
       isLost: false,
       replaced: { reason: "interpreter", from: "/py/a" },
@@ -216,7 +227,7 @@ describe("sessions never mix interpreters or working directories", () => {
     k3.done("d");
     assert.deepEqual(h.outcome("d").session?.replaced, { reason: "cwd", from: "/w" });
     assert.deepEqual(h.actor.getSnapshot().context.sessions.s, {
-      ordinal: 3,
+      incarnation: 3,
       status: "alive",
       cwd: "/elsewhere",
       python: "/py/b",
@@ -249,7 +260,8 @@ describe("sessions never mix interpreters or working directories", () => {
         const c = await host.run({ code: "import os\nos.getcwd()", cwd: other, timeoutMs: 20_000, session: "s" });
         assert.equal(c.stdout, `${other}\n`);
         assert.equal(c.outcome.session?.replaced?.reason, "cwd");
-        assert.equal(c.outcome.session?.ordinal, 3);
+        assert.equal(c.outcome.session?.incarnation, 3);
+        assert.equal(c.outcome.session?.ordinal, 1);
       } finally {
         await host.shutdown();
       }
@@ -278,10 +290,10 @@ describe("python_set_interpreter in a Pi session", { skip: !existsSync(PY312) &&
     assert.ok(pi.session.getActiveToolNames().includes("python_set_interpreter"));
     const [first] = await pi.callTools([{ code: "import sys\nkeep = 1\nsys.executable", session: "work" }]);
     const before = textOf(first).split("\n")[0];
-    const dir = await setInterpreter({ interpreter: dirname312() });
+    const dir = await setInterpreter({ path: dirname312() });
     assert.equal(dir.isError, true);
     assert.match(textOf(dir), /is a directory, not an interpreter; use the interpreter inside it: .*bin\/python3/);
-    const set = await setInterpreter({ interpreter: PY312 });
+    const set = await setInterpreter({ path: PY312 });
     assert.equal(set.isError, false, textOf(set));
     assert.match(textOf(set), /code_execution now uses Python 3\.12\.1/);
     assert.match(textOf(set), /Stopped session "work": its namespace is gone/);
@@ -310,6 +322,100 @@ describe("python_set_interpreter in a Pi session", { skip: !existsSync(PY312) &&
     assert.equal(textOf(back).split("\n")[0], before);
   });
 });
+
+describe("one interpreter probe", () => {
+  test("only actors/interpreter/interpreter.ts starts Python to learn what an interpreter is", () => {
+    const root = join(import.meta.dirname, "..");
+    const probes: string[] = [];
+    const walk = (dir: string) => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        if (["node_modules", ".tools", ".git", "test"].includes(entry.name)) continue;
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) walk(path);
+        else if (entry.name.endsWith(".ts") && /print\(sys\.executable\)/.test(readFileSync(path, "utf8")))
+          probes.push(path.slice(root.length + 1));
+      }
+    };
+    walk(root);
+    assert.deepEqual(probes, ["actors/interpreter/interpreter.ts"]);
+  });
+});
+
+describe("python_set_interpreter takes pi-python's `path`", () => {
+  let pi: PiHarness;
+  before(async () => {
+    pi = await startPi();
+  });
+  after(async () => {
+    await pi.dispose();
+  });
+  const setInterpreter = async (args: Record<string, string>) => {
+    pi.faux.setResponses([
+      fauxAssistantMessage([fauxToolCall("python_set_interpreter", args)], { stopReason: "toolUse" }),
+      fauxAssistantMessage("done"),
+    ]);
+    await pi.session.prompt("switch");
+    return pi.toolResults().at(-1)!;
+  };
+  const executable = async () => textOf((await pi.callTools([{ code: "import sys\nsys.executable" }]))[0]).trim();
+
+  test("the schema is pi-python's: one `path` parameter", () => {
+    const schema = pi.session.getToolDefinition("python_set_interpreter")!.parameters as any;
+    assert.deepEqual(Object.keys(schema.properties), ["path"]);
+    assert.equal(schema.properties.path.type, "string");
+  });
+
+  test("an absolute path, a path relative to the working directory, a bare command on PATH", async () => {
+    const abs = await setInterpreter({ path: SYSTEM });
+    assert.equal(abs.isError, false, textOf(abs));
+    assert.equal(abs.details.selected, await executable());
+    mkdirSync(join(pi.cwd, "tools"));
+    symlinkSync(SYSTEM, join(pi.cwd, "tools", "py"));
+    const rel = await setInterpreter({ path: "tools/py" });
+    assert.equal(rel.isError, false, textOf(rel));
+    assert.match(textOf(rel), /code_execution now uses Python 3\.\d+\.\d+ at /);
+    const bare = await setInterpreter({ path: "python3.11" });
+    assert.equal(bare.isError, false, textOf(bare));
+    assert.equal(await executable(), onPath("python3.11"));
+    assert.equal(bare.details.selected, onPath("python3.11"));
+  });
+
+  test("a directory is refused with the interpreter inside it named; nothing else changes", async () => {
+    const selected = await executable();
+    const venv = join(pi.cwd, "env");
+    mkdirSync(join(venv, "bin"), { recursive: true });
+    symlinkSync(SYSTEM, join(venv, "bin", "python3"));
+    for (const path of ["env", venv, "env/"]) {
+      const r = await setInterpreter({ path });
+      assert.equal(r.isError, true, path);
+      assert.match(
+        textOf(r),
+        new RegExp(`is a directory, not an interpreter; use the interpreter inside it: ${venv}/bin/python3`),
+      );
+      assert.match(textOf(r), /The selection is unchanged/);
+    }
+    assert.equal(await executable(), selected);
+    const missing = await setInterpreter({ path: "no-such-python" });
+    assert.equal(missing.isError, true);
+    assert.match(textOf(missing), /"no-such-python" was not found on PATH/);
+  });
+
+  test("`interpreter`, our earlier name, is still read as `path` (prompts written for the previous version)", async () => {
+    const r = await setInterpreter({ interpreter: "python3.11" });
+    assert.equal(r.isError, false, textOf(r));
+    assert.equal(r.details.selected, onPath("python3.11"));
+    const both = await setInterpreter({ path: SYSTEM, interpreter: "python3.11" });
+    assert.equal(both.isError, true);
+    assert.match(textOf(both), /give `path` only/);
+    const cleared = await setInterpreter({});
+    assert.match(textOf(cleared), /Selection cleared/);
+  });
+});
+
+/** The executable a command on PATH reports for itself. */
+function onPath(command: string): string {
+  return execFileSync(command, ["-c", "import sys; print(sys.executable)"], { encoding: "utf8" }).trim();
+}
 
 function dirname312(): string {
   return PY312.replace(/\/bin\/python3$/, "");

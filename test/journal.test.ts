@@ -8,7 +8,7 @@ import { join, resolve } from "node:path";
 import { afterEach, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { Journal, journalPath } from "../store/journal.ts";
-import { SCHEMA_VERSION } from "../store/journal-migrations.ts";
+import { MIGRATIONS, SCHEMA_VERSION } from "../store/journal-migrations.ts";
 import { EXTENSION_PATH, startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
@@ -63,7 +63,7 @@ describe("journal rows after real runs in a Pi session", () => {
     const path = join(dir, "journal.sqlite");
     process.env.PI_CODE_EXECUTION_JOURNAL = path;
     pi = await startPi();
-    const [fresh, started, , lost, replaced, reset, invalid] = await pi.callTools([
+    const [fresh, started, failed, lost, replaced, reset, invalid] = await pi.callTools([
       { code: "print('hello')" },
       { code: "x = 1", session: "j" },
       { code: "raise ValueError('no')", session: "j" },
@@ -129,21 +129,51 @@ describe("journal rows after real runs in a Pi session", () => {
       assert.ok(r0.event_log && existsSync(r0.event_log), "the run points at the event log that recorded it");
       assert.ok(readFileSync(r0.event_log, "utf8").includes(r0.run_id), "and that log holds the run");
       assert.ok(runs.every((r: any) => r.pi_session_id === calls[0].pi_session_id));
-      assert.deepEqual([r1.session_name, r1.session_ordinal, r1.session_started, r1.is_lost], ["j", 1, 1, 0]);
-      assert.deepEqual([r2.status, r2.exit_code, r2.session_started], ["runtime_error", 1, 0]);
-      assert.deepEqual([r3.status, r3.exit_code, r3.is_lost], ["runtime_error", 3, 1]);
-      assert.deepEqual([r4.session_ordinal, r4.session_started], [2, 1]);
-      assert.deepEqual([r5.session_ordinal, r5.session_started], [3, 1]);
+      // `session_ordinal` is the run's ordinal within its session process; `session_incarnation` counts processes.
+      const sessionColumns = (r: any) => [r.session_ordinal, r.session_incarnation, r.session_started, r.is_lost];
+      assert.deepEqual([r1.session_name, ...sessionColumns(r1)], ["j", 1, 1, 1, 0]);
+      assert.deepEqual([r2.status, r2.exit_code, ...sessionColumns(r2)], ["runtime_error", 1, 2, 1, 0, 0]);
+      assert.deepEqual([r3.status, r3.exit_code, ...sessionColumns(r3)], ["runtime_error", 3, 3, 1, 0, 1]);
+      assert.deepEqual(sessionColumns(r4), [1, 2, 1, 0], "a lost session's next process counts runs from 1");
+      assert.deepEqual(sessionColumns(r5), [1, 3, 1, 0], "so does a reset one");
       assert.equal(r6.output_id, outputId);
       assert.equal(r6.stdout_bytes, 40001);
-      assert.equal(started.details.session.ordinal, 1);
-      assert.equal(replaced.details.session.ordinal, 2);
-      assert.equal(reset.details.session.ordinal, 3);
+      assert.deepEqual(started.details.session, {
+        name: "j",
+        ordinal: 1,
+        incarnation: 1,
+        isLost: false,
+        state: "started",
+      });
+      assert.deepEqual(failed.details.session, {
+        name: "j",
+        ordinal: 2,
+        incarnation: 1,
+        isLost: false,
+        state: "continued",
+      });
+      assert.deepEqual(lost.details.session, { name: "j", ordinal: 3, incarnation: 1, isLost: true, state: "lost" });
+      assert.deepEqual(replaced.details.session, {
+        name: "j",
+        ordinal: 1,
+        incarnation: 2,
+        isLost: false,
+        state: "started",
+      });
+      assert.deepEqual(reset.details.session, {
+        name: "j",
+        ordinal: 1,
+        incarnation: 3,
+        isLost: false,
+        state: "started",
+      });
       assert.equal(invalid.isError, true);
 
-      const events = db.prepare("SELECT session_name, ordinal, event, detail FROM session_events ORDER BY id").all();
+      const events = db
+        .prepare("SELECT session_name, incarnation, event, detail FROM session_events ORDER BY id")
+        .all();
       assert.deepEqual(
-        events.map((e: any) => [e.session_name, e.ordinal, e.event]),
+        events.map((e: any) => [e.session_name, e.incarnation, e.event]),
         [
           ["j", 1, "started"],
           ["j", 1, "lost"],
@@ -303,6 +333,49 @@ describe("the Journal itself", () => {
     assert.equal(db.prepare("SELECT count(*) n FROM tool_calls").get().n, 101);
     assert.equal(db.pragma("user_version", { simple: true }), SCHEMA_VERSION);
     db.close();
+  });
+
+  test("a version 2 journal is migrated: its session ordinals were incarnations, and are kept as such", async () => {
+    const path = join(tmp("pcs-journal-"), "j.sqlite");
+    const old = new Database(path);
+    for (const m of MIGRATIONS.filter((m) => m.version <= 2)) old.exec(m.sql);
+    old.pragma("user_version = 2");
+    old
+      .prepare(
+        `INSERT INTO runs (run_id, status, requested_at, finished_at, duration_ms, killed, stdout_bytes, stderr_bytes,
+         stdout_truncated, stderr_truncated, session_name, session_ordinal, session_started, is_lost)
+       VALUES ('old', 'success', 1, 2, 1, 0, 0, 0, 0, 0, 's', 4, 0, 0), ('fresh', 'success', 1, 2, 1, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL)`,
+      )
+      .run();
+    old.prepare("INSERT INTO session_events (at, session_name, ordinal, event) VALUES (1, 's', 4, 'started')").run();
+    old.close();
+
+    const j = new Journal(path);
+    j.sessionEvent({ at: 2, sessionName: "s", incarnation: 5, event: "started" });
+    await j.close();
+    const db = new Database(path, { readonly: true });
+    try {
+      assert.equal(db.pragma("user_version", { simple: true }), SCHEMA_VERSION);
+      const runs = db.prepare("SELECT run_id, session_ordinal, session_incarnation FROM runs ORDER BY run_id").all();
+      assert.deepEqual(
+        runs.map((r: any) => [r.run_id, r.session_ordinal, r.session_incarnation]),
+        [
+          ["fresh", null, null],
+          ["old", null, 4],
+        ],
+        "an old row's run ordinal is unknown; its incarnation is what it recorded",
+      );
+      const events = db.prepare("SELECT incarnation, event FROM session_events ORDER BY id").all();
+      assert.deepEqual(
+        events.map((e: any) => [e.incarnation, e.event]),
+        [
+          [4, "started"],
+          [5, "started"],
+        ],
+      );
+    } finally {
+      db.close();
+    }
   });
 
   test("better-sqlite3 not loadable: one notice, records dropped, nothing throws", async () => {

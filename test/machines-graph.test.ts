@@ -312,7 +312,7 @@ describe("run machine graph", () => {
 // its graph, where run.phase and done events are independent inputs, cannot be replayed one event at a time).
 
 const FIRST_RUN: RunStartEvent = { type: "run.start", at: 0, runId: "s1", code: "x = 1", cwd: CWD, timeoutMs: 1000, session: "s" };
-const SESSION_INPUT: SessionInput = { name: "s", ordinal: 1, cwd: CWD, limits: TEST_LIMITS, firstRun: FIRST_RUN };
+const SESSION_INPUT: SessionInput = { name: "s", incarnation: 1, cwd: CWD, limits: TEST_LIMITS, firstRun: FIRST_RUN };
 const SESSION_EVENTS: Table = {
   "kernel.ready": [{ type: "kernel.ready", at: 10, ...KERNEL_INFO }],
   "kernel.started": [{ type: "kernel.started", at: 20, runId: "s1" }],

@@ -524,13 +524,13 @@ describe("run in a session", () => {
       durationMs: 30,
       killed: false,
       kernel: KERNEL_INFO,
-      session: { name: "s", ordinal: 1, started: true, isLost: false },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: false },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "idle"]);
     assert.deepEqual(h.values("run:s1"), ["starting", "running", "success"]);
     assert.deepEqual(h.children(), ["session:s"]);
     assert.deepEqual(Object.keys(h.ref("session:s")!.getSnapshot().children), ["kernel"]);
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "alive", cwd: "/p" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 1, status: "alive", cwd: "/p" } });
     assert.deepEqual(ctx(h).active, {});
     assert.equal(k.stopped, false);
     assertHealthy(h);
@@ -559,7 +559,7 @@ describe("run in a session", () => {
       durationMs: 10,
       killed: false,
       kernel: KERNEL_INFO,
-      session: { name: "s", ordinal: 1, started: false, isLost: false },
+      session: { name: "s", ordinal: 2, incarnation: 1, started: false, isLost: false },
     });
     assert.equal(h.kernel.instances.length, 1);
     assert.deepEqual(h.values("session:s"), ["starting", "running", "idle", "running", "idle"]);
@@ -586,14 +586,14 @@ describe("run in a session", () => {
       durationMs: 1010,
       killed: false,
       kernel: KERNEL_INFO,
-      session: { name: "s", ordinal: 1, started: true, isLost: false },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: false },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "idle"]);
     assert.equal(k.stopped, false);
-    // Same process, same ordinal: the state survived.
+    // Same process (incarnation), the next ordinal: the state survived.
     nextSessionRun(h, "s", "s2");
     k.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, started: false, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, incarnation: 1, started: false, isLost: false });
     assert.equal(h.kernel.all("session:s").length, 1);
     assertHealthy(h);
   });
@@ -605,7 +605,7 @@ describe("run in a session", () => {
     assert.equal(h.value("session:s"), "interrupted");
     k.done("s1", { exitCode: 130, error: "interrupt" });
     assert.equal(h.outcome("s1").status, "cancelled");
-    assert.deepEqual(h.outcome("s1").session, { name: "s", ordinal: 1, started: true, isLost: false });
+    assert.deepEqual(h.outcome("s1").session, { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: false });
     assert.equal(h.value("session:s"), "idle");
     assertHealthy(h);
   });
@@ -641,12 +641,12 @@ describe("run in a session", () => {
       durationMs: 2610,
       killed: true,
       kernel: KERNEL_INFO,
-      session: { name: "s", ordinal: 1, started: true, isLost: true },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "grace", "killed", "lost"]);
     assert.deepEqual(h.values("run:s1"), ["starting", "running", "interrupted", "grace", "killed", "timeout"]);
     assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt", "kernel.terminate", "kernel.kill", "stopped"]);
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "lost", cwd: "/work" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 1, status: "lost", cwd: "/work" } });
     assert.deepEqual(ctx(h).active, {});
     assert.deepEqual(h.children(), []);
     assertHealthy(h);
@@ -667,7 +667,7 @@ describe("run in a session", () => {
       durationMs: 25,
       killed: false,
       kernel: KERNEL_INFO,
-      session: { name: "s", ordinal: 1, started: true, isLost: true },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "lost"]);
     assert.deepEqual(k.types(), ["kernel.run", "stopped"]);
@@ -676,7 +676,7 @@ describe("run in a session", () => {
     assertHealthy(h);
   });
 
-  test("a run after a lost session starts a new process: ordinal + 1, replacedLost", () => {
+  test("a run after a lost session starts a new process: incarnation + 1, replacedLost", () => {
     const h = startSupervisor();
     const k1 = sessionRunning(h, "s", "s1");
     k1.exited({ code: 3 });
@@ -689,13 +689,13 @@ describe("run in a session", () => {
     k2.ready();
     k2.started("s2");
     k2.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, started: true, replacedLost: true, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, incarnation: 2, started: true, replacedLost: true, isLost: false });
     assert.deepEqual(k2.received, [run("s2", 'print("s2")', "script-1.py")]);
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 2, status: "alive", cwd: "/work" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 2, status: "alive", cwd: "/work" } });
     // Only the first run of the new incarnation carries replacedLost.
     nextSessionRun(h, "s", "s3");
     k2.done("s3");
-    assert.deepEqual(h.outcome("s3").session, { name: "s", ordinal: 2, started: false, isLost: false });
+    assert.deepEqual(h.outcome("s3").session, { name: "s", ordinal: 2, incarnation: 2, started: false, isLost: false });
     assertHealthy(h);
   });
 
@@ -706,14 +706,14 @@ describe("run in a session", () => {
     k1.exited({ code: 0 });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "idle", "lost"]);
     assert.equal(h.finished.length, 1);
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "lost", cwd: "/work" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 1, status: "lost", cwd: "/work" } });
     assert.deepEqual(h.children(), []);
     h.start({ runId: "s2", session: "s" });
     const k2 = h.kernel.of("session:s");
     k2.ready();
     k2.started("s2");
     k2.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, started: true, replacedLost: true, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, incarnation: 2, started: true, replacedLost: true, isLost: false });
     assertHealthy(h);
   });
 
@@ -732,7 +732,7 @@ describe("run in a session", () => {
       durationMs: 4,
       killed: false,
       message: "Python exited during start-up (exit code 1)",
-      session: { name: "s", ordinal: 1, started: true, isLost: true },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "lost"]);
     assert.equal(ctx(h).sessions.s?.status, "lost");
@@ -759,7 +759,7 @@ describe("run in a session", () => {
       finishedAt: 1500,
       durationMs: 1500,
       killed: true,
-      session: { name: "s", ordinal: 1, started: true, isLost: true },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
     });
     assert.equal(ctx(h).sessions.s?.status, "lost");
     assertHealthy(h);
@@ -780,7 +780,7 @@ describe("run in a session", () => {
       durationMs: 0,
       killed: false,
       message: BUSY("s"),
-      session: { name: "s", ordinal: 1, started: false, isLost: false },
+      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
     } satisfies RunOutcome);
     const k = h.kernel.of("session:s");
     k.ready();
@@ -796,7 +796,7 @@ describe("run in a session", () => {
       durationMs: 0,
       killed: false,
       message: BUSY("s"),
-      session: { name: "s", ordinal: 1, started: false, isLost: false },
+      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
     });
     assert.equal(h.value("run:s1"), "running");
     assert.deepEqual(k.types(), ["kernel.run"]);
@@ -809,7 +809,7 @@ describe("run in a session", () => {
     assertHealthy(h);
   });
 
-  test("reset stops the old session actor (its kernel is stopped) and starts ordinal + 1", () => {
+  test("reset stops the old session actor (its kernel is stopped) and starts incarnation + 1", () => {
     const h = startSupervisor();
     const k1 = sessionRunning(h, "s", "s1");
     k1.done("s1");
@@ -824,11 +824,11 @@ describe("run in a session", () => {
     const k2 = h.kernel.of("session:s");
     assert.equal(k2.index, 1);
     assert.deepEqual(k2.input, { mode: "session", cwd: "/elsewhere", owner: "session:s" });
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 2, status: "alive", cwd: "/elsewhere", busyRunId: "s2" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 2, status: "alive", cwd: "/elsewhere", busyRunId: "s2" } });
     k2.ready();
     k2.started("s2");
     k2.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, started: true, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, incarnation: 2, started: true, isLost: false });
     assert.deepEqual(h.values("session:s", 0), ["starting", "running", "idle"]);
     assert.deepEqual(h.values("session:s", 1), ["starting", "running", "idle"]);
     assert.deepEqual(h.children(), ["session:s"]);
@@ -851,7 +851,7 @@ describe("run in a session", () => {
     k.exited({ signal: "SIGKILL" });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "idle", "closing", "closed"]);
     assert.deepEqual(k.types(), ["kernel.run", "kernel.shutdown", "kernel.kill", "stopped"]);
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "closed", cwd: "/work" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 1, status: "closed", cwd: "/work" } });
     assert.deepEqual(h.children(), []);
     assert.equal(h.finished.length, 1);
     // A closed session starts anew on the next run, without replacedLost.
@@ -860,7 +860,7 @@ describe("run in a session", () => {
     k2.ready();
     k2.started("s2");
     k2.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, started: true, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, incarnation: 2, started: true, isLost: false });
     assertHealthy(h);
   });
 
@@ -902,13 +902,13 @@ describe("run in a session", () => {
       durationMs: 30,
       killed: false,
       kernel: KERNEL_INFO,
-      session: { name: "s", ordinal: 1, started: true, isLost: false },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: false },
     });
     assert.equal(h.value("session:s"), "closing");
     assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt", "kernel.shutdown"]);
     k.exited({ code: 0 });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "closing", "closed"]);
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "closed", cwd: "/work" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 1, status: "closed", cwd: "/work" } });
     assert.deepEqual(ctx(h).active, {});
     assert.deepEqual(h.children(), []);
     assertHealthy(h);
@@ -936,7 +936,7 @@ describe("run in a session", () => {
       finishedAt: 500,
       durationMs: 500,
       killed: true,
-      session: { name: "s", ordinal: 1, started: true, isLost: true },
+      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "closing", "closed"]);
     assert.equal(ctx(h).sessions.s?.status, "closed");
@@ -958,7 +958,7 @@ describe("run in a session", () => {
       durationMs: 0,
       killed: false,
       message: BUSY("s"),
-      session: { name: "s", ordinal: 1, started: false, isLost: false },
+      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
     });
     assert.equal(h.value("session:s"), "running");
     assert.equal(h.ref("run:x1"), undefined);
@@ -1001,10 +1001,10 @@ describe("run in a session", () => {
       durationMs: 0,
       killed: false,
       message: 'Session "s" is closing; run again once it has stopped.',
-      session: { name: "s", ordinal: 1, started: false, isLost: false },
+      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
     });
     assert.deepEqual(ctx(h).active, {});
-    assert.deepEqual(ctx(h).sessions, { s: { ordinal: 1, status: "alive", cwd: "/work" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 1, status: "alive", cwd: "/work" } });
     assert.deepEqual(k.types(), ["kernel.run", "kernel.shutdown"]);
     assertHealthy(h);
   });
@@ -1017,7 +1017,7 @@ describe("session machine standalone (no supervisor, no first run)", () => {
     const session = createActor(sessionMachine.provide({ actors: { kernel: kernel.logic } }), {
       id: "session:s",
       systemId: "session:s",
-      input: { name: "s", ordinal: 3, cwd: "/work", limits: TEST_LIMITS },
+      input: { name: "s", incarnation: 3, cwd: "/work", limits: TEST_LIMITS },
       clock,
     });
     const errors: unknown[] = [];
@@ -1035,7 +1035,7 @@ describe("session machine standalone (no supervisor, no first run)", () => {
     kernel.exited({ code: 1 });
     assert.equal(session.getSnapshot().value, "lost");
     assert.equal(session.getSnapshot().status, "done");
-    assert.deepEqual(session.getSnapshot().output, { name: "s", ordinal: 3, end: "lost" });
+    assert.deepEqual(session.getSnapshot().output, { name: "s", incarnation: 3, end: "lost" });
     assert.deepEqual(kernel.types(), ["stopped"]);
     assert.deepEqual(errors, []);
   });
@@ -1049,7 +1049,7 @@ describe("session machine standalone (no supervisor, no first run)", () => {
     assert.deepEqual(kernel.types(), ["kernel.shutdown", "kernel.kill"]);
     kernel.failed("kill: ESRCH");
     assert.equal(session.getSnapshot().value, "closed");
-    assert.deepEqual(session.getSnapshot().output, { name: "s", ordinal: 3, end: "closed" });
+    assert.deepEqual(session.getSnapshot().output, { name: "s", incarnation: 3, end: "closed" });
     assert.deepEqual(kernel.types(), ["kernel.shutdown", "kernel.kill", "stopped"]);
     assert.deepEqual(errors, []);
   });
@@ -1102,7 +1102,7 @@ describe("supervisor", () => {
       durationMs: 0,
       killed: false,
       message: SHUTDOWN,
-      session: { name: "s", ordinal: 0, started: false, isLost: false },
+      session: { name: "s", ordinal: 0, incarnation: 0, started: false, isLost: false },
     });
     assert.deepEqual(Object.keys(ctx(h).active).sort(), ["r1", "t1"]);
 
@@ -1117,8 +1117,8 @@ describe("supervisor", () => {
     assert.deepEqual(h.children(), []);
     assert.deepEqual(ctx(h).active, {});
     assert.deepEqual(ctx(h).sessions, {
-      s: { ordinal: 1, status: "closed", cwd: "/work" },
-      t: { ordinal: 1, status: "closed", cwd: "/work" },
+      s: { incarnation: 1, status: "closed", cwd: "/work" },
+      t: { incarnation: 1, status: "closed", cwd: "/work" },
     });
     assert.equal(h.actor.getSnapshot().value, "stopping");
     assertHealthy(h);
@@ -1155,7 +1155,7 @@ describe("supervisor", () => {
     h.start({ runId: "r1", session: "s" });
     assert.equal(h.finished.length, 2);
     assert.equal(h.finished[1]?.message, "Run id r1 is already in use.");
-    assert.deepEqual(h.finished[1]?.session, { name: "s", ordinal: 0, started: false, isLost: false });
+    assert.deepEqual(h.finished[1]?.session, { name: "s", ordinal: 0, incarnation: 0, started: false, isLost: false });
     assert.deepEqual(h.children(), ["run:r1"]);
     assert.equal(h.kernel.instances.length, 1);
     assert.equal(h.value("run:r1"), "running");
@@ -1222,7 +1222,8 @@ describe("fixed machine bugs", () => {
     h.kernel.of("session:s").started("s2");
     h.kernel.of("session:s").done("s2");
     assert.equal(h.outcome("s2").session?.replacedLost, undefined);
-    assert.equal(h.outcome("s2").session?.ordinal, 2);
+    assert.equal(h.outcome("s2").session?.incarnation, 2);
+    assert.equal(h.outcome("s2").session?.ordinal, 1);
   });
 
   test("the session mirrors `killed` when its first run is killed before the kernel is ready", () => {
@@ -1243,6 +1244,22 @@ describe("fixed machine bugs", () => {
     k2.done("s2");
     assert.equal(h.outcome("s2").session?.replacedLost, undefined);
     assert.equal(h.outcome("s2").session?.started, true);
-    assert.equal(h.outcome("s2").session?.ordinal, 2);
+    assert.equal(h.outcome("s2").session?.incarnation, 2);
+    assert.equal(h.outcome("s2").session?.ordinal, 1);
+  });
+});
+
+describe("pi-python's escalation (limits.secondInterrupt)", () => {
+  test("interrupted -> grace sends a second SIGINT; the kill comes at the end of the grace", () => {
+    const h = startSupervisor({ limits: { ...TEST_LIMITS, secondInterrupt: true } });
+    const k = freshRunning(h, "r1");
+    h.advance(980); // t = 1000: the first interrupt
+    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt"]);
+    h.advance(interruptWindowMs);
+    assert.equal(h.value("run:r1"), "grace");
+    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt", "kernel.interrupt"]);
+    h.advance(graceMs);
+    assert.equal(h.value("run:r1"), "killed");
+    assertHealthy(h);
   });
 });

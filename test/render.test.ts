@@ -166,7 +166,7 @@ describe("the final result", () => {
       ["kept", "kept its state"],
       ["lost", "lost its state"],
     ]) {
-      const details = { status: "timeout", session: { name: "geo", ordinal: 1, isLost: state === "lost", state } };
+      const details = { status: "timeout", session: { name: "geo", ordinal: 1, incarnation: 1, isLost: state === "lost", state } };
       const t = text(
         renderCodeResult(result(details, ""), { expanded: false, isPartial: false }, theme, context()),
         132,

@@ -15,6 +15,8 @@ function dirs() {
   const agent = join(root, "agent");
   const cwd = join(root, "project");
   mkdirSync(cwd, { recursive: true });
+  // Pi's getAgentDir() reads the process's environment.
+  process.env.PI_CODING_AGENT_DIR = agent;
   return { root, cwd, env: { PI_CODING_AGENT_DIR: agent } as NodeJS.ProcessEnv };
 }
 
@@ -35,11 +37,11 @@ describe("precedence and sources", () => {
     assert.deepEqual(none.sources.maxTimeout, { source: "default" });
     assert.deepEqual(none.warnings, []);
 
-    write(globalSettingsPath(env), { maxTimeout: 600, defaultTimeout: 30, venvDiscovery: { parentWalk: false } });
+    write(globalSettingsPath(), { maxTimeout: 600, defaultTimeout: 30, venvDiscovery: { parentWalk: false } });
     write(projectSettingsPath(cwd), { defaultTimeout: 45, interruptGraceMs: 250 });
     const s = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_INTERRUPT_GRACE_MS: "300" });
     assert.equal(s.values.maxTimeout, 600);
-    assert.deepEqual(s.sources.maxTimeout, { source: "global", where: globalSettingsPath(env) });
+    assert.deepEqual(s.sources.maxTimeout, { source: "global", where: globalSettingsPath() });
     assert.equal(s.values.defaultTimeout, 45);
     assert.deepEqual(s.sources.defaultTimeout, { source: "project", where: projectSettingsPath(cwd) });
     assert.equal(s.values.interruptGraceMs, 300);
@@ -72,7 +74,7 @@ describe("precedence and sources", () => {
 describe("malformed settings become warnings and fall back", () => {
   test("a file that is not JSON is ignored as a whole, with a warning naming it", () => {
     const { cwd, env } = dirs();
-    write(globalSettingsPath(env), { maxTimeout: 900 });
+    write(globalSettingsPath(), { maxTimeout: 900 });
     write(projectSettingsPath(cwd), "{ maxTimeout: 5, ");
     const s = loadSettings(cwd, env);
     assert.equal(s.values.maxTimeout, 900, "falls back to the global value");
@@ -82,7 +84,7 @@ describe("malformed settings become warnings and fall back", () => {
 
   test("a bad value falls back to the layer below; an unknown key and a bad environment value warn", () => {
     const { cwd, env } = dirs();
-    write(globalSettingsPath(env), { killGraceMs: 700 });
+    write(globalSettingsPath(), { killGraceMs: 700 });
     write(projectSettingsPath(cwd), {
       killGraceMs: -5,
       maxTimeout: "lots",
@@ -128,7 +130,7 @@ describe("hot reload", () => {
       assert.ok(await waitUntil(() => store.values.maxTimeout === 111, 10_000), "created file seen");
       write(projectSettingsPath(cwd), { maxTimeout: 222 });
       assert.ok(await waitUntil(() => store.values.maxTimeout === 222, 10_000), "edit seen");
-      write(globalSettingsPath(env), { interruptGraceMs: 50 });
+      write(globalSettingsPath(), { interruptGraceMs: 50 });
       assert.ok(await waitUntil(() => store.values.interruptGraceMs === 50, 10_000), "global file seen");
       assert.ok(seen.includes(111) && seen.includes(222));
     } finally {

@@ -36,6 +36,22 @@ export default function (pi: any) {
 }
 `;
 
+/** The labels under `[Extensions]` in Pi's start-up listing (shown once the extensions are bound). */
+async function extensionsListed(): Promise<string[]> {
+  const screen = await waitForScreen(/\[Extensions\]\n +\S/);
+  return /\[Extensions\]\n +(.+)/.exec(screen)![1].trim().split(/,\s*/).sort();
+}
+
+/** Stops the tmux server (a test that failed may have left it) and waits until it is gone. */
+async function killServer(): Promise<void> {
+  try {
+    tmux("kill-server");
+  } catch {
+    // not running
+  }
+  await waitUntil(() => spawnSync("tmux", ["-L", SOCKET, "-f", "/dev/null", "list-sessions"]).status !== 0, 5000);
+}
+
 describe(
   "interactive pi in tmux",
   { skip: !hasTmux && "tmux is not installed (scripts/setup.sh installs it when run as root)" },
@@ -61,7 +77,7 @@ describe(
         "PI_SKIP_VERSION_CHECK=1",
         "PI_TELEMETRY=0",
         `PI_CODE_EXECUTION_JOURNAL=${join(dir, "journal.sqlite")}`,
-        `PI_CODE_SUPERVISOR_LOG_DIR=${join(dir, "logs")}`,
+        `PI_CODE_EXECUTION_LOG_DIR=${join(dir, "logs")}`,
       ];
       const command = [
         "cd",
@@ -75,8 +91,11 @@ describe(
         join(dir, "driver.ts"),
         "--provider faux --model faux-1 --python /usr/bin/python3 --no-session",
       ].join(" ");
-      tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "60", command);
+      // Tall enough for the whole /code-status report.
+      tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "100", command);
       await waitForScreen(/faux-1/);
+      // Pi's start-up listing names the extension after its entry's folder: pi-code-supervisor.
+      assert.deepEqual(await extensionsListed(), ["driver.ts", "pi-code-supervisor"]);
 
       tmux("send-keys", "-t", SESSION, "run it", "Enter");
       const run = await waitForScreen(/all done/);
@@ -103,6 +122,39 @@ describe(
       // Quitting the terminal leaves no Python process behind.
       tmux("kill-server");
       assert.ok(await waitUntil(() => !pidAlive(pid), 10_000), `runner ${pid} outlived pi`);
+    });
+
+    test("installed as the README says (`pi install <checkout>`), Pi lists it as pi-code-supervisor", async () => {
+      const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-tmux-install-")));
+      const agent = join(dir, "agent");
+      mkdirSync(agent);
+      writeFileSync(join(dir, "driver.ts"), DRIVER);
+      const env = {
+        PI_CODING_AGENT_DIR: agent,
+        PI_OFFLINE: "1",
+        PI_SKIP_VERSION_CHECK: "1",
+        PI_TELEMETRY: "0",
+        PI_CODE_EXECUTION_JOURNAL: "off",
+      };
+      const pi = join(ROOT, "node_modules", ".bin", "pi");
+      execFileSync(pi, ["install", ROOT], { env: { ...process.env, ...env }, encoding: "utf8" });
+      const vars = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+      const command = [
+        `cd ${dir} && source ${join(ROOT, "scripts", "env.sh")} && exec env`,
+        ...vars,
+        pi,
+        "-e",
+        join(dir, "driver.ts"),
+        "--provider faux --model faux-1 --no-session",
+      ].join(" ");
+      await killServer();
+      tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "60", `bash -c '${command}'`);
+      try {
+        await waitForScreen(/faux-1/);
+        assert.deepEqual(await extensionsListed(), ["driver.ts", "pi-code-supervisor"]);
+      } finally {
+        tmux("kill-server");
+      }
     });
   },
 );

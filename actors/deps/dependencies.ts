@@ -7,6 +7,7 @@ import type { Hint, InstallFact, InstallInput } from "../../machines/events.ts";
 import { HINT_IDS } from "./hints.ts";
 import { freshEnvironment, sessionPackages } from "./install-targets.ts";
 import { findInstaller, installerEnv, type InstallProgress, type Job } from "./installer.ts";
+import type { ProcessOperations } from "../process/operations.ts";
 import { registerGroup, stopGroup } from "../process/registry.ts";
 
 export type { InstallProgress } from "./installer.ts";
@@ -30,6 +31,8 @@ export interface InstallDeps {
   envRoot?: string;
   /** Session package directories (default `<tmp>/pi-code-execution-<uid>`). */
   sessionRoot?: string;
+  /** The process backend: one that installs where it runs (remote) gets the job. */
+  backend?: () => ProcessOperations;
 }
 
 export function createInstallLogic(deps: InstallDeps) {
@@ -57,6 +60,14 @@ export function createInstallLogic(deps: InstallDeps) {
       },
     };
     void (async () => {
+      const backend = deps.backend?.();
+      if (backend?.install) {
+        ctx.installer = { kind: "pip" };
+        const result = await backend.install(ctx);
+        if (stopped) return;
+        if (!result.ok) return fail(result.error, result.hint);
+        return send({ type: "install.done", at: deps.now(), ...result.value });
+      }
       const found = await findInstaller(ctx.env);
       if (!found.ok) return fail(found.error, { id: HINT_IDS.installerUnavailable, text: found.error });
       ctx.installer = found.value;

@@ -1,19 +1,32 @@
 // Where dependencies go. Fresh runs: a virtual environment cached under the agent dir, keyed by the normalized
-// dependency set and the interpreter, built once even when runs race for it (a lock file; a builder that died is
-// taken over). Sessions: a `--target` package directory per session incarnation, removed when the host shuts down.
+// dependency set and the interpreter, built once even when processes race for it (proper-lockfile: a builder keeps
+// its lock fresh, and one that died or froze is taken over once its lock is stale). Sessions: a `--target` package
+// directory per session incarnation, removed when the host shuts down.
 import { createHash } from "node:crypto";
-import { mkdir, open, readdir, readFile, rm, stat, unlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
+import type * as ProperLockfile from "proper-lockfile";
 import { join } from "node:path";
 import type { InstallSummary } from "../../machines/events.ts";
 import { HINT_IDS } from "./hints.ts";
 import { failure, run, runPip, venvPython, type Job, type Outcome } from "./installer.ts";
 import { knownVersion, rememberInterpreter } from "../interpreter/interpreter.ts";
-import { agentDir } from "../../record/log-files.ts";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { normalizeDependencies } from "./pep723.ts";
+import { fail, ok, type Result } from "../../lib/result.ts";
 
-export function defaultEnvRoot(env: NodeJS.ProcessEnv = process.env): string {
-  return join(agentDir(env), "pi-code-execution", "envs");
+// Loaded with Node's own require, once per process: Pi loads this module afresh for every Pi session, and
+// proper-lockfile registers an exit handler (signal-exit) each time it is evaluated.
+const lockfile = createRequire(import.meta.url)("proper-lockfile") as typeof ProperLockfile;
+
+/** A builder's lock older than this (not refreshed) is stale: its builder died or froze, and a waiter takes over.
+ * proper-lockfile refreshes a held lock every half of it. */
+export const LOCK_STALE_MS = 10_000;
+
+/** In Pi's agent directory, as Pi resolves it (`getAgentDir()`). */
+export function defaultEnvRoot(): string {
+  return join(getAgentDir(), "pi-code-execution", "envs");
 }
 
 export function defaultSessionRoot(): string {
@@ -45,7 +58,7 @@ interface ReadyMarker {
 export async function freshEnvironment(job: Job): Promise<Outcome> {
   const { input } = job;
   const python = input.python ?? "python3";
-  const root = job.deps.envRoot ?? defaultEnvRoot(job.env);
+  const root = job.deps.envRoot ?? defaultEnvRoot();
   const key = environmentKey(python, knownVersion(python), input.dependencies);
   const dir = join(root, key);
   const installer = job.installer!.kind;
@@ -54,21 +67,16 @@ export async function freshEnvironment(job: Job): Promise<Outcome> {
   const cached = await readMarker(dir);
   if (cached) return { ok: true, value: summary(cached, true, { python: venvPython(dir) }) };
   await mkdir(root, { recursive: true, mode: 0o700 });
-  const lock = join(root, `${key}.lock`);
-  // One builder per environment: others wait for its marker (or take over from a builder that died).
+  // One builder per environment: others wait for its marker, or take over once its lock is stale.
+  let lost: Error | undefined;
+  let release: (() => Promise<void>) | undefined;
   for (let waited = false; ;) {
     if (job.stopped()) return { ok: false, error: "stopped" };
-    const held = await open(lock, "wx").catch((e: NodeJS.ErrnoException) => e);
-    if (!(held instanceof Error)) {
-      await held.writeFile(String(process.pid));
-      await held.close();
+    const held = await tryBuildLock(root, key, job.deps.lockStaleMs ?? LOCK_STALE_MS, (e) => (lost = e));
+    if (!held.ok) return { ok: false, error: held.error };
+    if (held.value) {
+      release = held.value;
       break;
-    }
-    if (held.code !== "EEXIST") return { ok: false, error: `cannot lock ${lock}: ${held.message}` };
-    const owner = Number(await readFile(lock, "utf8").catch(() => ""));
-    if (owner > 0 && !alive(owner)) {
-      await unlink(lock).catch(() => {});
-      continue;
     }
     if (!waited) {
       waited = true;
@@ -88,6 +96,9 @@ export async function freshEnvironment(job: Job): Promise<Outcome> {
     const made = await createVenv(job, python, dir);
     if (!made.ok) return made;
     const installed = await installInto(job, python, dir);
+    // The lock went stale under this builder (it was frozen past the stale time, or the lock was removed): another
+    // run may be building the same directory now, so this one leaves it alone.
+    if (lost) return { ok: false, error: `the lock on ${dir} was lost while building it (${lost.message}); run again` };
     if (!installed.ok) {
       await rm(dir, { recursive: true, force: true });
       return installed;
@@ -97,16 +108,41 @@ export async function freshEnvironment(job: Job): Promise<Outcome> {
     await writeFile(join(dir, READY), JSON.stringify(marker));
     return { ok: true, value: summary(marker, false, { python: venvPython(dir) }) };
   } finally {
-    await unlink(lock).catch(() => {});
+    await release().catch(() => {});
   }
 }
 
-function alive(pid: number): boolean {
+/**
+ * The build lock of environment `key` (its release), or undefined while another builder holds it. Locks are
+ * taken through a gate, a second lock held only for the attempt: two waiters that find a dead builder's lock stale
+ * at once cannot both remove it and build (proper-lockfile's stale removal is a stat, then an rmdir).
+ */
+async function tryBuildLock(
+  root: string,
+  key: string,
+  staleMs: number,
+  onLost: (e: Error) => void,
+): Promise<Result<(() => Promise<void>) | undefined>> {
+  const options = { realpath: false, stale: staleMs, retries: 0 };
+  const busy = (e: unknown) => (e as NodeJS.ErrnoException).code === "ELOCKED";
+  const why = (e: unknown) => `cannot lock the environment ${join(root, key)}: ${(e as Error).message}`;
+  let gate: () => Promise<void>;
   try {
-    process.kill(pid, 0);
-    return true;
+    gate = await lockfile.lock(join(root, `${key}.gate`), { ...options, onCompromised: () => {} });
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
+    return busy(e) ? ok(undefined) : fail(why(e));
+  }
+  try {
+    const release = await lockfile.lock(join(root, key), {
+      ...options,
+      lockfilePath: join(root, `${key}.build.lock`),
+      onCompromised: onLost,
+    });
+    return ok(release);
+  } catch (e) {
+    return busy(e) ? ok(undefined) : fail(why(e));
+  } finally {
+    await gate().catch(() => {});
   }
 }
 
@@ -175,8 +211,8 @@ export async function sessionPackages(job: Job): Promise<Outcome> {
   const { input } = job;
   const python = input.python ?? "python3";
   const root = job.deps.sessionRoot ?? defaultSessionRoot();
-  const session = input.session ?? { name: "session", ordinal: 0 };
-  const target = join(sessionPackagesDir(root, job.deps.hostId), `${session.name}-${session.ordinal}`);
+  const session = input.session ?? { name: "session", incarnation: 0 };
+  const target = join(sessionPackagesDir(root, job.deps.hostId), `${session.name}-${session.incarnation}`);
   await mkdir(target, { recursive: true, mode: 0o700 });
   const installer = job.installer!.kind;
   // Requirements installed before in this incarnation need no second install.

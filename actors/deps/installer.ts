@@ -62,6 +62,8 @@ export interface Job {
     progress?: (runId: string, progress: InstallProgress) => void;
     envRoot?: string;
     sessionRoot?: string;
+    /** When a dead builder's environment lock counts as stale (default LOCK_STALE_MS in install-targets.ts). */
+    lockStaleMs?: number;
   };
   env: NodeJS.ProcessEnv;
   installer?: Installer;

@@ -1,8 +1,8 @@
-// PEP 723 inline script metadata: the `# /// script` block, its TOML (parsed here, so the runner stays
-// standard-library-only on Python 3.9/3.10 that lack tomllib), the dependency list normalized for cache keys, and
-// the `requires-python` check. Pure functions; failures are values.
+// PEP 723 inline script metadata: the `# /// script` block, its TOML (parsed here with smol-toml, so the runner
+// stays standard-library-only on Python 3.9/3.10 that lack tomllib), the dependency list normalized for cache keys,
+// and the `requires-python` check. Pure functions; failures are values.
+import { parse, TomlDate, TomlError } from "smol-toml";
 import { fail, ok, type Result } from "../../lib/result.ts";
-import { parseToml } from "./toml.ts";
 
 export interface ScriptMetadata {
   /** PEP 508 requirement strings, as written. */
@@ -28,7 +28,9 @@ export function parseScriptMetadata(code: string): Result<ScriptMetadata | undef
     .split("\n")
     .map((line) => (line.startsWith("# ") ? line.slice(2) : line.slice(1)))
     .join("\n");
-  const parsed = parseToml(content);
+  // The block's first TOML line is the line after `# /// script`.
+  const firstLine = text.slice(0, blocks[0].index).split("\n").length + 1;
+  const parsed = parseBlock(content, firstLine);
   if (!parsed.ok) return fail(`the \`# /// script\` block is not valid TOML: ${parsed.error}`);
   const doc = parsed.value;
   const deps = doc.dependencies ?? [];
@@ -48,6 +50,66 @@ export function parseScriptMetadata(code: string): Result<ScriptMetadata | undef
   });
 }
 
+/** The block's TOML, or the parser's message with the script line it points at. smol-toml leaves two checks to
+ * its caller: integers past 64 bits (read as BigInt here) and impossible dates (JavaScript's Date rolls
+ * 2023-02-30 over to 2023-03-02). */
+function parseBlock(toml: string, firstLine: number): Result<Record<string, unknown>> {
+  let doc: Record<string, unknown>;
+  try {
+    doc = parse(toml, { integersAsBigInt: "asNeeded" });
+  } catch (e) {
+    if (!(e instanceof TomlError)) return fail(e instanceof Error ? e.message : String(e));
+    const what = e.message.split("\n")[0].replace(/^Invalid TOML document: /, "");
+    const line = toml.split("\n")[e.line - 1] ?? "";
+    return fail(`${what} (script line ${firstLine + e.line - 1}: \`# ${line}\`)`);
+  }
+  const problem = valueProblem(doc, toml);
+  if (!problem) return ok(doc);
+  const lines = toml.split("\n");
+  const at = lines.findIndex(problem.on);
+  return fail(at < 0 ? problem.message : `${problem.message} (script line ${firstLine + at}: \`# ${lines[at]}\`)`);
+}
+
+const INT64 = { min: -(2n ** 63n), max: 2n ** 63n - 1n };
+
+/** A value smol-toml accepted that TOML does not, and how to find its line. */
+function valueProblem(value: unknown, toml: string): { message: string; on: (line: string) => boolean } | undefined {
+  if (typeof value === "bigint") {
+    if (value >= INT64.min && value <= INT64.max) return undefined;
+    const literal = (token: string) => {
+      try {
+        return BigInt(token.replace(/_/g, "").replace(/^\+/, "")) === value;
+      } catch {
+        return false;
+      }
+    };
+    return {
+      message: `integer ${value} does not fit in 64 bits`,
+      on: (line) => (line.match(/[+-]?(?:0x[\da-fA-F_]+|0o[0-7_]+|0b[01_]+|\d[\d_]*)/g) ?? []).some(literal),
+    };
+  }
+  if (value instanceof TomlDate) {
+    if (value.isTime()) return undefined;
+    // A date that does not exist was rolled over to one that the block does not contain.
+    const day = value.toISOString().slice(0, 10);
+    if (toml.includes(day)) return undefined;
+    const literal = [...toml.matchAll(/\b(\d{4})-(\d{2})-(\d{2})/g)].find(
+      ([, y, m, d]) => Number(d) > new Date(Date.UTC(Number(y), Number(m), 0)).getUTCDate(),
+    )?.[0];
+    return {
+      message: `impossible date ${literal ?? `(read as ${day})`}`,
+      on: (line) => literal !== undefined && line.includes(literal),
+    };
+  }
+  if (typeof value === "object" && value !== null) {
+    for (const v of Object.values(value)) {
+      const problem = valueProblem(v, toml);
+      if (problem) return problem;
+    }
+  }
+  return undefined;
+}
+
 const NAME = /^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)/;
 
 function requirementProblem(req: string): string | undefined {
@@ -61,7 +123,6 @@ function requirementProblem(req: string): string | undefined {
 export function canonicalName(name: string): string {
   return name.toLowerCase().replace(/[-_.]+/g, "-");
 }
-
 
 /** One canonical form per requirement (name normalized, whitespace removed), sorted and deduplicated: the same
  * set written differently shares a cached environment. */

@@ -31,8 +31,10 @@ export const CONTAINMENT_ENV = "PI_CODE_EXECUTION_CONTAINMENT";
 const BASE_PREFIX = "pi-code-supervisor.";
 
 type Probe = { ok: true; base: string } | { ok: false; reason: string };
-let probed: Probe | undefined;
-let seq = 0;
+/** Process-wide (Pi loads a copy of these modules per Pi session): one probe, one base directory, one counter. */
+const state: { probed?: Probe; seq: number } = ((globalThis as Record<symbol, { probed?: Probe; seq: number }>)[
+  Symbol.for("pi-code-supervisor.containment")
+] ??= { seq: 0 });
 
 /** Which net applies in this process, and why not cgroups when they do not. */
 export function containmentMode(): { kind: ContainmentKind; reason?: string } {
@@ -48,7 +50,7 @@ export function containmentMode(): { kind: ContainmentKind; reason?: string } {
  * an RCU grace period), which must not block Pi's event loop. */
 export async function contain(pid: number, running = false): Promise<Containment | undefined> {
   if (containmentMode().kind !== "cgroup") return undefined;
-  const dir = join((probed as { base: string }).base, `r${pid}-${++seq}`);
+  const dir = join((state.probed as { base: string }).base, `r${pid}-${++state.seq}`);
   try {
     await mkdir(dir);
     await writeFile(join(dir, "cgroup.procs"), String(pid));
@@ -60,7 +62,7 @@ export async function contain(pid: number, running = false): Promise<Containment
     await rmdir(dir).catch(() => undefined);
     // A process that already exited cannot be moved; anything else means cgroups do not work here after all.
     const code = (e as NodeJS.ErrnoException).code;
-    if (code !== "ESRCH") probed = { ok: false, reason: `moving a process into ${dir} failed (${code})` };
+    if (code !== "ESRCH") state.probed = { ok: false, reason: `moving a process into ${dir} failed (${code})` };
     return undefined;
   }
 }
@@ -74,7 +76,7 @@ async function follow(leader: number, dir: string): Promise<void> {
 
 /** Removes this process's cgroup directory (at exit, after every box was released). */
 export function releaseBase(): void {
-  if (probed?.ok) removeCgroup(probed.base);
+  if (state.probed?.ok) removeCgroup(state.probed.base);
 }
 
 function cgroupBox(leader: number, dir: string): Containment {
@@ -174,9 +176,7 @@ function removeCgroup(dir: string): boolean {
 
 /** Finds the cgroup v2 directory of this process and creates this process's own directory under it. */
 function probe(): Probe {
-  if (probed) return probed;
-  probed = findBase();
-  return probed;
+  return (state.probed ??= findBase());
 }
 
 function findBase(): Probe {

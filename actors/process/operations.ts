@@ -1,5 +1,6 @@
 // The process boundary. Machines and tools never touch child processes: they go through this small interface so
 // that other backends (SSH, a bubblewrap sandbox) can plug in. Failures are values.
+import type { Job, Outcome } from "../deps/installer.ts";
 import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
@@ -16,9 +17,24 @@ export interface RunnerSpec {
   killMs: number;
 }
 
+/** Where runs execute, as status lines and the inspector show it. */
+export interface BackendInfo {
+  kind: "local" | "sandbox" | "remote";
+  /** `local`, `sandbox (bwrap, no network)`, `remote ssh user@host:/srv/work`, ... */
+  label: string;
+}
+
+/** A backend that could not start a runner: its own message, and a stable hint id (actors/process/backend-hints.ts). */
+export interface StartFailure {
+  message: string;
+  hint?: string;
+}
+
 export interface RunnerExit {
   code: number | null;
   signal: NodeJS.Signals | null;
+  /** The backend lost the process without seeing it exit (a dropped connection): why, and a hint id. */
+  lost?: StartFailure;
 }
 
 export interface RunnerHandle {
@@ -39,7 +55,14 @@ export interface RunnerHandle {
 }
 
 export interface ProcessOperations {
-  start(spec: RunnerSpec): Promise<Result<RunnerHandle>>;
+  readonly backend: BackendInfo;
+  start(spec: RunnerSpec): Promise<Result<RunnerHandle, StartFailure>>;
+  /** Whether the backend can start runners now (for /code-status); a short description of what it checked. */
+  health(): Promise<Result<string, StartFailure>>;
+  /** Releases what the backend holds (an SSH master connection); runners are stopped by their owners. */
+  close(): Promise<void>;
+  /** PEP 723 installs where the runner runs (remote); absent: they happen on this machine. */
+  install?(job: Job): Promise<Outcome>;
 }
 
 /** After the runner exits, output still in flight is read until EOF, but a descendant that keeps the pipes open
@@ -47,42 +70,61 @@ export interface ProcessOperations {
 const DRAIN_AFTER_EXIT_MS = 500;
 
 export const localOperations: ProcessOperations = {
-  async start(spec) {
-    try {
-      const info = await stat(spec.cwd);
-      if (!info.isDirectory()) return fail(`Working directory ${spec.cwd} is not a directory.`);
-    } catch {
-      return fail(`Working directory ${spec.cwd} does not exist.`);
-    }
-    const child = spawn(spec.executable, spec.args, {
-      cwd: spec.cwd,
-      env: spec.env,
-      stdio: ["ignore", "pipe", "pipe", "pipe"],
-      detached: true,
-    });
-    // Tracked before the runner has read a single frame (no frame can be sent before the handle exists), so
-    // before any user code can start a process.
-    const tracked = child.pid ? track(child.pid) : undefined;
-    const spawned = await new Promise<Result<void>>((resolve) => {
-      child.once("spawn", () => resolve(ok(undefined)));
-      child.once("error", (e: NodeJS.ErrnoException) =>
-        resolve(fail(`Could not start ${spec.executable}: ${e.code ?? e.message}`)),
-      );
-    });
-    if (!spawned.ok) return spawned;
-    await tracked;
-    return ok(
-      wrap(
-        child.pid!,
-        child.stdout!,
-        child.stderr!,
-        child.stdio[3] as unknown as NodeJS.ReadWriteStream & Readable,
-        child,
-        spec.killMs,
-      ),
-    );
-  },
+  backend: { kind: "local", label: "local" },
+  start: (spec) => spawnRunner(spec, { interrupt: "signal" }),
+  health: async () => ok("runs start on this machine"),
+  close: async () => {},
 };
+
+export interface SpawnOptions {
+  /** How the interrupt reaches the runner: SIGINT to its pid, or a `signal` control frame (the pid is a wrapper's,
+   * such as bwrap's, which a SIGINT would kill). */
+  interrupt: "signal" | "frame";
+  /** The program actually started, when it wraps the runner (bwrap): [executable, ...args]. */
+  wrapper?: string[];
+}
+
+/** Starts a runner as a local child in its own process group, fd 3 the control channel. */
+export async function spawnRunner(
+  spec: RunnerSpec,
+  options: SpawnOptions,
+): Promise<Result<RunnerHandle, StartFailure>> {
+  try {
+    const info = await stat(spec.cwd);
+    if (!info.isDirectory()) return fail({ message: `Working directory ${spec.cwd} is not a directory.` });
+  } catch {
+    return fail({ message: `Working directory ${spec.cwd} does not exist.` });
+  }
+  const [program, ...args] = options.wrapper ?? [spec.executable, ...spec.args];
+  const child = spawn(program!, args, {
+    cwd: spec.cwd,
+    env: spec.env,
+    stdio: ["ignore", "pipe", "pipe", "pipe"],
+    detached: true,
+  });
+  // Tracked before the runner has read a single frame (no frame can be sent before the handle exists), so
+  // before any user code can start a process.
+  const tracked = child.pid ? track(child.pid) : undefined;
+  const spawned = await new Promise<Result<void, StartFailure>>((resolve) => {
+    child.once("spawn", () => resolve(ok(undefined)));
+    child.once("error", (e: NodeJS.ErrnoException) =>
+      resolve(fail({ message: `Could not start ${program}: ${e.code ?? e.message}` })),
+    );
+  });
+  if (!spawned.ok) return spawned;
+  await tracked;
+  return ok(
+    wrap(
+      child.pid!,
+      child.stdout!,
+      child.stderr!,
+      child.stdio[3] as unknown as NodeJS.ReadWriteStream & Readable,
+      child,
+      options.interrupt,
+      spec.killMs,
+    ),
+  );
+}
 
 function wrap(
   pid: number,
@@ -90,6 +132,7 @@ function wrap(
   stderr: Readable,
   control: NodeJS.ReadWriteStream & Readable,
   child: import("node:child_process").ChildProcess,
+  interrupt: SpawnOptions["interrupt"],
   killMs: number,
 ): RunnerHandle {
   const listeners = {
@@ -166,6 +209,11 @@ function wrap(
       }
     },
     signal(signal) {
+      if (interrupt === "frame") {
+        if (exit || control.destroyed) return fail("runner is not running");
+        control.write(encodeFrame({ type: "signal", signal }));
+        return ok(undefined);
+      }
       try {
         process.kill(pid, signal);
         return ok(undefined);

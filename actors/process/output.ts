@@ -56,10 +56,8 @@ class ChannelBuffer {
     return keep;
   }
 
-  /** The newest bytes for the live preview, with up to 3 more before them: the preview's cut then falls inside
-   * the window, where a split character can be seen and skipped (at the window's start it could not). */
   liveTail(): Buffer {
-    return this.tail.last(LIVE_BYTES + 3);
+    return this.tail.last(LIVE_BYTES);
   }
 
   capture(): ChannelCapture {
@@ -176,11 +174,11 @@ export class RunOutput {
     this.listeners.push(fn);
   }
 
-  /** The newest bytes of each channel, starting on a character boundary. */
+  /** The newest output of each channel as text of at most `maxBytes` UTF-8 bytes, cut on character boundaries. */
   preview(maxBytes = LIVE_BYTES): { stdout: string; stderr: string } {
     return {
-      stdout: tailText(this.channels.stdout.liveTail(), maxBytes),
-      stderr: tailText(this.channels.stderr.liveTail(), maxBytes),
+      stdout: liveWindow(this.channels.stdout.liveTail(), maxBytes),
+      stderr: liveWindow(this.channels.stderr.liveTail(), maxBytes),
     };
   }
 
@@ -205,12 +203,23 @@ export class RunOutput {
   }
 }
 
-/** Decodes the last `maxBytes` of `bytes`, skipping UTF-8 continuation bytes at the cut. */
+/** The newest `maxBytes` of a channel, decoded: invalid bytes become U+FFFD (3 bytes each), so the text is cut
+ * again to stay within `maxBytes`. */
+function liveWindow(bytes: Buffer, maxBytes: number): string {
+  const text = tailText(bytes, maxBytes);
+  const encoded = Buffer.from(text, "utf8");
+  return encoded.length <= maxBytes ? text : tailText(encoded, maxBytes);
+}
+
+/** Decodes the last `maxBytes` of `bytes` (a window of newer bytes of a stream), skipping the continuation bytes
+ * of a character cut at its start (also when the window itself starts inside one) and holding back a character
+ * still incomplete at its end. */
 export function tailText(bytes: Buffer, maxBytes: number): string {
   let start = Math.max(0, bytes.length - maxBytes);
-  // Past the end, `bytes[start]` is undefined, not a continuation byte: the loop stops there.
-  while (start > 0 && (bytes[start] & 0xc0) === 0x80) start += 1;
-  return bytes.subarray(start, completeEnd(bytes)).toString("utf8");
+  // A character has at most three continuation bytes: more are invalid bytes, replaced when decoded.
+  const limit = Math.min(bytes.length, start + 3);
+  while (start < limit && (bytes[start] & 0xc0) === 0x80) start += 1;
+  return bytes.subarray(start, Math.max(start, completeEnd(bytes))).toString("utf8");
 }
 
 /** Length of `bytes` without a multi-byte character that is still incomplete at its end. */

@@ -1,7 +1,9 @@
-// Every live runner (and installer) with everything it started, kept outside XState: no error path in the actor
-// tree can orphan Python (a root that errors does not stop its invoked children, xstate#5153). A "group" here is
-// the leader's containment (containment.ts): its cgroup, or its session, not only its process group. Pi exiting
-// kills whatever is left.
+// Every live runner (and installer, and shell) with everything it started, kept outside XState: no error path in
+// the actor tree can orphan Python (a root that errors does not stop its invoked children, xstate#5153). A "group"
+// here is the leader's containment (containment.ts): its cgroup, or its session, not only its process group. Pi
+// exiting kills whatever is left.
+// Pi loads the extension's modules afresh for every Pi session, so module state is per session: the registry is
+// process-wide (one per process, under a global symbol), and its `exit` hook is there only while it holds a group.
 import { contain, releaseBase, scanSessions, sessionBox, type Containment, type SessionScan } from "./containment.ts";
 
 export interface GroupOwner {
@@ -25,9 +27,30 @@ interface Entry {
   stopping?: Stopping;
 }
 
-const entries = new Map<number, Entry>();
-let hooked = false;
-let ticking = false;
+interface Registry {
+  entries: Map<number, Entry>;
+  /** A poll of the stopping groups is scheduled. */
+  ticking: boolean;
+  killAll: () => void;
+}
+
+const KEY = Symbol.for("pi-code-supervisor.process-trees");
+const registry: Registry = ((globalThis as Record<symbol, Registry | undefined>)[KEY] ??= {
+  entries: new Map(),
+  ticking: false,
+  killAll: () => killAll(),
+});
+const entries = registry.entries;
+
+function add(pid: number, entry: Entry): void {
+  if (entries.size === 0) process.on("exit", registry.killAll);
+  entries.set(pid, entry);
+}
+
+function remove(pid: number): void {
+  if (entries.delete(pid) && entries.size === 0) process.removeListener("exit", registry.killAll);
+}
+
 /** How often a stop looks again (members forked meanwhile, the grace running out): a cgroup costs one small read,
  * so every 10 ms; a /proc scan costs milliseconds, so session tracking backs off, 10 ms doubling up to 80 ms, but
  * never sleeps past a grace's end. */
@@ -40,13 +63,9 @@ const RELEASE_MS = 1000;
  * at once, by its own cgroup once it has moved there (where cgroups apply). Resolves when the move is done.
  * `running`: the process may have started children already (they are moved too). */
 export function track(pid: number, running = false): Promise<void> {
-  if (!hooked) {
-    hooked = true;
-    process.once("exit", killAll);
-  }
   if (entries.has(pid)) return Promise.resolve();
   const entry: Entry = { box: sessionBox(pid) };
-  entries.set(pid, entry);
+  add(pid, entry);
   return contain(pid, running).then((box) => {
     if (!box) return;
     if (entries.get(pid) === entry) entry.box = box;
@@ -63,7 +82,7 @@ export function registerGroup(pid: number, owner: GroupOwner): void {
 /** Stops tracking `pid` (its members are gone, or someone else stops them). */
 export function unregisterGroup(pid: number): void {
   entries.get(pid)?.box.release();
-  entries.delete(pid);
+  remove(pid);
 }
 
 /** `signal` to everything tracked under `pid` (its process group if it is not tracked). False if nothing was there. */
@@ -122,8 +141,8 @@ export function stopGroup(pid: number, killMs: number): Promise<void> {
   } catch {
     // no such group left
   }
-  if (!ticking) {
-    ticking = true;
+  if (!registry.ticking) {
+    registry.ticking = true;
     setImmediate(tick);
   }
   return done;
@@ -142,7 +161,7 @@ function tick(): void {
       // Empty: the directory goes too (a cgroup that refuses to go is left to the exit handler, and then to the
       // next supervisor's sweep).
       if (entry.box.release() || now - s.started >= s.killMs + RELEASE_MS) {
-        entries.delete(pid);
+        remove(pid);
         s.resolve();
       }
     } else if (now - s.started >= s.killMs) {
@@ -156,7 +175,7 @@ function tick(): void {
   }
   const next = [...entries.values()].filter((e) => e.stopping).map((e) => nextPoll(e.box, e.stopping!, now));
   if (next.length) setTimeout(tick, Math.min(...next));
-  else ticking = false;
+  else registry.ticking = false;
 }
 
 function nextPoll(box: Containment, s: Stopping, now: number): number {
@@ -173,6 +192,7 @@ function killAll(): void {
   const deadline = Date.now() + 1000;
   const pending = new Map(entries);
   entries.clear();
+  process.removeListener("exit", registry.killAll);
   while (pending.size > 0 && Date.now() < deadline) {
     const scan = scanSessions([...pending.values()].filter((e) => e.box.kind === "session").map((e) => e.box.leader));
     for (const [pid, { box }] of pending) {

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { fromCallback } from "xstate";
 import type { KernelCommand, KernelFact, KernelInput } from "../../machines/events.ts";
 import type { ProcessOperations, RunnerHandle } from "./operations.ts";
-import type { PythonInfo } from "../interpreter/probe.ts";
+import type { Probe } from "../interpreter/interpreter.ts";
 import { registerGroup, stopGroup } from "./registry.ts";
 import type { Result } from "../../lib/result.ts";
 import type { Channel } from "./output.ts";
@@ -13,22 +13,39 @@ import { sendToolResult, toolFrameFact } from "./call-frames.ts";
 import type { ModuleWatch } from "./module-watch.ts";
 import { ok } from "../../lib/result.ts";
 import { offer, take, type Handover } from "./handover.ts";
+import { displayOf, doneShown, type RunShown } from "./display-frames.ts";
+import { backendHint } from "./backend-hints.ts";
+import type { ResourceLimits } from "../../store/settings.ts";
 
 export const RUNNER_PATH = fileURLToPath(new URL("../../runtime-py/runner.py", import.meta.url));
 
 export interface KernelDeps {
   ops: ProcessOperations;
-  python: () => Promise<Result<PythonInfo>>;
+  /** The interpreter of a kernel started without one (runs name theirs): discovered from its working directory. */
+  python: (cwd: string) => Promise<Result<Probe>>;
   /** The runner's environment, for its interpreter (actors/interpreter.ts `runnerEnv`). */
   env: (input: KernelInput) => NodeJS.ProcessEnv;
   /** A session's local-module watcher (actors/module-watch.ts); none when module reload is off. */
   watchModules?: (cwd: string) => ModuleWatch | undefined;
   /** Output of the run currently executing; output with no run (between runs) is dropped. */
   output: (runId: string, channel: Channel, chunk: Buffer) => void;
+  /** What the executing run shows besides output: displays, a notebook cell's value and error text. */
+  shown?: (runId: string, item: RunShown) => void;
   now: () => number;
   killMs: number;
   /** Which host owns the processes (two Pi sessions in one process must not stop each other's). */
   hostId: string;
+  /** Resource limits for new runners (store/settings.ts `limits`); read when each process starts. */
+  resourceLimits?: () => ResourceLimits;
+}
+
+/** The runner's `--limits` argument (the setrlimit part; outputMiB is enforced here). */
+export function limitArgs(limits: ResourceLimits | undefined): string[] {
+  if (!limits) return [];
+  const parts = (["memoryMiB", "cpuSeconds", "processes", "fileSizeMiB", "openFiles"] as const)
+    .filter((k) => limits[k] !== undefined)
+    .map((k) => `${k}=${limits[k]}`);
+  return parts.length ? ["--limits", parts.join(",")] : [];
 }
 
 export function createKernelLogic(deps: KernelDeps) {
@@ -61,23 +78,31 @@ export function createKernelLogic(deps: KernelDeps) {
 
     void (async () => {
       // A named interpreter was validated before the run was requested; else the host's default.
-      const python = input.python ? ok({ executable: input.python, version: "" }) : await deps.python();
+      const python = input.python ? ok({ executable: input.python, version: "" }) : await deps.python(input.cwd);
       if (stopped) return;
       if (!python.ok) return end({ type: "kernel.failed", at: deps.now(), message: python.error });
       if (abandoned) return end({ type: "kernel.exited", at: deps.now(), code: null, signal: null });
       // A claimed spare's process, already started and ready; if it has none to give, start one.
       const adopted = input.adopt ? await take(input.adopt) : undefined;
+      const limits = deps.resourceLimits?.();
+      const outputCap = limits?.outputMiB ? limits.outputMiB * 1024 * 1024 : Infinity;
       if (adopted && (stopped || abandoned)) adopted.handle.signalGroup("SIGKILL");
       const started = adopted
         ? ok(adopted.handle)
         : await deps.ops.start({
             executable: python.value.executable,
-            args: [RUNNER_PATH, "--mode", input.mode],
+            args: [RUNNER_PATH, "--mode", input.mode, ...limitArgs(limits)],
             cwd: input.cwd,
             env: deps.env(input),
             killMs: deps.killMs,
           });
-      if (!started.ok) return end({ type: "kernel.failed", at: deps.now(), message: started.error });
+      if (!started.ok)
+        return end({
+          type: "kernel.failed",
+          at: deps.now(),
+          message: started.error.message,
+          ...(started.error.hint ? { hint: backendHint(started.error.hint, started.error.message) } : {}),
+        });
       const p = started.value;
       registerGroup(p.pid, { host: deps.hostId, owner: input.owner });
       proc = p;
@@ -86,15 +111,31 @@ export function createKernelLogic(deps: KernelDeps) {
         if (abandoned) end({ type: "kernel.exited", at: deps.now(), code: null, signal: null });
         return;
       }
-      p.onStdout((chunk) => currentRun && deps.output(currentRun, "stdout", chunk));
-      p.onStderr((chunk) => currentRun && deps.output(currentRun, "stderr", chunk));
       let broken: string | undefined;
-      const breakWith = (why: string) => {
+      let brokenHint: string | undefined;
+      const breakWith = (why: string, hint?: string) => {
         // A corrupt control channel cannot be trusted again: the process tree is killed; its exit (after the
         // output drained) reports why.
+        if (broken === undefined) brokenHint = hint;
         broken ??= why;
         p.signalGroup("SIGKILL");
       };
+      // limits.outputMiB: a run that writes more loses its process tree (what it wrote so far is kept).
+      let written = 0;
+      let countedRun: string | undefined;
+      const output = (channel: "stdout" | "stderr", chunk: Buffer) => {
+        if (!currentRun) return;
+        if (countedRun !== currentRun) {
+          countedRun = currentRun;
+          written = 0;
+        }
+        written += chunk.length;
+        deps.output(currentRun, channel, chunk);
+        if (written > outputCap)
+          breakWith(`the run wrote more than ${limits!.outputMiB} MiB of output`, "limit_output");
+      };
+      p.onStdout((chunk) => output("stdout", chunk));
+      p.onStderr((chunk) => output("stderr", chunk));
       p.onProtocolError((message) => breakWith(`the runner broke the control protocol (${message})`));
       p.onFrame((frame) => {
         const at = deps.now();
@@ -118,6 +159,7 @@ export function createKernelLogic(deps: KernelDeps) {
           }
           case "done": {
             const runId = String(frame.id);
+            if (runId === startedRun) for (const item of doneShown(frame)) deps.shown?.(runId, item);
             currentRun = undefined;
             startedRun = undefined;
             return send({
@@ -140,13 +182,32 @@ export function createKernelLogic(deps: KernelDeps) {
             if (fact.error) p.send(fact.error);
             return;
           }
+          case "display": {
+            // Only the executing run's; the runner drained fd 1 and 2 first, so it lands after the output before it.
+            const item = frame.id === startedRun && startedRun ? displayOf(frame) : undefined;
+            if (item) deps.shown?.(startedRun!, item);
+            return;
+          }
           case "fatal":
             return breakWith(`the runner failed: ${String(frame.message ?? "no reason given")}`);
         }
       });
       p.onExit((exit) => {
         currentRun = undefined;
-        if (broken) end({ type: "kernel.failed", at: deps.now(), message: `${broken}; its process was killed` });
+        if (broken)
+          end({
+            type: "kernel.failed",
+            at: deps.now(),
+            message: `${broken}; its process was killed`,
+            ...(brokenHint ? { hint: backendHint(brokenHint) } : {}),
+          });
+        else if (exit.lost)
+          end({
+            type: "kernel.failed",
+            at: deps.now(),
+            message: exit.lost.message,
+            ...(exit.lost.hint ? { hint: backendHint(exit.lost.hint, exit.lost.message) } : {}),
+          });
         else end({ type: "kernel.exited", at: deps.now(), code: exit.code, signal: exit.signal });
       });
       if (adopted) {
@@ -165,6 +226,8 @@ export function createKernelLogic(deps: KernelDeps) {
             code: command.code,
             filename: command.filename,
             ...(command.tools ? { tools: command.tools } : {}),
+            ...(command.chdir ? { chdir: command.chdir } : {}),
+            ...(command.result ? { result: command.result } : {}),
             ...runExtras(command, modules),
           });
           return;

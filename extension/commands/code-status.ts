@@ -1,9 +1,16 @@
 // `/code-status`: the interpreter (version, path, where it came from), each live session with its state, pid,
-// working directory, age and last run, the settings with their sources, and warnings.
+// working directory, age and last run, the settings with their sources, every file and folder the extension uses,
+// and warnings.
+import { existsSync } from "node:fs";
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import type { SupervisorHost } from "../../host/host.ts";
 import { describeSource } from "../../actors/interpreter/interpreter.ts";
-import { SETTING_KEYS, type ResolvedSettings } from "../../store/settings.ts";
+import { globalSettingsPath, projectSettingsPath, SETTING_KEYS, type ResolvedSettings } from "../../store/settings.ts";
+import { sourceRoot } from "../../store/sources.ts";
+import { outputRoot } from "../../store/artifacts.ts";
+import { defaultEnvRoot, defaultSessionRoot, sessionPackagesDir } from "../../actors/deps/install-targets.ts";
+import { execLogDir } from "../../host/exec.ts";
+import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import type { CodeEnvironment } from "../environment.ts";
 import { sessionLines } from "../status.ts";
 import { show } from "./show.ts";
@@ -24,13 +31,59 @@ export function settingsLines(s: ResolvedSettings): string[] {
   });
 }
 
+/** What /code-status says about the tool surfaces: the active ones (and where that came from), and warnings. */
+export interface SurfaceReport {
+  line: string;
+  warnings: string[];
+}
+
+/** Where the journal and the event logs are (the extension knows; the host does not). */
+export interface StatusPlaces {
+  /** The journal's file; undefined when it is off. */
+  journal?: string;
+  /** The event logs' directory; undefined when recording is off. */
+  eventLogDir?: string;
+  /** This Pi session's log, once the supervisor started. */
+  eventLog?: string;
+}
+
+export function placesLines(cwd: string, places: StatusPlaces, host: SupervisorHost | undefined): string[] {
+  const file = (path: string) => `${path} (${existsSync(path) ? "exists" : "absent"})`;
+  const rows: [string, string][] = [
+    ["journal", places.journal ?? "off (PI_CODE_EXECUTION_JOURNAL=off or the journal setting)"],
+    [
+      "event logs",
+      places.eventLogDir === undefined
+        ? "off (PI_CODE_EXECUTION_LOG=0)"
+        : `${places.eventLogDir} (${places.eventLog ? `this session: ${places.eventLog}` : "this session's log starts with its first run"})`,
+    ],
+    ["global settings", file(globalSettingsPath())],
+    ["project settings", file(projectSettingsPath(cwd))],
+    ["saved scripts", sourceRoot()],
+    ["saved outputs", outputRoot()],
+    ["dependency environments", defaultEnvRoot()],
+    ["shell session logs", execLogDir(getAgentDir())],
+    [
+      "session packages",
+      host
+        ? sessionPackagesDir(defaultSessionRoot(), host.id)
+        : `${defaultSessionRoot()} (a folder in it per Pi session, from its first run)`,
+    ],
+  ];
+  const width = Math.max(...rows.map(([label]) => label.length));
+  return rows.map(([label, where]) => `  ${label.padEnd(width)}  ${where}`);
+}
+
 export async function statusReport(
   cwd: string,
   environment: CodeEnvironment,
   host: SupervisorHost | undefined,
   now = Date.now(),
+  places: StatusPlaces = {},
+  surfaces?: () => SurfaceReport,
 ): Promise<string> {
   const lines: string[] = [];
+  const report = surfaces?.();
   const interp = await environment.interpreter.resolve(cwd);
   if (interp.ok) {
     const i = interp.value;
@@ -38,6 +91,13 @@ export async function statusReport(
     lines.push(`  from ${describeSource(i.source)}${i.requested !== i.executable ? ` (${i.requested})` : ""}`);
     if (i.venv) lines.push(`  virtual environment ${i.venv}`);
   } else lines.push(`Python: not available: ${interp.error}`);
+  const ops = host?.ops ?? environment.operations();
+  const health = await ops.health().catch((e: Error) => ({ ok: false as const, error: { message: e.message } }));
+  lines.push(
+    `Backend: ${ops.backend.label}`,
+    health.ok ? `  healthy: ${health.value}` : `  unhealthy: ${health.error.message}${"hint" in health.error && health.error.hint ? ` [${health.error.hint}]` : ""}`,
+  );
+  if (report) lines.push("", report.line);
   const sessions = host?.sessions() ?? [];
   lines.push("", sessions.length ? `Live sessions (${sessions.length}):` : "Live sessions: none");
   for (const [i, line] of sessionLines(sessions, now).entries()) {
@@ -49,7 +109,13 @@ export async function statusReport(
   }
   const settings = environment.settings();
   lines.push("", "Settings (value, source):", ...settingsLines(settings));
-  const warnings = [...settings.warnings, ...environment.interpreter.notes, ...(host ? [...host.warnings] : [])];
+  lines.push("", "Files:", ...placesLines(cwd, places, host));
+  const warnings = [
+    ...(report?.warnings ?? []),
+    ...settings.warnings,
+    ...environment.interpreter.notes,
+    ...(host ? [...host.warnings] : []),
+  ];
   lines.push("", warnings.length ? "Warnings:" : "Warnings: none", ...warnings.map((w) => `  - ${w}`));
   return lines.join("\n");
 }
@@ -58,11 +124,14 @@ export function registerCodeStatusCommand(
   pi: ExtensionAPI,
   environment: CodeEnvironment,
   peekHost: () => SupervisorHost | undefined,
+  places: () => StatusPlaces = () => ({}),
+  surfaces?: () => SurfaceReport,
+  name = "code-status",
 ): void {
-  pi.registerCommand("code-status", {
-    description: "Python interpreter, live code_execution sessions, settings with their sources, warnings",
+  pi.registerCommand(name, {
+    description: "Tool surfaces, Python interpreter, live sessions, settings with their sources, files, warnings",
     handler: async (_args: string, ctx: ExtensionCommandContext) => {
-      show(ctx, await statusReport(ctx.cwd, environment, peekHost()));
+      show(ctx, await statusReport(ctx.cwd, environment, peekHost(), Date.now(), places(), surfaces));
     },
   });
 }

@@ -5,6 +5,7 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import type { HostOptions, SupervisorHost } from "../../host/host.ts";
 import { SystemObserver } from "../../record/observe.ts";
 import { Recorder, type RecorderOptions } from "../../record/recorder.ts";
+import { CLI_COMMAND, defaultLogDir } from "../../record/log-files.ts";
 import type { Result } from "../../lib/result.ts";
 import { startInspector, type Inspector } from "../../inspector/server.ts";
 import { startStatelyBridge, type StatelyBridge } from "../../inspector/stately.ts";
@@ -68,6 +69,13 @@ export class Observability {
     this.host = host;
   }
 
+  /** The event logs' directory; undefined when recording is off. */
+  logDir(): string | undefined {
+    if (this.recorder) return this.recorder.dir;
+    if (!this.recordingEnabled()) return undefined;
+    return (this.settings.record || {}).dir ?? defaultLogDir(this.env);
+  }
+
   /** The segment of this session's event log being written (flushed first), if recording. */
   logPath(): string | undefined {
     if (!this.recorder || this.recorder.error) return undefined;
@@ -129,7 +137,7 @@ export class Observability {
       if (this.stately.warning) lines.push(`  note: ${this.stately.warning}`);
     }
     const log = this.recorder && !this.recorder.error ? this.recorder.path : undefined;
-    if (log) lines.push(`Event log: ${log} (replay: npx pi-code-supervisor replay <log>)`);
+    if (log) lines.push(`Event log: ${log} (replay: ${CLI_COMMAND} replay <log>)`);
     else if (this.recorder?.error) lines.push(`Event log: recording stopped: ${this.recorder.error}`);
     else lines.push("Event log: recording is off");
     return lines.join("\n");

@@ -21,28 +21,45 @@ export function registerSetInterpreterTool(
   pi: ExtensionAPI,
   environment: CodeEnvironment,
   peekHost: () => SupervisorHost | undefined,
+  /** The notebook session when the python surface is active: a selection always replaces its kernel (pi-python). */
+  notebook: () => string | undefined = () => undefined,
 ): void {
   pi.registerTool({
     ...setInterpreterRenderers,
     name: SET_INTERPRETER_TOOL,
     label: "Python interpreter",
     description:
-      "Choose the Python interpreter code_execution uses: a path (absolute, relative to the working directory, or ~), " +
-      "a virtual environment's python, or a command on PATH such as python3.12. Omit `interpreter` to go back to " +
-      "automatic discovery (--python, PI_PYTHON, $VIRTUAL_ENV, .venv/venv, python3). Running sessions on another " +
-      "interpreter are stopped: their variables are gone and their next run starts an empty namespace.",
+      "Choose the Python interpreter code_execution uses: `path` is an absolute path to a Python executable, a path " +
+      "relative to the working directory (or starting with ~), or a bare command on PATH such as python3.12; a " +
+      "directory is refused (name the python inside it, e.g. .venv/bin/python). Omit `path` to go back to automatic " +
+      "discovery (--python, PI_PYTHON, $VIRTUAL_ENV, .venv/venv, python3). Running sessions on another interpreter " +
+      "are stopped: their variables are gone and their next run starts an empty namespace.",
     promptSnippet: "Select the Python interpreter for code_execution",
+    // pi-python's parameter name and type; omitting it clears the selection.
     parameters: Type.Object(
       {
-        interpreter: Type.Optional(
-          Type.String({ description: "Path or command of a Python 3.9+ interpreter; omit to clear the selection." }),
+        path: Type.Optional(
+          Type.String({
+            description:
+              "Path to a Python 3.9+ interpreter binary, or a bare command name resolvable on PATH. Directories are " +
+              "rejected. Omit to clear the selection.",
+          }),
         ),
       },
       { additionalProperties: false },
     ),
+    // `interpreter` was this parameter's name in our previous version: calls written for it still work.
+    prepareArguments: (args: unknown) => {
+      if (!args || typeof args !== "object" || !("interpreter" in args)) return args as { path?: string };
+      const { interpreter, ...rest } = args as { interpreter?: unknown; path?: unknown };
+      if (rest.path !== undefined && rest.path !== interpreter) {
+        throw new Error("python_set_interpreter: give `path` only (`interpreter` is its old name).");
+      }
+      return { ...rest, ...(interpreter !== undefined ? { path: interpreter } : {}) } as { path?: string };
+    },
     executionMode: "sequential",
     async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
-      const wanted = params.interpreter?.trim();
+      const wanted = params.path?.trim();
       let selected: string | undefined;
       let version: string | undefined;
       if (wanted) {
@@ -55,7 +72,8 @@ export function registerSetInterpreterTool(
       const now = await environment.interpreter.resolve(ctx.cwd);
       const host = peekHost();
       const target = now.ok ? now.value.executable : undefined;
-      const stale = (host?.sessions() ?? []).filter((s) => s.python !== target);
+      const kernel = wanted ? notebook() : undefined;
+      const stale = (host?.sessions() ?? []).filter((s) => s.python !== target || s.name === kernel);
       await Promise.all(stale.map((s) => host!.stopSession(s.name)));
       const lines: string[] = [];
       if (now.ok) {
@@ -66,6 +84,8 @@ export function registerSetInterpreterTool(
             : `Selection cleared: code_execution uses Python ${v.version} at ${v.executable} (${describeSource(v.source)}).`,
         );
       } else lines.push(`Selection cleared, but discovery finds no usable interpreter: ${now.error}`);
+      if (kernel && stale.some((s) => s.name === kernel))
+        lines.push(`The python kernel (session "${kernel}") was replaced: its namespace is empty now.`);
       if (stale.length) {
         const names = stale.map((s) => `"${s.name}"`).join(", ");
         lines.push(

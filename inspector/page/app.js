@@ -1,7 +1,10 @@
 // The inspector page: live mode (frames from the server's WebSocket) and log mode (a recorded JSONL log opened
 // from disk or from the server, stepped through record by record).
-import { applyFrame, createModel, modelAt, stepsFromLog } from "./model.js";
-import { renderDetails, renderTimeline, TreeView } from "./view.js";
+import { applyFrame, createModel, stepsFromLog } from "./model.js";
+import { LogCursor } from "./cursor.js";
+import { renderDetails, renderHead, TimelineView, TreeView } from "./view.js";
+import { Charts, ChartView } from "./chart-view.js";
+import { liveSequence, logSequence, SequenceView, subtreeEvents } from "./sequence-view.js";
 
 const $ = (id) => document.getElementById(id);
 const base = location.pathname.endsWith("/") ? location.pathname : `${location.pathname}/`;
@@ -15,15 +18,36 @@ const state = {
   position: 0,
   logName: "",
   connected: false,
+  /** The view beside the tree: `chart`, `sequence` or `info` (the Details tab). */
+  tab: "chart",
+  /** The open log's events (sequence view), built once per log, and the selected subtree's, per actor. */
+  seq: undefined,
+  seqEvents: new Map(),
 };
 state.model = state.live;
 
-const tree = new TreeView($("tree"), (id) => {
+const tree = new TreeView($("tree"), (id) => select(id));
+const timeline = new TimelineView($("timeline"));
+const charts = new Charts(base);
+const chartView = new ChartView($("chart"), charts);
+const sequenceView = new SequenceView($("sequence"));
+
+function select(id) {
   state.selected = id;
   tree.select(state.model, id);
   rendered.id = undefined;
-  renderSoon();
-});
+  renderNow();
+}
+
+function showTab(tab) {
+  state.tab = tab;
+  $("details").dataset.tab = tab;
+  for (const b of document.querySelectorAll(".tab")) b.setAttribute("aria-selected", String(b.dataset.tab === tab));
+  for (const id of ["chart", "sequence", "info"]) $(id).hidden = id !== tab;
+  rendered.id = undefined;
+  renderNow();
+}
+for (const b of document.querySelectorAll(".tab")) b.addEventListener("click", () => showTab(b.dataset.tab));
 
 let detailsTimer;
 let timelineTimer;
@@ -47,20 +71,59 @@ function renderNow() {
   drawTimeline();
 }
 
+/** The selected actor's header, and the open tab's view of it. The header and the Details tab are redrawn only
+ * when the actor changed; the statechart and sequence views update themselves in place. */
 function drawDetails() {
   const a = state.model.actors.get(state.selected);
-  if (rendered.id === state.selected && rendered.model === state.model && rendered.rev === (a?.rev ?? 0)) return;
-  rendered = { id: state.selected, rev: a?.rev ?? 0, model: state.model };
-  renderDetails($("details"), state.model, state.selected, {
-    actions: !state.info.readOnly,
-    replaying: state.mode !== "live",
-    onStop: stopSession,
+  const changed = !(rendered.id === state.selected && rendered.model === state.model && rendered.rev === (a?.rev ?? 0));
+  if (changed) {
+    renderHead($("actor-head"), state.model, state.selected, {
+      actions: !state.info.readOnly,
+      replaying: state.mode !== "live",
+      onStop: stopSession,
+    });
+  }
+  if (state.tab === "chart") void chartView.show(a, { live: state.mode === "live" });
+  else if (state.tab === "sequence") drawSequence();
+  else if (changed || rendered.tab !== "info") renderDetails($("info"), state.model, state.selected);
+  rendered = { id: state.selected, rev: a?.rev ?? 0, model: state.model, tab: state.tab };
+}
+
+function drawSequence() {
+  const live = state.mode === "live";
+  let seq;
+  let events;
+  if (live) {
+    seq = liveSequence(state.model);
+    events = subtreeEvents(seq, state.selected);
+  } else {
+    seq = state.seq ??= logSequence(state.steps);
+    events = state.seqEvents.get(state.selected);
+    if (!events) state.seqEvents.set(state.selected, (events = subtreeEvents(seq, state.selected)));
+  }
+  sequenceView.show({
+    actor: state.selected,
+    seq,
+    events,
+    position: live ? undefined : state.position,
+    start: live ? state.model.start : state.steps.find((s) => s.at !== undefined)?.at,
   });
 }
 
 function drawTimeline() {
-  const now = state.mode === "live" && state.connected ? Date.now() : undefined;
-  renderTimeline($("timeline"), state.model, now);
+  if (state.mode === "live") {
+    // The axis runs a quarter ahead of now and is rescaled only when now reaches its end, so most updates redraw
+    // only the lanes that changed.
+    const start = state.model.start;
+    const now = state.connected ? Date.now() : (state.model.end ?? 0);
+    if (start !== undefined && (state.liveSpan?.start !== start || now > state.liveSpan.end)) {
+      state.liveSpan = { start, end: start + Math.max(now - start, 1000) * 1.25 };
+    }
+    timeline.update(state.model, { span: state.liveSpan, marker: now, source: state.live });
+    return;
+  }
+  // A log's axis is the whole log; the marker is the position.
+  timeline.update(state.model, { span: state.span, marker: state.model.end, source: state.cursor });
 }
 
 function setStatus(text, kind) {
@@ -130,15 +193,24 @@ function showLive() {
 // ---- recorded logs ----
 
 function openLog(text, name) {
+  performance.mark("log-read");
   const { steps, header, error } = stepsFromLog(text);
+  performance.mark("log-parsed");
   if (error) {
     setStatus(`cannot open ${name}: ${error}`, "off");
     return false;
   }
   state.mode = "log";
   state.steps = steps;
+  state.cursor = new LogCursor(steps, 500);
+  const times = steps.filter((s) => s.at !== undefined).map((s) => s.at);
+  state.span = times.length
+    ? { start: Math.min(...times.slice(0, 50)), end: Math.max(...times.slice(-50), times[0] + 1) }
+    : undefined;
   state.logName = name;
   state.logText = text;
+  state.seq = undefined;
+  state.seqEvents = new Map();
   document.body.dataset.mode = "log";
   $("slider").max = String(steps.length);
   setStatus(`log ${name}${header?.piSession ? ` · Pi session ${header.piSession}` : ""}`, "log");
@@ -149,12 +221,13 @@ function openLog(text, name) {
     tree.select(state.model, state.selected);
     renderNow();
   }
+  performance.mark("log-shown");
   return true;
 }
 
 function goTo(position) {
   state.position = Math.max(0, Math.min(position, state.steps.length));
-  state.model = modelAt(state.steps, state.position);
+  state.model = state.cursor.at(state.position);
   $("slider").value = String(state.position);
   const step = state.steps[state.position - 1];
   $("position").textContent = `${state.position} / ${state.steps.length}`;
@@ -203,7 +276,14 @@ $("next").addEventListener("click", () => goTo(state.position + 1));
 $("last").addEventListener("click", () => goTo(state.steps.length));
 $("prev-input").addEventListener("click", () => nextInput(-1));
 $("next-input").addEventListener("click", () => nextInput(1));
-$("slider").addEventListener("input", () => goTo(Number($("slider").value)));
+// Dragging the slider fires many inputs per frame: one step per frame, to the latest value.
+let sliderFrame;
+$("slider").addEventListener("input", () => {
+  sliderFrame ??= requestAnimationFrame(() => {
+    sliderFrame = undefined;
+    goTo(Number($("slider").value));
+  });
+});
 $("verify").addEventListener("click", verify);
 document.addEventListener("keydown", (e) => {
   if (state.mode !== "log" || e.target instanceof HTMLInputElement) return;
@@ -229,6 +309,14 @@ if (info.live) {
   document.body.dataset.mode = "log";
 }
 // A small handle for tests and the devtools console: the log's steps and a way to jump to one.
-window.inspector = { steps: () => state.steps.map((s) => s.text), goTo, openLog, mode: () => state.mode };
+window.inspector = {
+  steps: () => state.steps.map((s) => s.text),
+  goTo,
+  openLog,
+  mode: () => state.mode,
+  select,
+  showTab,
+  position: () => state.position,
+};
 // Tests and tools can tell when the page is wired up.
 document.body.dataset.ready = "true";

@@ -3,9 +3,19 @@
 
 const MAX_EVENTS = 40;
 const MAX_ACTORS = 400;
+/** Events kept for the live sequence view (a log's view reads the log's steps instead). */
+const MAX_SEQUENCE = 2000;
 
 export function createModel() {
-  return { actors: new Map(), order: [], start: undefined, end: undefined, version: 0 };
+  // `kids`: parent id → its children's ids, in creation order (so no step scans every actor).
+  return { actors: new Map(), order: [], kids: new Map(), start: undefined, end: undefined, version: 0, sequence: [] };
+}
+
+function adopt(model, id, parentId) {
+  if (!parentId) return;
+  let set = model.kids.get(parentId);
+  if (!set) model.kids.set(parentId, (set = new Set()));
+  set.add(id);
 }
 
 /** A state value as people read it: `running`, or `parent.child` for nested states. */
@@ -67,6 +77,8 @@ function applySnapshot(model, a, snapshot, at, cause) {
   if (!snapshot) return;
   if (snapshot.value !== undefined) {
     a.kind = "machine";
+    // The step the statechart view highlights: the value before, after, and the event that caused it.
+    if (cause) a.step = { from: a.value, to: snapshot.value, event: cause, at, seen: Date.now() };
     a.value = snapshot.value;
   }
   if (snapshot.context !== undefined) a.context = snapshot.context;
@@ -78,8 +90,9 @@ function applySnapshot(model, a, snapshot, at, cause) {
   if (snapshot.children && a.kind === "machine") {
     const present = new Set(Object.values(snapshot.children).map((c) => c.id));
     const finished = typeof cause === "string" && cause.startsWith("xstate.done.actor.") ? cause.slice(18) : "";
-    for (const other of model.actors.values()) {
-      if (other.parentId === a.id && !present.has(other.id) && other.status === "active" && other.id !== finished) {
+    for (const id of model.kids.get(a.id) ?? []) {
+      const other = model.actors.get(id);
+      if (other && other.parentId === a.id && !present.has(id) && other.status === "active" && id !== finished) {
         other.status = "stopped";
         note(other, at);
       }
@@ -118,7 +131,9 @@ function applyTo(model, frame, id, at) {
         a.history.push({ at, label: "(new)", status: "active", restart: true });
       }
       a.name = frame.name ?? a.name;
+      if (a.parentId && a.parentId !== frame.parentId) model.kids.get(a.parentId)?.delete(id);
       a.parentId = frame.parentId;
+      adopt(model, id, a.parentId);
       a.createdAt = a.incarnation > 1 ? a.createdAt : at;
       if (typeof frame.definition === "string" && frame.definition.includes('"states"')) a.kind = "machine";
       a.status = "active";
@@ -133,6 +148,8 @@ function applyTo(model, frame, id, at) {
       const type = frame.event && typeof frame.event === "object" ? String(frame.event.type) : String(frame.event);
       a.events.push({ at, type, from: frame.sourceId, event: frame.event });
       if (a.events.length > MAX_EVENTS) a.events.splice(0, a.events.length - MAX_EVENTS);
+      model.sequence.push({ at, from: frame.sourceId, to: id, type });
+      if (model.sequence.length > MAX_SEQUENCE * 1.2) model.sequence.splice(0, model.sequence.length - MAX_SEQUENCE);
       return [id];
     }
     case "@xstate.snapshot": {
@@ -157,14 +174,17 @@ function prune(model) {
 }
 
 function remove(model, id) {
-  for (const other of [...model.actors.values()]) if (other.parentId === id) remove(model, other.id);
+  for (const child of [...(model.kids.get(id) ?? [])]) remove(model, child);
+  model.kids.delete(id);
+  const a = model.actors.get(id);
+  if (a?.parentId) model.kids.get(a.parentId)?.delete(id);
   model.actors.delete(id);
   const i = model.order.indexOf(id);
   if (i >= 0) model.order.splice(i, 1);
 }
 
 export function childrenOf(model, id) {
-  return model.order.filter((c) => model.actors.get(c)?.parentId === id);
+  return [...(model.kids.get(id) ?? [])].filter((c) => model.actors.get(c)?.parentId === id);
 }
 
 export function roots(model) {
@@ -225,12 +245,14 @@ export function stepsFromLog(text) {
   let header;
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
-    const s = lines[i].trim();
+    // JSON.parse allows the whitespace around a record: lines are not trimmed (a copy of the whole log).
+    const s = lines[i];
     if (!s) continue;
     let r;
     try {
       r = JSON.parse(s);
     } catch {
+      if (!s.trim()) continue;
       if (lines.slice(i + 1).some((l) => l.trim())) return { header, steps, error: `line ${i + 1} is not JSON` };
       continue;
     }
@@ -306,16 +328,18 @@ export function stepsFromLog(text) {
   return { header, steps };
 }
 
+/** Applies one replay step (a frame, or an input that only moves the clock). */
+export function applyStep(model, step) {
+  if (step.frame) applyFrame(model, step.frame);
+  else if (step.at !== undefined) {
+    model.start ??= step.at;
+    model.end = Math.max(model.end ?? step.at, step.at);
+  }
+}
+
 /** The model after the first `count` steps. */
 export function modelAt(steps, count) {
   const model = createModel();
-  for (let i = 0; i < count && i < steps.length; i++) {
-    const step = steps[i];
-    if (step.frame) applyFrame(model, step.frame);
-    else if (step.at !== undefined) {
-      model.start ??= step.at;
-      model.end = Math.max(model.end ?? step.at, step.at);
-    }
-  }
+  for (let i = 0; i < count && i < steps.length; i++) applyStep(model, steps[i]);
   return model;
 }

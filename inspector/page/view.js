@@ -1,18 +1,7 @@
 // DOM rendering of the model: the actor tree (updated in place, so a state change is in the DOM as soon as its frame
 // is applied), the selected actor's details, and a timeline of states per actor.
+import { h } from "./dom.js";
 import { childrenOf, roots } from "./model.js";
-
-const h = (tag, attrs = {}, ...children) => {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === false) continue;
-    if (k === "class") el.className = v;
-    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else el.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children.flat()) if (c !== undefined && c !== null) el.append(c);
-  return el;
-};
 
 const time = (at, start) => (at === undefined || start === undefined ? "" : `+${((at - start) / 1000).toFixed(3)}s`);
 const clock = (at) => (at ? new Date(at).toISOString().slice(11, 23) : "");
@@ -81,10 +70,11 @@ export class TreeView {
   }
 }
 
-export function renderDetails(el, model, id, options) {
+/** The selected actor's name, state and actions, above the views. */
+export function renderHead(el, model, id, options) {
   const a = id ? model.actors.get(id) : undefined;
   if (!a) {
-    el.replaceChildren(h("p", { class: "hint" }, "Select an actor to see its context and recent events."));
+    el.replaceChildren(h("p", { class: "hint" }, "Select an actor to see its statechart, events and context."));
     return;
   }
   const canStop =
@@ -93,7 +83,6 @@ export function renderDetails(el, model, id, options) {
     a.id.startsWith("session:") &&
     !a.id.includes("/") &&
     a.status === "active";
-  const events = [...a.events].reverse();
   el.replaceChildren(
     h(
       "div",
@@ -101,6 +90,7 @@ export function renderDetails(el, model, id, options) {
       h("h2", {}, a.id),
       h("span", { class: "pill", "data-status": a.status }, a.label || a.status),
       a.incarnation > 1 ? h("span", { class: "muted" }, `incarnation ${a.incarnation}`) : undefined,
+      h("span", { class: "muted" }, `created ${clock(a.createdAt)}`, a.endedAt ? ` · ended ${clock(a.endedAt)}` : ""),
       canStop
         ? h(
             "button",
@@ -109,7 +99,18 @@ export function renderDetails(el, model, id, options) {
           )
         : undefined,
     ),
-    h("p", { class: "muted" }, `created ${clock(a.createdAt)}`, a.endedAt ? ` · ended ${clock(a.endedAt)}` : ""),
+  );
+}
+
+/** The Details view: recent events, states over time and context. */
+export function renderDetails(el, model, id) {
+  const a = id ? model.actors.get(id) : undefined;
+  if (!a) {
+    el.replaceChildren(h("p", { class: "hint" }, "Select an actor to see its context and recent events."));
+    return;
+  }
+  const events = [...a.events].reverse();
+  el.replaceChildren(
     h("h3", {}, "Recent events"),
     events.length
       ? h(
@@ -138,59 +139,104 @@ export function renderDetails(el, model, id, options) {
   );
 }
 
-/** One lane per actor (boundary children such as kernels left out), coloured by state over time. */
-export function renderTimeline(el, model, now) {
-  const start = model.start;
-  const end = Math.max(now ?? model.end ?? 0, (model.end ?? 0) + 1);
-  if (start === undefined) {
-    el.replaceChildren(h("p", { class: "hint" }, "No activity yet."));
-    return;
+/** One lane per actor (boundary children such as kernels left out), coloured by state over time. Lanes are kept
+ * per actor and redrawn only when their actor changed or the time axis moved: stepping through a log (whose axis
+ * spans the whole log, with a marker at the position) touches a few lanes, not hundreds. */
+export class TimelineView {
+  constructor(el) {
+    this.el = el;
+    this.axis = h("div", { class: "axis" });
+    this.lanes = h("div", { class: "lanes" });
+    this.marker = h("span", { class: "position-marker", hidden: true });
+    this.hint = h("p", { class: "hint" }, "No activity yet.");
+    el.replaceChildren(this.hint);
+    this.kept = new Map();
+    this.span = "";
   }
-  const span = Math.max(end - start, 1);
-  const pct = (t) => `${(((t - start) / span) * 100).toFixed(3)}%`;
-  const lanes = [];
-  const visit = (id, depth) => {
-    const a = model.actors.get(id);
-    if (!a) return;
-    if (!isBoundary(id)) {
-      const segments = a.history.map((s, i) => {
-        const until = a.history[i + 1]?.at ?? a.endedAt ?? end;
-        return h("span", {
-          class: `seg${s.restart ? " restart" : ""}`,
-          "data-state": s.label,
-          style: undefined,
-          title: `${s.label} ${time(s.at, start)} – ${time(until, start)}`,
-          "data-left": pct(s.at),
-          "data-width": `${(Math.max(until - s.at, 0) / span) * 100}%`,
-        });
-      });
-      lanes.push(
-        h(
-          "div",
-          { class: "lane", "data-actor": id },
-          h("span", { class: "lane-name", style: undefined, title: id, "data-depth": depth }, a.id),
-          h("span", { class: "lane-bar" }, segments),
-        ),
+
+  /** `span`: the axis (`{start, end}`), by default the model's activity up to `now`; `marker`: a time to mark;
+   * `source`: what the model comes from (the live stream, a log): lanes are kept while it stays the same, and
+   * redrawn when their actor's revision or history moved. */
+  update(model, { now, span, marker, source } = {}) {
+    const start = span?.start ?? model.start;
+    const end = span?.end ?? Math.max(now ?? model.end ?? 0, (model.end ?? 0) + 1);
+    if (start === undefined) {
+      if (this.el.firstChild !== this.hint) this.el.replaceChildren(this.hint);
+      return;
+    }
+    if (this.el.firstChild === this.hint)
+      this.el.replaceChildren(this.axis, h("div", { class: "lane-area" }, this.lanes, this.marker));
+    const range = Math.max(end - start, 1);
+    const pct = (t) => `${(((t - start) / range) * 100).toFixed(3)}%`;
+    const width = (from, until) => `${((Math.max(until - from, 0) / range) * 100).toFixed(3)}%`;
+    const key = `${start}:${end}`;
+    const moved = key !== this.span || source !== this.source;
+    if (moved) {
+      this.span = key;
+      this.source = source;
+      this.axis.replaceChildren(
+        h("span", {}, clock(start)),
+        h("span", {}, `${(range / 1000).toFixed(1)} s`),
+        h("span", {}, clock(end)),
       );
     }
-    for (const c of childrenOf(model, id)) visit(c, depth + 1);
-  };
-  for (const r of roots(model)) visit(r, 0);
-  el.replaceChildren(
-    h(
-      "div",
-      { class: "axis" },
-      h("span", {}, clock(start)),
-      h("span", {}, `${(span / 1000).toFixed(1)} s`),
-      h("span", {}, clock(end)),
-    ),
-    ...lanes,
-  );
-  // Geometry through CSSOM (the page's CSP forbids inline style attributes).
-  for (const seg of el.querySelectorAll(".seg")) {
-    seg.style.left = seg.dataset.left;
-    seg.style.width = seg.dataset.width;
+    // The current time in the model: open segments reach it.
+    const current = model.end ?? end;
+    const order = [];
+    const visit = (id, depth) => {
+      const a = model.actors.get(id);
+      if (!a) return;
+      if (!isBoundary(id)) order.push([id, depth]);
+      for (const c of childrenOf(model, id)) visit(c, depth + 1);
+    };
+    for (const r of roots(model)) visit(r, 0);
+    const wanted = new Set();
+    let previous = null;
+    for (const [id, depth] of order) {
+      wanted.add(id);
+      const a = model.actors.get(id);
+      let lane = this.kept.get(id);
+      if (!lane) {
+        const name = h("span", { class: "lane-name", title: id }, a.id);
+        name.style.paddingLeft = `${depth * 0.8}em`;
+        const bar = h("span", { class: "lane-bar" });
+        lane = { el: h("div", { class: "lane", "data-actor": id }, name, bar), bar, rev: -1, history: -1, open: null };
+        this.kept.set(id, lane);
+      }
+      if (moved || lane.rev !== a.rev || lane.history !== a.history.length) {
+        lane.rev = a.rev;
+        lane.history = a.history.length;
+        lane.open = null;
+        lane.bar.replaceChildren(
+          ...a.history.map((s, i) => {
+            const next = a.history[i + 1]?.at;
+            const until = next ?? a.endedAt ?? current;
+            const seg = h("span", {
+              class: `seg${s.restart ? " restart" : ""}`,
+              "data-state": s.label,
+              title: `${s.label} ${time(s.at, start)} – ${time(until, start)}`,
+            });
+            seg.style.left = pct(s.at);
+            seg.style.width = width(s.at, until);
+            if (next === undefined && a.endedAt === undefined) lane.open = { seg, from: s.at };
+            return seg;
+          }),
+        );
+      } else if (lane.open) {
+        lane.open.seg.style.width = width(lane.open.from, current);
+      }
+      const expected = previous ? previous.nextSibling : this.lanes.firstChild;
+      if (expected !== lane.el) this.lanes.insertBefore(lane.el, expected);
+      previous = lane.el;
+    }
+    for (const [id, lane] of this.kept) {
+      if (!wanted.has(id)) {
+        lane.el.remove();
+        this.kept.delete(id);
+      }
+    }
+    this.marker.hidden = marker === undefined;
+    // The lanes' bars start after the 220 px of names.
+    if (marker !== undefined) this.marker.style.left = `calc(220px + (100% - 220px) * ${(marker - start) / range})`;
   }
-  for (const name of el.querySelectorAll(".lane-name"))
-    name.style.paddingLeft = `${Number(name.dataset.depth) * 0.8}em`;
 }

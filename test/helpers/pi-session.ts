@@ -7,12 +7,14 @@ import { fauxAssistantMessage, fauxProvider, fauxToolCall, type FauxResponseStep
 import {
   createAgentSession,
   DefaultResourceLoader,
+  getAgentDir,
   ModelRuntime,
   SessionManager,
   SettingsManager,
 } from "@earendil-works/pi-coding-agent";
 
-export const EXTENSION_PATH = resolve(import.meta.dirname, "../../extension/index.ts");
+/** The entry Pi loads (package.json `pi.extensions`). */
+export const EXTENSION_PATH = resolve(import.meta.dirname, "../../extension/pi-code-supervisor/index.ts");
 
 export interface ToolResultMessage {
   role: "toolResult";
@@ -45,6 +47,8 @@ export async function startPi(
     extensionPaths?: string[];
     /** A scripted UI (every ExtensionUIContext method) bound in `rpc` mode, so commands and statuses can be seen. */
     uiContext?: Record<string, unknown>;
+    /** PI_CODING_AGENT_DIR as given (e.g. `~/.pi/agent`), instead of a fresh directory; Pi resolves it. */
+    agentDirEnv?: string;
     /** Pi flags (`--name`) as the CLI would set them, before session_start. */
     flags?: Record<string, boolean | string>;
     /** Extensions given as factories (Pi's built-ins such as `createCodemodeExtension()`). */
@@ -52,9 +56,9 @@ export async function startPi(
   } = {},
 ): Promise<PiHarness> {
   const root = mkdtempSync(join(tmpdir(), "pcs-pi-"));
-  const agentDir = join(root, "agent");
   const cwd = options.cwd ?? mkdtempSync(join(tmpdir(), "pcs-cwd-"));
-  process.env.PI_CODING_AGENT_DIR = agentDir;
+  process.env.PI_CODING_AGENT_DIR = options.agentDirEnv ?? join(root, "agent");
+  const agentDir = getAgentDir();
   // Tests never write to the user's journal; a test that checks the journal sets its own path first.
   process.env.PI_CODE_EXECUTION_JOURNAL ??= join(root, "journal.sqlite");
   process.env.PI_OFFLINE = "1";

@@ -35,6 +35,37 @@ export async function waitUntil(check: () => boolean, timeoutMs = 3000): Promise
   return check();
 }
 
+/** The host pid of a process seen as `inner` inside a pid namespace (a sandboxed runner's os.getpid()), found only
+ * among the descendants of `roots` (the sandbox's own process groups) by the NSpid line of /proc/<pid>/status:
+ * undefined when no process there matches, so a test never acts on a pid it has not tied to the sandbox. */
+export function hostPidIn(inner: number, roots: number[]): number | undefined {
+  const parent = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const under = (pid: number): boolean => {
+    for (let p: number | undefined = pid; p && p > 1; p = parent.get(p)) if (roots.includes(p)) return true;
+    return false;
+  };
+  for (const pid of parent.keys()) {
+    if (!under(pid)) continue;
+    try {
+      const line = /^NSpid:\s*(.+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+      const ids = line?.trim().split(/\s+/).map(Number) ?? [];
+      if (ids.length > 1 && ids[0] === pid && ids[ids.length - 1] === inner) return pid;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
 /** Live processes whose session id (field 6 of /proc/<pid>/stat) is `sid`. */
 export function sessionMembers(sid: number): number[] {
   const found: number[] = [];

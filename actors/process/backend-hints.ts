@@ -1,0 +1,39 @@
+// Stable hint ids for backends and resource limits (the journal records the ids; texts may improve). A backend
+// names the id with its failure; the advice lives here, next to the ids.
+import type { Hint } from "../../machines/events.ts";
+
+export const BACKEND_HINTS = {
+  sandbox_unavailable:
+    "The bubblewrap sandbox could not start (is `bwrap` installed and are user namespaces allowed?). Install it " +
+    "(Debian: apt-get install bubblewrap) or choose another backend (setting `backend`, PI_CODE_EXECUTION_BACKEND). " +
+    "Nothing ran; runs never fall back to this machine unsandboxed.",
+  remote_unreachable:
+    "The remote host could not be reached (name, port, network or a firewall). Check `remote.host`/`remote.port` " +
+    "or the transport (ssh, kubectl, docker, podman) by hand. Nothing ran.",
+  remote_auth:
+    "The remote host refused the login. Check the user, `remote.identityFile`, your SSH agent and known_hosts " +
+    "(the ssh preset runs your own OpenSSH client in batch mode: it cannot ask for a password). Nothing ran.",
+  remote_python:
+    "No usable Python was found on the remote side. Set `remote.python` to an interpreter there (3.9 or newer) or " +
+    "install python3. Nothing ran.",
+  remote_cwd:
+    "The working directory has no remote counterpart: it must be Pi's working directory or inside it, which maps to " +
+    "`remote.cwd` (or the remote login directory). Nothing ran.",
+  remote_disconnected:
+    "The connection to the remote host dropped during the run. Output that arrived before is kept; the remote " +
+    "process group was killed when the connection went, so a session's state is gone.",
+  limit_memory:
+    "The run hit the memory limit (`limits.memoryMiB`): an allocation failed (MemoryError) or the process was killed.",
+  limit_cpu: "The run used up its CPU time (`limits.cpuSeconds`): the process got SIGXCPU and ended.",
+  limit_processes: "The run hit the process limit (`limits.processes`): starting another process or thread failed.",
+  limit_file_size: "A write hit the file size limit (`limits.fileSizeMiB`): the write failed with 'File too large'.",
+  limit_output: "The run wrote more than `limits.outputMiB` of output: its process tree was killed.",
+} as const;
+
+export type BackendHintId = keyof typeof BACKEND_HINTS;
+
+/** The hint for an id a backend named, with its own message kept in the outcome's `message`. */
+export function backendHint(id: string, _message?: string): Hint {
+  const text = (BACKEND_HINTS as Record<string, string>)[id] ?? "The execution backend failed.";
+  return { id, text };
+}

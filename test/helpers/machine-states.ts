@@ -1,0 +1,54 @@
+// What the inspector tests expect, read from XState itself: every state node of a machine, every transition in
+// `StateNode.transitions`/`always`, the active nodes of a value (`getStateNodes`), the machines a root can spawn.
+import { getStateNodes } from "xstate";
+import type { AnyStateMachine, AnyStateNode } from "xstate";
+
+export function stateNodes(machine: AnyStateMachine): AnyStateNode[] {
+  const out: AnyStateNode[] = [];
+  const visit = (n: AnyStateNode) => {
+    out.push(n);
+    for (const c of Object.values(n.states) as AnyStateNode[]) visit(c);
+  };
+  visit(machine.root);
+  return out;
+}
+
+/** `<source>|<event>|<index>` for every transition of the machine (`always` ones with the empty event). */
+export function transitionIds(machine: AnyStateMachine): string[] {
+  const ids: string[] = [];
+  for (const n of stateNodes(machine)) {
+    for (const [event, list] of n.transitions) list.forEach((_, i) => ids.push(`${n.id}|${event}|${i}`));
+    (n.always ?? []).forEach((_, i) => ids.push(`${n.id}||${i}`));
+  }
+  return ids.sort();
+}
+
+/** The active leaves of a state value, by XState's own resolution. */
+export function activeLeaves(machine: AnyStateMachine, value: unknown): string[] {
+  const nodes = getStateNodes(machine.root, value as never) as AnyStateNode[];
+  const ids = new Set(nodes.map((n) => n.id));
+  return nodes.filter((n) => !Object.values(n.states).some((c) => ids.has((c as AnyStateNode).id))).map((n) => n.id);
+}
+
+export function activeAncestors(machine: AnyStateMachine, value: unknown): string[] {
+  const leaves = new Set(activeLeaves(machine, value));
+  return (getStateNodes(machine.root, value as never) as AnyStateNode[])
+    .map((n) => n.id)
+    .filter((id) => !leaves.has(id));
+}
+
+/** Machines the supervisor can run, found through the actors each machine provides, recursively. */
+export function reachableMachines(root: AnyStateMachine): Map<string, AnyStateMachine> {
+  const found = new Map<string, AnyStateMachine>();
+  const visit = (m: AnyStateMachine) => {
+    if (found.has(m.id)) return;
+    found.set(m.id, m);
+    for (const logic of Object.values(m.implementations.actors ?? {})) {
+      if (logic && typeof logic === "object" && "root" in logic) visit(logic as AnyStateMachine);
+    }
+  };
+  visit(root);
+  return found;
+}
+
+export const sorted = (xs: Iterable<string>) => [...xs].sort();
