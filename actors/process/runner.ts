@@ -87,7 +87,7 @@ export function createKernelLogic(deps: KernelDeps) {
       if (adopted && (stopped || abandoned)) adopted.handle.signalGroup("SIGKILL");
       const started = adopted
         ? ok(adopted.handle)
-        : await deps.ops.start({ ...launch.value.spec, cwd: input.cwd });
+        : await deps.ops.start({ ...launch.value.spec, cwd: input.cwd, killMs: deps.killMs });
       if (!started.ok)
         return end({
           type: "kernel.failed",
@@ -123,7 +123,8 @@ export function createKernelLogic(deps: KernelDeps) {
         }
         written += chunk.length;
         deps.output(currentRun, channel, chunk);
-        if (written > outputCap) breakWith(`the run wrote more than ${limits!.outputMiB} MiB of output`, "limit_output");
+        if (written > outputCap)
+          breakWith(`the run wrote more than ${limits!.outputMiB} MiB of output`, "limit_output");
       };
       p.onStdout((chunk) => output("stdout", chunk));
       p.onStderr((chunk) => output("stderr", chunk));
