@@ -12,8 +12,10 @@ import type { NestedCallRecord, ToolSpec } from "../machines/tool-events.ts";
 import { CODE_EXECUTION_COLLECT_TOOLS_EVENT, createToolCollection, type NestedToolRegistration } from "./host-api.ts";
 import { pythonNames, signature } from "./python-names.ts";
 
-/** code_execution and its companions are never exposed to Python (a script calling itself). */
-export const isCodeExecutionTool = (name: string) => /^code_execution($|_)/.test(name);
+/** code_execution and its companions, and the notebook tools, are never exposed to Python (a script calling itself
+ * would wait for its own session). */
+export const isCodeExecutionTool = (name: string) =>
+  /^code_execution($|_)/.test(name) || name === "python" || name === "eval";
 
 /** What the bridge needs of a tool (Pi's AgentTool, a ToolDefinition or a ToolInfo). */
 export interface CallableTool {

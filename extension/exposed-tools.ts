@@ -33,9 +33,11 @@ const same = (a: readonly string[] | undefined, b: readonly string[]) =>
   a !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
 
 export function registerExposedToolsMessage(pi: ExtensionAPI): void {
-  /** The signatures Python would get now, or undefined while code_execution is not active. */
+  /** The signatures Python would get now, or undefined while no Python surface (code_execution, python, eval) is
+   * active. */
   const current = (): string[] | undefined => {
-    if (!pi.getActiveTools().includes("code_execution")) return undefined;
+    const active = pi.getActiveTools();
+    if (!["code_execution", "python", "eval"].some((t) => active.includes(t))) return undefined;
     return exposedTools(callableFromInfo(pi), collectRegistrations(pi)).map((t) => t.spec.signature);
   };
   const message = (tools: string[]) => ({

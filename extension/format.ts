@@ -4,6 +4,7 @@ import type { RunOutcome } from "../machines/events.ts";
 import type { NestedCallRecord } from "../machines/tool-events.ts";
 import type { RunResult } from "../host/host.ts";
 import type { OutputRef } from "../store/artifacts.ts";
+import type { ImageInfo } from "./display/collector.ts";
 import { completeText, headTailText, type ArtifactOutcome } from "./preview.ts";
 import {
   extraDetails,
@@ -33,6 +34,10 @@ export interface CodeExecutionDetails extends ExtraDetails {
   output?: OutputRef;
   /** Every Pi tool call the code attempted, in start order (machines/tool-events.ts); empty when none. */
   nestedCalls: NestedCallRecord[];
+  /** Images the run displayed (shown to the model, or saved as files when over the limits). */
+  images?: ImageInfo[];
+  /** JSON outputs the run displayed, parsed. */
+  json?: unknown[];
 }
 
 export type RunningDetails = { status: "running"; sourceId: string };

@@ -12,6 +12,13 @@ import { Observability, registerInspect, type ObservabilitySettings } from "./co
 import { CodeEnvironment } from "./environment.ts";
 import { registerLifecycle } from "./lifecycle.ts";
 import { SessionStatus } from "./status.ts";
+import { CODE_TOOLS_FLAG, chooseSurfaces, Surfaces } from "./surfaces.ts";
+import { registerSetInterpreterTool } from "./tools/set-interpreter.ts";
+import { registerPythonTool } from "./tools/python.ts";
+import { registerPythonCommands } from "./commands/python.ts";
+import { registerEvalTool } from "./tools/eval.ts";
+import { pythonBackend } from "./eval/python.ts";
+import { jsBackend } from "./eval/js.ts";
 import { registerExec } from "./exec/register.ts";
 
 export interface CodeExecutionOptions {
@@ -42,18 +49,81 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
       return host;
     };
 
-    registerCodeExecutionTool(pi, getHost, journal, { timeouts: environment.timeouts() });
+    // The tool surfaces (extension/surfaces.ts): each registers its tools, visible or hidden.
+    let pythonCommands = false;
+    const notebook = () => environment.settings().values.notebookSession;
+    const surfaces: Surfaces = new Surfaces(pi, {
+      code_execution: (p) => {
+        registerCodeExecutionTool(p, getHost, journal, {
+          timeouts: environment.timeouts(),
+          display: () => environment.settings().values.display,
+          completionModels: () => environment.settings().values.completionModels,
+        });
+        registerOutputTool(p, journal);
+        registerSourceTool(p, journal);
+      },
+      python_set_interpreter: (p) =>
+        registerSetInterpreterTool(
+          p,
+          environment,
+          () => host,
+          () => (surfaces.isActive("python") ? notebook() : undefined),
+        ),
+      python: (p) => {
+        registerPythonTool(p, { getHost, environment, journal });
+        if (p === pi && !pythonCommands) {
+          pythonCommands = true;
+          registerPythonCommands(pi, {
+            environment,
+            getHost,
+            peekHost: () => host,
+            report: surfaceReport,
+            places,
+            notebook,
+          });
+        }
+      },
+      // eval's languages are backends behind one seam (extension/eval/backend.ts); JavaScript plugs in there.
+      eval: (p) =>
+        registerEvalTool(p, {
+          environment,
+          journal,
+          backends: { py: pythonBackend({ getHost, environment }), js: jsBackend({ getHost, environment }) },
+        }),
+      // The exec tools are always registered and enter or leave the active set (extension/exec/register.ts follows
+      // `surfaces.isActive("exec")`).
+      exec: () => {},
+    });
+    const flagValue = () => {
+      try {
+        const v = pi.getFlag(CODE_TOOLS_FLAG);
+        return typeof v === "string" && v.trim() ? v : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    const choose = () => surfaces.apply(chooseSurfaces(flagValue(), environment.settings(), surfaces.available()));
+    function places() {
+      return { journal: journal.where(), eventLogDir: observability.logDir(), eventLog: observability.logPath() };
+    }
+    function surfaceReport() {
+      const c = surfaces.current();
+      return { line: `Tool surfaces: ${c.active.join(", ") || "none"} (${c.from})`, warnings: c.warnings };
+    }
+    pi.registerFlag(CODE_TOOLS_FLAG, {
+      type: "string",
+      description:
+        "Tool surfaces to register, comma-separated: code_execution, python, eval, exec (default: code_execution)",
+    });
+    choose();
     registerLifecycle(pi, {
       environment,
       status,
       getHost,
       peekHost: () => host,
-      reregisterTool: (timeouts) => registerCodeExecutionTool(pi, getHost, journal, { timeouts }),
-      places: () => ({
-        journal: journal.where(),
-        eventLogDir: observability.logDir(),
-        eventLog: observability.logPath(),
-      }),
+      reregisterTool: () => surfaces.refresh(),
+      surfaces: { report: surfaceReport, choose },
+      places,
       startInspector: async (ctx, port) => {
         getHost();
         const started = await observability.openInspector(port ? { port } : {});
@@ -64,12 +134,10 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
           );
       },
     });
-    registerOutputTool(pi, journal);
-    registerSourceTool(pi, journal);
     registerContextHook(pi);
     registerExposedToolsMessage(pi);
     registerInspect(pi, observability, getHost);
-    registerExec(pi, { getHost, peekHost: () => host, journal, environment });
+    registerExec(pi, { getHost, peekHost: () => host, journal, environment, enabled: () => surfaces.isActive("exec") });
 
     pi.on("session_shutdown", async () => {
       const h = host;

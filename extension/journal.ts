@@ -97,7 +97,17 @@ export class JournalLink {
     }
   }
 
-  run(result: RunResult, extra: { toolCallId: string; sourceId?: string; outputId?: string }): void {
+  run(
+    result: RunResult,
+    extra: {
+      toolCallId: string;
+      sourceId?: string;
+      outputId?: string;
+      surface?: string;
+      images?: number;
+      jsonOutputs?: number;
+    },
+  ): void {
     try {
       const journal = this.get();
       if (!journal) return;
@@ -132,6 +142,9 @@ export class JournalLink {
           : {}),
         ...(o.kernel ? { pythonVersion: o.kernel.python, pythonExecutable: o.kernel.executable } : {}),
         hintIds: hintIdsOf(o),
+        ...(extra.surface ? { surface: extra.surface } : {}),
+        images: extra.images ?? 0,
+        jsonOutputs: extra.jsonOutputs ?? 0,
         ...(this.eventLog() ? { eventLog: this.eventLog() } : {}),
       });
       for (const call of o.nestedCalls ?? []) {

@@ -3,19 +3,20 @@
 // widget after /tree, and settings changes reaching the tool (timeouts) and the host (limits) while Pi runs.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { SupervisorHost } from "../host/host.ts";
-import { registerCodeStatusCommand, type StatusPlaces } from "./commands/code-status.ts";
+import { registerCodeStatusCommand, type StatusPlaces, type SurfaceReport } from "./commands/code-status.ts";
 import { registerSessionCommands } from "./commands/code-sessions.ts";
 import { PYTHON_FLAG, SANDBOX_FLAG, SSH_FLAG, type CodeEnvironment } from "./environment.ts";
 import type { SessionStatus } from "./status.ts";
-import { registerSetInterpreterTool } from "./tools/set-interpreter.ts";
 
 export interface LifecycleLinks {
   environment: CodeEnvironment;
   status: SessionStatus;
   getHost: () => SupervisorHost;
   peekHost: () => SupervisorHost | undefined;
-  /** Registers code_execution again with new timeouts (its schema states them). */
+  /** Registers the visible tools again with new timeouts (their schemas state them). */
   reregisterTool: (timeouts: { defaultSeconds: number; maxSeconds: number }) => void;
+  /** The tool surfaces for /code-status, and choosing them again at session start and on settings changes. */
+  surfaces?: { report: () => SurfaceReport; choose: () => void };
   /** Where the journal and the event logs are, for /code-status. */
   places?: () => StatusPlaces;
   /** Opens the live inspector (the `inspector.autoStart` setting; `--code-inspect` does the same). */
@@ -37,12 +38,12 @@ export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void
     type: "string",
     description: "Run code_execution on user@host[:remote-cwd] over your OpenSSH client (settings `remote.*`)",
   });
-  registerSetInterpreterTool(pi, environment, peekHost);
-  registerCodeStatusCommand(pi, environment, peekHost, links.places);
+  registerCodeStatusCommand(pi, environment, peekHost, links.places, links.surfaces?.report);
   registerSessionCommands(pi, links.getHost, peekHost);
 
   let timeouts = JSON.stringify(environment.timeouts());
   environment.onChange(() => {
+    links.surfaces?.choose();
     const next = environment.timeouts();
     if (JSON.stringify(next) === timeouts) return;
     timeouts = JSON.stringify(next);
@@ -51,6 +52,7 @@ export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void
 
   pi.on("session_start", async (_event, ctx) => {
     await environment.start(ctx.cwd);
+    links.surfaces?.choose();
     environment.restoreSelection(ctx);
     status.setUI(ctx);
     status.update(peekHost());

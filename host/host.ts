@@ -3,7 +3,15 @@
 import { createHash } from "node:crypto";
 import { nanoid } from "nanoid";
 import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
-import { DEFAULT_LIMITS, type Language, type Limits, type RunOutcome } from "../machines/events.ts";
+import {
+  DEFAULT_LIMITS,
+  type CellRef,
+  type Language,
+  type Limits,
+  type RunOutcome,
+  type Surface,
+} from "../machines/events.ts";
+import type { RunShown } from "../actors/process/display-frames.ts";
 import type { CommandEvent } from "../machines/events.ts";
 import type { supervisorMachine, SessionEntry } from "../machines/supervisor.ts";
 import { createKernelLogic } from "../actors/process/runner.ts";
@@ -74,6 +82,18 @@ export interface RunRequestInput {
   timeoutMs: number;
   session?: string;
   reset?: boolean;
+  /** The tool surface asking (the inspector and event log show it in the run's input). */
+  surface?: Surface;
+  /** A notebook cell's place in its call. */
+  cell?: CellRef;
+  /** Change to this directory before the code runs; it goes first on sys.path (notebook `cwd`). */
+  chdir?: string;
+  /** `value`: the trailing value's repr and the error text come back as `value` and `exception`, not as output. */
+  result?: "print" | "value";
+  /** `work`: the timeout pauses while a nested call is open. */
+  budget?: "wall" | "work";
+  /** This surface's escalation: its grace period, and pi-python's second SIGINT halfway through it. */
+  escalation?: { graceMs?: number; secondInterrupt?: boolean };
   /** Absent: Python. JavaScript runs only in a session (`eval`'s js cells, docs/protocol-js.md). */
   language?: Language;
 }
@@ -86,10 +106,17 @@ export interface RunCallbacks {
   onProgress?: (progress: InstallProgress) => void;
   /** The Pi tools the code may call, and how (actors/bridge.ts); without it no tool is exposed. */
   bridge?: RunBridge;
+  /** A display (image, markdown, HTML, JSON, text) of this run; the text returned goes into its stdout at that
+   * point of the output (the runner drained its output before the display). */
+  onDisplay?: (item: Exclude<RunShown, { kind: "value" | "exception" }>) => string | undefined;
 }
 
 export interface RunResult extends CollectedOutput {
   outcome: RunOutcome;
+  /** `result: "value"`: the trailing expression's repr (absent when there was none, or it was None). */
+  value?: string;
+  /** `result: "value"`: the traceback or error text of a failed run. */
+  exception?: string;
 }
 
 export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "incarnation">> {
@@ -108,6 +135,9 @@ interface PendingRun {
   nestedCalls: NestedCallRecord[];
   bridge?: RunBridge;
   onProgress?: (p: InstallProgress) => void;
+  onDisplay?: RunCallbacks["onDisplay"];
+  value?: string;
+  exception?: string;
 }
 
 export class SupervisorHost {
@@ -149,12 +179,13 @@ export class SupervisorHost {
       ops: this.ops,
       ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
       python: options.python ?? ((cwd) => this.interpreter.resolve(cwd)),
-      env: (input) => this.runnerEnvFor(env(), input.python),
+      env: (input) => withPlotBackend(this.runnerEnvFor(env(), input.python)),
       watchModules: (cwd) => ((options.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
       output: (runId, channel, chunk) => {
         options.onOutput?.(runId, channel, chunk);
         this.runs.get(runId)?.output.write(channel, chunk);
       },
+      shown: (runId, item) => this.shown(runId, item),
       now: this.now,
       get killMs() {
         return host.limits.killMs;
@@ -223,6 +254,7 @@ export class SupervisorHost {
         nestedCalls: [],
         ...(bridge ? { bridge } : {}),
         ...(callbacks.onProgress ? { onProgress: callbacks.onProgress } : {}),
+        ...(callbacks.onDisplay ? { onDisplay: callbacks.onDisplay } : {}),
       }),
     );
     const cancel = () => this.actor.send({ type: "run.cancel", at: this.now(), runId });
@@ -252,17 +284,37 @@ export class SupervisorHost {
     });
     return finished.then((outcome) => {
       callbacks.signal?.removeEventListener("abort", cancel);
-      const nestedCalls = (this.runs.get(runId)?.nestedCalls ?? []).filter(Boolean);
+      const pending = this.runs.get(runId);
+      const nestedCalls = (pending?.nestedCalls ?? []).filter(Boolean);
       this.runs.delete(runId);
       if (nestedCalls.length) outcome = { ...outcome, nestedCalls };
       this.book.record(outcome);
       // Not a spread: that would decode the retained output (up to 64 MiB) whether or not anyone reads it.
-      const result = Object.assign(output.collect(), { outcome });
+      const result: RunResult = Object.assign(output.collect(), { outcome });
       result.outcome = finishOutcome(outcome, result.capture.stderr.tail, notes);
+      if (pending?.value !== undefined) result.value = pending.value;
+      if (pending?.exception !== undefined) result.exception = pending.exception;
       const limited = limitHints(result.outcome, result.capture.stderr.tail, this.options.resourceLimits?.());
       if (limited.length) result.outcome = { ...result.outcome, hints: [...(result.outcome.hints ?? []), ...limited] };
       return result;
     });
+  }
+
+  /** A run's value, error text or display, as the runner reported it. */
+  private shown(runId: string, item: RunShown): void {
+    const pending = this.runs.get(runId);
+    if (!pending) return;
+    if (item.kind === "value") pending.value = item.text;
+    else if (item.kind === "exception") pending.exception = item.text;
+    else {
+      let text: string | undefined;
+      try {
+        text = pending.onDisplay ? pending.onDisplay(item) : plainDisplay(item);
+      } catch {
+        text = undefined; // a display that cannot be rendered is left out; the run goes on
+      }
+      if (text) pending.output.write("stdout", Buffer.from(text, "utf8"));
+    }
   }
 
   private send(
@@ -286,10 +338,26 @@ export class SupervisorHost {
       ...(bridge ? { bridge: { callerId: bridge.callerId, tools: bridge.tools.map((t) => t.spec) } } : {}),
       ...(python ? { python } : {}),
       ...(p.dependencies ? { dependencies: p.dependencies } : {}),
-      ...(sameLimits(this.limits, this.initialLimits) ? {} : { limits: this.limits }),
+      ...this.limitsFor(request),
       backend: this.ops.backend.label,
+      ...(request.surface ? { surface: request.surface } : {}),
+      ...(request.cell ? { cell: request.cell } : {}),
+      ...(request.chdir ? { chdir: request.chdir } : {}),
+      ...(request.result ? { result: request.result } : {}),
+      ...(request.budget ? { budget: request.budget } : {}),
       ...(request.session === undefined && this.spareRunners() ? { spareKey: this.spareKey(python, request.cwd) } : {}),
     });
+  }
+
+  /** The run's escalation bounds when they differ from the supervisor's: changed settings, or a surface's own
+   * escalation (pi-python: SIGINT, a second SIGINT halfway through the grace, the kill at its end). */
+  private limitsFor(request: RunRequestInput): { limits?: Limits } {
+    const e = request.escalation;
+    if (!e) return sameLimits(this.limits, this.initialLimits) ? {} : { limits: this.limits };
+    const graceMs = e.graceMs ?? this.limits.graceMs;
+    if (!e.secondInterrupt) return { limits: { ...this.limits, graceMs } };
+    const half = Math.floor(graceMs / 2);
+    return { limits: { ...this.limits, interruptWindowMs: half, graceMs: graceMs - half, secondInterrupt: true } };
   }
 
   /** What a spare runner must share with a fresh run to serve it: interpreter, cwd and the whole environment. */
@@ -432,6 +500,18 @@ export class SupervisorHost {
       poll();
     });
   }
+}
+
+/** A display as plain output, for callers that render none themselves: text as is, an image as a line. */
+function plainDisplay(item: Exclude<RunShown, { kind: "value" | "exception" }>): string {
+  if (item.kind === "image") return `[image: ${item.mime}]\n`;
+  return item.text.endsWith("\n") ? item.text : `${item.text}\n`;
+}
+
+/** matplotlib draws off-screen (Agg) unless the user chose a backend: figures are shown as images, never in windows
+ * that would block a run. */
+function withPlotBackend(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return env.MPLBACKEND ? env : { ...env, MPLBACKEND: "Agg" };
 }
 
 /** The backend a host gets without one given: local, or what PI_CODE_EXECUTION_BACKEND and the other backend

@@ -12,6 +12,20 @@ export interface Limits {
   interruptWindowMs: number;
   graceMs: number;
   killMs: number;
+  /** A second SIGINT as the grace period starts (pi-python's escalation: SIGINT, SIGINT, kill). */
+  secondInterrupt?: boolean;
+}
+
+/** The tool surface that asked for a run (shown in the inspector, the event log and the journal). */
+export type Surface = "code_execution" | "python" | "eval";
+
+/** A notebook cell's place in its tool call. */
+export interface CellRef {
+  /** 1-based. */
+  index: number;
+  count: number;
+  title?: string;
+  language?: string;
 }
 
 export const DEFAULT_LIMITS: Limits = { interruptWindowMs: 100, graceMs: 1000, killMs: 500 };
@@ -43,6 +57,14 @@ export interface RunRequest {
   /** Fresh runs: what a spare runner must match to serve this run (interpreter, cwd, environment), from the host.
    * Absent: spares are off. */
   spareKey?: string;
+  surface?: Surface;
+  cell?: CellRef;
+  /** Change to this directory before the code runs (it goes first on sys.path and stays there). */
+  chdir?: string;
+  /** `value`: the trailing expression's repr and the error text come back apart from the output (notebook cells). */
+  result?: "print" | "value";
+  /** `work`: the timeout pauses while a nested call (a tool or completion()) is open; `wall` (default) never does. */
+  budget?: "wall" | "work";
 }
 
 // ---- commands (extension -> supervisor) ----
@@ -94,6 +116,8 @@ export type KernelCommand =
       checkLoaded?: string[];
       /** The tools Python may call in this run (a session's earlier ones are replaced). */
       tools?: ToolSpec[];
+      chdir?: string;
+      result?: "value";
     }
   | ToolResultCommand
   | { type: "kernel.interrupt"; runId: string }

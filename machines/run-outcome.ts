@@ -71,6 +71,17 @@ export function exitedOutcome(context: RunContext, e: Exited, userCodeStarted = 
   });
 }
 
+/** What a run takes over from its request as is: the surface, the cell, its directory, result and budget modes. */
+export function requestExtras(e: RunStartEvent) {
+  return {
+    ...(e.surface ? { surface: e.surface } : {}),
+    ...(e.cell ? { cell: e.cell } : {}),
+    ...(e.chdir ? { chdir: e.chdir } : {}),
+    ...(e.result ? { result: e.result } : {}),
+    ...(e.budget ? { budget: e.budget } : {}),
+  };
+}
+
 /** A setup_error outcome for a request refused before any run actor exists (busy session, shutdown, ...). */
 export function refusal(e: RunStartEvent, message: string, incarnation = 0): RunOutcome {
   return {

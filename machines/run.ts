@@ -1,9 +1,10 @@
 // One execution of a script: from the request to its outcome. A fresh run owns its kernel (a new process); a
 // session run talks to its session's kernel through `kernel` provided as the session link. Either way the run
 // sees the same kernel facts and sends the same kernel commands, so one machine describes both.
-import { assign, enqueueActions, fromCallback, sendParent, sendTo, setup } from "xstate";
+import { assign, enqueueActions, fromCallback, not, sendParent, sendTo, setup } from "xstate";
 import type { AnyActorRef, DoneActorEvent, EventObject } from "xstate";
 import type {
+  CellRef,
   InstallFact,
   InstallInput,
   InstallSummary,
@@ -19,6 +20,7 @@ import type {
   RunStatus,
   SessionReplacement,
   StopReason,
+  Surface,
 } from "./events.ts";
 import type { BridgeRequest, NestedCallRecord, ToolCallFact, ToolCallOutput } from "./tool-events.ts";
 import { toolCallMachine } from "./tool-call.ts";
@@ -51,6 +53,12 @@ export interface RunInput {
   bridge?: BridgeRequest;
   /** A claimed spare runner (`spare:<n>`) whose process this fresh run takes over. */
   spare?: string;
+  /** Who asked, and for notebook cells which cell (machines/events.ts). */
+  surface?: Surface;
+  cell?: CellRef;
+  chdir?: string;
+  result?: "print" | "value";
+  budget?: "wall" | "work";
   /** Where the run executes (the backend's label; shown by the inspector, never acted on). */
   backend?: string;
 }
@@ -73,6 +81,8 @@ export interface RunContext extends RunInput {
   callCount?: number;
   open?: calls.CallsContext["open"];
   blocked?: number;
+  /** A work budget (`budget: "work"`) is paused since this time: user code awaits a nested call. */
+  pausedAt?: number;
 }
 
 export type RunEvent =
@@ -130,6 +140,14 @@ const onFailedAfterStart = settleWith((c, e: Extract<KernelFact, { type: "kernel
     ...(e.hint ? { hints: [e.hint] } : {}),
   }),
 );
+/** While user code runs (`running`, and `waiting` for a paused work budget): how it ends, and its nested calls. */
+const userCodeRuns = {
+  "kernel.done": { guard: "isMine", ...onDone },
+  "kernel.exited": onExited,
+  "kernel.failed": onFailedAfterStart,
+  "run.cancel": { target: "interrupted", actions: { type: "stopFor", params: "cancelled" } },
+  "kernel.tool_call": { guard: "isMine", actions: "startCall" },
+} as const;
 const report = { type: "report", params: ({ context }: { context: RunContext }) => context.outcome! } as const;
 /** Installation failed: the code never ran. */
 const onInstallFailed = settleWith((c, e: Extract<InstallFact, { type: "install.failed" }>) =>
@@ -174,6 +192,8 @@ export const runMachine = setup({
         ? { sysPath: [context.install.sysPath], checkLoaded: context.install.modules }
         : {}),
       ...(context.bridge ? { tools: context.bridge.tools } : {}),
+      ...(context.chdir ? { chdir: context.chdir } : {}),
+      ...(context.result === "value" ? { result: "value" as const } : {}),
     })),
     spawnKernel: enqueueActions(({ context, enqueue }) => {
       enqueue.spawnChild("kernel", { id: "kernel", input: kernelInput(context) });
@@ -182,6 +202,10 @@ export const runMachine = setup({
       type: "kernel.interrupt",
       runId: context.runId,
     })),
+    /** pi-python's escalation: a second SIGINT when the grace period starts (for code that swallowed the first). */
+    secondInterrupt: enqueueActions(({ context, enqueue }) => {
+      if (context.limits.secondInterrupt) enqueue.sendTo("kernel", { type: "kernel.interrupt", runId: context.runId });
+    }),
     terminate: sendTo("kernel", { type: "kernel.terminate" } satisfies KernelCommand),
     kill: sendTo("kernel", { type: "kernel.kill" } satisfies KernelCommand),
     notifyPhase: sendParent(({ context }, phase: RunPhase) => ({
@@ -196,7 +220,11 @@ export const runMachine = setup({
     /** A nested tool call while user code runs: its actor is spawned, or it is refused at once. */
     startCall: enqueueActions(({ context, event, enqueue, system }) => {
       const step = calls.startCall(context, event as CallFact);
-      enqueue.assign({ callCount: step.callCount });
+      // A work budget needs the call's time to pause from; a wall-clock run's context stays as it was.
+      enqueue.assign({
+        callCount: step.callCount,
+        ...(context.budget === "work" ? { now: (event as CallFact).at } : {}),
+      });
       if (step.kind === "refuse") {
         enqueue.sendTo("kernel", step.reply);
         return recordCall(enqueue, system, context.runId, step.record);
@@ -226,7 +254,10 @@ export const runMachine = setup({
       if (!done.actorId.startsWith("tool:")) return;
       enqueue.stopChild(done.actorId);
       const { reply, ...rest } = calls.finishCall(context, done.output);
-      enqueue.assign(rest);
+      enqueue.assign({
+        ...rest,
+        ...(context.budget === "work" ? { now: Math.max(context.now, endOf(done.output)) } : {}),
+      });
       enqueue.sendTo("kernel", reply);
       recordCall(enqueue, system, context.runId, done.output.record);
     }),
@@ -244,6 +275,13 @@ export const runMachine = setup({
       for (const record of calls.abandonCalls(context, at, 0, text)) recordCall(enqueue, system, context.runId, record);
       enqueue.assign({ open: {} });
     }),
+    /** The work budget stops while user code awaits a nested call... */
+    pauseBudget: assign(({ context }) => ({ pausedAt: context.now })),
+    /** ...and resumes when the last open call ended: the deadline moves by the time spent waiting. */
+    resumeBudget: assign(({ context }) => ({
+      deadlineAt: context.deadlineAt + Math.max(0, context.now - (context.pausedAt ?? context.now)),
+      pausedAt: undefined,
+    })),
     markPolicy: assign(({ context }) => ({ outcome: { ...context.outcome!, status: "policy_error" as const } })),
     /** The outcome goes to the supervisor directly: the owner (a session) may end in the same step. */
     report: enqueueActions(({ system, enqueue }, outcome: RunOutcome) => {
@@ -258,6 +296,8 @@ export const runMachine = setup({
     mustInstall: ({ context }) => mustInstall(context),
     is: ({ context }, status: RunStatus) => context.outcome?.status === status,
     hasOpenCalls: ({ context }) => calls.hasOpenCalls(context),
+    /** A work budget with a nested call open: the deadline does not run. */
+    budgetPaused: ({ context }) => context.budget === "work" && calls.hasOpenCalls(context),
     /** A session run settled by its process exiting or failing: the session ends in this same step and stops this
      * run with it, so open calls cannot drain (the run would never report). */
     sessionEndsNow: ({ context, event }) =>
@@ -369,14 +409,15 @@ export const runMachine = setup({
     /** User code is executing. */
     running: {
       entry: { type: "notifyPhase", params: "running" },
-      on: {
-        "kernel.done": { guard: "isMine", ...onDone },
-        "kernel.exited": onExited,
-        "kernel.failed": onFailedAfterStart,
-        "run.cancel": { target: "interrupted", actions: { type: "stopFor", params: "cancelled" } },
-        "kernel.tool_call": { guard: "isMine", actions: "startCall" },
-      },
+      on: userCodeRuns,
+      always: { guard: "budgetPaused", target: "waiting", actions: "pauseBudget" },
       after: { deadline: { target: "interrupted", actions: { type: "stopFor", params: "timeout" } } },
+    },
+    /** A work budget (eval cells): user code awaits a nested tool call or completion(), so the deadline is paused
+     * until the last open call ends; then it moves by the time spent here. */
+    waiting: {
+      on: userCodeRuns,
+      always: { guard: not("budgetPaused"), target: "running", actions: "resumeBudget" },
     },
     /** One KeyboardInterrupt was sent to the main thread; an interruptible script ends now and keeps its state. */
     interrupted: {
@@ -388,10 +429,10 @@ export const runMachine = setup({
       },
       after: { interruptWindow: "grace" },
     },
-    /** Still running (cleanup, or the interrupt was caught). No second interrupt: a grace period, then the
-     * process tree is stopped. */
+    /** Still running (cleanup, or the interrupt was caught). A grace period (with a second interrupt at its start
+     * when the limits ask for one), then the process tree is stopped. */
     grace: {
-      entry: { type: "notifyPhase", params: "grace" },
+      entry: [{ type: "notifyPhase", params: "grace" }, "secondInterrupt"],
       on: {
         "kernel.done": { guard: "isMine", ...onStoppedDone },
         "kernel.exited": onExited,
@@ -447,6 +488,12 @@ function recordCall(
   const supervisor = system.get("supervisor");
   const event: calls.NestedCallEvent = { type: "run.nested_call", runId, record };
   if (supervisor) enqueue.sendTo(supervisor, event);
+}
+
+/** When a call ended, from its record (start time plus duration): the time a paused work budget resumes at. */
+function endOf(out: ToolCallOutput): number {
+  const started = Date.parse(out.record.startedAt);
+  return Number.isFinite(started) ? Math.round(started + out.record.durationMs) : 0;
 }
 
 function pick(e: KernelInfo): KernelInfo {

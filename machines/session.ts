@@ -16,7 +16,7 @@ import type {
 } from "./events.ts";
 import { runMachine, type RunInput } from "./run.ts";
 import { message } from "./message.ts";
-import { refusal } from "./run-outcome.ts";
+import { refusal, requestExtras } from "./run-outcome.ts";
 
 export interface SessionInput {
   name: string;
@@ -73,7 +73,8 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
   return {
     runId: e.runId,
     code: e.code,
-    filename: context.language === "js" ? `cell-${context.runCount + 1}.js` : `script-${context.runCount + 1}.py`,
+    filename:
+      context.language === "js" ? `cell-${context.runCount + 1}.js` : `${e.cell ? "cell" : "script"}-${context.runCount + 1}.py`,
     cwd: context.cwd,
     timeoutMs: e.timeoutMs,
     requestedAt: e.at,
@@ -91,6 +92,7 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     ...(context.language ? { language: context.language } : {}),
     ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
     ...(e.bridge ? { bridge: e.bridge } : {}),
+    ...requestExtras(e),
     ...((e.backend ?? context.backend) ? { backend: e.backend ?? context.backend } : {}),
   };
 }

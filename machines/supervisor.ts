@@ -15,7 +15,7 @@ import type {
   SessionReplacement,
 } from "./events.ts";
 import { runMachine } from "./run.ts";
-import { refusal } from "./run-outcome.ts";
+import { refusal, requestExtras } from "./run-outcome.ts";
 import type { NestedCallEvent } from "./run-calls.ts";
 import { message } from "./message.ts";
 import { spareMachine, type SpareInput, type SpareNotice, type SpareOutput } from "./spare.ts";
@@ -153,6 +153,7 @@ export const supervisorMachine = setup({
           ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
           ...(e.bridge ? { bridge: e.bridge } : {}),
           ...(claimed ? { spare: claimed } : {}),
+          ...requestExtras(e),
           ...(e.backend ? { backend: e.backend } : {}),
         },
       });

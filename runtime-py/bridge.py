@@ -19,7 +19,7 @@ _ENDED = "the run that made this tool call ended before it was answered"
 _write = None  # runner's frame writer: bytes -> None (set by attach)
 _pid = None
 _lock = _thread.allocate_lock()
-_pending = {}  # call id -> (loop, future, run id)
+_pending = {}  # call id -> (loop, future, run id); loop None: a synchronous call's _Waiter
 _seq = 0
 
 
@@ -145,6 +145,108 @@ async def call(run, name, python, kwargs):
     raise RuntimeError(text)
 
 
+class _Waiter:
+    """A synchronous call's answer: the calling thread blocks on the lock (interruptible by the run's SIGINT)."""
+
+    __slots__ = ("lock", "result")
+
+    def __init__(self):
+        self.lock = _thread.allocate_lock()
+        self.lock.acquire()
+        self.result = None
+
+    def set_result(self, result):
+        if self.result is None:
+            self.result = result
+            self.lock.release()
+
+    def done(self):
+        return self.result is not None
+
+
+def call_sync(run, name, python, kwargs):
+    """One call that blocks the calling thread (any thread, with or without an event loop) until it is answered."""
+    global _seq
+    if os.getpid() != _pid:
+        raise RuntimeError("%s(): calls work only in the run's own process, not in a forked child" % python)
+    if run is None:
+        raise RuntimeError("%s(): no run is active; it works only while a run executes" % python)
+    with _lock:
+        if len(_pending) >= MAX_PENDING:
+            raise RuntimeError("%s(): %d calls are already waiting" % (python, MAX_PENDING))
+        _seq += 1
+        cid = "c%d" % _seq
+    data = _encode({"type": "tool.call", "id": cid, "run": run, "name": name, "args": kwargs}, python)
+    waiter = _Waiter()
+    with _lock:
+        _pending[cid] = (None, waiter, run)
+    try:
+        _write(data)
+        waiter.lock.acquire()
+    except BaseException:
+        with _lock:
+            waiting = _pending.pop(cid, None) is not None
+        if waiting:
+            _write(('{"type":"tool.cancel","id":"%s","run":%s}' % (cid, _quote(run))).encode("utf-8"))
+        raise
+    return waiter.result
+
+
+# ---------------------------------------------------------------------------------------------------- completion()
+COMPLETION_TOOL = "__completion__"
+
+
+def completion(run, prompt, model="default", system=None, schema=None):
+    """One stateless model call through Pi (see the runner's completion() builtin)."""
+    if not isinstance(prompt, str):
+        raise TypeError("completion(): prompt must be a str, not %s" % type(prompt).__name__)
+    if not isinstance(model, str) or not model:
+        raise TypeError("completion(): model must be a tier (\"default\", \"smol\", \"slow\") or \"provider/model\"")
+    args = {"prompt": prompt, "model": model}
+    if system is not None:
+        if not isinstance(system, str):
+            raise TypeError("completion(): system must be a str")
+        args["system"] = system
+    if schema is not None:
+        if not isinstance(schema, dict):
+            raise TypeError("completion(): schema must be a JSON Schema dict")
+        args["schema"] = schema
+    status, text = call_sync(run, COMPLETION_TOOL, "completion", args)
+    if status == "invalid":
+        raise TypeError(text)
+    if status != "ok":
+        raise RuntimeError(text)
+    if schema is None:
+        return _awaitable(text)
+    import json
+
+    try:
+        return _awaitable(json.loads(text))
+    except ValueError:
+        raise RuntimeError("completion(): the model's structured answer is not JSON: %r" % text[:200]) from None
+
+
+def _awaitable(value):
+    """The value, also usable with `await` (completion() is callable and awaitable): str, dict, list, int and float
+    results become subclasses whose __await__ gives the plain value; True, False and None stay as they are."""
+    cls = _AWAITABLE.get(type(value))
+    return cls(value) if cls is not None else value
+
+
+def _make_awaitable(base):
+    def __await__(self):
+        return base(self)
+        yield  # a generator: `await x` runs it and gets the plain value
+
+    def __reduce__(self):
+        return (base, (base(self),))
+
+    return type("Awaitable" + base.__name__.capitalize(), (base,), {"__await__": __await__, "__reduce__": __reduce__})
+
+
+_AWAITABLE = {t: _make_awaitable(t) for t in (str, dict, list, int, float)}
+
+
 def _quote(s):
     import json
 
@@ -171,6 +273,9 @@ def deliver(msg):
         status = "error"
     if not isinstance(text, str):
         text = ""
+    if loop is None:
+        fut.set_result((status, text))
+        return
     try:
         loop.call_soon_threadsafe(_settle, fut, status, text)
     except RuntimeError:  # that loop was closed
@@ -184,6 +289,9 @@ def end(run_id):
         for cid, _ in gone:
             del _pending[cid]
     for _, (loop, fut, _run_id) in gone:
+        if loop is None:
+            fut.set_result(("cancelled", _ENDED))
+            continue
         try:
             loop.call_soon_threadsafe(_settle, fut, "cancelled", _ENDED)
         except RuntimeError:

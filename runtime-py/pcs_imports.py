@@ -34,7 +34,7 @@ _FrozenImporter = _bootstrap.FrozenImporter
 _PathFinder = _external.PathFinder
 
 PRIVATE = frozenset(("traceback", "linecache", "tokenize", "pprint", "json", "importlib"))
-_RUNNER = frozenset(("pcs_runner", "_pcs_bridge"))
+_RUNNER = frozenset(("pcs_runner", "_pcs_bridge", "_pcs_display"))
 
 own = {}  # module name -> module loaded for the runner, out of sys.modules unless handed over
 watch = {}  # module name -> function called with that module once the session loads it (its own or handed over)

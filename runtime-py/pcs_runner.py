@@ -385,6 +385,8 @@ def _start_reader():
 def _new_main():
     import builtins
 
+    builtins.display = display  # a builtin in every run, as in IPython
+    builtins.completion = completion
     mod = type(sys)("__main__")
     mod.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = mod
@@ -393,7 +395,7 @@ def _new_main():
 
 # ---------------------------------------------------------------------------------------------------- runs
 class _Run:
-    __slots__ = ("id", "code", "filename", "g", "stage", "started", "displayed")
+    __slots__ = ("id", "code", "filename", "g", "stage", "started", "displayed", "as_value", "value", "errors")
 
     def __init__(self, msg, g):
         self.id = msg["id"]
@@ -403,6 +405,11 @@ class _Run:
         self.stage = None  # "compile" -> "user" (exceptions from there on are the user's)
         self.started = False
         self.displayed = False
+        # `result: "value"` (notebook cells): the trailing value's repr and the error's text go back in `done`
+        # instead of being printed.
+        self.as_value = msg.get("result") == "value"
+        self.value = None
+        self.errors = None
 
 
 def _interruptible(fn, *args):
@@ -449,7 +456,13 @@ def _user_phase(r):
         eval(body, r.g)
         value = eval(expr, r.g) if expr is not None else None
     if value is not None:
-        r.displayed = _display(value)
+        if _rich_type(value) and _load_display().show_value(value):
+            r.displayed = True
+        elif r.as_value:
+            r.value = _bounded(_repr(value))
+            r.displayed = True
+        else:
+            r.displayed = _display(value)
 
 
 async def _script(body, expr, g):
@@ -557,6 +570,23 @@ def _display(value):
     return True
 
 
+_MAX_TEXT = 256 << 10  # characters of a cell's value or error text sent back in `done`
+
+
+def _repr(value):
+    try:
+        return repr(value)
+    except Exception as e:  # a broken __repr__ must not fail the cell that computed the value
+        return "<%s object (repr failed: %s: %s)>" % (type(value).__name__, type(e).__name__, e)
+
+
+def _bounded(text):
+    if len(text) <= _MAX_TEXT:
+        return text
+    half = _MAX_TEXT // 2
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:half], len(text) - 2 * half, text[-half:])
+
+
 def _remember_source(filename, src):
     lines = _source_lines(src)
     if lines and not lines[-1].endswith("\n"):
@@ -616,7 +646,23 @@ def _strip_runner_frames(exc):
         todo.append(e.__context__)
 
 
+_err_sink = None  # a list collecting a notebook cell's error text instead of stderr (see _Run.as_value)
+
+
+class _Sink:
+    """A file-like target for traceback.print_exception that appends to _err_sink."""
+
+    def write(self, text):
+        _err_sink.append(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+
 def _stderr():
+    if _err_sink is not None:
+        return _Sink()
     return sys.stderr or sys.__stderr__
 
 
@@ -631,7 +677,7 @@ def _print_exception(e):
     if sys.version_info >= (3, 12):
         sys.last_exc = e
     try:
-        if sys.excepthook is not sys.__excepthook__:  # a session may install its own
+        if sys.excepthook is not sys.__excepthook__ and _err_sink is None:  # a session may install its own
             sys.excepthook(type(e), e, e.__traceback__)
         else:
             traceback.print_exception(type(e), e, e.__traceback__, file=_stderr())
@@ -791,8 +837,9 @@ def _restore_std_fds():
 
 
 def _execute(msg, g):
-    global _current
+    global _current, _err_sink, _active_run
     _current = msg
+    _active_run = msg["id"]
     _restore_std_fds()
     r = _Run(msg, g)
     _cpu_budget()
@@ -807,7 +854,19 @@ def _execute(msg, g):
         os._exit(code & 0xFF)
     if not r.started:  # interrupted before `started` went out (a host that signals early)
         _send({"type": "started", "id": r.id})
-    error, code = _report(r, exc)
+    if r.started and not isinstance(exc, KeyboardInterrupt) and _open_figures():
+        # matplotlib figures left open are shown and closed, as notebooks' inline backends do.
+        late = _interruptible(_show_figures)
+        if late is not None:
+            _write_err("[open matplotlib figures could not be shown: %s: %s]\n" % (type(late).__name__, late))
+    if r.as_value and exc is not None:
+        _err_sink = []
+        try:
+            error, code = _report(r, exc)
+        finally:
+            r.errors, _err_sink = _bounded("".join(_err_sink)), None
+    else:
+        error, code = _report(r, exc)
     if _MODE == "fresh":
         _flush_std()
         late = _interruptible(_shutdown_interpreter)
@@ -822,10 +881,77 @@ def _execute(msg, g):
     _tools_end(r.id)
     _flush_std()
     _drain()
+    _active_run = None
     done = {"type": "done", "id": r.id, "exitCode": code, "displayedValue": r.displayed, "error": error}
+    if r.value is not None:
+        done["value"] = r.value
+    if r.errors:
+        done["exception"] = r.errors
     done.update(_run_extras())
     _send(done)
     return code
+
+
+# ---------------------------------------------------------------------------------------------------- rich display
+# display() is a builtin in every run (docs/protocol.md, "Rich display"); runtime-py/pcs_display.py does the work and
+# is loaded on first use: a run that displays nothing never compiles it.
+_active_run = None  # the id of the run executing now (display frames belong to it)
+_display_mod = None
+_RICH = ("_repr_mimebundle_", "_repr_png_", "_repr_jpeg_", "_repr_svg_", "_repr_markdown_", "_repr_html_", "_repr_json_")
+
+
+def _load_display():
+    global _display_mod
+    if _display_mod is None:
+        import _frozen_importlib as bootstrap
+        import _frozen_importlib_external as external
+
+        path = os.path.join(os.path.dirname(_RUNNER_FILE), "pcs_display.py")
+        loader = external.SourceFileLoader("_pcs_display", path)
+        mod = bootstrap.module_from_spec(bootstrap.spec_from_loader("_pcs_display", loader))
+        mod.__dict__["__builtins__"] = pcs_imports.BUILTINS  # its imports (base64, json, io) are the runner's too
+        _OWN_FILES.add(mod.__file__)
+        loader.exec_module(mod)
+        mod.attach(_send, lambda: _active_run, _sync_output)
+        _display_mod = mod
+    return _display_mod
+
+
+def _sync_output():
+    """Everything the run wrote so far reaches the host before a display frame, which then lands in its place."""
+    _flush_std()
+    _drain()
+
+
+def display(*objs, **kwargs):
+    """Show objects by their richest representation: images (_repr_png_, _repr_jpeg_, _repr_svg_, matplotlib figures),
+    markdown, HTML, JSON (_repr_json_, dicts, lists), else text. IPython's display() protocol."""
+    _load_display().display(*objs, **kwargs)
+
+
+def completion(prompt, *, model="default", system=None, schema=None):
+    """One stateless model call through Pi's model registry: no history, no tools. `model`: "default" (the session's
+    current model), "smol" or "slow" (settings `completionModels`), or "provider/model". With `schema` (a JSON Schema
+    dict) the model must answer through a `respond` tool and the parsed object is returned; else the text. Callable
+    and awaitable. Errors (no model, no API key, aborted, empty answer) raise RuntimeError."""
+    return _load_bridge().completion(_tools_run, prompt, model=model, system=system, schema=schema)
+
+
+def _rich_type(value):
+    t = type(value)
+    return any(hasattr(t, name) for name in _RICH) or str(getattr(t, "__module__", "")).startswith("matplotlib.")
+
+
+def _open_figures():
+    plt = sys.modules.get("matplotlib.pyplot")
+    try:
+        return plt is not None and bool(plt.get_fignums())
+    except Exception:
+        return False
+
+
+def _show_figures():
+    _load_display().show_figures()
 
 
 # ---------------------------------------------------------------------------------------------------- packages, reloads
@@ -843,6 +969,15 @@ def _prepare_run():
     _extras = {}
     msg = _current
     try:
+        where = msg.get("chdir")
+        if type(where) is str and where:
+            # Notebook calls run in a directory of their own: there, and first on sys.path (where it stays).
+            try:
+                os.chdir(where)
+                if where not in sys.path:
+                    sys.path.insert(0, where)
+            except OSError as e:
+                _write_err("[cannot change to %s: %s; the cell runs in %s]\n" % (where, e.strerror, os.getcwd()))
         paths = msg.get("sysPath")
         if paths:
             added = [p for p in paths if type(p) is str and p not in sys.path]
@@ -989,7 +1124,8 @@ def _tools_begin(run_id, tools, g):
     """Install this run's tools; remove earlier ones no longer exposed. A name the user bound is left alone."""
     global _tools_run, _tool_signatures, _tools_installed, _tools_seen
     _tools_seen = True
-    wanted = {t["python"]: t for t in tools}
+    # Reserved names (`__completion__`) are the helpers' own calls: callable over the bridge, never a global.
+    wanted = {t["python"]: t for t in tools if not t["name"].startswith("__")}
     for key in _tools_installed:
         if key not in wanted and _is_tool(g.get(key)):
             del g[key]  # other references to it stay usable (the host refuses tools no longer exposed)

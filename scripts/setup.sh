@@ -30,6 +30,14 @@ if ! command -v tmux >/dev/null 2>&1; then
     echo "note: tmux is missing; install it (apt-get install tmux) for test/tmux.test.ts" >&2
   fi
 fi
+# The display test draws a real matplotlib figure with Debian's interpreter (test/notebook-display.test.ts).
+if ! /usr/bin/python3 -c "import matplotlib" >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-matplotlib
+  else
+    echo "note: python3-matplotlib is missing; install it (apt-get install python3-matplotlib) for test/notebook-display.test.ts" >&2
+  fi
+fi
 # The sandbox backend runs under bubblewrap and the remote backend's tests start their own OpenSSH server on a
 # loopback port (test/sandbox.test.ts, test/remote.test.ts); installed when root.
 if ! command -v bwrap >/dev/null 2>&1 || [ ! -x /usr/sbin/sshd ]; then

@@ -101,6 +101,16 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE session_events RENAME COLUMN ordinal TO incarnation;
     `,
   },
+  {
+    // Which tool surface asked for the run (code_execution, python, eval), and what it displayed: images and JSON
+    // outputs (display(), rich trailing values, matplotlib figures). Older rows: NULL surface, 0 and 0.
+    version: 4,
+    sql: `
+      ALTER TABLE runs ADD COLUMN surface TEXT;
+      ALTER TABLE runs ADD COLUMN images INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE runs ADD COLUMN json_outputs INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
@@ -148,6 +158,9 @@ export const COLUMNS = {
     "python_executable",
     "hint_ids",
     "event_log",
+    "surface",
+    "images",
+    "json_outputs",
   ],
   session_events: ["at", "pi_session_id", "session_name", "incarnation", "event", "detail"],
   nested_calls: ["run_id", "call_id", "tool", "started_at", "finished_at", "duration_ms", "status", "error"],

@@ -64,6 +64,10 @@ export interface RunRecord {
   /** The event log that recorded the run (actors/recorder.ts). */
   eventLog?: string;
   hintIds?: string[];
+  surface?: string;
+  /** Images and JSON outputs the run displayed. */
+  images?: number;
+  jsonOutputs?: number;
 }
 
 export interface SessionEventRecord {
@@ -193,6 +197,9 @@ export class Journal {
       python_executable: opt(r.pythonExecutable),
       hint_ids: JSON.stringify(r.hintIds ?? []),
       event_log: opt(r.eventLog),
+      surface: opt(r.surface),
+      images: r.images ?? 0,
+      json_outputs: r.jsonOutputs ?? 0,
     });
   }
 

@@ -26,7 +26,8 @@ export interface Settings {
   inspector: { autoStart: boolean; port: number };
   /** Reload local modules a session imported when their files change. */
   moduleReload: boolean;
-  /** The tool surfaces to offer, by name (`SURFACES`); unknown names are warnings. */
+  /** The tool surfaces to offer, by name (`SURFACES`; extension/surfaces.ts registers them); unknown names are
+   * warnings. */
   tools: string[];
   /** Shorthand for `exec` in `tools`. */
   exec: boolean;
@@ -38,6 +39,14 @@ export interface Settings {
   remote: RemoteSettings;
   /** Resource limits of each run (setrlimit in the runner; outputMiB on the host); absent: none. */
   limits: ResourceLimits;
+  /** The session the `python` tool and `eval`'s Python cells run in (code_execution reaches it by this name). */
+  notebookSession: string;
+  /** Rich display: images sent to the model per call, and the largest one (larger ones are saved as files). */
+  display: { maxImages: number; maxImageBytes: number };
+  /** completion(model="smol"|"slow") in Python: `provider/model` ids (absent: the session's current model). */
+  completionModels: { smol: string | undefined; slow: string | undefined };
+  /** eval's language backends (a disabled one is a tool error naming it). */
+  eval: { py: boolean; js: boolean };
 }
 
 export interface RemoteSettings {
@@ -67,12 +76,10 @@ export interface ResourceLimits {
 }
 
 /** Tool surfaces this version offers. */
-export const SURFACES = ["code_execution", "exec"] as const;
-/** Names planned for other surfaces (issue 14): accepted, with a warning that this version lacks them. */
-const PLANNED_SURFACES = ["python", "eval"];
+export const SURFACES = ["code_execution", "python", "eval", "exec"] as const;
 export const DEFAULT_TOOLS = ["code_execution"];
 
-/** Whether the shell-session tools (exec_command, write_stdin, ...) are enabled. */
+/** Whether the shell-session tools (exec_command, write_stdin, ...) are enabled by the settings. */
 export function execEnabled(values: Pick<Settings, "tools" | "exec">): boolean {
   return values.exec || values.tools.includes("exec");
 }
@@ -100,6 +107,8 @@ interface KeySpec {
   env: string;
   default: unknown;
   parse: Parse;
+  /** The same setting in pi-python's files and variables, used when ours is not set (extension compatibility). */
+  piPython?: { key: string; env: string };
 }
 
 const num = (raw: unknown, fromEnv: boolean): number =>
@@ -148,6 +157,17 @@ const surfaceList: Parse = (raw, fromEnv) => {
   return { ok: true, value: [...new Set(names)] };
 };
 
+const SESSION_NAME = /^(?!\.+$)[A-Za-z0-9._-]{1,64}$/;
+const sessionName: Parse = (raw) =>
+  typeof raw === "string" && SESSION_NAME.test(raw.trim())
+    ? { ok: true, value: raw.trim() }
+    : { ok: false, why: "must be a session name (1-64 of A-Z a-z 0-9 . _ -, not only dots)" };
+
+const modelId: Parse = (raw) =>
+  typeof raw === "string" && /^[^/\s]+\/\S+$/.test(raw.trim())
+    ? { ok: true, value: raw.trim() }
+    : { ok: false, why: 'must be a model as "provider/model-id"' };
+
 const journal: Parse = (raw) => {
   if (typeof raw !== "string" || !raw.trim()) return { ok: false, why: 'must be a file path or "off"' };
   return { ok: true, value: raw.trim() };
@@ -195,12 +215,19 @@ export const SETTING_KEYS: readonly KeySpec[] = [
     default: 60,
     parse: numberIn(1, 86_400, "seconds"),
   },
-  { key: "maxTimeout", env: "PI_CODE_EXECUTION_MAX_TIMEOUT", default: 3600, parse: numberIn(1, 86_400, "seconds") },
+  {
+    key: "maxTimeout",
+    env: "PI_CODE_EXECUTION_MAX_TIMEOUT",
+    default: 3600,
+    parse: numberIn(1, 86_400, "seconds"),
+    piPython: { key: "maxTimeoutSeconds", env: "PI_PYTHON_MAX_TIMEOUT_SECONDS" },
+  },
   {
     key: "interruptGraceMs",
     env: "PI_CODE_EXECUTION_INTERRUPT_GRACE_MS",
     default: 1000,
     parse: numberIn(0, 600_000, "milliseconds", true),
+    piPython: { key: "interruptGraceMs", env: "PI_PYTHON_INTERRUPT_GRACE_MS" },
   },
   {
     key: "killGraceMs",
@@ -209,8 +236,20 @@ export const SETTING_KEYS: readonly KeySpec[] = [
     parse: numberIn(0, 60_000, "milliseconds", true),
   },
   { key: "venvDiscovery.enabled", env: "PI_CODE_EXECUTION_VENV_DISCOVERY", default: true, parse: boolean },
-  { key: "venvDiscovery.parentWalk", env: "PI_CODE_EXECUTION_VENV_PARENT_WALK", default: true, parse: boolean },
-  { key: "venvDiscovery.dirNames", env: "PI_CODE_EXECUTION_VENV_DIRS", default: [".venv", "venv"], parse: dirNames },
+  {
+    key: "venvDiscovery.parentWalk",
+    env: "PI_CODE_EXECUTION_VENV_PARENT_WALK",
+    default: true,
+    parse: boolean,
+    piPython: { key: "venvParentWalk", env: "PI_PYTHON_VENV_PARENT_WALK" },
+  },
+  {
+    key: "venvDiscovery.dirNames",
+    env: "PI_CODE_EXECUTION_VENV_DIRS",
+    default: [".venv", "venv"],
+    parse: dirNames,
+    piPython: { key: "venvDirNames", env: "PI_PYTHON_VENV_DIR_NAMES" },
+  },
   { key: "journal", env: "PI_CODE_EXECUTION_JOURNAL", default: undefined, parse: journal },
   { key: "spareRunners", env: "PI_CODE_EXECUTION_SPARE_RUNNERS", default: true, parse: boolean },
   { key: "inspector.autoStart", env: "PI_CODE_EXECUTION_INSPECT", default: false, parse: boolean },
@@ -235,6 +274,23 @@ export const SETTING_KEYS: readonly KeySpec[] = [
     default: 512 * 1024 * 1024,
     parse: numberIn(1024 * 1024, 2 ** 44, "bytes", true),
   },
+  { key: "notebookSession", env: "PI_CODE_EXECUTION_NOTEBOOK_SESSION", default: "notebook", parse: sessionName },
+  {
+    key: "display.maxImages",
+    env: "PI_CODE_EXECUTION_MAX_IMAGES",
+    default: 8,
+    parse: numberIn(0, 64, "images", true),
+  },
+  {
+    key: "display.maxImageBytes",
+    env: "PI_CODE_EXECUTION_MAX_IMAGE_BYTES",
+    default: 5 * 1024 * 1024,
+    parse: numberIn(1024, 32 * 1024 * 1024, "bytes", true),
+  },
+  { key: "completionModels.smol", env: "PI_CODE_EXECUTION_SMOL_MODEL", default: undefined, parse: modelId },
+  { key: "completionModels.slow", env: "PI_CODE_EXECUTION_SLOW_MODEL", default: undefined, parse: modelId },
+  { key: "eval.py", env: "PI_CODE_EXECUTION_EVAL_PY", default: true, parse: boolean },
+  { key: "eval.js", env: "PI_CODE_EXECUTION_EVAL_JS", default: true, parse: boolean },
   { key: "backend", env: "PI_CODE_EXECUTION_BACKEND", default: "local", parse: oneOf("local", "sandbox", "remote") },
   { key: "sandbox.network", env: "PI_CODE_EXECUTION_SANDBOX_NETWORK", default: false, parse: boolean },
   { key: "sandbox.writable", env: "PI_CODE_EXECUTION_SANDBOX_WRITABLE", default: [], parse: paths },
@@ -272,6 +328,14 @@ export function projectSettingsPath(cwd: string): string {
   return join(resolve(cwd), ".pi", "pi-code-execution", "settings.json");
 }
 
+/** pi-python's own files (global, project): its users' configuration applies where ours says nothing. */
+export function piPythonSettingsPaths(cwd: string | undefined) {
+  return {
+    global: join(getAgentDir(), "pi-python", "settings.json"),
+    ...(cwd ? { project: join(resolve(cwd), ".pi", "pi-python", "settings.json") } : {}),
+  };
+}
+
 function get(obj: Record<string, unknown>, dotted: string): unknown {
   let v: unknown = obj;
   for (const part of dotted.split(".")) {
@@ -289,7 +353,12 @@ function set(obj: Record<string, unknown>, dotted: string, value: unknown): void
 }
 
 /** A settings file as an object, or a warning. A missing file is simply no layer. */
-function readLayer(path: string, label: string, warnings: string[]): Record<string, unknown> | undefined {
+function readLayer(
+  path: string,
+  label: string,
+  warnings: string[],
+  knownKeys: Set<string> | undefined = KNOWN_TOP,
+): Record<string, unknown> | undefined {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -315,7 +384,7 @@ function readLayer(path: string, label: string, warnings: string[]): Record<stri
   }
   const obj = parsed as Record<string, unknown>;
   for (const key of Object.keys(obj)) {
-    if (!KNOWN_TOP.has(key)) warnings.push(`${label} settings (${path}): unknown key "${key}" is ignored`);
+    if (knownKeys && !knownKeys.has(key)) warnings.push(`${label} settings (${path}): unknown key "${key}" is ignored`);
   }
   return obj;
 }
@@ -329,6 +398,20 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
     { source: "global", where: globalPath, data: readLayer(globalPath, "global", warnings) },
     ...(projectPath
       ? [{ source: "project" as const, where: projectPath, data: readLayer(projectPath, "project", warnings) }]
+      : []),
+  ];
+  // pi-python's files: only the keys it shares with us are read (its other keys are its own business).
+  const py = piPythonSettingsPaths(cwd);
+  const pyLayers: { source: SettingSource; where: string; data: Record<string, unknown> | undefined }[] = [
+    { source: "global", where: py.global, data: readLayer(py.global, "pi-python global", warnings, undefined) },
+    ...(py.project
+      ? [
+          {
+            source: "project" as const,
+            where: py.project,
+            data: readLayer(py.project, "pi-python project", warnings, undefined),
+          },
+        ]
       : []),
   ];
   const values: Record<string, unknown> = {};
@@ -361,6 +444,13 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
         );
       }
     }
+    if (origin.source === "default" && spec.piPython) {
+      const found = fromPiPython(spec, pyLayers, env, warnings);
+      if (found) {
+        value = found.value;
+        origin = found.origin;
+      }
+    }
     set(values, spec.key, value);
     sources[spec.key] = origin;
   }
@@ -369,11 +459,7 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
     if ((SURFACES as readonly string[]).includes(name)) continue;
     const o = sources.tools;
     const where = o.source === "env" ? o.where : `${o.source} settings (${o.where})`;
-    warnings.push(
-      PLANNED_SURFACES.includes(name)
-        ? `${where}: tools: "${name}" is not available in this version; ignored`
-        : `${where}: tools: unknown surface "${name}" is ignored (known: ${SURFACES.join(", ")})`,
-    );
+    warnings.push(`${where}: tools: unknown surface "${name}" is ignored (known: ${SURFACES.join(", ")})`);
   }
   if (s.defaultTimeout > s.maxTimeout) {
     warnings.push(
@@ -387,6 +473,31 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
     warnings,
     files: { global: globalPath, ...(projectPath ? { project: projectPath } : {}) },
   };
+}
+
+/** pi-python's value for a key we do not set: its environment variable, else its project file, else its global one. */
+function fromPiPython(
+  spec: KeySpec,
+  layers: { source: SettingSource; where: string; data: Record<string, unknown> | undefined }[],
+  env: NodeJS.ProcessEnv,
+  warnings: string[],
+): { value: unknown; origin: SettingOrigin } | undefined {
+  const { key, env: variable } = spec.piPython!;
+  const raw = env[variable];
+  if (raw !== undefined && (raw.trim() !== "" || spec.key === "venvDiscovery.dirNames")) {
+    // pi-python: an explicitly empty PI_PYTHON_VENV_DIR_NAMES disables directory discovery.
+    const r = spec.parse(raw, true);
+    if (r.ok) return { value: r.value, origin: { source: "env", where: variable } };
+    warnings.push(`${variable}: ${r.why} (got ${JSON.stringify(raw)}); ignored`);
+  }
+  for (const layer of [...layers].reverse()) {
+    const v = layer.data?.[key];
+    if (v === undefined) continue;
+    const r = spec.parse(v, false);
+    if (r.ok) return { value: r.value, origin: { source: layer.source, where: layer.where } };
+    warnings.push(`pi-python ${layer.source} settings (${layer.where}): ${key} ${r.why} (got ${JSON.stringify(v)}); ignored`);
+  }
+  return undefined;
 }
 
 function describe(v: unknown): string {
@@ -437,7 +548,13 @@ export class SettingsStore {
   /** Starts watching both files, including their directories being created later. Resolves once watching. */
   watch(): Promise<void> {
     if (this.watcher) return this.ready;
-    const files = [this.current.files.global, ...(this.current.files.project ? [this.current.files.project] : [])];
+    const py = piPythonSettingsPaths(this.cwd);
+    const files = [
+      this.current.files.global,
+      ...(this.current.files.project ? [this.current.files.project] : []),
+      py.global,
+      ...(py.project ? [py.project] : []),
+    ];
     // chokidar does not notice a file whose directory does not exist yet: watch the nearest existing ancestor,
     // ignoring everything that is not on the way to a settings file.
     const pairs = files.map((f) => [f, nearestExisting(f)] as const);

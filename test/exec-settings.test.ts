@@ -46,8 +46,13 @@ describe("the tools setting", () => {
     const s = loadSettings(cwd, env);
     assert.deepEqual(s.values.tools, ["code_execution", "exec", "shell", "eval"]);
     assert.equal(execEnabled(s.values), true);
-    assert.ok(s.warnings.some((w) => /tools: unknown surface "shell" is ignored \(known: code_execution, exec\)/.test(w)), s.warnings.join("\n"));
-    assert.ok(s.warnings.some((w) => /tools: "eval" is not available in this version/.test(w)));
+    assert.ok(
+      s.warnings.some((w) =>
+        /tools: unknown surface "shell" is ignored \(known: code_execution, python, eval, exec\)/.test(w),
+      ),
+      s.warnings.join("\n"),
+    );
+    assert.ok(!s.warnings.some((w) => /"eval"/.test(w)), "eval is a surface (issue 14)");
     assert.ok(s.warnings.some((w) => /execLogs\.perLogBytes must be an integer of bytes from 1024/.test(w)));
     assert.equal(s.values.execLogs.perLogBytes, 64 * 1024 * 1024);
     write(projectSettingsPath(cwd), { tools: "exec" });

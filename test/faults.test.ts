@@ -3,7 +3,7 @@
 // PI_CODE_EXECUTION_BACKEND=sandbox runs them inside bubblewrap: pids reported from inside the sandbox's pid
 // namespace are mapped to host pids among the sandbox's own processes (NSpid) before anything is killed or checked.
 import assert from "node:assert/strict";
-import { mkdtempSync, realpathSync } from "node:fs";
+import { existsSync, mkdtempSync, realpathSync, rmdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -12,10 +12,11 @@ import { liveGroups } from "../actors/process/registry.ts";
 import { hostPidIn, pidAlive, waitUntil } from "./helpers/procs.ts";
 
 const SANDBOX = process.env.PI_CODE_EXECUTION_BACKEND === "sandbox";
-/** A pid a runner of host `h` reported, as this machine sees it (mapped in the sandbox; never a guess). */
-function hostPid(h: SupervisorHost, reported: number): number {
+/** A pid a runner of host `h` reported, as this machine sees it (mapped in the sandbox; never a guess). Every
+ * sandbox numbers its own processes, so the runner of session `session` is looked for in that session's group only. */
+function hostPid(h: SupervisorHost, reported: number, session: string): number {
   if (!SANDBOX) return reported;
-  const pid = hostPidIn(reported, liveGroups(h.id));
+  const pid = hostPidIn(reported, liveGroups(h.id, new RegExp(`^session:${session}$`)));
   assert.ok(pid, `pid ${reported} inside the sandbox maps to none of its processes`);
   return pid;
 }
@@ -31,7 +32,8 @@ async function stillServing(session = "probe") {
   assert.equal((await run("'ok'", { session })).stdout, "ok\n");
 }
 
-const pidOf = async (session: string) => hostPid(host, Number((await run("import os\nos.getpid()", { session })).stdout));
+const pidOf = async (session: string) =>
+  hostPid(host, Number((await run("import os\nos.getpid()", { session })).stdout), session);
 
 before(() => {
   cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-faults-")));
@@ -198,7 +200,15 @@ describe("hostile user code", () => {
 
   test("deleting its own cwd: the session goes on; a fresh run there is a setup_error", async () => {
     const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-doomed-")));
-    await run("import os\nos.rmdir(os.getcwd())", { session: "rm", cwd: dir });
+    const removed = await run("import os\nos.rmdir(os.getcwd())", { session: "rm", cwd: dir });
+    if (SANDBOX) {
+      // Inside the sandbox the working directory is a bind mount on a read-only tree: it cannot be removed from
+      // within, the run says why, and the directory is still there. It goes from outside instead.
+      assert.equal(removed.outcome.status, "runtime_error");
+      assert.match(removed.stderr, /Read-only file system|Device or resource busy/);
+      assert.ok(existsSync(dir));
+      rmdirSync(dir);
+    } else assert.equal(removed.outcome.status, "success");
     const r = await run("import os\nos.path.exists('.')", { session: "rm", cwd: dir });
     assert.equal(r.outcome.status, "success");
     const fresh = await run("1", { cwd: dir });
@@ -251,7 +261,7 @@ describe("abort storms", () => {
 describe("Pi side", () => {
   test("shutdown during runs: runs end, every process is gone", async () => {
     const h = new SupervisorHost({ limits: { graceMs: 200 } });
-    const pid = hostPid(h, Number((await h.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "s" })).stdout));
+    const pid = hostPid(h, Number((await h.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "s" })).stdout), "s");
     const busy = h.run({ code: "import time\ntime.sleep(60)", cwd, timeoutMs: 60_000, session: "s" });
     const fresh = h.run({ code: "import time\ntime.sleep(60)", cwd, timeoutMs: 60_000 });
     await new Promise((r) => setTimeout(r, 300));
@@ -268,8 +278,8 @@ describe("Pi side", () => {
   test("two hosts in one process: shutting one down leaves the other's sessions alone", async () => {
     const a = new SupervisorHost();
     const b = new SupervisorHost();
-    const pa = hostPid(a, Number((await a.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "same" })).stdout));
-    const pb = hostPid(b, Number((await b.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "same" })).stdout));
+    const pa = hostPid(a, Number((await a.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "same" })).stdout), "same");
+    const pb = hostPid(b, Number((await b.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "same" })).stdout), "same");
     assert.notEqual(pa, pb);
     await a.shutdown();
     assert.ok(await waitUntil(() => !pidAlive(pa)));

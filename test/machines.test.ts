@@ -1248,3 +1248,18 @@ describe("fixed machine bugs", () => {
     assert.equal(h.outcome("s2").session?.ordinal, 1);
   });
 });
+
+describe("pi-python's escalation (limits.secondInterrupt)", () => {
+  test("interrupted -> grace sends a second SIGINT; the kill comes at the end of the grace", () => {
+    const h = startSupervisor({ limits: { ...TEST_LIMITS, secondInterrupt: true } });
+    const k = freshRunning(h, "r1");
+    h.advance(980); // t = 1000: the first interrupt
+    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt"]);
+    h.advance(interruptWindowMs);
+    assert.equal(h.value("run:r1"), "grace");
+    assert.deepEqual(k.types(), ["kernel.run", "kernel.interrupt", "kernel.interrupt"]);
+    h.advance(graceMs);
+    assert.equal(h.value("run:r1"), "killed");
+    assertHealthy(h);
+  });
+});

@@ -7,7 +7,7 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
-import { sandboxOperations, bwrapArgv } from "../actors/process/sandbox.ts";
+import { sandboxOperations, bwrapArgv, bwrapExit } from "../actors/process/sandbox.ts";
 import { liveGroups } from "../actors/process/registry.ts";
 import { RUNNER_PATH } from "../actors/process/runner.ts";
 import { dirname } from "node:path";
@@ -149,6 +149,15 @@ describe("sandbox backend", () => {
     assert.throws(() => readFileSync(join(cwd, "ran-locally")), /ENOENT/);
     const health = await h.backendHealth();
     assert.equal(health.ok, false);
+  });
+
+  test("bwrap's exit status 128+N is read back as the runner's signal; other exits pass as they are", () => {
+    assert.deepEqual(bwrapExit({ code: 137, signal: null }), { code: null, signal: "SIGKILL" });
+    assert.deepEqual(bwrapExit({ code: 139, signal: null }), { code: null, signal: "SIGSEGV" });
+    assert.deepEqual(bwrapExit({ code: 9, signal: null }), { code: 9, signal: null });
+    assert.deepEqual(bwrapExit({ code: 128, signal: null }), { code: 128, signal: null });
+    assert.deepEqual(bwrapExit({ code: null, signal: "SIGTERM" }), { code: null, signal: "SIGTERM" });
+    assert.deepEqual(bwrapExit({ code: 255, signal: null }), { code: 255, signal: null });
   });
 
   test("bwrap argv: writable paths bound, hidden support folders read-only, the runner last", () => {

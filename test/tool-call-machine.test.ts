@@ -474,3 +474,35 @@ describe("nested calls in a run", () => {
     assert.equal(KERNEL_INFO.pid > 0, true);
   });
 });
+
+describe("a work budget (eval cells): the deadline pauses while a nested call is open", () => {
+  test("running -> waiting while a call is open; the deadline moves by the time spent waiting", () => {
+    const h = startSystem();
+    h.start({ runId: "w1", timeoutMs: 1000, budget: "work", bridge: { callerId: "call_1", tools: TOOLS } });
+    const k = h.kernel.of("run:w1");
+    h.clock.increment(10);
+    k.ready();
+    h.clock.increment(10);
+    k.started("w1"); // t = 10_020; the deadline is at 11_000
+    h.clock.increment(480); // 480 ms of work
+    h.call(k, "w1", "c1"); // t = 10_500
+    assert.equal(h.value("run:w1"), "waiting");
+    h.clock.increment(5000); // the call takes 5 s: no timeout meanwhile
+    assert.equal(h.value("run:w1"), "waiting");
+    h.dispatch.of("tool:w1:1").finish("succeeded", { durationMs: 5000 }); // t = 15_500
+    assert.equal(h.value("run:w1"), "running");
+    h.clock.increment(499);
+    assert.equal(h.value("run:w1"), "running", "500 ms of the budget are left");
+    h.clock.increment(1);
+    assert.equal(h.value("run:w1"), "interrupted");
+  });
+
+  test("a wall-clock run (the default) keeps running through an open call and times out on time", () => {
+    const h = startSystem();
+    const k = h.running("w2");
+    h.call(k, "w2", "c1");
+    assert.equal(h.value("run:w2"), "running");
+    h.clock.increment(980);
+    assert.equal(h.value("run:w2"), "interrupted");
+  });
+});

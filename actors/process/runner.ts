@@ -13,6 +13,7 @@ import { sendToolResult, toolFrameFact } from "./call-frames.ts";
 import type { ModuleWatch } from "./module-watch.ts";
 import { ok } from "../../lib/result.ts";
 import { offer, take, type Handover } from "./handover.ts";
+import { displayOf, doneShown, type RunShown } from "./display-frames.ts";
 import { backendHint } from "./backend-hints.ts";
 import type { ResourceLimits } from "../../store/settings.ts";
 import { kindsFor } from "./kinds.ts";
@@ -29,6 +30,8 @@ export interface KernelDeps {
   watchModules?: (cwd: string) => ModuleWatch | undefined;
   /** Output of the run currently executing; output with no run (between runs) is dropped. */
   output: (runId: string, channel: Channel, chunk: Buffer) => void;
+  /** What the executing run shows besides output: displays, a notebook cell's value and error text. */
+  shown?: (runId: string, item: RunShown) => void;
   now: () => number;
   killMs: number;
   /** Which host owns the processes (two Pi sessions in one process must not stop each other's). */
@@ -143,6 +146,7 @@ export function createKernelLogic(deps: KernelDeps) {
           }
           case "done": {
             const runId = String(frame.id);
+            if (runId === startedRun) for (const item of doneShown(frame)) deps.shown?.(runId, item);
             currentRun = undefined;
             startedRun = undefined;
             return send({
@@ -163,6 +167,12 @@ export function createKernelLogic(deps: KernelDeps) {
             if (fact.ok && fact.value.type === "kernel.tool_call") waitingCalls.add(fact.value.callId);
             if (fact.ok) return send(fact.value);
             if (fact.error) p.send(fact.error);
+            return;
+          }
+          case "display": {
+            // Only the executing run's; the runner drained fd 1 and 2 first, so it lands after the output before it.
+            const item = frame.id === startedRun && startedRun ? displayOf(frame) : undefined;
+            if (item) deps.shown?.(startedRun!, item);
             return;
           }
           case "fatal":
@@ -203,6 +213,8 @@ export function createKernelLogic(deps: KernelDeps) {
             code: command.code,
             filename: command.filename,
             ...(command.tools ? { tools: command.tools } : {}),
+            ...(command.chdir ? { chdir: command.chdir } : {}),
+            ...(command.result ? { result: command.result } : {}),
             ...runExtras(command, modules),
           });
           return;

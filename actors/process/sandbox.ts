@@ -4,11 +4,11 @@
 // would kill the sandbox and the session with it. Stopping the process group (SIGTERM/SIGKILL) stops bwrap, whose
 // PID namespace takes every process inside with it, so no child outlives the run.
 import { spawn } from "node:child_process";
-import { realpathSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { readdirSync, readFileSync, realpathSync } from "node:fs";
+import { constants, homedir, tmpdir } from "node:os";
 import { dirname, resolve, sep } from "node:path";
 import { fail, ok, type Result } from "../../lib/result.ts";
-import { spawnRunner, type ProcessOperations, type StartFailure } from "./operations.ts";
+import { spawnRunner, type ProcessOperations, type RunnerExit, type RunnerHandle, type StartFailure } from "./operations.ts";
 
 export interface SandboxSettings {
   /** Paths writable inside besides the working directory. */
@@ -102,9 +102,67 @@ export function sandboxOperations(options: SandboxOptions): ProcessOperations {
     async start(spec) {
       const usable = await check();
       if (!usable.ok) return usable;
-      return spawnRunner(spec, { interrupt: "frame", wrapper: bwrapArgv(options, spec) });
+      const started = await spawnRunner(spec, { interrupt: "frame", wrapper: bwrapArgv(options, spec) });
+      return started.ok ? ok(throughBwrap(started.value)) : started;
     },
     health: check,
     close: async () => {},
+  };
+}
+
+const SIGNALS = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
+
+/** bwrap reports a command killed by signal N as exit status 128+N (its init passes the status on, and
+ * `--json-status-fd` says no more than that), so the status is read back as the signal, as shells do. A runner
+ * that itself exits with 129..192 is indistinguishable and is reported as that signal (documented). */
+export function bwrapExit(exit: RunnerExit): RunnerExit {
+  if (exit.signal || exit.code === null || exit.code <= 128) return exit;
+  const signal = SIGNALS.get(exit.code - 128);
+  return signal ? { ...exit, code: null, signal } : exit;
+}
+
+/** The sandbox's init (bwrap's child, pid 1 inside): it leads the process group of everything inside
+ * (`--new-session`), and as a namespace's init it ignores signals from outside other than SIGKILL. */
+function sandboxInit(bwrapPid: number): number | undefined {
+  try {
+    const first = readFileSync(`/proc/${bwrapPid}/task/${bwrapPid}/children`, "utf8").trim().split(" ")[0];
+    if (first) return Number(first);
+  } catch {
+    // a kernel without CONFIG_PROC_CHILDREN: look through the process table
+  }
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === bwrapPid) return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
+/** The runner's handle as seen through bwrap: exits carry the runner's signal, and the grace signals (SIGTERM,
+ * SIGHUP...) reach the processes inside rather than bwrap, which would die of them at once and take the runner with
+ * it, so code that ignores SIGTERM is still seen to need the SIGKILL. SIGKILL stops bwrap, and with it the sandbox. */
+function throughBwrap(handle: RunnerHandle): RunnerHandle {
+  return {
+    ...handle,
+    onExit: (fn) => handle.onExit((exit) => fn(bwrapExit(exit))),
+    signalGroup(signal) {
+      if (signal !== "SIGKILL") {
+        // Looked up each time (never cached): a pid of a sandbox that has gone may belong to someone else by now.
+        const init = sandboxInit(handle.pid);
+        if (init !== undefined) {
+          try {
+            process.kill(-init, signal);
+            return ok(undefined);
+          } catch {
+            // the sandbox is going away: signal bwrap as before
+          }
+        }
+      }
+      return handle.signalGroup(signal);
+    },
   };
 }

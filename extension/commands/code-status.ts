@@ -31,6 +31,12 @@ export function settingsLines(s: ResolvedSettings): string[] {
   });
 }
 
+/** What /code-status says about the tool surfaces: the active ones (and where that came from), and warnings. */
+export interface SurfaceReport {
+  line: string;
+  warnings: string[];
+}
+
 /** Where the journal and the event logs are (the extension knows; the host does not). */
 export interface StatusPlaces {
   /** The journal's file; undefined when it is off. */
@@ -74,8 +80,10 @@ export async function statusReport(
   host: SupervisorHost | undefined,
   now = Date.now(),
   places: StatusPlaces = {},
+  surfaces?: () => SurfaceReport,
 ): Promise<string> {
   const lines: string[] = [];
+  const report = surfaces?.();
   const interp = await environment.interpreter.resolve(cwd);
   if (interp.ok) {
     const i = interp.value;
@@ -89,6 +97,7 @@ export async function statusReport(
     `Backend: ${ops.backend.label}`,
     health.ok ? `  healthy: ${health.value}` : `  unhealthy: ${health.error.message}${"hint" in health.error && health.error.hint ? ` [${health.error.hint}]` : ""}`,
   );
+  if (report) lines.push("", report.line);
   const sessions = host?.sessions() ?? [];
   lines.push("", sessions.length ? `Live sessions (${sessions.length}):` : "Live sessions: none");
   for (const [i, line] of sessionLines(sessions, now).entries()) {
@@ -101,7 +110,12 @@ export async function statusReport(
   const settings = environment.settings();
   lines.push("", "Settings (value, source):", ...settingsLines(settings));
   lines.push("", "Files:", ...placesLines(cwd, places, host));
-  const warnings = [...settings.warnings, ...environment.interpreter.notes, ...(host ? [...host.warnings] : [])];
+  const warnings = [
+    ...(report?.warnings ?? []),
+    ...settings.warnings,
+    ...environment.interpreter.notes,
+    ...(host ? [...host.warnings] : []),
+  ];
   lines.push("", warnings.length ? "Warnings:" : "Warnings: none", ...warnings.map((w) => `  - ${w}`));
   return lines.join("\n");
 }
@@ -111,11 +125,13 @@ export function registerCodeStatusCommand(
   environment: CodeEnvironment,
   peekHost: () => SupervisorHost | undefined,
   places: () => StatusPlaces = () => ({}),
+  surfaces?: () => SurfaceReport,
+  name = "code-status",
 ): void {
-  pi.registerCommand("code-status", {
-    description: "Python interpreter, live code_execution sessions, settings with their sources, files, warnings",
+  pi.registerCommand(name, {
+    description: "Tool surfaces, Python interpreter, live sessions, settings with their sources, files, warnings",
     handler: async (_args: string, ctx: ExtensionCommandContext) => {
-      show(ctx, await statusReport(ctx.cwd, environment, peekHost(), Date.now(), places()));
+      show(ctx, await statusReport(ctx.cwd, environment, peekHost(), Date.now(), places(), surfaces));
     },
   });
 }

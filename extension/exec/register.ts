@@ -29,6 +29,9 @@ export interface ExecLinks {
   peekHost: () => SupervisorHost | undefined;
   journal: JournalLink;
   environment: CodeEnvironment;
+  /** Whether the surface is chosen (extension/surfaces.ts: the `tools` setting, `exec: true` or `--code-tools`);
+   * default: the settings alone. */
+  enabled?: () => boolean;
 }
 
 export function registerExec(pi: ExtensionAPI, links: ExecLinks): void {
@@ -89,13 +92,14 @@ export function registerExec(pi: ExtensionAPI, links: ExecLinks): void {
     if (next.length !== active.length || next.some((n, i) => n !== active[i])) pi.setActiveTools(next);
     applied = enabled;
   };
-  links.environment.onChange((s) => apply(execEnabled(s.values)));
+  const enabled = (values: Parameters<typeof execEnabled>[0]) => (links.enabled ? links.enabled() : execEnabled(values));
+  links.environment.onChange((s) => apply(enabled(s.values)));
 
   pi.on("session_start", async (_event, ctx: ExtensionContext) => {
     status.setUI(ctx);
     applied = undefined;
     removedBash = false;
-    apply(execEnabled(links.environment.settings().values));
+    apply(enabled(links.environment.settings().values));
     refresh();
   });
   pi.on("session_tree", async (_event, ctx: ExtensionContext) => {

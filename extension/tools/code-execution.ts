@@ -12,6 +12,8 @@ import type { ArtifactOutcome } from "../preview.ts";
 import type { JournalLink } from "../journal.ts";
 import { resolveSource } from "./source.ts";
 import { createRunBridge, outerUsage } from "../bridge.ts";
+import { DisplayCollector, type DisplayLimits } from "../display/collector.ts";
+import { withCompletion, type CompletionModels } from "../completion.ts";
 
 const DESCRIPTION = [
   "Run Python code and get its output.",
@@ -37,6 +39,10 @@ const GUIDELINES = [
 export interface CodeExecutionToolOptions {
   /** Default and largest `timeout`, in seconds (settings; read at registration: re-register when they change). */
   timeouts?: { defaultSeconds: number; maxSeconds: number };
+  /** Rich display limits (settings `display.*`), read at each call. */
+  display?: () => DisplayLimits;
+  /** completion()'s "smol" and "slow" models (settings `completionModels`). */
+  completionModels?: () => CompletionModels;
 }
 
 export function registerCodeExecutionTool(
@@ -67,10 +73,15 @@ export function registerCodeExecutionTool(
           p.sourceId !== undefined ? Promise.resolve(p.sourceId) : saveSource(code).catch(() => undefined);
         const supervisor = getHost();
         // The Pi tools this run's Python may await (extension/bridge.ts), as callable at this moment.
-        const bridge = createRunBridge(pi, ctx, toolCallId);
+        const bridge = withCompletion(
+          createRunBridge(pi, ctx, toolCallId),
+          ctx,
+          options.completionModels ?? (() => ({ smol: undefined, slow: undefined })),
+        );
         // The sourceId is the script's digest: known before the file is saved, so every update can name it.
         const tags = { sourceId: p.sourceId ?? sourceIdOf(code), ...(p.session ? { session: p.session } : {}) };
         const live = onUpdate ? liveUpdates(onUpdate, tags) : undefined;
+        const display = new DisplayCollector(options.display?.() ?? { maxImages: 8, maxImageBytes: 5 * 1024 * 1024 });
         const result = await supervisor.run(
           {
             code,
@@ -78,16 +89,22 @@ export function registerCodeExecutionTool(
             timeoutMs: p.timeoutMs,
             ...(p.session ? { session: p.session } : {}),
             reset: p.reset,
+            surface: "code_execution",
           },
           {
             bridge,
+            onDisplay: display.forCell(0),
             ...(signal ? { signal } : {}),
             ...(live ? { onOutput: live.onOutput, onProgress: live.onProgress } : {}),
           },
         );
         live?.stop();
         note.runId = result.outcome.runId;
+        await display.settle();
         const noticeCtx = { timeoutMs: p.timeoutMs, graceMs: supervisor.limits.graceMs, reset: p.reset };
+        const shownNotes = display.trailingNotes();
+        if (shownNotes.length)
+          result.outcome = { ...result.outcome, notes: [...(result.outcome.notes ?? []), ...shownNotes] };
         let rendered = resultText(result, noticeCtx);
         let output: OutputRef | undefined;
         if (!rendered.complete) {
@@ -104,14 +121,17 @@ export function registerCodeExecutionTool(
           ...(sourceId ? { sourceId } : {}),
           ...(output ? { output } : {}),
         });
+        Object.assign(details, display.cellDetails(0));
         journal.run(result, {
           toolCallId,
+          surface: "code_execution",
+          ...display.countsOf(0),
           ...(sourceId ? { sourceId } : {}),
           ...(output ? { outputId: output.outputId } : {}),
         });
         const usage = outerUsage(result.outcome.nestedCalls);
         return {
-          content: [{ type: "text" as const, text: rendered.text }],
+          content: [{ type: "text" as const, text: rendered.text }, ...display.imageContent()],
           details,
           ...(usage ? { usage: usage as never } : {}),
           ...(result.outcome.status !== "success" ? { isError: true } : {}),

@@ -21,6 +21,8 @@ export function registerSetInterpreterTool(
   pi: ExtensionAPI,
   environment: CodeEnvironment,
   peekHost: () => SupervisorHost | undefined,
+  /** The notebook session when the python surface is active: a selection always replaces its kernel (pi-python). */
+  notebook: () => string | undefined = () => undefined,
 ): void {
   pi.registerTool({
     ...setInterpreterRenderers,
@@ -70,7 +72,8 @@ export function registerSetInterpreterTool(
       const now = await environment.interpreter.resolve(ctx.cwd);
       const host = peekHost();
       const target = now.ok ? now.value.executable : undefined;
-      const stale = (host?.sessions() ?? []).filter((s) => s.python !== target);
+      const kernel = wanted ? notebook() : undefined;
+      const stale = (host?.sessions() ?? []).filter((s) => s.python !== target || s.name === kernel);
       await Promise.all(stale.map((s) => host!.stopSession(s.name)));
       const lines: string[] = [];
       if (now.ok) {
@@ -81,6 +84,8 @@ export function registerSetInterpreterTool(
             : `Selection cleared: code_execution uses Python ${v.version} at ${v.executable} (${describeSource(v.source)}).`,
         );
       } else lines.push(`Selection cleared, but discovery finds no usable interpreter: ${now.error}`);
+      if (kernel && stale.some((s) => s.name === kernel))
+        lines.push(`The python kernel (session "${kernel}") was replaced: its namespace is empty now.`);
       if (stale.length) {
         const names = stale.map((s) => `"${s.name}"`).join(", ");
         lines.push(
