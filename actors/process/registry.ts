@@ -126,10 +126,14 @@ export function liveGroups(host?: string, owner?: RegExp): number[] {
 
 /** SIGTERM to every member now, SIGKILL after `killMs` to any that survives (again and again, so forks made
  * meanwhile die too); resolves once no member is left, and the group leaves the registry. A second stop of the
- * same group joins the first. */
+ * same group joins the first. An untracked `pid` is stopped as the leader of its own session. */
 export function stopGroup(pid: number, killMs: number): Promise<void> {
-  const entry = entries.get(pid);
-  if (!entry) return Promise.resolve();
+  let entry = entries.get(pid);
+  if (!entry) {
+    // Not tracked (a helper process a backend started in its own session, such as ssh): stopped by its session.
+    entry = { box: sessionBox(pid) };
+    add(pid, entry);
+  }
   if (entry.stopping) return entry.stopping.done;
   let resolve!: () => void;
   const done = new Promise<void>((r) => (resolve = r));
