@@ -39,6 +39,7 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
     const journal = new JournalLink({ ...(journalPath ? { path: journalPath } : {}), ...options.journal });
     const observability = new Observability(options.observability);
     journal.eventLog = () => observability.logPath();
+    journal.eventLogWritten = () => observability.logWritten();
     const getHost = () => {
       if (host) return host;
       host = new SupervisorHost(observability.hostOptions(environment.hostOptions(options.host)));

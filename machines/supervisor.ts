@@ -30,11 +30,15 @@ export interface SupervisorInput {
   exec?: ExecPoolInput;
 }
 
-/** The spare runner kept for one key: warming until it reports ready. */
+/** A spare runner kept for a key: warming until it reports ready. */
 export interface SpareEntry {
   id: string;
+  key: string;
   ready: boolean;
 }
+
+/** The most spares kept per key: fresh runs arriving faster than one spare warms grow the pool up to this. */
+export const MAX_SPARES_PER_KEY = 3;
 
 export interface SessionEntry {
   /** The session's current (or last) process: 1, then one more after each reset, loss or replacement. */
@@ -54,13 +58,14 @@ export interface SupervisorContext extends SupervisorInput {
   sessions: Record<string, SessionEntry>;
   /** Runs not yet finished, with their session (null for fresh runs). */
   active: Record<string, string | null>;
-  /** One spare runner per key in use (machines/spare.ts). */
+  /** The spare runners, by actor id (machines/spare.ts): a small pool per key in use. */
   spares: Record<string, SpareEntry>;
+  /** How many spares each key in use keeps: 1, more while fresh runs find none ready (at most MAX_SPARES_PER_KEY);
+   * back to the pool's size as idle spares retire. */
+  spareTarget: Record<string, number>;
   spareSeq: number;
   /** False once shutdown began: no new spares. */
   serving: boolean;
-  /** Fresh runs that took a spare: its replacement starts when the run ends, off the run's critical path. */
-  replaceSpare: Record<string, SpareRequest>;
 }
 
 /** What a spare runner is started for. */
@@ -102,8 +107,11 @@ function warmSpare(
     systemId: id,
     input: { id, idleMs: context.spareIdleMs ?? 60_000, ...request },
   });
-  return { spareSeq, spares: { ...context.spares, [request.key]: { id, ready: false } } };
+  return { spareSeq, spares: { ...context.spares, [id]: { id, key: request.key, ready: false } } };
 }
+
+const sparesOf = (spares: Record<string, SpareEntry>, key: string) =>
+  Object.values(spares).filter((s) => s.key === key);
 
 export const supervisorMachine = setup({
   types: {
@@ -121,7 +129,11 @@ export const supervisorMachine = setup({
   actions: {
     openExec: enqueueActions(({ context, enqueue, system }, p: { stopping: boolean; at: number }) => {
       if (system.get(EXEC_POOL_ID)) return;
-      enqueue.spawnChild("exec", { id: EXEC_POOL_ID, systemId: EXEC_POOL_ID, input: context.exec ?? DEFAULT_EXEC_POOL });
+      enqueue.spawnChild("exec", {
+        id: EXEC_POOL_ID,
+        systemId: EXEC_POOL_ID,
+        input: context.exec ?? DEFAULT_EXEC_POOL,
+      });
       // Opened during shutdown: it refuses every start.
       if (p.stopping) enqueue.sendTo(EXEC_POOL_ID, { type: "exec.shutdown", at: p.at });
     }),
@@ -134,8 +146,9 @@ export const supervisorMachine = setup({
       const id = `run:${e.runId}`;
       // Spares serve runs of the key's own interpreter; a run with dependencies uses an installed environment.
       const key = e.spareKey !== undefined && !e.dependencies?.length ? e.spareKey : undefined;
-      const spare = key !== undefined ? context.spares[key] : undefined;
-      const spareRef = spare?.ready ? system.get(spare.id) : undefined;
+      const pool = key !== undefined ? sparesOf(context.spares, key) : [];
+      const spare = pool.find((s) => s.ready && system.get(s.id));
+      const spareRef = spare ? system.get(spare.id) : undefined;
       const claimed = spareRef ? spare!.id : undefined;
       if (spareRef) enqueue.sendTo(spareRef, message({ type: "spare.claim", at: e.at, runId: e.runId }));
       enqueue.spawnChild("run", {
@@ -157,23 +170,29 @@ export const supervisorMachine = setup({
           ...(e.backend ? { backend: e.backend } : {}),
         },
       });
-      // Keep one spare warming or ready for the key: the next fresh run like this one takes it. The first run of a
-      // key starts one now (it warms while the run starts cold); a claimed one is replaced when the run ends.
+      // Keep the key's spares warming or ready: the next fresh runs like this one take them. The first run of a
+      // key starts one now (it warms while the run starts cold); a claimed one is replaced at once, at claim time,
+      // so runs arriving back to back find the next one warming, not yet to be started. A run that finds the pool
+      // still warming grows it by one (bounded): runs are arriving faster than one spare warms.
       const request: SpareRequest | undefined =
         key !== undefined ? { key, cwd: e.cwd, ...(e.python ? { python: e.python } : {}) } : undefined;
-      let warmed = {};
-      if (request && claimed) {
-        const { [request.key]: _taken, ...spares } = context.spares;
-        warmed = { spares, replaceSpare: { ...context.replaceSpare, [e.runId]: request } };
-      } else if (request && !spare) {
-        warmed = warmSpare(enqueue, context, request);
+      let next: Partial<Pick<SupervisorContext, "spares" | "spareSeq" | "spareTarget">> = {};
+      if (request && context.serving) {
+        const { [claimed ?? ""]: _taken, ...spares } = context.spares;
+        const target = Math.min(
+          MAX_SPARES_PER_KEY,
+          Math.max(1, (context.spareTarget[request.key] ?? 0) + (!claimed && pool.length ? 1 : 0)),
+        );
+        next = { spares, spareSeq: context.spareSeq, spareTarget: { ...context.spareTarget, [request.key]: target } };
+        for (let n = sparesOf(spares, request.key).length; n < target; n++)
+          next = { ...next, ...warmSpare(enqueue, { ...context, ...next }, request) };
       }
-      enqueue.assign({ active: { ...context.active, [e.runId]: null }, ...warmed });
+      enqueue.assign({ active: { ...context.active, [e.runId]: null }, ...next });
     }),
     spareReady: enqueueActions(({ context, event, enqueue }) => {
       const e = event as SpareNotice;
-      if (context.spares[e.key]?.id === e.id) {
-        enqueue.assign({ spares: { ...context.spares, [e.key]: { id: e.id, ready: true } } });
+      if (context.spares[e.id]) {
+        enqueue.assign({ spares: { ...context.spares, [e.id]: { id: e.id, key: e.key, ready: true } } });
       }
     }),
     startInSession: enqueueActions(({ context, enqueue, system }, e: RunStartEvent) => {
@@ -239,10 +258,7 @@ export const supervisorMachine = setup({
         const { busyRunId: _b, ...rest } = sessions[session];
         sessions[session] = rest;
       }
-      const { [outcome.runId]: request, ...replaceSpare } = context.replaceSpare;
-      const warmed =
-        request && context.serving && !context.spares[request.key] ? warmSpare(enqueue, context, request) : {};
-      enqueue.assign({ active, sessions, replaceSpare, ...warmed });
+      enqueue.assign({ active, sessions });
       enqueue.emit({ type: "run.finished", outcome });
     }),
     /** Done children are removed at once: XState otherwise keeps them (quadratic cost). */
@@ -251,9 +267,13 @@ export const supervisorMachine = setup({
       enqueue.stopChild(done.actorId);
       if (done.actorId.startsWith("spare:")) {
         const out = done.output as unknown as SpareOutput;
-        if (context.spares[out.key]?.id === out.id) {
-          const { [out.key]: _gone, ...spares } = context.spares;
-          enqueue.assign({ spares });
+        if (context.spares[out.id]) {
+          const { [out.id]: _gone, ...spares } = context.spares;
+          // A pool shrinks as its idle spares retire: the next burst grows it again.
+          const left = sparesOf(spares, out.key).length;
+          const { [out.key]: _t, ...rest } = context.spareTarget;
+          const spareTarget = left ? { ...rest, [out.key]: left } : rest;
+          enqueue.assign({ spares, spareTarget });
         }
       }
       if (done.actorId.startsWith("session:")) {
@@ -329,8 +349,8 @@ export const supervisorMachine = setup({
     sessions: {},
     active: {},
     spares: {},
+    spareTarget: {},
     spareSeq: 0,
-    replaceSpare: {},
     serving: true,
   }),
   initial: "serving",

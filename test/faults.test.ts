@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
+import { containmentMode } from "../actors/process/containment.ts";
 import { liveGroups } from "../actors/process/registry.ts";
 import { hostPidIn, pidAlive, waitUntil } from "./helpers/procs.ts";
 
@@ -136,15 +137,23 @@ describe("hostile user code", () => {
 
   // Pids from a fresh run's children cannot be mapped after the run (the sandbox is gone); inside the sandbox no
   // child outlives the run at all (test/sandbox.test.ts).
-  test("children and grandchildren die with a fresh run; a setsid() child escapes (documented)", { skip: SANDBOX }, async () => {
-    const r = await run(
-      "import subprocess, os\nc = subprocess.Popen(['sh', '-c', 'sleep 1000 & echo $!; wait'], stdout=subprocess.PIPE)\ngrand = int(c.stdout.readline())\nesc = subprocess.Popen(['sleep', '1000'], start_new_session=True)\nprint(c.pid, grand, esc.pid)",
-    );
-    const [child, grand, escaped] = r.stdout.trim().split(" ").map(Number);
-    assert.ok(await waitUntil(() => !pidAlive(child) && !pidAlive(grand)), "child and grandchild stopped");
-    assert.ok(pidAlive(escaped), "a new session leaves the process group: the known escape");
-    process.kill(escaped, "SIGKILL");
-  });
+  test(
+    "children and grandchildren die with a fresh run; a setsid() child too where cgroups apply",
+    { skip: SANDBOX },
+    async () => {
+      const r = await run(
+        "import subprocess, os\nc = subprocess.Popen(['sh', '-c', 'sleep 1000 & echo $!; wait'], stdout=subprocess.PIPE)\ngrand = int(c.stdout.readline())\nesc = subprocess.Popen(['sleep', '1000'], start_new_session=True)\nprint(c.pid, grand, esc.pid)",
+      );
+      const [child, grand, escaped] = r.stdout.trim().split(" ").map(Number);
+      assert.ok(await waitUntil(() => !pidAlive(child) && !pidAlive(grand)), "child and grandchild stopped");
+      if (containmentMode().kind === "cgroup")
+        assert.ok(await waitUntil(() => !pidAlive(escaped)), "its cgroup holds it");
+      else {
+        assert.ok(pidAlive(escaped), "without cgroups a new session escapes: the documented limit");
+        process.kill(escaped, "SIGKILL");
+      }
+    },
+  );
 
   test("code that ignores SIGINT and SIGTERM is killed after the grace; the session is lost", async () => {
     const pid = await pidOf("ign");
@@ -261,7 +270,11 @@ describe("abort storms", () => {
 describe("Pi side", () => {
   test("shutdown during runs: runs end, every process is gone", async () => {
     const h = new SupervisorHost({ limits: { graceMs: 200 } });
-    const pid = hostPid(h, Number((await h.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "s" })).stdout), "s");
+    const pid = hostPid(
+      h,
+      Number((await h.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "s" })).stdout),
+      "s",
+    );
     const busy = h.run({ code: "import time\ntime.sleep(60)", cwd, timeoutMs: 60_000, session: "s" });
     const fresh = h.run({ code: "import time\ntime.sleep(60)", cwd, timeoutMs: 60_000 });
     await new Promise((r) => setTimeout(r, 300));
@@ -278,8 +291,16 @@ describe("Pi side", () => {
   test("two hosts in one process: shutting one down leaves the other's sessions alone", async () => {
     const a = new SupervisorHost();
     const b = new SupervisorHost();
-    const pa = hostPid(a, Number((await a.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "same" })).stdout), "same");
-    const pb = hostPid(b, Number((await b.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "same" })).stdout), "same");
+    const pa = hostPid(
+      a,
+      Number((await a.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "same" })).stdout),
+      "same",
+    );
+    const pb = hostPid(
+      b,
+      Number((await b.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 5000, session: "same" })).stdout),
+      "same",
+    );
     assert.notEqual(pa, pb);
     await a.shutdown();
     assert.ok(await waitUntil(() => !pidAlive(pa)));

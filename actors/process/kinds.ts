@@ -27,7 +27,7 @@ export interface RunnerKind {
     input: KernelInput,
     limits: ResourceLimits | undefined,
     backend: BackendInfo,
-  ): Promise<Result<{ spec: Omit<RunnerSpec, "cwd">; version: string }>>;
+  ): Promise<Result<{ spec: Omit<RunnerSpec, "cwd" | "killMs">; version: string }>>;
   /** Interrupts the executing run (only after its `started`). */
   interrupt(proc: RunnerHandle, runId: string): void;
   /** The runtime's version in a `ready` frame. */

@@ -6,7 +6,7 @@ import { stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { encodeFrame, FrameDecoder, type Frame } from "./frames.ts";
 import { fail, ok, type Result } from "../../lib/result.ts";
-import { stopGroup } from "./registry.ts";
+import { signalGroup as signalTracked, stopGroup, track } from "./registry.ts";
 
 export interface RunnerSpec {
   executable: string;
@@ -16,6 +16,8 @@ export interface RunnerSpec {
   /** Decode control frames one event-loop turn after they arrive, once the output already readable was read: for
    * a runner whose blocking writes put its output in the pipes before each frame (docs/protocol-js.md). */
   settleOutput?: boolean;
+  /** What the runner leaves behind when it exits gets SIGTERM, then SIGKILL after this many ms. */
+  killMs: number;
 }
 
 /** Where runs execute, as status lines and the inspector show it. */
@@ -49,7 +51,7 @@ export interface RunnerHandle {
   send(frame: Frame): Result<void>;
   /** Signal the runner process itself (the interrupt). */
   signal(signal: NodeJS.Signals): Result<void>;
-  /** Signal the runner's whole process group. */
+  /** Signal the runner and everything it started, whatever process group it moved to (registry.ts). */
   signalGroup(signal: NodeJS.Signals): Result<void>;
   /** Drop every listener (the handle moves to a new owner, which attaches its own). */
   detach(): void;
@@ -103,6 +105,9 @@ export async function spawnRunner(
     stdio: ["ignore", "pipe", "pipe", "pipe"],
     detached: true,
   });
+  // Tracked before the runner has read a single frame (no frame can be sent before the handle exists), so
+  // before any user code can start a process.
+  const tracked = child.pid ? track(child.pid) : undefined;
   const spawned = await new Promise<Result<void, StartFailure>>((resolve) => {
     child.once("spawn", () => resolve(ok(undefined)));
     child.once("error", (e: NodeJS.ErrnoException) =>
@@ -110,6 +115,7 @@ export async function spawnRunner(
     );
   });
   if (!spawned.ok) return spawned;
+  await tracked;
   return ok(
     wrap(
       child.pid!,
@@ -119,6 +125,7 @@ export async function spawnRunner(
       child,
       options.interrupt,
       spec.settleOutput === true,
+      spec.killMs,
     ),
   );
 }
@@ -131,6 +138,7 @@ function wrap(
   child: import("node:child_process").ChildProcess,
   interrupt: SpawnOptions["interrupt"],
   settleOutput: boolean,
+  killMs: number,
 ): RunnerHandle {
   const listeners = {
     stdout: [] as ((c: Buffer) => void)[],
@@ -177,17 +185,26 @@ function wrap(
   };
   stdout.once("close", closed);
   stderr.once("close", closed);
-  child.once("exit", (code, signal) => {
+  const exited = (code: number | null, signal: NodeJS.Signals | null) => {
     exit = { code, signal };
-    // The runner leads its process group: whatever it leaves behind goes with it (setsid escapes; documented).
-    void stopGroup(pid, DRAIN_AFTER_EXIT_MS);
-    if (open === 0) return report();
+    // Whatever the runner left behind goes with it. The result goes first when its output is complete; else the
+    // stop releases the pipes that leftovers hold.
+    if (open === 0) {
+      report();
+      return void stopGroup(pid, killMs);
+    }
+    void stopGroup(pid, killMs);
     setTimeout(() => {
       stdout.destroy();
       stderr.destroy();
       report();
     }, DRAIN_AFTER_EXIT_MS).unref();
-  });
+  };
+  // A runner that died while it was being moved into its cgroup exited before this listener: its exit is reported
+  // once the owner has attached its listeners.
+  if (child.exitCode !== null || child.signalCode !== null)
+    setImmediate(() => exited(child.exitCode, child.signalCode));
+  else child.once("exit", exited);
 
   return {
     pid,
@@ -223,7 +240,7 @@ function wrap(
     },
     signalGroup(signal) {
       try {
-        process.kill(-pid, signal);
+        if (!signalTracked(pid, signal)) process.kill(-pid, signal);
         return ok(undefined);
       } catch (e) {
         return fail((e as Error).message);

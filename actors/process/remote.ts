@@ -27,7 +27,9 @@ const DRAIN_AFTER_EXIT_MS = 500;
 export function runtimeBundle(dir = RUNTIME_DIR): { hash: string; files: Record<string, string> } {
   const h = createHash("sha256");
   const files: Record<string, string> = {};
-  for (const name of readdirSync(dir).filter((n) => n.endsWith(".py")).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((n) => n.endsWith(".py"))
+    .sort()) {
     const bytes = readFileSync(join(dir, name));
     h.update(`${name}\0${bytes.length}\0`).update(bytes);
     files[name] = bytes.toString("utf8");
@@ -115,7 +117,10 @@ export function remoteOperations(options: RemoteOptions): ProcessOperations {
 
   const start = async (spec: RunnerSpec): Promise<Result<RunnerHandle, StartFailure>> => {
     if (!remote.host && remote.transport !== "command")
-      return fail({ message: `remote.host is not set for the ${remote.transport} transport`, hint: "remote_unreachable" });
+      return fail({
+        message: `remote.host is not set for the ${remote.transport} transport`,
+        hint: "remote_unreachable",
+      });
     if (remote.transport === "command" && remote.argv.length === 0)
       return fail({ message: "remote.argv is empty for the command transport", hint: "remote_unreachable" });
     const cwd = mapCwd(options.localRoot, remote.cwd, spec.cwd);
@@ -188,7 +193,10 @@ function connect(
       resolveStart(r);
     };
     const timer = setTimeout(
-      () => settle(fail({ message: `${program}: no answer within ${START_TIMEOUT_MS / 1000} s`, hint: "remote_unreachable" })),
+      () =>
+        settle(
+          fail({ message: `${program}: no answer within ${START_TIMEOUT_MS / 1000} s`, hint: "remote_unreachable" }),
+        ),
       START_TIMEOUT_MS,
     );
     const handle = new RemoteHandle(child);
@@ -202,11 +210,21 @@ function connect(
       if (m.type === "ship") child.stdin!.write(muxFrame(MUX.relay, Buffer.from(JSON.stringify({ files }))));
       else if (m.type === "hello") settle(ok({ handle, python: String(m.python ?? "") }));
       else if (m.type === "error")
-        settle(fail({ message: String(m.message ?? "the remote side failed"), hint: String(m.hint ?? "remote_unreachable") }));
+        settle(
+          fail({
+            message: String(m.message ?? "the remote side failed"),
+            hint: String(m.hint ?? "remote_unreachable"),
+          }),
+        );
     });
     handle.onExit((exit) => {
       const why = stderr.trim().split("\n").slice(-5).join("\n") || `exit code ${exit.code}`;
-      settle(fail({ message: `${program} failed before the runner started: ${why}`, hint: classifyFailure(stderr, exit.code) }));
+      settle(
+        fail({
+          message: `${program} failed before the runner started: ${why}`,
+          hint: classifyFailure(stderr, exit.code),
+        }),
+      );
     });
   });
 }
@@ -404,7 +422,9 @@ class SshMaster {
         if (existsSync(socket)) return done(ok(socket));
         if (Date.now() - startedAt > START_TIMEOUT_MS) {
           this.kill();
-          return done(fail({ message: `ssh to ${this.remote.host}: no connection within 30 s`, hint: "remote_unreachable" }));
+          return done(
+            fail({ message: `ssh to ${this.remote.host}: no connection within 30 s`, hint: "remote_unreachable" }),
+          );
         }
         setTimeout(poll, 10);
       };

@@ -76,13 +76,18 @@ export function createKernelLogic(deps: KernelDeps) {
       if (stopped) return;
       if (!launch.ok) return end({ type: "kernel.failed", at: deps.now(), message: launch.error });
       if (abandoned) return end({ type: "kernel.exited", at: deps.now(), code: null, signal: null });
+      // A spare replacing a claimed one is started at claim time: its (synchronous) spawn waits one turn, so the
+      // claiming run's frame is written first and the run does not wait for it.
+      if (input.owner.startsWith("spare:")) await new Promise((r) => setImmediate(r));
+      if (stopped) return;
+      if (abandoned) return end({ type: "kernel.exited", at: deps.now(), code: null, signal: null });
       // A claimed spare's process, already started and ready; if it has none to give, start one.
       const adopted = input.adopt ? await take(input.adopt) : undefined;
       const outputCap = limits?.outputMiB ? limits.outputMiB * 1024 * 1024 : Infinity;
       if (adopted && (stopped || abandoned)) adopted.handle.signalGroup("SIGKILL");
       const started = adopted
         ? ok(adopted.handle)
-        : await deps.ops.start({ ...launch.value.spec, cwd: input.cwd });
+        : await deps.ops.start({ ...launch.value.spec, cwd: input.cwd, killMs: deps.killMs });
       if (!started.ok)
         return end({
           type: "kernel.failed",
@@ -118,7 +123,8 @@ export function createKernelLogic(deps: KernelDeps) {
         }
         written += chunk.length;
         deps.output(currentRun, channel, chunk);
-        if (written > outputCap) breakWith(`the run wrote more than ${limits!.outputMiB} MiB of output`, "limit_output");
+        if (written > outputCap)
+          breakWith(`the run wrote more than ${limits!.outputMiB} MiB of output`, "limit_output");
       };
       p.onStdout((chunk) => output("stdout", chunk));
       p.onStderr((chunk) => output("stderr", chunk));

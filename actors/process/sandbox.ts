@@ -8,7 +8,13 @@ import { readdirSync, readFileSync, realpathSync } from "node:fs";
 import { constants, homedir, tmpdir } from "node:os";
 import { dirname, resolve, sep } from "node:path";
 import { fail, ok, type Result } from "../../lib/result.ts";
-import { spawnRunner, type ProcessOperations, type RunnerExit, type RunnerHandle, type StartFailure } from "./operations.ts";
+import {
+  spawnRunner,
+  type ProcessOperations,
+  type RunnerExit,
+  type RunnerHandle,
+  type StartFailure,
+} from "./operations.ts";
 
 export interface SandboxSettings {
   /** Paths writable inside besides the working directory. */
@@ -72,7 +78,9 @@ function probe(bwrap: string, network: boolean): Promise<Result<string, StartFai
     const child = spawn(bwrap, args, { stdio: ["ignore", "ignore", "pipe"] });
     child.stderr.on("data", (c: Buffer) => (err += c.toString()));
     child.once("error", (e: NodeJS.ErrnoException) =>
-      done(fail({ message: `Cannot start the sandbox: ${bwrap}: ${e.code ?? e.message}`, hint: "sandbox_unavailable" })),
+      done(
+        fail({ message: `Cannot start the sandbox: ${bwrap}: ${e.code ?? e.message}`, hint: "sandbox_unavailable" }),
+      ),
     );
     child.once("close", (code) =>
       done(
