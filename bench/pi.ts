@@ -2,8 +2,8 @@
 // Pi's scripted faux model calls the tools; this package is loaded from its manifest (package.json "pi"), as a user
 // loads it; each figure is Pi's own span of one tool call, tool_execution_start -> tool_execution_end, printed beside
 // baselines measured in the same run (a Pi tool that does nothing, a bare interpreter start with the runner's flags,
-// a pipe round trip to an idle Python process). Other benches' Pi cases join the same session with `--with exec` (bench/exec.ts) and
-// `--with notebook` (bench/pi-notebook.ts); all use one harness, bench/pi-spans.ts.
+// a pipe round trip to an idle Python process). Other benches' Pi cases join the same session with `--with exec` (bench/exec.ts),
+// `--with notebook` (bench/pi-notebook.ts) and `--with js` (bench/pi-js.ts); all use one harness, bench/pi-spans.ts.
 import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -97,7 +97,7 @@ async function main() {
   process.env.PI_CODE_EXECUTION_LOG_DIR ??= join(scratch, "logs");
   process.env.PI_PYTHON ??= exe;
   // The tool sets the joined cases need (the settings key PI_CODE_EXECUTION_TOOLS), read when the session starts.
-  const tools = ["code_execution", ...(flags.with ?? []).map((w) => (w === "notebook" ? "python,eval" : w))];
+  const tools = ["code_execution", ...(flags.with ?? []).map((w) => (w === "notebook" ? "python,eval" : w === "js" ? "eval" : w))];
   if (tools.length > 1) process.env.PI_CODE_EXECUTION_TOOLS ??= tools.join(",");
   report.machine = {
     cpus: cpus().length,
@@ -263,7 +263,8 @@ async function main() {
       console.log();
       if (name === "exec") await (await import("./exec.ts")).execCases(pi, { quick });
       else if (name === "notebook") await (await import("./pi-notebook.ts")).notebookCases(pi, { quick });
-      else throw new Error(`--with ${name}: unknown (exec, notebook)`);
+      else if (name === "js") await (await import("./pi-js.ts")).jsCases(pi, { quick });
+      else throw new Error(`--with ${name}: unknown (exec, notebook, js)`);
     }
   } finally {
     await pi.dispose();
