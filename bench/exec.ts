@@ -5,12 +5,9 @@
 // write_stdin's answer).
 import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
-import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, type PiHarness } from "../test/helpers/pi-session.ts";
+import { spans } from "./pi-spans.ts";
 import { line } from "./run.ts";
-
-const quick = process.argv.includes("--quick");
-const N = (full: number) => (quick ? Math.max(20, Math.floor(full / 5)) : full);
 
 /** Spawn to `close` (exit and both pipes drained) of `bash -c true`, as exec_command must wait for. */
 async function bareBash(): Promise<number> {
@@ -43,57 +40,66 @@ async function catEcho(n: number): Promise<number[]> {
   return times;
 }
 
-/** Runs each call as its own turn and returns Pi's execution span of each, and the results. */
-async function spans(pi: PiHarness, calls: [string, Record<string, unknown>][]) {
-  const starts = new Map<string, number>();
-  const ends = new Map<string, number>();
-  const off = pi.session.subscribe((e: any) => {
-    if (e.type === "tool_execution_start") starts.set(e.toolCallId, performance.now());
-    if (e.type === "tool_execution_end") ends.set(e.toolCallId, performance.now());
-  });
-  const before = pi.toolResults().length;
-  pi.faux.setResponses([
-    ...calls.map(([name, args]) => fauxAssistantMessage([fauxToolCall(name, args as never)], { stopReason: "toolUse" })),
-    fauxAssistantMessage("done"),
-  ]);
-  await pi.session.prompt("bench");
-  off();
-  const results = pi.toolResults().slice(before);
-  return { ms: results.map((r) => ends.get(r.toolCallId)! - starts.get(r.toolCallId)!), results };
-}
-
-async function main() {
-  process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,exec";
-  process.env.PI_CODE_EXECUTION_JOURNAL ??= "off";
-  const pi = await startPi();
-  console.log(`node ${process.version}; ${quick ? "quick" : "full"} run; spans are tool_execution_start -> end\n`);
-  try {
+/** The shell-session cases on a Pi session that has the exec tools (also run by `bench/pi.ts --with exec`). */
+export async function execCases(pi: PiHarness, { quick }: { quick: boolean }) {
+  const N = (full: number) => (quick ? Math.max(20, Math.floor(full / 5)) : full);
+  {
     const n = N(200);
     for (let i = 0; i < 20; i++) await bareBash();
     const bare: number[] = [];
     for (let i = 0; i < n; i++) bare.push(await bareBash());
     const bareSt = line("bare `bash -c true` spawn to close", bare);
-    await spans(pi, Array.from({ length: 20 }, () => ["exec_command", { cmd: "true" }]));
-    const exec = await spans(pi, Array.from({ length: n }, () => ["exec_command", { cmd: "true" }]));
+    await spans(
+      pi,
+      Array.from({ length: 20 }, () => ["exec_command", { cmd: "true" }]),
+    );
+    const exec = await spans(
+      pi,
+      Array.from({ length: n }, () => ["exec_command", { cmd: "true" }]),
+    );
     if (exec.results.some((r) => r.isError || r.details.running)) throw new Error("exec_command of true did not exit");
     line("exec_command `true` (goal p50 <= 2.5 ms)", exec.ms, { name: "bare bash", p50: bareSt.p50 });
 
     const echo = line("raw pipe echo through cat", await catEcho(n));
     const [cat] = (await spans(pi, [["exec_command", { cmd: "cat", yield_time_ms: 250 }]])).results;
     const id = cat.details.session_id as number;
-    const writes = await spans(pi, Array.from({ length: n + 20 }, () => ["write_stdin", { session_id: id, chars: "x\\n" }]));
+    const writes = await spans(
+      pi,
+      Array.from({ length: n + 20 }, () => ["write_stdin", { session_id: id, chars: "x\\n" }]),
+    );
     if (writes.results.some((r) => r.details.output !== "x\n")) throw new Error("write_stdin did not return the echo");
-    line("write_stdin line to cat until echo (goal p50 <= 1 ms)", writes.ms.slice(20), { name: "raw echo", p50: echo.p50 });
+    line("write_stdin line to cat until echo (goal p50 <= 1 ms)", writes.ms.slice(20), {
+      name: "raw echo",
+      p50: echo.p50,
+    });
 
     // Polls of a quiet session, alone and among 64 live sessions.
-    const polls = (k: number) => Array.from({ length: k }, () => ["write_stdin", { session_id: id, yield_time_ms: 0 }] as [string, Record<string, unknown>]);
+    const polls = (k: number) =>
+      Array.from(
+        { length: k },
+        () => ["write_stdin", { session_id: id, yield_time_ms: 0 }] as [string, Record<string, unknown>],
+      );
     const alone = line("empty poll, 1 live session", (await spans(pi, polls(n))).ms);
-    await spans(pi, Array.from({ length: 63 }, () => ["exec_command", { cmd: "sleep 600", yield_time_ms: 250 }]));
+    await spans(
+      pi,
+      Array.from({ length: 63 }, () => ["exec_command", { cmd: "sleep 600", yield_time_ms: 250 }]),
+    );
     const many = line("empty poll, 64 live sessions", (await spans(pi, polls(n))).ms);
     console.log(`\n64 sessions: poll p99 ${(many.p99 / alone.p99).toFixed(2)}x one session's (goal <= 2x)`);
+  }
+}
+
+async function main() {
+  process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,exec";
+  process.env.PI_CODE_EXECUTION_JOURNAL ??= "off";
+  const quick = process.argv.includes("--quick");
+  const pi = await startPi();
+  console.log(`node ${process.version}; ${quick ? "quick" : "full"} run; spans are tool_execution_start -> end\n`);
+  try {
+    await execCases(pi, { quick });
   } finally {
     await pi.dispose();
   }
 }
 
-await main();
+if (import.meta.main) await main();

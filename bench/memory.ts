@@ -40,16 +40,22 @@ try {
   console.log(`host heap: ${mib(heap0)} -> ${mib(heap1)} (${mib(heap1 - heap0)} over ${runs} runs)`);
   console.log(`host RSS:  ${mib(rss0)} -> ${mib(rss1)}; live children of the supervisor: ${children}`);
 
-  const pid = Number((await host.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 10_000, session: "idle0" })).stdout);
+  const pid = Number(
+    (await host.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 10_000, session: "idle0" })).stdout,
+  );
   await settle();
   const before = process.memoryUsage().heapUsed;
   const pids: number[] = [];
   for (let i = 1; i <= 20; i++) {
-    pids.push(Number((await host.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 10_000, session: `idle${i}` })).stdout));
+    pids.push(
+      Number((await host.run({ code: "import os\nos.getpid()", cwd, timeoutMs: 10_000, session: `idle${i}` })).stdout),
+    );
   }
   await settle();
   const perSession = (process.memoryUsage().heapUsed - before) / 20;
-  console.log(`idle session: Python RSS ${mib(rssOf(pid))} (goal <= 12 MiB); host heap per idle session ${mib(perSession)} (goal <= 1 MiB)`);
+  console.log(
+    `idle session: Python RSS ${mib(rssOf(pid))} (goal <= 12 MiB); host heap per idle session ${mib(perSession)} (goal <= 1 MiB)`,
+  );
 
   for (let i = 21; i < 64; i++) await host.run({ code: "0", cwd, timeoutMs: 10_000, session: `idle${i}` });
   const warm: number[] = [];

@@ -102,14 +102,37 @@ export function validator(tool: CallableTool): (args: Record<string, unknown>) =
   };
 }
 
-/** One run's tools: those callable at this moment, validated by Pi's validator and dispatched by `ctx.executeTool`. */
-export function createRunTools(pi: ExtensionAPI, ctx: ExtensionToolContext, callerId: string): RunTools {
-  const exposed = exposedTools(ctx.tools as readonly CallableTool[], collectRegistrations(pi));
-  const tools: RunTool[] = exposed.map(({ spec, tool, hooks }) => ({
+/** What decides the exposed tools: each callable tool's and each registration's parts, by identity. */
+function toolSetKey(callable: readonly CallableTool[], registrations: NestedToolRegistration[]): unknown[] {
+  const key: unknown[] = [];
+  for (const t of callable) key.push(t.name, t.description, t.parameters, t.prepareArguments);
+  key.push(registrations.length);
+  for (const r of registrations) key.push(r.definition, r.before, r.after, r.dispatch);
+  return key;
+}
+
+/** The last tool set per Pi instance and its run tools: names, signatures and validators are derived again only
+ * when the tool set changed (a run's start-up path otherwise repeats the same discovery every call). */
+const lastToolSet = new WeakMap<ExtensionAPI, { key: unknown[]; tools: RunTool[] }>();
+
+function runTools(pi: ExtensionAPI, ctx: ExtensionToolContext): RunTool[] {
+  const callable = ctx.tools as readonly CallableTool[];
+  const registrations = collectRegistrations(pi);
+  const key = toolSetKey(callable, registrations);
+  const last = lastToolSet.get(pi);
+  if (last && last.key.length === key.length && last.key.every((v, i) => v === key[i])) return last.tools;
+  const tools: RunTool[] = exposedTools(callable, registrations).map(({ spec, tool, hooks }) => ({
     spec,
     validate: validator(tool),
     ...(hooks ? { hooks } : {}),
   }));
+  lastToolSet.set(pi, { key, tools });
+  return tools;
+}
+
+/** One run's tools: those callable at this moment, validated by Pi's validator and dispatched by `ctx.executeTool`. */
+export function createRunTools(pi: ExtensionAPI, ctx: ExtensionToolContext, callerId: string): RunTools {
+  const tools = runTools(pi, ctx);
   return {
     callerId,
     cwd: ctx.cwd,

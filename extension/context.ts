@@ -38,6 +38,9 @@ export function referenceArguments(
 export class ScriptRedactor {
   /** Sources known saved by this process: each is saved (and verified) once, not on every model call. */
   private readonly saved = new Set<string>();
+  /** Per script call id (with its code, as ids may repeat across sessions): its reference arguments, or null
+   * when a reference does not save enough. */
+  private readonly decided = new Map<string, { code: string; ref: Record<string, unknown> | null }>();
   private readonly save: (code: string) => Promise<string>;
 
   constructor(save: (code: string) => Promise<string> = (code) => saveSource(code)) {
@@ -56,28 +59,55 @@ export class ScriptRedactor {
     let changed = false;
     const out: M[] = [];
     for (const m of messages) {
-      if (m.role !== "assistant" || !Array.isArray(m.content)) {
-        out.push(m);
+      if (
+        m.role !== "assistant" ||
+        !Array.isArray(m.content) ||
+        !m.content.some((b) => this.candidate(b, latest, completed))
+      ) {
+        out.push(m); // unchanged messages are passed on as they are (no copy per message per model call)
         continue;
       }
       const content: unknown[] = [];
       for (const b of m.content) {
-        if (!isScriptCall(b) || b.id === latest || !completed.has(b.id)) {
-          content.push(b);
-          continue;
-        }
-        const sourceId = sourceIdOf(b.arguments.code);
-        const ref = referenceArguments(b.arguments, sourceId);
-        if (!ref || !(await this.ensureSaved(b.arguments.code, sourceId))) {
-          content.push(b);
-          continue;
-        }
-        content.push({ ...b, arguments: ref });
-        changed = true;
+        const ref = this.candidate(b, latest, completed) ? await this.reference(b) : undefined;
+        content.push(ref ? { ...b, arguments: ref } : b);
+        if (ref) changed = true;
       }
       out.push({ ...m, content });
     }
     return changed ? out : undefined;
+  }
+
+  private candidate(
+    b: unknown,
+    latest: string | undefined,
+    completed: Set<string>,
+  ): b is ToolCallBlock & {
+    arguments: { code: string };
+  } {
+    return isScriptCall(b) && b.id !== latest && completed.has(b.id) && this.decision(b)?.ref !== null;
+  }
+
+  /** The reference arguments of a completed script call, decided once per call id (hash, sizes and save). */
+  private async reference(
+    b: ToolCallBlock & { arguments: { code: string } },
+  ): Promise<Record<string, unknown> | undefined> {
+    const decided = this.decision(b)?.ref;
+    if (decided) return decided;
+    const sourceId = sourceIdOf(b.arguments.code);
+    const ref = referenceArguments(b.arguments, sourceId);
+    if (!ref) {
+      this.decided.set(b.id, { code: b.arguments.code, ref: null });
+      return undefined;
+    }
+    if (!(await this.ensureSaved(b.arguments.code, sourceId))) return undefined;
+    this.decided.set(b.id, { code: b.arguments.code, ref });
+    return ref;
+  }
+
+  private decision(b: ToolCallBlock & { arguments: { code: string } }) {
+    const d = this.decided.get(b.id);
+    return d && d.code === b.arguments.code ? d : undefined;
   }
 
   private async ensureSaved(code: string, sourceId: string): Promise<boolean> {

@@ -18,7 +18,7 @@ import { registerPythonTool } from "./tools/python.ts";
 import { registerPythonCommands } from "./commands/python.ts";
 import { registerEvalTool } from "./tools/eval.ts";
 import { pythonBackend } from "./eval/python.ts";
-import { missingJsBackend } from "./eval/backend.ts";
+import { jsBackend } from "./eval/js.ts";
 import { registerExec } from "./exec/register.ts";
 
 export interface CodeExecutionOptions {
@@ -39,6 +39,7 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
     const journal = new JournalLink({ ...(journalPath ? { path: journalPath } : {}), ...options.journal });
     const observability = new Observability(options.observability);
     journal.eventLog = () => observability.logPath();
+    journal.eventLogWritten = () => observability.logWritten();
     const getHost = () => {
       if (host) return host;
       host = observability.createHost(environment.hostOptions(options.host));
@@ -87,7 +88,7 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
         registerEvalTool(p, {
           environment,
           journal,
-          backends: { py: pythonBackend({ getHost, environment }), js: missingJsBackend },
+          backends: { py: pythonBackend({ getHost, environment }), js: jsBackend({ getHost, environment }) },
         }),
       // The exec tools are always registered and enter or leave the active set (extension/exec/register.ts follows
       // `surfaces.isActive("exec")`).

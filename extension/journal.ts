@@ -25,6 +25,8 @@ export class JournalLink {
   private closed = false;
   /** Where the current event log is (set by the extension when recording is on). */
   eventLog: () => string | undefined = () => undefined;
+  /** Resolves when the event log holds everything recorded so far (rows naming it are written after). */
+  eventLogWritten: () => Promise<void> = async () => {};
 
   constructor(settings: JournalSettings = {}) {
     this.settings = settings;
@@ -41,6 +43,7 @@ export class JournalLink {
     if (!this.path || this.closed) return undefined;
     return (this.journal ??= new Journal(this.path, {
       onNotice: (m) => this.notice(m),
+      beforeBatch: () => this.eventLogWritten(),
       ...(this.settings.load ? { load: this.settings.load } : {}),
     }));
   }
@@ -145,7 +148,7 @@ export class JournalLink {
         ...(extra.surface ? { surface: extra.surface } : {}),
         images: extra.images ?? 0,
         jsonOutputs: extra.jsonOutputs ?? 0,
-        ...(this.eventLog() ? { eventLog: this.eventLog() } : {}),
+        ...eventLogOf(this.eventLog()),
       });
       for (const call of o.nestedCalls ?? []) {
         const started = Date.parse(call.startedAt);
@@ -222,3 +225,5 @@ function hintIdsOf(outcome: RunResult["outcome"]): string[] {
   const hints = (outcome as { hints?: { id?: unknown }[] }).hints;
   return Array.isArray(hints) ? hints.map((h) => String(h?.id ?? "")).filter(Boolean) : [];
 }
+
+const eventLogOf = (path: string | undefined) => (path ? { eventLog: path } : {});

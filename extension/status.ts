@@ -33,7 +33,7 @@ export function sessionLines(sessions: readonly SessionInfo[], now = Date.now())
   return sessions.map((s) => {
     const parts = [s.name.padEnd(width), s.state.padEnd(11)];
     if (s.pid !== undefined) parts.push(`pid ${s.pid}`);
-    if (s.pythonVersion) parts.push(`Python ${s.pythonVersion}`);
+    if (s.pythonVersion) parts.push(`${s.language === "js" ? "Node" : "Python"} ${s.pythonVersion}`);
     if (s.startedAt !== undefined) parts.push(`up ${ago(now - s.startedAt)}`);
     if (s.lastRun) parts.push(`last run ${ago(now - s.lastRun.at)} ago: ${s.lastRun.status}`);
     return parts.join("  ");

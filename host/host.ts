@@ -246,14 +246,21 @@ export class SupervisorHost {
   }
 
   /** The live spare runners (`spare:<n>`) and whether each is ready to serve a fresh run. */
-  spares(): { id: string; ready: boolean }[] {
+  spares(): { id: string; key?: string; ready: boolean }[] {
     return spareList(this.actor.getSnapshot());
   }
 
-  /** Live actors under the root, and spare runners ready to serve (benchmarks and diagnostics). */
-  stats(): { children: number; readySpares: number } {
+  /** How many spares each key in use keeps (a pool grows while fresh runs find its spares still warming). */
+  spareTargets(): Record<string, number> {
+    return { ...this.actor.getSnapshot().context.spareTarget };
+  }
+
+  /** Live actors under the root, runs not yet finished, and spare runners ready to serve (benchmarks, tests). */
+  stats(): { children: number; activeRuns: number; readySpares: number } {
+    const snapshot = this.actor.getSnapshot();
     return {
-      children: Object.keys(this.actor.getSnapshot().children).length,
+      children: Object.keys(snapshot.children).length,
+      activeRuns: Object.keys(snapshot.context.active).length,
       readySpares: this.spares().filter((s) => s.ready).length,
     };
   }
@@ -262,7 +269,8 @@ export class SupervisorHost {
   async restartSession(name: string, timeoutMs = 60_000): Promise<RunResult | undefined> {
     const entry = this.sessionTable()[name];
     if (!entry || entry.status !== "alive") return undefined;
-    return this.run({ code: "", cwd: entry.cwd, timeoutMs, session: name, reset: true });
+    const js = entry.language === "js" ? { language: "js" as const } : {};
+    return this.run({ code: "", cwd: entry.cwd, timeoutMs, session: name, reset: true, ...js });
   }
 
   stopSession(name: string): Promise<boolean> {

@@ -75,11 +75,16 @@ export class Observability {
     return (this.settings.record || {}).dir ?? defaultLogDir(this.env);
   }
 
-  /** The segment of this session's event log being written (flushed first), if recording. */
+  /** The segment of this session's event log being written, if recording (its records land asynchronously:
+   * await `logWritten()` before a reader may open it). */
   logPath(): string | undefined {
     if (!this.recorder || this.recorder.error) return undefined;
-    this.recorder.flush();
     return this.recorder.path;
+  }
+
+  /** Resolves when the event log holds everything recorded so far. */
+  async logWritten(): Promise<void> {
+    await this.recorder?.drained();
   }
 
   async openInspector(options: { port?: number; actions?: boolean } = {}): Promise<Result<Inspector>> {
@@ -92,7 +97,8 @@ export class Observability {
     const started = await startInspector({
       ...(this.observer ? { observer: this.observer } : {}),
       port: options.port ?? (Number.isInteger(envPort) && envPort > 0 ? envPort : 0),
-      logPath: () => this.logPath(),
+      // The inspector reads the file at once: it gets everything recorded so far, written synchronously.
+      logPath: () => (this.recorder?.flush(), this.logPath()),
       ...(actions ? { stopSession: (name: string) => this.host?.stopSession(name) ?? Promise.resolve(false) } : {}),
     });
     if (started.ok) this.inspector = started.value;

@@ -1,7 +1,7 @@
 // What the host's door takes and gives (host/host.ts): the options a host is built with, a run request and its
 // callbacks, a run's result, and the listener of session changes.
 import type { InspectionEvent, Observer } from "xstate";
-import type { CellRef, CommandEvent, Limits, RunOutcome, Surface } from "../machines/events.ts";
+import type { CellRef, CommandEvent, Language, Limits, RunOutcome, Surface } from "../machines/events.ts";
 import type { RunShown } from "../actors/process/display-frames.ts";
 import type { SessionEntry } from "../machines/supervisor.ts";
 import type { RunTools } from "../actors/calls/contract.ts";
@@ -67,6 +67,8 @@ export interface RunRequestInput {
   budget?: "wall" | "work";
   /** This surface's escalation: its grace period, and pi-python's second SIGINT halfway through it. */
   escalation?: { graceMs?: number; secondInterrupt?: boolean };
+  /** Absent: Python. JavaScript runs only in a session (`eval`'s js cells, docs/protocol-js.md). */
+  language?: Language;
 }
 
 export interface RunCallbacks {

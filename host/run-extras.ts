@@ -12,6 +12,7 @@ export function requestFields(request: RunRequestInput): Partial<RunRequest> {
     ...(request.chdir ? { chdir: request.chdir } : {}),
     ...(request.result ? { result: request.result } : {}),
     ...(request.budget ? { budget: request.budget } : {}),
+    ...(request.language === "js" ? { language: "js" as const } : {}),
   };
 }
 

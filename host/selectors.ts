@@ -13,7 +13,7 @@ export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, 
   /** The session's phase: `starting`, `idle`, `running`, `interrupted`, `grace`, `killed`, `closing`, ... */
   state: string;
   pid?: number;
-  /** The interpreter's version, from its runner. */
+  /** The interpreter's version, from its runner (Node's for a JavaScript session). */
   pythonVersion?: string;
   /** Where its process runs (the backend's label). */
   backend?: string;
@@ -50,10 +50,10 @@ export function sessionInfos(root: RootSnapshot, book: SessionBook): SessionInfo
     });
 }
 
-/** The live spare runners (`spare:<n>`) and whether each is ready to serve a fresh run. */
-export function spareList(root: RootSnapshot): { id: string; ready: boolean }[] {
-  const ready = new Set(Object.values(root.context.spares).flatMap((s) => (s.ready ? [s.id] : [])));
+/** The live spare runners (`spare:<n>`), the key each serves, and whether each is ready to serve a fresh run. */
+export function spareList(root: RootSnapshot): { id: string; key?: string; ready: boolean }[] {
+  const { spares } = root.context;
   return Object.keys(root.children)
     .filter((id) => id.startsWith("spare:"))
-    .map((id) => ({ id, ready: ready.has(id) }));
+    .map((id) => ({ id, ...(spares[id] ? { key: spares[id].key } : {}), ready: spares[id]?.ready === true }));
 }

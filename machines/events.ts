@@ -30,6 +30,10 @@ export interface CellRef {
 
 export const DEFAULT_LIMITS: Limits = { interruptWindowMs: 100, graceMs: 1000, killMs: 500 };
 
+/** The language a runner runs: Python (runtime-py/, docs/protocol.md) or JavaScript (runtime-js/, docs/protocol-js.md,
+ * sessions only: `eval`'s js cells). */
+export type Language = "python" | "js";
+
 export interface RunRequest {
   runId: string;
   code: string;
@@ -37,6 +41,8 @@ export interface RunRequest {
   timeoutMs: number;
   /** Named session, or undefined for a fresh process. */
   session?: string;
+  /** Absent: Python. A session runs one language; JavaScript runs only in sessions. */
+  language?: Language;
   reset?: boolean;
   /** The escalation bounds for this run, when they differ from the supervisor's (settings changed). */
   limits?: Limits;
@@ -75,8 +81,10 @@ export type CommandEvent =
 // ---- facts (runner actor -> its parent) ----
 export interface RunnerInfo {
   pid: number;
+  /** The runtime's version: Python's, or Node's for a JavaScript runner (`language: "js"`). */
   python: string;
   executable: string;
+  language?: "js";
 }
 export type RunnerError = null | "syntax" | "exception" | "exit" | "interrupt";
 export type RunnerFact =
@@ -131,6 +139,8 @@ export interface RunnerInput {
   python?: string;
   /** Take over this spare runner's process (`spare:<n>`) instead of starting one; start one if it has none. */
   adopt?: string;
+  /** Absent: Python. */
+  language?: Language;
 }
 
 // ---- the dependency installer (run -> install actor -> run) ----

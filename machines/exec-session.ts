@@ -71,8 +71,7 @@ export type ShellFact =
 export type ShellCommand = { type: "shell.signal"; signal: string };
 
 // ---- commands (pool -> session) ----
-export type ExecSessionCommand =
-  | { type: "session.stop"; at: number; reason: StopReason; signal: string };
+export type ExecSessionCommand = { type: "session.stop"; at: number; reason: StopReason; signal: string };
 
 export type ExecSessionEvent = ShellFact | ExecSessionCommand;
 
@@ -258,15 +257,15 @@ export const execSessionMachine = setup({
         },
       },
       on: {
-        "shell.closed": [
-          { guard: "stopIsEviction", target: "evicted" },
-          { target: "killed" },
-        ],
+        "shell.closed": [{ guard: "stopIsEviction", target: "evicted" }, { target: "killed" }],
         "shell.process_exited": { actions: { type: "recordShellExit", params: ({ event }) => event } },
         "shell.signal_failed": {
           target: "running",
           actions: [
-            { type: "notifyStopFailed", params: ({ event }) => ({ at: event.at, message: `${event.signal}: ${event.message}` }) },
+            {
+              type: "notifyStopFailed",
+              params: ({ event }) => ({ at: event.at, message: `${event.signal}: ${event.message}` }),
+            },
             "clearStop",
           ],
         },

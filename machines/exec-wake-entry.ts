@@ -148,7 +148,11 @@ export const wakeEntryMachine = setup({
             actions: [
               {
                 type: "answer",
-                params: ({ context, event }) => ({ event, status: context.armed ? "already_armed" : "armed", armed: true }),
+                params: ({ context, event }) => ({
+                  event,
+                  status: context.armed ? "already_armed" : "armed",
+                  armed: true,
+                }),
               },
               { type: "setFlag", params: ({ event }) => event },
             ],
@@ -157,7 +161,11 @@ export const wakeEntryMachine = setup({
             actions: [
               {
                 type: "answer",
-                params: ({ context, event }) => ({ event, status: context.armed ? "disarmed" : "already_none", armed: false }),
+                params: ({ context, event }) => ({
+                  event,
+                  status: context.armed ? "disarmed" : "already_none",
+                  armed: false,
+                }),
               },
               { type: "setFlag", params: ({ event }) => event },
             ],
@@ -173,8 +181,16 @@ export const wakeEntryMachine = setup({
           on: {
             "entry.suppress": "suppressed",
             "entry.exit": [
-              { guard: "observed", target: "#wake-entry.held", actions: { type: "recordExit", params: ({ event }) => event } },
-              { guard: "armed", target: "#wake-entry.due", actions: { type: "recordExit", params: ({ event }) => event } },
+              {
+                guard: "observed",
+                target: "#wake-entry.held",
+                actions: { type: "recordExit", params: ({ event }) => event },
+              },
+              {
+                guard: "armed",
+                target: "#wake-entry.due",
+                actions: { type: "recordExit", params: ({ event }) => event },
+              },
               { target: "#wake-entry.quiet", actions: { type: "recordExit", params: ({ event }) => event } },
             ],
           },
@@ -183,7 +199,10 @@ export const wakeEntryMachine = setup({
           description: "A kill, eviction or shutdown is stopping the process: its exit brings no wake.",
           on: {
             "entry.restore": "watching",
-            "entry.exit": { target: "#wake-entry.ended", actions: { type: "recordExit", params: ({ event }) => event } },
+            "entry.exit": {
+              target: "#wake-entry.ended",
+              actions: { type: "recordExit", params: ({ event }) => event },
+            },
           },
         },
       },
@@ -192,12 +211,19 @@ export const wakeEntryMachine = setup({
       description: "Exited while observed: the observing call returns the exit; Pi finalizing its result consumes it.",
       on: {
         "entry.set": [
-          { guard: "wantsWake", actions: { type: "answer", params: ({ event }) => ({ event, status: "too_late", armed: false }) } },
+          {
+            guard: "wantsWake",
+            actions: { type: "answer", params: ({ event }) => ({ event, status: "too_late", armed: false }) },
+          },
           {
             actions: [
               {
                 type: "answer",
-                params: ({ context, event }) => ({ event, status: context.armed ? "disarmed" : "already_none", armed: false }),
+                params: ({ context, event }) => ({
+                  event,
+                  status: context.armed ? "disarmed" : "already_none",
+                  armed: false,
+                }),
               },
               "clearFlag",
             ],
@@ -207,12 +233,20 @@ export const wakeEntryMachine = setup({
         "entry.report": { actions: { type: "markReported", params: ({ event }) => event } },
         "entry.finalize": [
           { guard: "consumes", target: "consumed" },
-          { guard: and(["lastLeaseLeaving", "armed"]), target: "due", actions: { type: "dropLease", params: ({ event }) => event } },
+          {
+            guard: and(["lastLeaseLeaving", "armed"]),
+            target: "due",
+            actions: { type: "dropLease", params: ({ event }) => event },
+          },
           { guard: "lastLeaseLeaving", target: "quiet", actions: { type: "dropLease", params: ({ event }) => event } },
           { actions: { type: "dropLease", params: ({ event }) => event } },
         ],
         "entry.release": [
-          { guard: and(["lastLeaseLeaving", "armed"]), target: "due", actions: { type: "dropLease", params: ({ event }) => event } },
+          {
+            guard: and(["lastLeaseLeaving", "armed"]),
+            target: "due",
+            actions: { type: "dropLease", params: ({ event }) => event },
+          },
           { guard: "lastLeaseLeaving", target: "quiet", actions: { type: "dropLease", params: ({ event }) => event } },
           { actions: { type: "dropLease", params: ({ event }) => event } },
         ],
@@ -246,7 +280,11 @@ export const wakeEntryMachine = setup({
         "entry.set": {
           actions: {
             type: "answer",
-            params: ({ event }) => ({ event, status: event.onExit === "wake" ? "already_armed" : "too_late", armed: true }),
+            params: ({ event }) => ({
+              event,
+              status: event.onExit === "wake" ? "already_armed" : "too_late",
+              armed: true,
+            }),
           },
         },
         "entry.delivered": "delivered",

@@ -209,7 +209,11 @@ export const wakeMachine = setup({
             actions: { type: "settleBatch", params: "entry.delivered" },
           },
           // Completions that became due meanwhile make the next prompt.
-          { guard: "isCurrentBatch", target: "collecting", actions: { type: "settleBatch", params: "entry.delivered" } },
+          {
+            guard: "isCurrentBatch",
+            target: "collecting",
+            actions: { type: "settleBatch", params: "entry.delivered" },
+          },
         ],
         "wake.failed": {
           guard: "isCurrentBatch",

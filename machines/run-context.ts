@@ -6,6 +6,7 @@ import type {
   InstallFact,
   InstallInput,
   InstallSummary,
+  Language,
   Limits,
   RunnerCommand,
   RunnerFact,
@@ -40,6 +41,8 @@ export interface RunInput {
   };
   /** The interpreter (else the host's default). */
   python?: string;
+  /** Absent: Python (a JavaScript run is always a session's). */
+  language?: Language;
   /** PEP 723 dependencies, installed before the code runs. */
   dependencies?: string[];
   /** Pi tools the code may call; each call is a `tool:<runId>:<seq>` child (machines/run-calls.ts). */
@@ -168,7 +171,7 @@ export function abandonedCalls(c: RunContext, when: "grace" | "now"): NestedCall
 }
 
 export function runnerInfo(e: RunnerInfo): RunnerInfo {
-  return { pid: e.pid, python: e.python, executable: e.executable };
+  return { pid: e.pid, python: e.python, executable: e.executable, ...(e.language ? { language: e.language } : {}) };
 }
 
 /** Whether a fact or cancellation concerns this run (facts without a run id concern whoever owns the runner). */

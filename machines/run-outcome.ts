@@ -87,7 +87,9 @@ export function exitedOutcome(context: RunContext, e: Exited, userCodeStarted = 
     ...(e.code !== null ? { exitCode: e.code } : {}),
     ...(e.signal ? { signal: e.signal } : {}),
     ...(status === "setup_error" && !context.message
-      ? { message: `Python exited during start-up (${e.signal ?? `exit code ${e.code}`})` }
+      ? {
+          message: `${context.language === "js" ? "The JavaScript runtime" : "Python"} exited during start-up (${e.signal ?? `exit code ${e.code}`})`,
+        }
       : {}),
     lost: Boolean(context.session),
   });

@@ -1,9 +1,11 @@
-// A named persistent Python process. Its runs are child actors, one at a time; a run's phase (running, interrupted,
-// grace, killed) is the run's own state, which the session does not copy: `sessionPhase` reads it from the run.
+// A named persistent runner process (Python, or JavaScript for eval's js cells). Its runs are child actors, one at a
+// time; a run's phase (running, interrupted, grace, killed) is the run's own state, which the session does not copy:
+// `sessionPhase` reads it from the run.
 // Everything a run reports (its outcome, its nested calls' records) goes to the session, which passes it on.
 import { assertEvent, assign, enqueueActions, fromCallback, sendParent, sendTo, setup } from "xstate";
 import type { DoneActorEvent } from "xstate";
 import type {
+  Language,
   Limits,
   RunFinishedEvent,
   RunnerCommand,
@@ -15,7 +17,7 @@ import type {
   SessionReplacement,
 } from "./events.ts";
 import { runMachine, type RunInput } from "./run.ts";
-import { requestExtras, type RunCancel } from "./run-context.ts";
+import { requestExtras, runnerInfo, type RunCancel } from "./run-context.ts";
 import { refusal } from "./run-outcome.ts";
 import type { NestedCallEvent } from "./run-calls.ts";
 import { placeholder } from "./placeholder.ts";
@@ -34,6 +36,8 @@ export interface SessionInput {
   python?: string;
   /** This incarnation replaced a live one whose interpreter or working directory differed. */
   replaced?: SessionReplacement;
+  /** Absent: Python. */
+  language?: Language;
   /** Where the session's process runs (the backend's label; shown by the inspector, never acted on). */
   backend?: string;
 }
@@ -82,7 +86,10 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
   return {
     runId: e.runId,
     code: e.code,
-    filename: `${e.cell ? "cell" : "script"}-${context.runCount + 1}.py`,
+    filename:
+      context.language === "js"
+        ? `cell-${context.runCount + 1}.js`
+        : `${e.cell ? "cell" : "script"}-${context.runCount + 1}.py`,
     cwd: context.cwd,
     timeoutMs: e.timeoutMs,
     requestedAt: e.at,
@@ -97,6 +104,7 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
       ...(first && context.replaced ? { replaced: context.replaced } : {}),
     },
     ...(context.python ? { python: context.python } : {}),
+    ...(context.language ? { language: context.language } : {}),
     ...(e.dependencies?.length ? { dependencies: e.dependencies } : {}),
     ...(e.calls ? { calls: e.calls } : {}),
     ...requestExtras(e),
@@ -133,6 +141,7 @@ export const sessionMachine = setup({
         cwd: context.cwd,
         owner: `session:${context.name}`,
         ...(context.python ? { python: context.python } : {}),
+        ...(context.language ? { language: context.language } : {}),
       };
       enqueue.spawnChild("runner", { id: "runner", input });
     }),
@@ -144,7 +153,7 @@ export const sessionMachine = setup({
     }),
     noteRunner: assign(({ event }) => {
       assertEvent(event, "runner.ready");
-      return { runner: { pid: event.pid, python: event.python, executable: event.executable } };
+      return { runner: runnerInfo(event) };
     }),
     /** A run started while the runner is up learns it at once. */
     tellReady: enqueueActions(({ context, enqueue }, at: number) => {

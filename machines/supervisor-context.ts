@@ -4,6 +4,7 @@
 import type { DoneActorEvent } from "xstate";
 import type {
   CommandEvent,
+  Language,
   Limits,
   PrepareFact,
   RunFinishedEvent,
@@ -28,11 +29,15 @@ export interface SupervisorInput {
 /** Shell sessions: `exec.open` creates the pool (`exec:pool`) on first use; every other `exec.*` command goes to it. */
 export type ExecSupervisorCommand = { type: "exec.open"; at: number } | ExecCommand;
 
-/** The spare runner kept for one key: warming until it reports ready. */
+/** A spare runner kept for a key: warming until it reports ready. */
 export interface SpareEntry {
   id: string;
+  key: string;
   ready: boolean;
 }
+
+/** The most spares kept per key: fresh runs arriving faster than one spare warms grow the pool up to this. */
+export const MAX_SPARES_PER_KEY = 3;
 
 export interface SessionEntry {
   /** The session's current (or last) process: 1, then one more after each reset, loss or replacement. */
@@ -42,6 +47,8 @@ export interface SessionEntry {
   cwd: string;
   /** The interpreter's executable, when the host named one. */
   python?: string;
+  /** Absent: Python. */
+  language?: Language;
   /** The run the session is executing, if any. */
   busyRunId?: string;
 }
@@ -59,13 +66,14 @@ export interface SupervisorContext extends SupervisorInput {
   sessions: Record<string, SessionEntry>;
   /** Runs not yet finished, with their session (null for fresh runs). */
   active: Record<string, string | null>;
-  /** One spare runner per key in use (machines/spare.ts). */
+  /** The spare runners, by actor id (machines/spare.ts): a small pool per key in use. */
   spares: Record<string, SpareEntry>;
+  /** How many spares each key in use keeps: 1, more while fresh runs find none ready (at most MAX_SPARES_PER_KEY);
+   * back to the pool's size as idle spares retire. */
+  spareTarget: Record<string, number>;
   spareSeq: number;
   /** False once shutdown began: no new spares. */
   serving: boolean;
-  /** Fresh runs that took a spare: its replacement starts when the run ends, off the run's critical path. */
-  replaceSpare: Record<string, SpareRequest>;
 }
 
 export type SupervisorEvent =
@@ -81,7 +89,7 @@ export type SupervisorEvent =
 export type SupervisorEmitted = RunFinishedEvent | NestedCallEvent;
 
 export function initialContext(input: SupervisorInput): SupervisorContext {
-  return { ...input, queue: [], sessions: {}, active: {}, spares: {}, spareSeq: 0, replaceSpare: {}, serving: true };
+  return { ...input, queue: [], sessions: {}, active: {}, spares: {}, spareTarget: {}, spareSeq: 0, serving: true };
 }
 
 /** The request at the head of the queue with what its preparation settled. */
@@ -98,6 +106,54 @@ export const isQueued = (c: SupervisorContext, runId: string) => c.queue.some((r
 /** The key a fresh run's spare must match: runs with dependencies use an installed environment, not the key's. */
 export const spareKeyOf = (e: RunStartEvent) =>
   e.spareKey !== undefined && !e.dependencies?.length ? e.spareKey : undefined;
+
+export const sparesOf = (spares: Record<string, SpareEntry>, key: string) =>
+  Object.values(spares).filter((s) => s.key === key);
+
+/** How many spares `key` keeps after a fresh run of it: at least one, one more when the run found the pool still
+ * warming (runs arrive faster than one spare warms), at most MAX_SPARES_PER_KEY. */
+export function spareTargetAfter(c: SupervisorContext, key: string, claimed: boolean, poolSize: number): number {
+  return Math.min(MAX_SPARES_PER_KEY, Math.max(1, (c.spareTarget[key] ?? 0) + (!claimed && poolSize ? 1 : 0)));
+}
+
+/** After a fresh run of the request's key (which took `claimed`, if any): the spares to start and the pool's new
+ * records. Nothing starts during shutdown. */
+export function sparesAfterRun(c: SupervisorContext, request: SpareRequest, claimed: string | undefined, pool: number) {
+  const start: SpareInput[] = [];
+  if (!c.serving) return { start, next: {} };
+  let { [claimed ?? ""]: _taken, ...spares } = c.spares;
+  const target = spareTargetAfter(c, request.key, claimed !== undefined, pool);
+  let spareSeq = c.spareSeq;
+  for (let n = sparesOf(spares, request.key).length; n < target; n++) {
+    spareSeq += 1;
+    const id = `spare:${spareSeq}`;
+    start.push(spareInput(c, id, request));
+    spares = { ...spares, [id]: { id, key: request.key, ready: false } };
+  }
+  return { start, next: { spares, spareSeq, spareTarget: { ...c.spareTarget, [request.key]: target } } };
+}
+
+/** A spare retired: it leaves the pool, which shrinks to what is left (the next burst grows it again). */
+export function sparesAfterRetire(c: SupervisorContext, out: SpareOutput) {
+  const { [out.id]: _gone, ...spares } = c.spares;
+  const left = sparesOf(spares, out.key).length;
+  const { [out.key]: _t, ...rest } = c.spareTarget;
+  return { spares, spareTarget: left ? { ...rest, [out.key]: left } : rest };
+}
+
+/** JavaScript runs only in sessions (eval's js cells). */
+export const isFreshJs = (e: RunStartEvent) => e.language === "js" && e.session === undefined;
+
+/** A session runs one language: a run of the other one may neither use nor replace it. */
+export function otherLanguage(c: SupervisorContext, e: RunStartEvent): boolean {
+  const entry = e.session !== undefined ? c.sessions[e.session] : undefined;
+  return entry !== undefined && entry.status === "alive" && (entry.language ?? "python") !== (e.language ?? "python");
+}
+
+export function otherLanguageMessage(c: SupervisorContext, e: RunStartEvent): string {
+  const runs = c.sessions[e.session!]?.language === "js" ? "JavaScript" : "Python";
+  return `Session "${e.session}" runs ${runs}; use another session name for ${runs === "Python" ? "JavaScript" : "Python"}.`;
+}
 
 export function freshInput(c: SupervisorContext, e: RunStartEvent, spare: string | undefined): RunInput {
   return {
@@ -143,6 +199,7 @@ export function sessionInput(
     firstRun: e,
     ...(c.sessions[e.session!]?.status === "lost" ? { replacedLost: true } : {}),
     ...(e.python ? { python: e.python } : {}),
+    ...(e.language === "js" ? { language: e.language } : {}),
     ...(replaced ? { replaced } : {}),
     ...(e.backend ? { backend: e.backend } : {}),
   };

@@ -15,14 +15,19 @@ import { DEFAULT_EXEC_POOL, EXEC_POOL_ID, execPoolMachine, type ExecCommand } fr
 import {
   freshInput,
   initialContext,
+  isFreshJs,
   isQueued,
+  otherLanguage,
+  otherLanguageMessage,
   preparedRequest,
   replacementOf,
   sessionInput,
   sessionsAfter,
   sessionsEnded,
-  spareInput,
   spareKeyOf,
+  sparesAfterRetire,
+  sparesAfterRun,
+  sparesOf,
   type SpareRequest,
   type SupervisorContext,
   type SupervisorEmitted,
@@ -33,17 +38,8 @@ import {
 export * from "./supervisor-context.ts";
 
 const SHUTDOWN = "Pi is shutting down; the code_execution supervisor accepts no new runs.";
+const FRESH_JS = "JavaScript runs only in a session (eval's js cells).";
 const busy = (name: string) => `Session "${name}" is busy with another run; wait for it to finish.`;
-
-type Enqueue = { spawnChild: (src: "spare", options: { id: string; systemId: string; input: never }) => void };
-
-/** Spawns a spare runner for `request` and returns the context changes that record it. */
-function warmSpare(enqueue: Enqueue, context: SupervisorContext, request: SpareRequest) {
-  const spareSeq = context.spareSeq + 1;
-  const id = `spare:${spareSeq}`;
-  enqueue.spawnChild("spare", { id, systemId: id, input: spareInput(context, id, request) as never });
-  return { spareSeq, spares: { ...context.spares, [request.key]: { id, ready: false } } };
-}
 
 export const supervisorMachine = setup({
   types: {
@@ -64,7 +60,11 @@ export const supervisorMachine = setup({
     openExec: enqueueActions(({ context, event, enqueue, system }, stopping: boolean) => {
       assertEvent(event, "exec.open");
       if (system.get(EXEC_POOL_ID)) return;
-      enqueue.spawnChild("exec", { id: EXEC_POOL_ID, systemId: EXEC_POOL_ID, input: context.exec ?? DEFAULT_EXEC_POOL });
+      enqueue.spawnChild("exec", {
+        id: EXEC_POOL_ID,
+        systemId: EXEC_POOL_ID,
+        input: context.exec ?? DEFAULT_EXEC_POOL,
+      });
       const shutdown = { type: "exec.shutdown", at: event.at } satisfies ExecCommand;
       if (stopping) enqueue.sendTo(EXEC_POOL_ID, shutdown);
     }),
@@ -91,38 +91,49 @@ export const supervisorMachine = setup({
       assertEvent(event, "prepare.failed");
       const request = context.queue[0]!;
       const incarnation = request.session !== undefined ? context.sessions[request.session]?.incarnation : undefined;
-      const extra = { at: event.at, ...(event.hints ? { hints: event.hints } : {}), ...(incarnation ? { incarnation } : {}) };
+      const extra = {
+        at: event.at,
+        ...(event.hints ? { hints: event.hints } : {}),
+        ...(incarnation ? { incarnation } : {}),
+      };
       return { type: "run.finished", outcome: refusal(request, event.message, extra) };
     }),
-    refuseBusy: emit(({ context, event }): RunFinishedEvent => {
+    /** A prepared request no run may serve: its session is busy, or runs the other language. */
+    refusePrepared: emit(({ context, event }, why: "busy" | "language"): RunFinishedEvent => {
       assertEvent(event, "prepare.done");
       const e = preparedRequest(context, event);
       const incarnation = context.sessions[e.session!]?.incarnation;
-      return { type: "run.finished", outcome: refusal(e, busy(e.session!), { at: event.at, incarnation }) };
+      const message = why === "busy" ? busy(e.session!) : otherLanguageMessage(context, e);
+      return { type: "run.finished", outcome: refusal(e, message, { at: event.at, incarnation }) };
+    }),
+    refuseFreshJs: emit(({ context, event }): RunFinishedEvent => {
+      assertEvent(event, "prepare.done");
+      const outcome = refusal(preparedRequest(context, event), FRESH_JS, { at: event.at });
+      return { type: "run.finished", outcome };
     }),
     startFresh: enqueueActions(({ context, event, enqueue, system }) => {
       assertEvent(event, "prepare.done");
       const e = preparedRequest(context, event);
       const id = `run:${e.runId}`;
       const key = spareKeyOf(e);
-      const spare = key !== undefined ? context.spares[key] : undefined;
-      const spareRef = spare?.ready ? system.get(spare.id) : undefined;
-      const claimed = spareRef ? spare!.id : undefined;
+      const pool = key !== undefined ? sparesOf(context.spares, key) : [];
+      const spare = pool.find((s) => s.ready && system.get(s.id));
+      const claimed = spare?.id;
+      const spareRef = claimed ? system.get(claimed) : undefined;
       const claim = { type: "spare.claim", at: e.at, runId: e.runId } satisfies SpareEvent;
       if (spareRef) enqueue.sendTo(spareRef, claim);
       enqueue.spawnChild("run", { id, systemId: id, input: freshInput(context, e, claimed) });
-      // Keep one spare warming or ready for the key: the next fresh run like this one takes it. The first run of a
-      // key starts one now (it warms while the run starts cold); a claimed one is replaced when the run ends.
+      // Keep the key's spares warming or ready: the next fresh runs like this one take them. The first run of a
+      // key starts one now (it warms while the run starts cold); a claimed one is replaced at once, at claim time,
+      // so runs arriving back to back find the next one warming, not yet to be started. A run that finds the pool
+      // still warming grows it by one (bounded): runs are arriving faster than one spare warms.
       const request: SpareRequest | undefined =
         key !== undefined ? { key, cwd: e.cwd, ...(e.python ? { python: e.python } : {}) } : undefined;
-      let warmed = {};
-      if (request && claimed) {
-        const { [request.key]: _taken, ...spares } = context.spares;
-        warmed = { spares, replaceSpare: { ...context.replaceSpare, [e.runId]: request } };
-      } else if (request && !spare) {
-        warmed = warmSpare(enqueue as unknown as Enqueue, context, request);
-      }
-      enqueue.assign({ active: { ...context.active, [e.runId]: null }, ...warmed });
+      const { start, next } = request
+        ? sparesAfterRun(context, request, claimed, pool.length)
+        : { start: [], next: {} };
+      for (const input of start) enqueue.spawnChild("spare", { id: input.id, systemId: input.id, input });
+      enqueue.assign({ active: { ...context.active, [e.runId]: null }, ...next });
     }),
     startInSession: enqueueActions(({ context, event, enqueue, system }) => {
       assertEvent(event, "prepare.done");
@@ -151,6 +162,7 @@ export const supervisorMachine = setup({
             status: "alive",
             cwd: keep ? entry!.cwd : e.cwd,
             ...(python ? { python } : {}),
+            ...(e.language === "js" ? { language: e.language } : {}),
             busyRunId: e.runId,
           },
         },
@@ -170,19 +182,14 @@ export const supervisorMachine = setup({
     }),
     spareReady: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, "spare.ready");
-      if (context.spares[event.key]?.id === event.id) {
-        enqueue.assign({ spares: { ...context.spares, [event.key]: { id: event.id, ready: true } } });
+      if (context.spares[event.id]) {
+        enqueue.assign({ spares: { ...context.spares, [event.id]: { id: event.id, key: event.key, ready: true } } });
       }
     }),
-    /** A run ended: its session is no longer busy, a spare it took is replaced, and the outcome goes out. */
+    /** A run ended: its session is no longer busy, and the outcome goes out. */
     announce: enqueueActions(({ context, enqueue }, outcome: RunOutcome) => {
       const { [outcome.runId]: _gone, ...active } = context.active;
-      const { [outcome.runId]: request, ...replaceSpare } = context.replaceSpare;
-      const warmed =
-        request && context.serving && !context.spares[request.key]
-          ? warmSpare(enqueue as unknown as Enqueue, context, request)
-          : {};
-      enqueue.assign({ active, sessions: sessionsAfter(context, outcome.runId), replaceSpare, ...warmed });
+      enqueue.assign({ active, sessions: sessionsAfter(context, outcome.runId) });
       enqueue.emit({ type: "run.finished", outcome });
     }),
     passNestedCall: emit(({ event }) => {
@@ -195,10 +202,7 @@ export const supervisorMachine = setup({
       enqueue.stopChild(event.actorId);
       if (event.actorId.startsWith("spare:")) {
         const out = event.output as SpareOutput;
-        if (context.spares[out.key]?.id === out.id) {
-          const { [out.key]: _gone, ...spares } = context.spares;
-          enqueue.assign({ spares });
-        }
+        if (context.spares[out.id]) enqueue.assign(sparesAfterRetire(context, out));
       }
       if (event.actorId.startsWith("session:")) {
         enqueue.assign({ sessions: sessionsEnded(context, event.output as SessionOutput) });
@@ -264,6 +268,11 @@ export const supervisorMachine = setup({
       return context.queue[0]?.runId === event.runId;
     },
     isFresh: ({ context }) => context.queue[0]?.session === undefined,
+    freshJs: ({ context }) => context.queue[0] !== undefined && isFreshJs(context.queue[0]),
+    otherLanguage: ({ context, event }) => {
+      assertEvent(event, "prepare.done");
+      return otherLanguage(context, preparedRequest(context, event));
+    },
     sessionBusy: ({ context }) => {
       const name = context.queue[0]?.session;
       return name !== undefined && context.sessions[name]?.busyRunId !== undefined;
@@ -311,7 +320,9 @@ export const supervisorMachine = setup({
         ],
         "prepare.done": [
           { guard: not("forHead"), description: "Only the request being prepared is answered." },
-          { guard: "sessionBusy", actions: ["refuseBusy", "next"] },
+          { guard: "sessionBusy", actions: [{ type: "refusePrepared", params: "busy" }, "next"] },
+          { guard: "freshJs", actions: ["refuseFreshJs", "next"] },
+          { guard: "otherLanguage", actions: [{ type: "refusePrepared", params: "language" }, "next"] },
           { guard: "isFresh", actions: ["startFresh", "next"] },
           { actions: ["startInSession", "next"] },
         ],

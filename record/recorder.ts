@@ -1,9 +1,12 @@
 // The event-log recorder: listens to a SystemObserver and writes one JSONL log per Pi session (see docs/replay.md
 // for the format). Inputs (commands, runner facts, timer firings) are written whole, in the order the machines got
-// them; the trace (actors created, events delivered, snapshots, timers armed) is reduced synchronously, as of each
-// inspection event, by actors/trace.ts. Writes are batched per event-loop turn and flushed synchronously on exit.
-// A failing disk disables the recorder; it never disturbs the supervisor.
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+// them; the trace (actors created, events delivered, snapshots, timers armed) is reduced by record/trace.ts. Both
+// are queued as they happen (snapshots and events are immutable) and encoded at the end of the event-loop turn,
+// after a run's result went back to Pi, then written asynchronously, one write in flight, at explicit file
+// positions: on exit whatever is queued or still in flight is written synchronously (rewriting an in-flight range
+// at its position is idempotent), so logs stay complete and ordered. A failing disk disables the recorder; it
+// never disturbs the supervisor.
+import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, write, writeSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename } from "node:path";
 import { nanoid } from "nanoid";
@@ -34,6 +37,9 @@ function versions(): Record<string, string> {
   };
 }
 
+/** What happened, in order, not yet encoded: an inspection event or a whole record, with its time. */
+type Queued = { ev: InspectionEvent; at: number } | { record: LogRecord };
+
 interface PendingOutput {
   run: string;
   ch: string;
@@ -53,13 +59,20 @@ export class Recorder {
   private segment = 0;
   private fd: number | undefined;
   private bytes = 0;
+  /** The next write's file position. */
+  private position = 0;
+  private queue: Queued[] = [];
   private lines: string[] = [];
+  /** The asynchronous write in flight (its bytes and position), if any. */
+  private inFlight: { buf: Buffer; at: number; fd: number } | undefined;
+  /** An fd closed when its write in flight lands (closing under it could let that write hit a reused fd). */
+  private closeWhenLanded: number | undefined;
   private flushScheduled = false;
   private outputs = new Map<string, PendingOutput>();
   private outputTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly kept: string[] = [];
   private readonly unsubscribe: () => void;
-  private readonly onExit = () => this.flush();
+  private readonly onExit = () => this.flushSync();
   private closed = false;
   private encoder = new TraceEncoder();
 
@@ -101,18 +114,74 @@ export class Recorder {
     return [...this.kept];
   }
 
-  /** Writes buffered records now (they are otherwise written at the end of the event-loop turn). */
+  /** Writes everything queued or in flight before returning (readers of the file now, exit, close, rotation). */
   flush(): void {
+    this.flushSync();
+  }
+
+  /** Encodes what is queued and starts writing it: at the end of the event-loop turn, after a run's result. */
+  private flushAsync(): void {
     this.flushScheduled = false;
-    if (this.fd === undefined || this.lines.length === 0) return;
-    const text = this.lines.join("\n") + "\n";
-    this.lines = [];
-    try {
-      writeSync(this.fd, text);
-    } catch (e) {
-      return this.fail(e);
-    }
+    this.encodeQueued();
     this.maybeRotate();
+    this.writeNext();
+  }
+
+  private flushSync(): void {
+    this.flushScheduled = false;
+    this.encodeQueued();
+    if (this.fd === undefined) return;
+    try {
+      const f = this.inFlight;
+      if (f?.fd === this.fd) writeSync(f.fd, f.buf, 0, f.buf.length, f.at);
+      if (this.lines.length) {
+        const buf = Buffer.from(this.lines.join("\n") + "\n");
+        this.lines = [];
+        writeSync(this.fd, buf, 0, buf.length, this.position);
+        this.position += buf.length;
+      }
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+
+  /** Resolves once everything queued so far is on disk. */
+  async drained(): Promise<void> {
+    this.flushAsync();
+    while ((this.inFlight && this.inFlight.fd === this.fd) || this.lines.length)
+      await new Promise((r) => setImmediate(r));
+  }
+
+  private encodeQueued(): void {
+    if (this.queue.length === 0) return;
+    const queue = this.queue;
+    this.queue = [];
+    for (const q of queue) {
+      if ("record" in q) this.encodeLine(q.record);
+      else this.encodeInspection(q.ev, q.at);
+      if (this.fd === undefined) return;
+    }
+  }
+
+  private writeNext(): void {
+    if (this.fd === undefined || this.inFlight || this.lines.length === 0) return;
+    const buf = Buffer.from(this.lines.join("\n") + "\n");
+    this.lines = [];
+    const fd = this.fd;
+    const flight = { buf, at: this.position, fd };
+    this.inFlight = flight;
+    this.position += buf.length;
+    write(fd, buf, 0, buf.length, flight.at, (err) => {
+      if (this.inFlight === flight) this.inFlight = undefined;
+      if (this.closeWhenLanded === fd) {
+        this.closeWhenLanded = undefined;
+        this.closeFdNow(fd);
+      }
+      if (this.fd === undefined) return;
+      if (err && this.fd === fd) return this.fail(err);
+      this.maybeRotate();
+      this.writeNext();
+    });
   }
 
   /** Writes what is pending and an `end` record, and stops listening. Call after the host shut down. */
@@ -125,19 +194,23 @@ export class Recorder {
     this.writeOutputs();
     if (this.fd !== undefined) {
       this.write({ k: "end", reason });
-      this.flush();
+      this.flushSync();
       this.closeFd();
     }
   }
 
   private inspection(event: InspectionEvent): void {
     if (this.fd === undefined) return;
+    this.enqueue({ ev: event, at: this.now() });
+  }
+
+  private encodeInspection(event: InspectionEvent, at: number): void {
     // The root's input, written whole: replay builds the supervisor from it.
     if (event.type === "@xstate.event" && event.event.type === "xstate.init" && !ref(event.actorRef)._parent) {
-      this.write({ k: "start", input: compact((event.event as { input?: unknown }).input, Infinity) });
+      this.encodeLine({ k: "start", input: compact((event.event as { input?: unknown }).input, Infinity), at });
     }
     const record = this.encoder.encode(event);
-    if (record) this.write(record);
+    if (record) this.encodeLine({ ...record, at });
   }
 
   private output(run: string, ch: string, bytes: number): void {
@@ -164,6 +237,18 @@ export class Recorder {
 
   private write(record: LogRecord): void {
     if (this.fd === undefined) return;
+    this.enqueue({ record: record.at === undefined ? { ...record, at: this.now() } : record });
+  }
+
+  private enqueue(q: Queued): void {
+    this.queue.push(q);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flushAsync());
+    }
+  }
+
+  private encodeLine(record: LogRecord): void {
     let line: string;
     try {
       line = JSON.stringify(record.at === undefined ? { ...record, at: this.now() } : record);
@@ -172,16 +257,13 @@ export class Recorder {
     }
     this.lines.push(line);
     this.bytes += line.length + 1;
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => this.flush());
-    }
   }
 
   private open(continues: string | undefined): void {
     const path = this.path;
-    this.fd = openSync(path, "a");
+    this.fd = openSync(path, "w", 0o600);
     this.bytes = 0;
+    this.position = 0;
     this.kept.push(path);
     const header: HeaderRecord = {
       k: "header",
@@ -208,11 +290,11 @@ export class Recorder {
     if (!root) return;
     const previous = basename(this.path);
     this.segment += 1;
-    this.write({ k: "end", reason: "rotated", next: basename(this.path) });
-    const text = this.lines.join("\n") + "\n";
-    this.lines = [];
+    // Everything that happened up to the checkpoint belongs to the old segment.
+    this.encodeQueued();
+    this.encodeLine({ k: "end", reason: "rotated", next: basename(this.path), at: this.now() });
     try {
-      writeSync(this.fd!, text);
+      this.flushSync();
       this.closeFd();
       this.open(previous);
       this.encoder = new TraceEncoder();
@@ -231,17 +313,24 @@ export class Recorder {
 
   private closeFd(): void {
     if (this.fd === undefined) return;
-    try {
-      closeSync(this.fd);
-    } catch {
-      // Closing cannot lose data that writeSync already handed to the kernel.
-    }
+    const fd = this.fd;
     this.fd = undefined;
+    if (this.inFlight?.fd === fd) this.closeWhenLanded = fd;
+    else this.closeFdNow(fd);
+  }
+
+  private closeFdNow(fd: number): void {
+    try {
+      closeSync(fd);
+    } catch {
+      // Closing cannot lose data already handed to the kernel.
+    }
   }
 
   private fail(e: unknown): void {
     this.error = e instanceof Error ? e.message : String(e);
     this.lines = [];
+    this.queue = [];
     this.closeFd();
   }
 }

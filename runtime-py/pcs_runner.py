@@ -109,7 +109,7 @@ def _send(frame):
 
 
 def _write_frame(data):
-    """Send one frame whose UTF-8 JSON body is `data` (also nested tool calls's writer)."""
+    """Send one frame whose UTF-8 JSON body is `data` (also the writer of nested tool calls)."""
     if os.getpid() != _PID:
         return
     data = len(data).to_bytes(4, "big") + data
@@ -153,37 +153,88 @@ def _read_exact(n):
     return bytes(buf)
 
 
-def _reader():
-    """Reader thread: host frames -> run queue. Runs execute in the main thread, the one SIGINT interrupts."""
+_nruns = 0
+
+
+def _read_frame():
+    """One host frame, checked; a run frame is returned, the others are handled here."""
+    global _nruns
+    n = int.from_bytes(_read_exact(4), "big")
+    if n > MAX_FRAME:
+        _fatal("frame of %d bytes exceeds the 64 MiB limit" % n)
     try:
-        runs = 0
+        msg = _loads(_read_exact(n).decode("utf-8"))
+    except ValueError as e:  # includes UnicodeDecodeError and JSONDecodeError
+        _fatal("bad frame: %s" % e)
+    kind = msg.get("type") if isinstance(msg, dict) else None
+    if kind == "run":
+        if not all(isinstance(msg.get(k), str) for k in ("id", "code", "filename")) or not msg["filename"]:
+            _fatal("bad run frame: id, code and filename must be strings")
+        _nruns += 1
+        if _MODE == "fresh" and _nruns > 1:
+            _fatal("a fresh runner takes exactly one run")
+        if "tools" in msg and _bad_tools(msg["tools"]):
+            _fatal("bad run frame: tools must be a list of {name, python, signature} strings")
+        return msg
+    elif kind == "tool.result":
+        if _pi_tools is not None:
+            _pi_tools.deliver(msg)
+    elif kind == "signal":
+        _signal_frame(msg.get("signal"))
+    elif kind == "shutdown":
+        os._exit(0)
+    else:
+        _fatal("unknown frame type %r" % (kind,))
+    return None
+
+
+# Who reads the control channel: the main thread itself while idle (a run frame wakes it directly, no handoff),
+# the reader thread while a run executes (tool results and shutdown must be read while user code holds the main
+# thread). `_reading` grants the reader thread a run's reading; it stops when `_wake` says the run ended and then
+# releases `_idle`, after which the main thread reads again. A run frame the reader thread read in that moment waits
+# in `_runs` for the main thread.
+_reading = _thread.allocate_lock()
+_idle = _thread.allocate_lock()
+_runs = []
+_wake = None  # (read fd, write fd)
+
+
+def _next_run():
+    """Main thread, idle: the next run frame."""
+    if _runs:
+        return _runs.pop(0)
+    while True:
+        msg = _read_frame()
+        if msg is not None:
+            return msg
+
+
+def _reader_begin():
+    _reading.release()
+
+
+def _reader_end():
+    os.write(_wake[1], b"x")
+    _idle.acquire()
+
+
+def _reader(select):
+    """Reader thread: reads host frames while a run executes in the main thread, the one SIGINT interrupts."""
+    try:
         while True:
-            n = int.from_bytes(_read_exact(4), "big")
-            if n > MAX_FRAME:
-                _fatal("frame of %d bytes exceeds the 64 MiB limit" % n)
+            _reading.acquire()
             try:
-                msg = _loads(_read_exact(n).decode("utf-8"))
-            except ValueError as e:  # includes UnicodeDecodeError and JSONDecodeError
-                _fatal("bad frame: %s" % e)
-            kind = msg.get("type") if isinstance(msg, dict) else None
-            if kind == "run":
-                if not all(isinstance(msg.get(k), str) for k in ("id", "code", "filename")) or not msg["filename"]:
-                    _fatal("bad run frame: id, code and filename must be strings")
-                runs += 1
-                if _MODE == "fresh" and runs > 1:
-                    _fatal("a fresh runner takes exactly one run")
-                if "tools" in msg and _bad_tools(msg["tools"]):
-                    _fatal("bad run frame: tools must be a list of {name, python, signature} strings")
-                _runs.put(msg)
-            elif kind == "tool.result":
-                if _pi_tools is not None:
-                    _pi_tools.deliver(msg)
-            elif kind == "signal":
-                _signal_frame(msg.get("signal"))
-            elif kind == "shutdown":
-                os._exit(0)
-            else:
-                _fatal("unknown frame type %r" % (kind,))
+                while True:
+                    ready = select([_CTL, _wake[0]], [], [])[0]
+                    if _CTL in ready:
+                        msg = _read_frame()
+                        if msg is not None:
+                            _runs.append(msg)
+                        continue
+                    os.read(_wake[0], 64)
+                    break
+            finally:
+                _idle.release()
     except BaseException:
         _fatal("runner reader failed:\n" + _format_own_exc())
 
@@ -291,6 +342,12 @@ def _setup(argv):
             _OUT_FDS.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64))
         except OSError:
             pass
+    # The reader thread's wake pipe, above the user's fds like the control channel (fds 3, 4... stay free).
+    global _wake
+    pipe = os.pipe()
+    _wake = tuple(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in pipe)
+    for fd in pipe:
+        os.close(fd)
     # After the runner's own descriptors exist (an openFiles limit below 64 would refuse them) and before user
     # paths reach sys.path (`resource` must come from the standard library).
     if limits:
@@ -375,11 +432,11 @@ def _cpu_budget():
 
 
 def _start_reader():
-    global _runs
-    import _queue
+    import select  # here, in the main thread: an import from the reader thread would race the user's imports
 
-    _runs = _queue.SimpleQueue()
-    _thread.start_new_thread(_reader, ())
+    _reading.acquire()
+    _idle.acquire()
+    _thread.start_new_thread(_reader, (select.select,))
 
 
 def _new_main():
@@ -477,8 +534,35 @@ async def _script(body, expr, g):
     return value
 
 
+_compiled = {}  # source -> (body, expr): a repeated script (a rerun, a loop of calls) is not parsed again
+_COMPILED_MAX = 32
+_COMPILED_MAX_CHARS = 64 * 1024
+
+
+def _refile(code, filename):
+    """The same code under another file name (each session run has its own), nested code objects included."""
+    consts = tuple(_refile(c, filename) if type(c) is type(code) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
 def _compile(src, filename):
     """Code for the script, plus code for its last top-level statement when that is a shown expression."""
+    hit = _compiled.get(src)
+    if hit is not None:
+        body, expr = hit
+        if body.co_filename != filename:
+            body = _refile(body, filename)
+            expr = _refile(expr, filename) if expr is not None else None
+        return body, expr
+    body, expr = _compile_new(src, filename)
+    if len(src) <= _COMPILED_MAX_CHARS:
+        if len(_compiled) >= _COMPILED_MAX:
+            del _compiled[next(iter(_compiled))]
+        _compiled[src] = (body, expr)
+    return body, expr
+
+
+def _compile_new(src, filename):
     import _ast
 
     tree = compile(src, filename, "exec", _PyCF_ONLY_AST | _PyCF_ALLOW_TOP_LEVEL_AWAIT, True)
@@ -837,6 +921,14 @@ def _restore_std_fds():
 
 
 def _execute(msg, g):
+    _reader_begin()
+    code = _execute_run(msg, g)
+    if _MODE != "fresh":  # a fresh runner exits now; a session's main thread reads the next frames itself
+        _reader_end()
+    return code
+
+
+def _execute_run(msg, g):
     global _current, _err_sink, _active_run
     _current = msg
     _active_run = msg["id"]
@@ -1184,10 +1276,10 @@ def _main():
 
     try:
         if _MODE == "fresh":
-            code = _execute(_runs.get(), g)
+            code = _execute(_next_run(), g)
             os._exit(code & 0xFF)
         while True:
-            _execute(_runs.get(), g)
+            _execute(_next_run(), g)
     except BaseException:
         _fatal("runner internal error:\n" + _format_own_exc())
 

@@ -61,6 +61,20 @@ const scenarios: Record<string, (run: Run) => Promise<void>> = {
     assert.equal(r.outcome.session?.incarnation, 2);
     assert.equal(r.outcome.session?.ordinal, 1);
   },
+  /** A JavaScript session (eval's js cells): state across runs; a deadline rejects the pending await and the state
+   * stays; a synchronous loop is killed at the end of its grace and the session is lost; the next run starts anew. */
+  "js-session": async (run) => {
+    const js = { session: "js", language: "js" as const };
+    assert.equal((await run("var counter = 41", js)).outcome.status, "success");
+    const waiting = await run("console.log('waiting')\nawait new Promise((r) => setTimeout(r, 60_000))", { ...js, timeoutMs: 1000 });
+    assert.equal(waiting.outcome.status, "timeout");
+    assert.equal(waiting.outcome.session?.isLost, false);
+    assert.equal((await run("counter + 1", js)).stdout, "42\n");
+    const loop = await run("while (true) {}", { ...js, timeoutMs: 1000 });
+    assert.equal(loop.outcome.killed, true);
+    assert.equal(loop.outcome.session?.isLost, true);
+    assert.equal((await run("typeof counter", js)).stdout, "undefined\n");
+  },
   /** Fresh processes: a success, an error, and a cancellation (Pi's abort). */
   "fresh-runs": async (run) => {
     assert.equal((await run("print('hello')")).outcome.status, "success");

@@ -56,12 +56,15 @@ export interface JournalOptions {
   onNotice?: (message: string) => void;
   /** How better-sqlite3 is loaded (tests replace it to simulate a missing addon). */
   load?: () => Promise<DatabaseConstructor>;
+  /** Awaited before each batch is written: rows that name the event log land after the log's own records. */
+  beforeBatch?: () => Promise<void>;
 }
 
 export class Journal {
   readonly path: string;
   private readonly onNotice: (message: string) => void;
   private readonly load: () => Promise<DatabaseConstructor>;
+  private readonly beforeBatch: (() => Promise<void>) | undefined;
   private queue: [Table, Row][] = [];
   private scheduled = false;
   private opening: Promise<Database | undefined> | undefined;
@@ -77,6 +80,7 @@ export class Journal {
     this.path = path;
     this.onNotice = options.onNotice ?? (() => {});
     this.load = options.load ?? loadBetterSqlite3;
+    this.beforeBatch = options.beforeBatch;
   }
 
   get enabled(): boolean {
@@ -191,6 +195,7 @@ export class Journal {
 
   private async writeBatch(): Promise<void> {
     if (this.queue.length === 0 || this.disabled) return;
+    await this.beforeBatch?.().catch(() => {});
     const db = await (this.opening ??= this.open());
     const batch = this.queue;
     this.queue = [];

@@ -2,6 +2,7 @@
 // sourceId is the first 12 hex characters of the source's SHA-256, so a loaded source verifies itself. A
 // different source under an existing ID is a collision and is never written over.
 import { createHash } from "node:crypto";
+import { lstat } from "node:fs/promises";
 import { join } from "node:path";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import {
@@ -43,17 +44,43 @@ export function sourceIdOf(code: string): string {
   return sha256Hex(Buffer.from(code, "utf8")).slice(0, 12);
 }
 
-/** Saves `code` (idempotent) and returns its sourceId. */
+/** Sources this process saved or verified, by path: a repeated script is not written or read again. */
+const known = new Set<string>();
+/** Directories this process checked (created, owned, private). */
+const checkedDirs = new Set<string>();
+
+/** The sourceId of `code` when this process already saved it (no disk access), else undefined. */
+export function knownSourceId(code: string, root = sourceRoot()): string | undefined {
+  const sourceId = sourceIdOf(code);
+  return known.has(join(root, `${sourceId}.py`)) ? sourceId : undefined;
+}
+
+/** Saves `code` (idempotent) and returns its sourceId. A source already on disk is verified, not written again;
+ * one this process saved before costs one asynchronous lstat (no temp file, no directory check), and is saved
+ * again when it was removed meanwhile. */
 export async function saveSource(code: string, root = sourceRoot()): Promise<string> {
   const bytes = Buffer.from(code, "utf8");
   const sourceId = sha256Hex(bytes).slice(0, 12);
   const path = join(root, `${sourceId}.py`);
-  await ensurePrivateDir(root);
-  const temp = await writeTemp(root, (h) => writeAll(h, bytes));
-  if (!(await placeOnce(temp, path))) {
-    const existing = await readVerified(path, `source ${sourceId}`, MAX_SOURCE_BYTES).catch(() => undefined);
-    if (!existing || !existing.equals(bytes)) throw new CodeArtifactCollisionError(sourceId);
+  if (known.has(path)) {
+    const st = await lstat(path).catch(() => undefined);
+    if (st?.isFile()) return sourceId;
+    known.delete(path);
+    checkedDirs.delete(root);
   }
+  if (!checkedDirs.has(root)) {
+    await ensurePrivateDir(root);
+    checkedDirs.add(root);
+  }
+  const existing = await readVerified(path, `source ${sourceId}`, MAX_SOURCE_BYTES).catch(() => undefined);
+  if (!existing) {
+    const temp = await writeTemp(root, (h) => writeAll(h, bytes));
+    if (!(await placeOnce(temp, path))) {
+      const placed = await readVerified(path, `source ${sourceId}`, MAX_SOURCE_BYTES).catch(() => undefined);
+      if (!placed || !placed.equals(bytes)) throw new CodeArtifactCollisionError(sourceId);
+    }
+  } else if (!existing.equals(bytes)) throw new CodeArtifactCollisionError(sourceId);
+  known.add(path);
   return sourceId;
 }
 

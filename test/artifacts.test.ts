@@ -130,6 +130,14 @@ describe("output artifacts from real runs", () => {
     const ref2 = await saveOutputArtifact(onlyErr.capture, root);
     assert.equal(readFileSync(join(root, `${ref2.outputId}.out`), "utf8"), "[stderr]\nx\n");
     assert.equal(ref2.lines, 2);
+    // Stderr only: the boundary is the bare `[stderr]` line in the count too, and the artifact reads back.
+    assert.equal(ref2.emittedBytes, "[stderr]\nx\n".length);
+    assert.equal(ref2.retainedBytes, ref2.emittedBytes);
+    assert.equal(ref2.truncated, false);
+    const back = await readAll(ref2.outputId, root);
+    assert.equal(back.text, "[stderr]\nx\n");
+    const first = await readOutputPage(ref.outputId, {}, root);
+    assert.equal(first.text, "no newline\n[stderr]\ne1\ne2");
   });
 
   test("ID, sidecar, modes: 12 hex from the metadata digest, 0700 directory, 0600 files, no paths", async () => {
@@ -232,6 +240,17 @@ describe("output artifact verification", () => {
     chmodSync(jsonFile, 0o660);
     await assert.rejects(readOutputPage(ref.outputId, {}, root), /readable or writable by others/);
   });
+  test("the artifact directory replaced by a symlink (to an identical copy) is refused", async () => {
+    await fresh();
+    const copy = join(tmp("pcs-art-"), "real");
+    renameSync(root, copy);
+    symlinkSync(copy, root);
+    await assert.rejects(
+      readOutputPage(ref.outputId, {}, root),
+      /output artifact directory is not a directory \(symlink\?\)/,
+    );
+    assert.ok((await readOutputPage(ref.outputId, {}, copy)).text.startsWith("verified "), "the copy itself is fine");
+  });
   test("a directory in place of the transcript is not a regular file", async () => {
     await fresh();
     unlinkSync(outFile);
@@ -290,6 +309,16 @@ describe("saved sources", () => {
     chmodSync(elsewhere, 0o600);
     symlinkSync(elsewhere, file);
     await assert.rejects(loadSource(id, root), /symlink/);
+  });
+  test("the source directory replaced by a symlink (to an identical copy) is refused", async () => {
+    const root = join(tmp("pcs-src-"), "code-execution");
+    const id = await saveSource("print('via a link')\n", root);
+    const copy = join(tmp("pcs-src-"), "real");
+    renameSync(root, copy);
+    symlinkSync(copy, root);
+    await assert.rejects(loadSource(id, root), /directory is not a directory \(symlink\?\)/);
+    await assert.rejects(readSourcePage(id, {}, root), /directory is not a directory \(symlink\?\)/);
+    assert.equal(await loadSource(id, copy), "print('via a link')\n", "the copy itself is fine");
   });
   test("pages never split a character and reconstruct the source", async () => {
     const root = join(tmp("pcs-src-"), "code-execution");
@@ -357,6 +386,9 @@ describe("code_execution output and sources in a Pi session", () => {
     assert.ok(Buffer.byteLength(text) <= 20 * 1024, `${Buffer.byteLength(text)} bytes`);
     assert.match(text, /^line 0\nline 1\n/);
     assert.match(text, /ValueError: the failure at the end\n/);
+    // The tail crosses the channel boundary: the end of stdout, the `[stderr]` line, then the traceback.
+    assert.match(text, /\nline 99999\n\[stderr\]\nTraceback \(most recent call last\):\n/);
+    assert.ok(!text.includes("below is the end of stderr"), "the boundary is shown, so no note is needed");
     const out = r.details.output as OutputRef;
     assert.ok(text.endsWith(`\noutputId: ${out.outputId}`));
     assert.match(text, new RegExp(`the output was ${out.emittedBytes} bytes, ${out.lines} lines`));

@@ -150,6 +150,16 @@ describe("errors", () => {
     assert.ok(Date.now() - t0 < 5000);
     assert.match(r.stdout, /EOF EOFError\nread EOF\n$/);
   });
+  test("through the real spawn, stdin is /dev/null: a subprocess reading it gets EOF at once", async () => {
+    const code =
+      "import os, subprocess\nprint(os.readlink('/proc/self/fd/0'))\nc = subprocess.run(['cat'], capture_output=True, timeout=3)\nprint(c.returncode, c.stdout)";
+    for (const extra of [{}, { session: "stdin" }]) {
+      const t0 = Date.now();
+      const r = await run(code, extra);
+      assert.equal(r.stdout, "/dev/null\n0 b''\n", `${JSON.stringify(extra)}: ${r.stderr}`);
+      assert.ok(Date.now() - t0 < 3000, "cat ended at once");
+    }
+  });
   test("a missing interpreter is a setup_error", async () => {
     const h = new SupervisorHost({ env: () => ({ ...process.env, PI_PYTHON: "/nonexistent/python3" }) });
     const r = await h.run({ code: "1", cwd, timeoutMs: 5000 });

@@ -29,7 +29,7 @@ import { ArtifactUnavailableError } from "../store/artifact-fs.ts";
 import { readOutputPage, saveOutputArtifact, type OutputRef } from "../store/artifacts.ts";
 import { RunOutput } from "../actors/process/output.ts";
 import { loadSource, saveSource } from "../store/sources.ts";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import type { PiHarness } from "./helpers/pi-session.ts";
 import { PYTHON } from "./helpers/runner-driver.ts";
 
 const fsp = createRequire(import.meta.url)("node:fs/promises");
@@ -289,8 +289,12 @@ describe("saved sources", () => {
 
   describe("through a Pi session", () => {
     let pi: PiHarness;
+    let textOf: typeof import("./helpers/pi-session.ts").textOf;
     before(async () => {
-      pi = await startPi();
+      // Loaded here, so the store tests above do not wait for Pi's packages (mutation runs skip this part).
+      const session = await import("./helpers/pi-session.ts");
+      textOf = session.textOf;
+      pi = await session.startPi();
     });
     after(async () => {
       await pi.dispose();

@@ -190,6 +190,65 @@ describe("journal rows after real runs in a Pi session", () => {
   });
 });
 
+describe("the journal of stopped runs", () => {
+  test("timeout, then SIGTERM or SIGKILL: status, stop_reason, signal, killed and message", async () => {
+    const path = join(tmp("pcs-journal-"), "journal.sqlite");
+    process.env.PI_CODE_EXECUTION_JOURNAL = path;
+    pi = await startPi();
+    const ignoreInt = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n";
+    const [term, kill, lost] = await pi.callTools([
+      // Ignores the interrupt: the grace runs out and SIGTERM ends it.
+      { code: `${ignoreInt}time.sleep(60)`, timeout: 1 },
+      // Ignores SIGTERM too: SIGKILL after the kill grace.
+      { code: `${ignoreInt}signal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)`, timeout: 1 },
+      // A session stopped the same way is lost.
+      { code: `${ignoreInt}time.sleep(60)`, timeout: 1, session: "stopped" },
+    ]);
+    for (const r of [term, kill, lost]) assert.equal(r.isError, true);
+    await pi.dispose();
+    pi = undefined;
+    const db = new Database(path, { readonly: true });
+    try {
+      const rows = db
+        .prepare(
+          "SELECT status, stop_reason, signal, killed, message, exit_code, is_lost FROM runs ORDER BY requested_at",
+        )
+        .all();
+      assert.deepEqual(rows, [
+        {
+          status: "timeout",
+          stop_reason: "timeout",
+          signal: "SIGTERM",
+          killed: 1,
+          message: null,
+          exit_code: null,
+          is_lost: null,
+        },
+        {
+          status: "timeout",
+          stop_reason: "timeout",
+          signal: "SIGKILL",
+          killed: 1,
+          message: null,
+          exit_code: null,
+          is_lost: null,
+        },
+        {
+          status: "timeout",
+          stop_reason: "timeout",
+          signal: "SIGTERM",
+          killed: 1,
+          message: null,
+          exit_code: null,
+          is_lost: 1,
+        },
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+});
+
 describe("journal off and journal failures never break a run", () => {
   test("off: nothing is recorded anywhere", async () => {
     const data = tmp("pcs-xdg-");

@@ -17,7 +17,7 @@ import { startPi } from "./helpers/pi-session.ts";
 import { phasesOf } from "./helpers/fake-runner.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
-const REQUIRED = ["interrupt-keeps-state", "swallowed-interrupt-lost", "os-exit-lost", "reset", "fresh-runs"];
+const REQUIRED = ["interrupt-keeps-state", "swallowed-interrupt-lost", "os-exit-lost", "reset", "fresh-runs", "js-session"];
 const fixture = (name: string) => join(FIXTURE_DIR, `${name}.jsonl`);
 const records = (path: string) =>
   readFileSync(path, "utf8")
@@ -94,6 +94,13 @@ describe("committed fixtures", () => {
     const ids = new Set(records(fixture("fresh-runs")).flatMap((r) => (r.id ? [r.id] : r.to ? [r.to] : [])));
     for (const id of ids) assert.match(id, /^(supervisor(\/prepare)?|(session:[^/]+|run:[^/]+|spare:\d+)(\/runner)?)$/, "explicit ids only");
     assert.ok(ids.has("spare:1"), "fresh runs keep a spare runner, visible as an actor");
+    // A JavaScript session: the deadline's interrupt ends the waiting cell (state kept), the loop is killed (lost).
+    const js = statesOf(fixture("js-session"), "session:js");
+    assert.deepEqual(js.slice(0, 6), ["starting", "running", "idle", "running", "interrupted", "idle"]);
+    const k = js.indexOf("grace");
+    assert.deepEqual(js.slice(k - 1, k + 3), ["interrupted", "grace", "killed", "lost"]);
+    const ready = records(fixture("js-session")).find((r) => r.k === "fact" && r.event?.type === "runner.ready");
+    assert.equal(ready?.event.language, "js");
   });
 });
 

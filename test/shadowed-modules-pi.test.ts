@@ -35,7 +35,7 @@ test("with token.py in the working directory the model sees its ZeroDivisionErro
 
   assert.equal(kept.isError, false);
   assert.equal(textOf(kept), "1\n");
-  assert.equal(kept.details.session.ordinal, 1, "the same session");
+  assert.equal(kept.details.session.incarnation, 1, "the same session process");
   assert.equal(quiet.isError, false);
   assert.equal(textOf(quiet), "[no output]", "`;` suppressed the value");
 

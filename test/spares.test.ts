@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost } from "../host/host.ts";
+import { MAX_SPARES_PER_KEY } from "../machines/supervisor.ts";
 import { liveGroups } from "../actors/process/registry.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
 
@@ -55,6 +56,29 @@ describe("spare runners", () => {
     assert.ok(times[4] < 30, `p50 ${times[4].toFixed(1)} ms (goal 5 ms; bounded loosely for a shared CI machine)`);
   });
 
+  test("a claimed spare is replaced at claim time, while the run that took it still runs", async () => {
+    const h = new SupervisorHost();
+    try {
+      await h.run({ code: "0", cwd, timeoutMs: 10_000 });
+      assert.ok(await readySpare(h));
+      const before = spareIds(h);
+      assert.equal(before.length, 1, "one spare for the key");
+      const ac = new AbortController();
+      const running = h.run({ code: "import time\ntime.sleep(60)", cwd, timeoutMs: 120_000 }, { signal: ac.signal });
+      const active = () => h.stats().activeRuns;
+      assert.ok(await waitUntil(() => active() === 1, 5000), "the run started");
+      const now = spareIds(h);
+      assert.ok(!now.includes(before[0]!), "it took the spare");
+      assert.equal(now.length, 1, "and a replacement exists at once, before the run ends");
+      assert.ok(await readySpare(h), "which warms while the run still runs");
+      assert.equal(active(), 1);
+      ac.abort();
+      assert.equal((await running).outcome.status, "cancelled");
+    } finally {
+      await h.shutdown();
+    }
+  });
+
   test("a different environment does not take the spare", async () => {
     let mark = "one";
     const h2 = new SupervisorHost({ env: () => ({ ...process.env, PCS_SPARE_MARK: mark }) });
@@ -75,6 +99,29 @@ describe("spare runners", () => {
       await h.run({ code: "0", cwd, timeoutMs: 10_000 });
       await h.run({ code: "0", cwd, timeoutMs: 10_000, session: "s" });
       assert.deepEqual(spareIds(h), []);
+    } finally {
+      await h.shutdown();
+    }
+  });
+
+  test("runs arriving faster than a spare warms grow a bounded pool per key, which retires when idle", async () => {
+    const h = new SupervisorHost({ spareIdleMs: 1500 });
+    try {
+      // Started together: each finds the key's spares still warming, so the pool grows, never past the bound.
+      const outcomes = await Promise.all(Array.from({ length: 6 }, () => h.run({ code: "0", cwd, timeoutMs: 20_000 })));
+      assert.ok(outcomes.every((r) => r.outcome.status === "success"));
+      const ctx = () => ({ spareTarget: h.spareTargets(), spares: h.spares() });
+      const [key] = Object.keys(ctx().spareTarget);
+      assert.equal(ctx().spareTarget[key!], MAX_SPARES_PER_KEY, "the pool grew to its bound");
+      assert.equal(spareIds(h).length, MAX_SPARES_PER_KEY, "each spare is an actor");
+      assert.ok(await waitUntil(() => Object.values(ctx().spares).every((s) => s.ready), 10_000), "all warm");
+      assert.ok(
+        await waitUntil(() => liveGroups(h.id).length === MAX_SPARES_PER_KEY, 5000),
+        "one process per spare once the runs' processes are reaped (off the result path)",
+      );
+      assert.ok(await waitUntil(() => spareIds(h).length === 0, 8000), "idle spares retire");
+      assert.deepEqual(ctx().spareTarget, {}, "and the pool is forgotten");
+      assert.ok(await waitUntil(() => liveGroups(h.id).length === 0, 3000), "their processes are gone");
     } finally {
       await h.shutdown();
     }

@@ -53,7 +53,11 @@ export function createInstallLogic(deps: InstallDeps) {
         groups.add(pid);
         registerGroup(pid, { host: deps.hostId, owner: input.owner });
       },
-      untrack: (pid) => groups.delete(pid),
+      // The installer exited: whatever it left running (a build helper, a daemon) goes too.
+      untrack: (pid) => {
+        groups.delete(pid);
+        void stopGroup(pid, deps.killMs());
+      },
     };
     void (async () => {
       const backend = deps.backend?.();

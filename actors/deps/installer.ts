@@ -128,9 +128,10 @@ export function run(job: Job, command: string, args: string[]): Promise<Ran> {
         job.deps.progress?.(job.input.runId, { installer, line: trimmed, ...(pkg ? { package: pkg } : {}) });
       }
     };
+    // Tracked at once, with everything it starts (its cgroup, where cgroups apply, follows within milliseconds).
+    if (child.pid) job.track(child.pid);
     child.stdout!.on("data", onData);
     child.stderr!.on("data", onData);
-    child.once("spawn", () => job.track(child.pid!));
     child.once("error", (e: NodeJS.ErrnoException) =>
       done({ code: null, signal: null, output, error: `${command} could not be started (${e.code ?? e.message})` }),
     );

@@ -2,7 +2,8 @@
 // name, control-frame size), the script's PEP 723 metadata (dependencies to install; requires-python checked for
 // fresh runs, noted as without effect in a session), the interpreter (discovered and validated, so the request
 // names an executable and a session never mixes interpreters) and, for a fresh run, the key a spare runner must
-// match. The `prepare` actor the supervisor spawns for each request, one at a time (machines/supervisor.ts).
+// match (a JavaScript request needs neither: Node runs it). The `prepare` actor the supervisor spawns for each
+// request, one at a time (machines/supervisor.ts).
 import { fromCallback, type EventObject } from "xstate";
 import type { Hint, PrepareFact, RunStartEvent } from "../../machines/events.ts";
 import { MAX_FRAME_BYTES } from "../process/framing.ts";
@@ -28,7 +29,7 @@ export interface PrepareFailure {
 export const SESSION_NAME_PATTERN = "^(?!\\.+$)[A-Za-z0-9._-]{1,64}$";
 
 export async function prepareRun(
-  request: { code: string; cwd: string; session?: string; timeoutMs: number },
+  request: { code: string; cwd: string; session?: string; timeoutMs: number; language?: "python" | "js" },
   interpreter: ((cwd: string) => Promise<Result<Interpreter>>) | undefined,
 ): Promise<Result<PreparedRun, PrepareFailure>> {
   // A timer cannot wait longer than 2^31-1 ms: a longer deadline would fire at once and report a false timeout.
@@ -49,6 +50,7 @@ export async function prepareRun(
       message: `the code is ${frameBytes} bytes as a run frame, more than the runner's control channel takes (${MAX_FRAME_BYTES >> 20} MiB); the code did not run`,
     });
   }
+  if (request.language === "js") return ok({ notes: [] }); // no interpreter, no PEP 723
   const meta = parseScriptMetadata(request.code);
   if (!meta.ok) {
     return fail({

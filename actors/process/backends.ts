@@ -5,7 +5,7 @@ import type { BackendSettings, RemoteSettings } from "./backend-settings.ts";
 import { fail } from "../../lib/result.ts";
 import { localOperations, type ProcessOperations, type StartFailure } from "./operations.ts";
 import { remoteOperations } from "./remote.ts";
-import { RUNNER_PATH } from "./runner.ts";
+import { JS_RUNNER_PATH, RUNNER_PATH } from "./kinds.ts";
 import { sandboxOperations } from "./sandbox.ts";
 
 export interface BackendContext {
@@ -21,7 +21,10 @@ export function operationsFor(
 ): ProcessOperations {
   switch (values.backend) {
     case "sandbox":
-      return sandboxOperations({ ...values.sandbox, support: [dirname(RUNNER_PATH), ...(context.support ?? [])] });
+      return sandboxOperations({
+        ...values.sandbox,
+        support: [dirname(RUNNER_PATH), dirname(JS_RUNNER_PATH), ...(context.support ?? [])],
+      });
     case "remote":
       return remoteOperations({ remote: values.remote, localRoot: context.localRoot });
     default:

@@ -5,7 +5,7 @@ import type { RunnerHandle } from "./operations.ts";
 
 export interface Handover {
   handle: RunnerHandle;
-  ready: { python: string; executable: string };
+  ready: { python: string; executable: string; language?: "js" };
 }
 
 const waiting = new Map<

@@ -6,13 +6,18 @@ import { stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
 import { fail, ok, type Result } from "../../lib/result.ts";
-import { stopGroup } from "./registry.ts";
+import { signalGroup as signalTracked, stopGroup, track } from "./registry.ts";
 
 export interface RunnerSpec {
   executable: string;
   args: string[];
   cwd: string;
   env: NodeJS.ProcessEnv;
+  /** Decode control frames one event-loop turn after they arrive, once the output already readable was read: for
+   * a runner whose blocking writes put its output in the pipes before each frame (docs/protocol-js.md). */
+  settleOutput?: boolean;
+  /** What the runner leaves behind when it exits gets SIGTERM, then SIGKILL after this many ms. */
+  killMs: number;
 }
 
 /** Where runs execute, as status lines and the inspector show it. */
@@ -46,7 +51,7 @@ export interface RunnerHandle {
   send(frame: Frame): Result<void>;
   /** Signal the runner process itself (the interrupt). */
   signal(signal: NodeJS.Signals): Result<void>;
-  /** Signal the runner's whole process group. */
+  /** Signal the runner and everything it started, whatever process group it moved to (registry.ts). */
   signalGroup(signal: NodeJS.Signals): Result<void>;
   /** Drop every listener (the handle moves to a new owner, which attaches its own). */
   detach(): void;
@@ -100,6 +105,9 @@ export async function spawnRunner(
     stdio: ["ignore", "pipe", "pipe", "pipe"],
     detached: true,
   });
+  // Tracked before the runner has read a single frame (no frame can be sent before the handle exists), so
+  // before any user code can start a process.
+  const tracked = child.pid ? track(child.pid) : undefined;
   const spawned = await new Promise<Result<void, StartFailure>>((resolve) => {
     child.once("spawn", () => resolve(ok(undefined)));
     child.once("error", (e: NodeJS.ErrnoException) =>
@@ -107,6 +115,7 @@ export async function spawnRunner(
     );
   });
   if (!spawned.ok) return spawned;
+  await tracked;
   return ok(
     wrap(
       child.pid!,
@@ -115,6 +124,8 @@ export async function spawnRunner(
       child.stdio[3] as unknown as NodeJS.ReadWriteStream & Readable,
       child,
       options.interrupt,
+      spec.settleOutput === true,
+      spec.killMs,
     ),
   );
 }
@@ -126,6 +137,8 @@ function wrap(
   control: NodeJS.ReadWriteStream & Readable,
   child: import("node:child_process").ChildProcess,
   interrupt: SpawnOptions["interrupt"],
+  settleOutput: boolean,
+  killMs: number,
 ): RunnerHandle {
   const listeners = {
     stdout: [] as ((c: Buffer) => void)[],
@@ -140,7 +153,18 @@ function wrap(
   );
   stdout.on("data", (c: Buffer) => listeners.stdout.forEach((fn) => fn(c)));
   stderr.on("data", (c: Buffer) => listeners.stderr.forEach((fn) => fn(c)));
-  control.on("data", (c: Buffer) => decoder.push(c));
+  // libuv reads every readable descriptor of one poll before the next turn: a frame decoded then comes after the
+  // output that was in the pipes before it.
+  let settling: Buffer[] = [];
+  const settle = () => {
+    const chunks = settling;
+    settling = [];
+    for (const c of chunks) decoder.push(c);
+  };
+  control.on("data", (c: Buffer) => {
+    if (!settleOutput) return decoder.push(c);
+    if (settling.push(c) === 1) setImmediate(settle);
+  });
   control.on("error", () => {});
   stdout.on("error", () => {});
   stderr.on("error", () => {});
@@ -151,6 +175,7 @@ function wrap(
   const report = () => {
     if (reported || !exit) return;
     reported = true;
+    settle();
     control.destroy();
     listeners.exit.forEach((fn) => fn(exit!));
   };
@@ -160,17 +185,26 @@ function wrap(
   };
   stdout.once("close", closed);
   stderr.once("close", closed);
-  child.once("exit", (code, signal) => {
+  const exited = (code: number | null, signal: NodeJS.Signals | null) => {
     exit = { code, signal };
-    // The runner leads its process group: whatever it leaves behind goes with it (setsid escapes; documented).
-    void stopGroup(pid, DRAIN_AFTER_EXIT_MS);
-    if (open === 0) return report();
+    // Whatever the runner left behind goes with it. The result goes first when its output is complete; else the
+    // stop releases the pipes that leftovers hold.
+    if (open === 0) {
+      report();
+      return void stopGroup(pid, killMs);
+    }
+    void stopGroup(pid, killMs);
     setTimeout(() => {
       stdout.destroy();
       stderr.destroy();
       report();
     }, DRAIN_AFTER_EXIT_MS).unref();
-  });
+  };
+  // A runner that died while it was being moved into its cgroup exited before this listener: its exit is reported
+  // once the owner has attached its listeners.
+  if (child.exitCode !== null || child.signalCode !== null)
+    setImmediate(() => exited(child.exitCode, child.signalCode));
+  else child.once("exit", exited);
 
   return {
     pid,
@@ -206,7 +240,7 @@ function wrap(
     },
     signalGroup(signal) {
       try {
-        process.kill(-pid, signal);
+        if (!signalTracked(pid, signal)) process.kill(-pid, signal);
         return ok(undefined);
       } catch (e) {
         return fail((e as Error).message);

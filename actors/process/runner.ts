@@ -1,7 +1,7 @@
 // The runner actor: one runner process. It turns control frames and process exits into runner facts for the
 // machine that owns it, routes the process's output to the run that is executing, and carries out the machine's
-// commands (run, interrupt, terminate, kill, shutdown). The process handle lives only in this closure.
-import { fileURLToPath } from "node:url";
+// commands (run, interrupt, terminate, kill, shutdown). The process handle lives only in this closure. What differs
+// between Python and JavaScript runners (which process, how an interrupt reaches it) is the kind's (kinds.ts).
 import { fromCallback } from "xstate";
 import type { RunnerCommand, RunnerFact, RunnerInput } from "../../machines/events.ts";
 import type { ProcessOperations, RunnerHandle } from "./operations.ts";
@@ -16,12 +16,13 @@ import { offer, take, type Handover } from "./handover.ts";
 import { displayOf, doneShown, type RunShown } from "./display-frames.ts";
 import { backendHint } from "./backend-hints.ts";
 import type { ResourceLimits } from "./backend-settings.ts";
+import { kindsFor } from "./kinds.ts";
 
-export const RUNNER_PATH = fileURLToPath(new URL("../../runtime-py/runner.py", import.meta.url));
+export { RUNNER_PATH, limitArgs } from "./kinds.ts";
 
 export interface RunnerDeps {
   ops: ProcessOperations;
-  /** The interpreter of a kernel started without one (runs name theirs): discovered from its working directory. */
+  /** The interpreter of a runner started without one (runs name theirs): discovered from its working directory. */
   python: (cwd: string) => Promise<Result<Probe>>;
   /** The runner's environment, for its interpreter (actors/interpreter.ts `runnerEnv`). */
   env: (input: RunnerInput) => NodeJS.ProcessEnv;
@@ -39,17 +40,10 @@ export interface RunnerDeps {
   resourceLimits?: () => ResourceLimits;
 }
 
-/** The runner's `--limits` argument (the setrlimit part; outputMiB is enforced here). */
-export function limitArgs(limits: ResourceLimits | undefined): string[] {
-  if (!limits) return [];
-  const parts = (["memoryMiB", "cpuSeconds", "processes", "fileSizeMiB", "openFiles"] as const)
-    .filter((k) => limits[k] !== undefined)
-    .map((k) => `${k}=${limits[k]}`);
-  return parts.length ? ["--limits", parts.join(",")] : [];
-}
-
 export function createRunnerLogic(deps: RunnerDeps) {
+  const kinds = kindsFor(deps);
   return fromCallback<RunnerCommand, RunnerInput>(({ input, sendBack, receive }) => {
+    const kind = kinds[input.language ?? "python"];
     const send = (fact: RunnerFact) => {
       if (!stopped) sendBack(fact);
     };
@@ -74,27 +68,26 @@ export function createRunnerLogic(deps: RunnerDeps) {
       send(fact);
     };
 
-    const modules = input.mode === "session" ? deps.watchModules?.(input.cwd) : undefined;
+    const modules = input.mode === "session" && kind.watchesModules ? deps.watchModules?.(input.cwd) : undefined;
 
     void (async () => {
-      // A named interpreter was validated before the run was requested; else the host's default.
-      const python = input.python ? ok({ executable: input.python, version: "" }) : await deps.python(input.cwd);
+      const limits = deps.resourceLimits?.();
+      const launch = await kind.start(input, limits, deps.ops.backend);
       if (stopped) return;
-      if (!python.ok) return end({ type: "runner.failed", at: deps.now(), message: python.error });
+      if (!launch.ok) return end({ type: "runner.failed", at: deps.now(), message: launch.error });
+      if (abandoned) return end({ type: "runner.exited", at: deps.now(), code: null, signal: null });
+      // A spare replacing a claimed one is started at claim time: its (synchronous) spawn waits one turn, so the
+      // claiming run's frame is written first and the run does not wait for it.
+      if (input.owner.startsWith("spare:")) await new Promise((r) => setImmediate(r));
+      if (stopped) return;
       if (abandoned) return end({ type: "runner.exited", at: deps.now(), code: null, signal: null });
       // A claimed spare's process, already started and ready; if it has none to give, start one.
       const adopted = input.adopt ? await take(input.adopt) : undefined;
-      const limits = deps.resourceLimits?.();
       const outputCap = limits?.outputMiB ? limits.outputMiB * 1024 * 1024 : Infinity;
       if (adopted && (stopped || abandoned)) adopted.handle.signalGroup("SIGKILL");
       const started = adopted
         ? ok(adopted.handle)
-        : await deps.ops.start({
-            executable: python.value.executable,
-            args: [RUNNER_PATH, "--mode", input.mode, ...limitArgs(limits)],
-            cwd: input.cwd,
-            env: deps.env(input),
-          });
+        : await deps.ops.start({ ...launch.value.spec, cwd: input.cwd, killMs: deps.killMs });
       if (!started.ok)
         return end({
           type: "runner.failed",
@@ -141,8 +134,9 @@ export function createRunnerLogic(deps: RunnerDeps) {
         switch (frame.type) {
           case "ready":
             readyInfo = {
-              python: String(frame.python ?? python.value.version),
-              executable: String(frame.executable ?? python.value.executable),
+              python: kind.version(frame) ?? launch.value.version,
+              executable: String(frame.executable ?? launch.value.spec.executable),
+              ...(kind.language ? { language: kind.language } : {}),
             };
             return send({ type: "runner.ready", at, pid: p.pid, ...readyInfo });
           case "started": {
@@ -152,7 +146,7 @@ export function createRunnerLogic(deps: RunnerDeps) {
             send({ type: "runner.started", at, runId });
             if (pendingInterrupt === runId) {
               pendingInterrupt = undefined;
-              p.signal("SIGINT");
+              kind.interrupt(p, runId);
             }
             return;
           }
@@ -235,8 +229,8 @@ export function createRunnerLogic(deps: RunnerDeps) {
           if (proc) sendToolResult(proc, command);
           return;
         case "runner.interrupt":
-          // SIGINT only once the runner has installed its handler for this run; before that it is deferred.
-          if (proc && startedRun === command.runId) proc.signal("SIGINT");
+          // Only once the runner has taken up this run (Python: installed its SIGINT handler); before, it waits.
+          if (proc && startedRun === command.runId) kind.interrupt(proc, command.runId);
           else pendingInterrupt = command.runId;
           return;
         case "runner.terminate":

@@ -48,9 +48,17 @@ export function transportArgv(remote: RemoteSettings, command: string[], control
 
 /** What a transport's failure output means. */
 export function classifyFailure(stderr: string, code: number | null): string {
-  if (/Permission denied|Authentication failed|Too many authentication failures|Host key verification failed|Unauthorized|Forbidden/i.test(stderr))
+  if (
+    /Permission denied|Authentication failed|Too many authentication failures|Host key verification failed|Unauthorized|Forbidden/i.test(
+      stderr,
+    )
+  )
     return "remote_auth";
-  if (code === 127 || code === 126 || /python[0-9.]*: (command )?not found|python[0-9.]*: No such file|executable file not found/i.test(stderr))
+  if (
+    code === 127 ||
+    code === 126 ||
+    /python[0-9.]*: (command )?not found|python[0-9.]*: No such file|executable file not found/i.test(stderr)
+  )
     return "remote_python";
   return "remote_unreachable";
 }

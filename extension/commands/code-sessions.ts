@@ -64,7 +64,7 @@ export function registerSessionCommands(
         if (!o) lines.push(`Session "${s.name}" is no longer running.`);
         else if (o.status === "success")
           lines.push(
-            `Session "${s.name}" restarted: Python ${o.runner?.python ?? "?"}, pid ${
+            `Session "${s.name}" restarted: ${o.runner?.language === "js" ? "Node" : "Python"} ${o.runner?.python ?? "?"}, pid ${
               getHost()
                 .sessions()
                 .find((x) => x.name === s.name)?.pid ?? "?"

@@ -1,6 +1,7 @@
 // The per-language seam of the `eval` tool: one backend per cell language. A backend runs one cell and reports
 // how it went; the tool owns ordering, skipping, the text and details. Python cells run in the notebook session
-// (extension/eval/python.ts); a language without a backend, or one disabled in settings, is a tool error naming it.
+// (extension/eval/python.ts), JavaScript cells in the JavaScript session (extension/eval/js.ts); a language disabled
+// in settings is a tool error naming it.
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { RunTools } from "../../host/index.ts";
 import type { RunResult } from "../../host/index.ts";
@@ -52,10 +53,3 @@ export interface EvalBackend {
   unavailable(): string | undefined;
   runCell(cell: EvalCellInput, call: EvalCallContext): Promise<EvalCellOutcome>;
 }
-
-/** The JavaScript seam until its backend exists (issue 15): never silently run as another language. */
-export const missingJsBackend: EvalBackend = {
-  language: "js",
-  unavailable: () => "JavaScript cells are not available in this version of pi-code-supervisor",
-  runCell: () => Promise.reject(new Error("JavaScript cells are not available in this version of pi-code-supervisor")),
-};

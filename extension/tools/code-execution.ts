@@ -7,7 +7,7 @@ import { detailsOf, resultText, type CodeExecutionDetails } from "../format.ts";
 import { liveUpdates } from "../live.ts";
 import { codeExecutionRenderers } from "../render.ts";
 import { saveOutputArtifact, type OutputRef } from "../../store/artifacts.ts";
-import { saveSource, sourceIdOf } from "../../store/sources.ts";
+import { knownSourceId, saveSource, sourceIdOf } from "../../store/sources.ts";
 import type { ArtifactOutcome } from "../preview.ts";
 import type { JournalLink } from "../journal.ts";
 import { resolveSource } from "./source.ts";
@@ -67,10 +67,15 @@ export function registerCodeExecutionTool(
         const checked = checkParams(params, maxTimeout, defaultTimeout);
         if (!checked.ok) throw new Error(checked.error);
         const p = checked.value;
-        // A sourceId reruns the exact verified script; new code is saved while it runs (off the start-up path).
+        // A sourceId reruns the exact verified script; new code is saved while it runs (off the start-up path). A
+        // script this process saved before is only checked for, after the result (saved again if it was removed).
         const code = p.sourceId !== undefined ? await resolveSource(p.sourceId, ctx) : p.code!;
+        const known = p.sourceId === undefined ? knownSourceId(code) : undefined;
+        if (known) setImmediate(() => saveSource(code).catch(() => undefined));
         const saving: Promise<string | undefined> =
-          p.sourceId !== undefined ? Promise.resolve(p.sourceId) : saveSource(code).catch(() => undefined);
+          p.sourceId !== undefined || known
+            ? Promise.resolve(p.sourceId ?? known)
+            : saveSource(code).catch(() => undefined);
         const supervisor = getHost();
         // The Pi tools this run's Python may await (extension/calls.ts), as callable at this moment.
         const tools = withCompletion(
@@ -79,7 +84,7 @@ export function registerCodeExecutionTool(
           options.completionModels ?? (() => ({ smol: undefined, slow: undefined })),
         );
         // The sourceId is the script's digest: known before the file is saved, so every update can name it.
-        const tags = { sourceId: p.sourceId ?? sourceIdOf(code), ...(p.session ? { session: p.session } : {}) };
+        const tags = { sourceId: p.sourceId ?? known ?? sourceIdOf(code), ...(p.session ? { session: p.session } : {}) };
         const live = onUpdate ? liveUpdates(onUpdate, tags) : undefined;
         const display = new DisplayCollector(options.display?.() ?? { maxImages: 8, maxImageBytes: 5 * 1024 * 1024 });
         const result = await supervisor.run(

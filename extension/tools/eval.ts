@@ -24,7 +24,10 @@ const DESCRIPTION = [
   `\`timeout\` (seconds, default ${DEFAULT_EVAL_TIMEOUT_S}, 1..${MAX_EVAL_TIMEOUT_S}) counts its own work only: time spent awaiting a tool call or`,
   "completion() is not counted. In Python: `display(obj)` shows images, markdown, HTML and JSON (the last expression too);",
   "`await <tool>(...)` calls Pi tools; `completion(prompt, schema=...)` asks the model one stateless question.",
-  "Do not shell out to `python -c` for ad-hoc code; use this tool.",
+  "In JavaScript (Node): `return` works too and the trailing value shows (objects as JSON); `display(value)`,",
+  "`await read(path)`, `await write(path, content)`, `env(name)`, `await completion(prompt, { schema })` and",
+  "`await tool.<name>({...})` for Pi tools; `import` resolves from the working directory (local files reload each cell).",
+  "Do not shell out to `python -c` or `node -e` for ad-hoc code; use this tool.",
 ].join(" ");
 
 export interface EvalToolLinks {

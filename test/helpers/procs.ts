@@ -65,3 +65,49 @@ export function hostPidIn(inner: number, roots: number[]): number | undefined {
   }
   return undefined;
 }
+
+/** Live processes whose session id (field 6 of /proc/<pid>/stat) is `sid`. */
+export function sessionMembers(sid: number): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const [state, , , session] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(session) === sid && state !== "Z") found.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+/** Live processes in the same cgroup v2 as `pid` (none if it is in the root cgroup or has no v2 cgroup). */
+export function cgroupPeers(pid: number): number[] {
+  try {
+    const path = /^0::(.+)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, "utf8"))?.[1];
+    if (!path || path === "/") return [];
+    const mount = readFileSync("/proc/self/mountinfo", "utf8")
+      .split("\n")
+      .find((l) => l.split(" - ")[1]?.startsWith("cgroup2 "))
+      ?.split(" ")[4];
+    if (!mount) return [];
+    return readFileSync(`${mount}${path}/cgroup.procs`, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map(Number)
+      .filter(pidAlive);
+  } catch {
+    return [];
+  }
+}
+
+/** The parent pid of `pid` (0 when it is gone). */
+export function parentOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return 0;
+  }
+}

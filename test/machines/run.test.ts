@@ -111,7 +111,7 @@ const RUN_EVENTS = {
   "runner.exited": [{ type: "runner.exited", at: 40, code: 1, signal: null }],
   "runner.failed": [{ type: "runner.failed", at: 40, message: "fatal: bad frame" }],
   "run.cancel": [{ type: "run.cancel", at: 5, runId: RUN_ID }],
-  // Nested tool calls spawn children of their own: test/tool-call-machine.test.ts drives them.
+  // Nested tool calls spawn children of their own: test/machines/tool-call.test.ts drives them.
   "runner.tool_call": [],
   "runner.tool_cancel": [],
 } satisfies Record<string, Array<RunnerFact | { type: "run.cancel"; at: number; runId: string }>>;

@@ -59,7 +59,7 @@ const SESSION_EVENTS: Table = {
   "run.start": [{ ...FIRST_RUN, at: 50, runId: "s2" }],
   "session.close": [{ type: "session.close", at: 60 }],
   "xstate.done.actor.*": [{ type: "xstate.done.actor.run:s1", actorId: "run:s1", output: undefined }],
-  // Nested tool calls and their records only pass through the session (test/tool-call-machine.test.ts).
+  // Nested tool calls and their records only pass through the session (test/machines/tool-call.test.ts).
   "run.nested_call": [],
   "runner.tool_call": [],
   "runner.tool_cancel": [],

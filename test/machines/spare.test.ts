@@ -1,9 +1,11 @@
 // The spare-runner machine (machines/spare.ts), one `describe` per state, under the real supervisor root with the fake
-// runner and a SimulatedClock: a fresh run with a spare key keeps one spare warming or ready for that key.
+// runner and a SimulatedClock: a fresh run with a spare key keeps a small pool of spares warming or ready for that
+// key (one, more while runs find them still warming, at most MAX_SPARES_PER_KEY).
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startSupervisor } from "../helpers/fake-runner.ts";
 import { assertHealthy, ctx } from "../helpers/machine-scenarios.ts";
+import { MAX_SPARES_PER_KEY } from "../../machines/supervisor.ts";
 
 const KEY = "k1";
 const IDLE_MS = 60_000;
@@ -24,7 +26,7 @@ describe("warming", () => {
     freshRun(h, "r1");
     assert.equal(h.value("spare:1"), "warming");
     assert.deepEqual(h.runner.of("spare:1").input, { mode: "fresh", cwd: "/work", owner: "spare:1" });
-    assert.deepEqual(ctx(h).spares, { [KEY]: { id: "spare:1", ready: false } });
+    assert.deepEqual(ctx(h).spares, { "spare:1": { id: "spare:1", key: KEY, ready: false } });
     assertHealthy(h);
   });
 
@@ -55,22 +57,32 @@ describe("ready", () => {
     const spare = h.runner.of("spare:1");
     spare.ready();
     assert.equal(h.value("spare:1"), "ready");
-    assert.deepEqual(ctx(h).spares, { [KEY]: { id: "spare:1", ready: true } });
+    assert.deepEqual(ctx(h).spares, { "spare:1": { id: "spare:1", key: KEY, ready: true } });
     h.start({ runId: "r2", spareKey: KEY });
     assert.deepEqual(spare.types(), ["runner.handover", "stopped"], "the process is handed over, not stopped");
     assert.equal(h.runner.of("run:r2").input.adopt, "spare:1");
     assert.equal(h.ref("spare:1"), undefined, "claimed: the spare is done");
-    assert.deepEqual(ctx(h).spares, {});
+    assert.deepEqual(Object.keys(ctx(h).spares), ["spare:2"], "its replacement is the key's only spare");
     assertHealthy(h);
   });
 
-  test("the claiming run's end starts the replacement spare", () => {
+  test("the claim starts the replacement spare at once, while the claiming run still runs", () => {
     const h = startSupervisor();
     freshRun(h, "r1");
     h.runner.of("spare:1").ready();
-    const k = freshRun(h, "r2");
-    assert.equal(k.input.adopt, "spare:1");
+    h.start({ runId: "r2", spareKey: KEY });
+    assert.equal(h.runner.of("run:r2").input.adopt, "spare:1");
     assert.equal(h.value("spare:2"), "warming");
+    assert.equal(h.value("run:r2"), "starting");
+    assertHealthy(h);
+  });
+
+  test("runs that find the key's spares still warming grow its pool, up to MAX_SPARES_PER_KEY", () => {
+    const h = startSupervisor();
+    for (const id of ["r1", "r2", "r3", "r4", "r5"]) h.start({ runId: id, spareKey: KEY });
+    assert.deepEqual(Object.keys(ctx(h).spares), ["spare:1", "spare:2", "spare:3"]);
+    assert.equal(ctx(h).spareTarget[KEY], MAX_SPARES_PER_KEY);
+    for (const id of ["spare:1", "spare:2", "spare:3"]) assert.equal(h.value(id), "warming");
     assertHealthy(h);
   });
 
@@ -85,6 +97,7 @@ describe("ready", () => {
     assert.equal(h.ref("spare:1"), undefined);
     assert.deepEqual(spare.types(), ["stopped"]);
     assert.deepEqual(ctx(h).spares, {});
+    assert.deepEqual(ctx(h).spareTarget, {}, "the key's pool is forgotten with its last spare");
     assertHealthy(h);
   });
 });
