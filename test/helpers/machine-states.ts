@@ -1,6 +1,6 @@
 // What the inspector tests expect, read from XState itself: every state node of a machine, every transition in
 // `StateNode.transitions`/`always`, the active nodes of a value (`getStateNodes`), the machines a root can spawn.
-import { getStateNodes } from "xstate";
+import { createActor, getStateNodes } from "xstate";
 import type { AnyStateMachine, AnyStateNode } from "xstate";
 
 export function stateNodes(machine: AnyStateMachine): AnyStateNode[] {
@@ -54,3 +54,22 @@ export function reachableMachines(root: AnyStateMachine): Map<string, AnyStateMa
 }
 
 export const sorted = (xs: Iterable<string>) => [...xs].sort();
+
+/** The guide's rule for every machine: each state node says what it means (`description`, not empty), under the
+ * machine's own id (the inspector and the recorded logs name machines by it). */
+export function undescribedStates(machine: AnyStateMachine): string[] {
+  return stateNodes(machine)
+    .filter((n) => n !== machine.root && !(typeof n.description === "string" && n.description.trim().length > 0))
+    .map((n) => n.id);
+}
+
+/** Starts `machine` with none of its effects provided and returns the error it fails with: each placeholder actor
+ * names its machine and itself (machines/placeholder.ts), so a missing effect is never a silent hang. */
+export function missingEffectError(machine: AnyStateMachine, input: unknown): string {
+  let message = "";
+  const actor = createActor(machine, { input });
+  actor.subscribe({ error: (e) => (message = e instanceof Error ? e.message : String(e)) });
+  actor.start();
+  actor.stop();
+  return message;
+}

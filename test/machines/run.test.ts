@@ -9,6 +9,7 @@ import type { AnyActorScope, AnyMachineSnapshot } from "xstate";
 import { getAdjacencyMap, getShortestPaths, getSimplePaths } from "xstate/graph";
 import type { InstallFact, InstallInput, InstallSummary, RunnerFact, RunOutcome } from "../../machines/events.ts";
 import { runMachine, type RunInput } from "../../machines/run.ts";
+import { missingEffectError, undescribedStates } from "../helpers/machine-states.ts";
 import { supervisorWith } from "../../machines/system.ts";
 import { MAX_OPEN_CALLS, type ToolSpec } from "../../machines/tool-events.ts";
 import { RUNNER_INFO, TEST_LIMITS, createFakeRunner, startSupervisor, stateName } from "../helpers/fake-runner.ts";
@@ -1142,6 +1143,30 @@ describe("the graph", () => {
           p.state.value === "cancelled",
       ),
       wrong.map(describePath).join("\n"),
+    );
+  });
+});
+
+describe("the definition", () => {
+  test("every state is described, under the machine's id", () => {
+    assert.equal(runMachine.id, "run");
+    assert.deepEqual(undescribedStates(runMachine), []);
+  });
+
+  test("without its effects provided, a run fails at once and names the missing actor", () => {
+    const input: RunInput = {
+      runId: "r1",
+      code: "1",
+      filename: "<r1>",
+      cwd: "/w",
+      timeoutMs: 1000,
+      requestedAt: 0,
+      limits: TEST_LIMITS,
+    };
+    assert.equal(missingEffectError(runMachine, input), "run: the `runner` actor must be provided (machines/system.ts)");
+    assert.equal(
+      missingEffectError(runMachine, { ...input, dependencies: ["x==1"] }),
+      "run: the `install` actor must be provided (machines/system.ts)",
     );
   });
 });

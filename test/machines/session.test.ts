@@ -8,6 +8,7 @@ import type { AnyMachineSnapshot, EventObject } from "xstate";
 import { getShortestPaths } from "xstate/graph";
 import type { InstallFact, InstallInput, RunOutcome, RunStartEvent } from "../../machines/events.ts";
 import { sessionMachine, type SessionInput } from "../../machines/session.ts";
+import { missingEffectError, undescribedStates } from "../helpers/machine-states.ts";
 import type { ToolSpec } from "../../machines/tool-events.ts";
 import { RUNNER_INFO, TEST_LIMITS, createFakeRunner, startSupervisor } from "../helpers/fake-runner.ts";
 import { TOOLS, startSystem } from "../helpers/fake-dispatch.ts";
@@ -703,5 +704,20 @@ describe("the graph", () => {
     assert.equal(byState.get("idle"), "xstate.init > xstate.done.actor.run:s1 > runner.ready");
     assert.equal(byState.get("closing"), "xstate.init > session.close");
     assert.equal(sessionFake.instances.length, 0);
+  });
+});
+
+describe("the definition", () => {
+  test("every state is described, under the machine's id", () => {
+    assert.equal(sessionMachine.id, "session");
+    assert.deepEqual(undescribedStates(sessionMachine), []);
+  });
+
+  test("without its runner provided, a session fails at once and names the missing actor", () => {
+    const input: SessionInput = { name: "s", incarnation: 1, cwd: "/w", limits: TEST_LIMITS };
+    assert.equal(
+      missingEffectError(sessionMachine, input),
+      "session: the `runner` actor must be provided (machines/system.ts)",
+    );
   });
 });

@@ -5,7 +5,9 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startSupervisor } from "../helpers/fake-runner.ts";
 import { assertHealthy, ctx } from "../helpers/machine-scenarios.ts";
+import { missingEffectError, undescribedStates } from "../helpers/machine-states.ts";
 import { MAX_SPARES_PER_KEY } from "../../machines/supervisor.ts";
+import { spareMachine } from "../../machines/spare.ts";
 
 const KEY = "k1";
 const IDLE_MS = 60_000;
@@ -46,6 +48,32 @@ describe("warming", () => {
     assert.deepEqual(ctx(h).spares, {});
     freshRun(h, "r2");
     assert.equal(h.value("spare:2"), "warming");
+    assertHealthy(h);
+  });
+});
+
+describe("warming: the runner's input", () => {
+  test("a run's interpreter goes to its spare (and only then is named)", () => {
+    const h = startSupervisor();
+    h.start({ runId: "r1", spareKey: KEY, python: "/py/bin/python3" });
+    assert.deepEqual(h.runner.of("spare:1").input, {
+      mode: "fresh",
+      cwd: "/work",
+      owner: "spare:1",
+      python: "/py/bin/python3",
+    });
+  });
+
+  test("a runner that fails to start fails the spare, warming or ready", () => {
+    const h = startSupervisor();
+    freshRun(h, "r1");
+    h.runner.of("spare:1").failed("no such interpreter");
+    assert.equal(h.ref("spare:1"), undefined);
+    assert.deepEqual(ctx(h).spares, {});
+    freshRun(h, "r2");
+    h.runner.of("spare:2").ready();
+    h.runner.of("spare:2").failed("lost");
+    assert.equal(h.ref("spare:2"), undefined);
     assertHealthy(h);
   });
 });
@@ -112,5 +140,17 @@ describe("retired at shutdown", () => {
     assert.equal(h.runner.of("spare:1").stopped, true);
     assert.deepEqual(h.children(), []);
     assertHealthy(h);
+  });
+});
+
+describe("the definition", () => {
+  test("every state is described, under the machine's id", () => {
+    assert.equal(spareMachine.id, "spare");
+    assert.deepEqual(undescribedStates(spareMachine), []);
+  });
+
+  test("without its runner provided, a spare fails at once and names the missing actor", () => {
+    const message = missingEffectError(spareMachine, { id: "spare:1", key: KEY, cwd: "/w", idleMs: IDLE_MS });
+    assert.equal(message, "spare: the `runner` actor must be provided (machines/system.ts)");
   });
 });

@@ -11,6 +11,8 @@ import { runMachine } from "../../machines/run.ts";
 import { sessionMachine } from "../../machines/session.ts";
 import { spareMachine } from "../../machines/spare.ts";
 import { supervisorMachine } from "../../machines/supervisor.ts";
+import { createActor } from "xstate";
+import { undescribedStates } from "../helpers/machine-states.ts";
 import { TEST_LIMITS, createFakeRunner, startSupervisor } from "../helpers/fake-runner.ts";
 import { analysable, alphabet, byValue, describePath, handled } from "../helpers/machine-graph.ts";
 import {
@@ -369,5 +371,22 @@ describe("the graph", () => {
       ["serving", "xstate.init"],
       ["stopping", "xstate.init > supervisor.shutdown"],
     ]);
+  });
+});
+
+describe("the definition", () => {
+  test("every state is described, under the machine's id", () => {
+    assert.equal(supervisorMachine.id, "supervisor");
+    assert.deepEqual(undescribedStates(supervisorMachine), []);
+  });
+
+  test("without its preparation provided, the first request fails the supervisor, naming the missing actor", () => {
+    const actor = createActor(supervisorMachine, { input: { limits: TEST_LIMITS } });
+    let message = "";
+    actor.subscribe({ error: (e) => (message = (e as Error).message) });
+    actor.start();
+    actor.send({ type: "run.start", at: 0, runId: "r1", code: "1", cwd: "/w", timeoutMs: 1000 } as RunStartEvent);
+    assert.equal(message, "supervisor: the `prepare` actor must be provided (machines/system.ts)");
+    actor.stop();
   });
 });

@@ -5,6 +5,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { SimulatedClock, createActor } from "xstate";
 import { toolCallMachine } from "../../machines/tool-call.ts";
+import { undescribedStates } from "../helpers/machine-states.ts";
 import { CALL, createFakeDispatch } from "../helpers/fake-dispatch.ts";
 
 function startCall(options: { throwOnStart?: string } = {}) {
@@ -87,5 +88,12 @@ describe("stopped with its run", () => {
     dispatch.instances[0]!.validated();
     actor.stop();
     assert.equal(dispatch.instances[0]!.stopped, true);
+  });
+});
+
+describe("the definition", () => {
+  test("every state is described, under the machine's id", () => {
+    assert.equal(toolCallMachine.id, "toolCall");
+    assert.deepEqual(undescribedStates(toolCallMachine), []);
   });
 });
