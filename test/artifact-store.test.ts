@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
   chmodSync,
+  chownSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -61,7 +62,10 @@ function capture(writes: ["stdout" | "stderr", string | Buffer][], limit?: numbe
 const unavailable =
   (re: RegExp, missing = false) =>
   (e: Error) =>
-    e instanceof ArtifactUnavailableError && re.test(e.message) && e.missing === missing;
+    e instanceof ArtifactUnavailableError &&
+    e.name === "ArtifactUnavailableError" &&
+    re.test(e.message) &&
+    e.missing === missing;
 
 describe("the transcript and its counts", () => {
   const cases: { name: string; writes: ["stdout" | "stderr", string][]; text: string; lines: number }[] = [
@@ -498,6 +502,33 @@ describe("file rules (artifact-fs)", () => {
     assert.equal((await readVerified(join(base, "empty"), "x", 0)).length, 0);
   });
 
+  // Root can give files away; other users cannot, and then there is nothing of another user's to refuse.
+  const asRoot = process.getuid?.() === 0 ? false : "needs root to chown";
+  test("a directory or file of another user is refused", { skip: asRoot }, async () => {
+    const base = tmp();
+    const dir = join(base, "theirs");
+    mkdirSync(dir, { mode: 0o700 });
+    chownSync(dir, 65534, 65534);
+    await assert.rejects(ensurePrivateDir(dir), unavailable(/^\/.*\/theirs belongs to another user$/));
+    const file = join(base, "f");
+    writeFileSync(file, "12345", { mode: 0o600 });
+    chownSync(file, 65534, 65534);
+    await assert.rejects(openVerified(file, "the file"), unavailable(/^the file belongs to another user$/));
+    await assert.rejects(readVerified(file, "the file", 5), unavailable(/^the file belongs to another user$/));
+  });
+
+  test("readVerified closes its file whether it reads or refuses it", async () => {
+    const file = join(tmp(), "f");
+    writeFileSync(file, "12345", { mode: 0o600 });
+    const fds = () => readdirSync("/proc/self/fd").length;
+    const before = fds();
+    for (let i = 0; i < 20; i++) {
+      await readVerified(file, "f", 5);
+      await assert.rejects(readVerified(file, "f", 4));
+    }
+    assert.equal(fds(), before);
+  });
+
   test("writeTemp: a private hidden file, removed when filling fails; placeOnce never replaces", async () => {
     const dir = tmp();
     const path = await writeTemp(dir, async (h) => void (await h.write(Buffer.from("data"))));
@@ -554,6 +585,14 @@ describe("file rules (artifact-fs)", () => {
     assert.equal(charStart(Buffer.from([0xe2, 0x82, 0xac, 0x80]), 3), 3);
     assert.equal(charStart(Buffer.from([0xf0, 0x9d, 0x84, 0x9e]), 3), 0);
     assert.equal(charStart(Buffer.from([0x80, 0x80, 0x80, 0x80, 0x80]), 4), 4, "no lead within 3 bytes");
+    // The lowest lead of each length: U+0800 (e0 a0 80) is one character; c0 leads two bytes (overlong, invalid,
+    // but one unit all the same); f8 and above lead nothing.
+    assert.equal(charStart(Buffer.from("\u0800"), 2), 0);
+    assert.equal(charStart(Buffer.from([0xc0, 0x80]), 1), 0);
+    assert.equal(charStart(Buffer.from([0xf8, 0x80, 0x80, 0x80]), 3), 3);
+    assert.equal(charStart(Buffer.from([0xf7, 0x80, 0x80, 0x80]), 3), 0);
+    // A byte that is not a continuation starts its own character, even after a truncated sequence.
+    assert.equal(charStart(Buffer.from([0xe2, 0x82, 0x41]), 2), 2);
   });
 
   test("checkPage and pageBounds", () => {
