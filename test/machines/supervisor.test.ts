@@ -245,6 +245,73 @@ describe("serving: routing", () => {
   });
 });
 
+describe("serving: languages and replacements", () => {
+  const input = (h: ReturnType<typeof startSupervisor>, id: string) =>
+    (h.ref(id)!.getSnapshot() as { context: Record<string, unknown> }).context;
+
+  test("JavaScript runs only in a session: a fresh JavaScript run is refused, nothing starts", () => {
+    const h = startSupervisor();
+    h.start({ runId: "j", language: "js" });
+    assert.equal(h.finished.length, 1);
+    assert.equal(h.finished[0]!.message, "JavaScript runs only in a session (eval's js cells).");
+    assert.deepEqual(h.children(), []);
+    assertHealthy(h);
+  });
+
+  test("a session runs one language: a run of the other one is refused, naming both", () => {
+    const h = startSupervisor();
+    h.start({ runId: "j1", session: "js", language: "js" });
+    assert.deepEqual(ctx(h).sessions.js, { incarnation: 1, status: "alive", cwd: CWD, language: "js", busyRunId: "j1" });
+    assert.equal(input(h, "session:js").language, "js");
+    const js = h.runner.of("session:js");
+    js.ready();
+    js.started("j1");
+    js.done("j1");
+    h.start({ runId: "p1", session: "js" });
+    assert.equal(h.outcome("p1").message, 'Session "js" runs JavaScript; use another session name for Python.');
+    sessionRunning(h, "py", "p2").done("p2");
+    h.start({ runId: "j2", session: "py", language: "js" });
+    assert.equal(h.outcome("j2").message, 'Session "py" runs Python; use another session name for JavaScript.');
+    assert.equal(h.outcome("j2").session?.incarnation, 1);
+    assert.equal(input(h, "session:py").language, undefined, "a Python session's input names no language");
+  });
+
+  test("another interpreter or working directory replaces a live session, saying what it replaced", () => {
+    const h = startSupervisor();
+    const k1 = sessionRunning(h, "s", "s1");
+    k1.done("s1");
+    h.start({ runId: "s2", session: "s", python: "/py/a" });
+    assert.deepEqual(input(h, "session:s").replaced, { reason: "interpreter", from: "the default interpreter" });
+    const k2 = h.runner.of("session:s");
+    k2.ready();
+    k2.started("s2");
+    k2.done("s2");
+    h.start({ runId: "s3", session: "s", python: "/py/b" });
+    assert.deepEqual(input(h, "session:s").replaced, { reason: "interpreter", from: "/py/a" });
+    const k3 = h.runner.of("session:s");
+    k3.ready();
+    k3.started("s3");
+    k3.done("s3");
+    h.start({ runId: "s4", session: "s", python: "/py/b", cwd: "/elsewhere" });
+    assert.deepEqual(input(h, "session:s").replaced, { reason: "cwd", from: CWD });
+    assert.equal(ctx(h).sessions.s?.incarnation, 4);
+  });
+
+  test("the backend's label and a request's own limits reach the fresh run and the session", () => {
+    const h = startSupervisor();
+    const limits = { ...TEST_LIMITS, graceMs: 7 };
+    h.start({ runId: "r1", backend: "sandbox", limits });
+    assert.equal(input(h, "run:r1").backend, "sandbox");
+    assert.deepEqual(input(h, "run:r1").limits, limits);
+    h.start({ runId: "s1", session: "s", backend: "remote", limits });
+    assert.equal(input(h, "session:s").backend, "remote");
+    assert.deepEqual(input(h, "session:s").limits, limits);
+    h.start({ runId: "r2" });
+    assert.equal(input(h, "run:r2").backend, undefined);
+    assert.deepEqual(input(h, "run:r2").limits, TEST_LIMITS);
+  });
+});
+
 describe("stopping", () => {
   test("supervisor.shutdown: cancels fresh runs, closes sessions, refuses new runs", () => {
     const h = startSupervisor();
