@@ -19,6 +19,7 @@ import type {
 } from "../../machines/events.ts";
 import { sessionPhase } from "../../machines/session.ts";
 import type { SupervisorEvent } from "../../machines/supervisor.ts";
+import type { SupervisorInput } from "../../machines/supervisor-context.ts";
 import { supervisorWith, type BoundaryActors } from "../../machines/system.ts";
 
 export type RunnerReceived = RunnerCommand | { type: "stopped" };
@@ -173,6 +174,8 @@ export interface HarnessOptions {
   prepare?: AnyActorLogic;
   /** The dependency installer (default: the run's placeholder, which fails). */
   install?: AnyActorLogic;
+  /** The shell-session pool's bounds (the supervisor's `exec` input; default DEFAULT_EXEC_POOL). */
+  exec?: SupervisorInput["exec"];
 }
 
 /** Starts the provided supervisor as the root (`systemId: "supervisor"`) with a SimulatedClock and records what a
@@ -225,7 +228,13 @@ export function startSupervisor(options: HarnessOptions = {}) {
       ...(options.prepare ? { prepare: options.prepare } : {}),
       ...(options.install ? { install: options.install } : {}),
     }),
-    { id: "supervisor", systemId: "supervisor", input: { limits }, clock, inspect },
+    {
+      id: "supervisor",
+      systemId: "supervisor",
+      input: { limits, ...(options.exec ? { exec: options.exec } : {}) },
+      clock,
+      inspect,
+    },
   );
   actor.on("run.finished", (e) => finished.push(e.outcome));
   actor.subscribe({ error: (err) => errors.push(err) });

@@ -14,6 +14,9 @@ import { supervisorMachine } from "../../machines/supervisor.ts";
 import { createActor } from "xstate";
 import { undescribedStates } from "../helpers/machine-states.ts";
 import { TEST_LIMITS, createFakeRunner, startSupervisor } from "../helpers/fake-runner.ts";
+import { DEFAULT_EXEC_POOL } from "../../machines/exec-pool.ts";
+
+const TEST_EXEC_LIMITS = DEFAULT_EXEC_POOL.limits;
 import { analysable, alphabet, byValue, describePath, handled } from "../helpers/machine-graph.ts";
 import {
   SHUTDOWN,
@@ -309,6 +312,45 @@ describe("serving: languages and replacements", () => {
     h.start({ runId: "r2" });
     assert.equal(input(h, "run:r2").backend, undefined);
     assert.deepEqual(input(h, "run:r2").limits, TEST_LIMITS);
+  });
+});
+
+describe("serving: the shell-session pool", () => {
+  const pool = (h: ReturnType<typeof startSupervisor>) =>
+    h.ref("exec:pool")?.getSnapshot() as { value: string; context: { maxSessions: number } } | undefined;
+
+  test("exec.open creates the pool once, with the supervisor's bounds (else the defaults); commands reach it", () => {
+    const h = startSupervisor();
+    assert.equal(pool(h), undefined, "no pool before the first use");
+    h.send({ type: "exec.open", at: h.now() });
+    const first = h.ref("exec:pool");
+    assert.equal(pool(h)?.value, "serving");
+    assert.equal(pool(h)?.context.maxSessions, 64);
+    h.send({ type: "exec.open", at: h.now() });
+    assert.equal(h.ref("exec:pool"), first, "opened again: the same pool");
+    h.send({ type: "exec.shutdown", at: h.now() });
+    assert.equal(pool(h)?.value, "stopping", "an exec command is forwarded to the pool");
+    const own = startSupervisor({ exec: { maxSessions: 2, protectedCount: 1, limits: TEST_EXEC_LIMITS, debounceMs: 5 } });
+    own.send({ type: "exec.open", at: own.now() });
+    assert.equal(pool(own)?.context.maxSessions, 2);
+  });
+
+  test("an exec command before the pool exists is dropped, not an error", () => {
+    const h = startSupervisor();
+    h.send({ type: "exec.shutdown", at: h.now() });
+    assert.equal(pool(h), undefined);
+    assertHealthy(h);
+  });
+
+  test("shutdown stops the pool; a pool opened during shutdown starts stopping", () => {
+    const h = startSupervisor();
+    h.send({ type: "exec.open", at: h.now() });
+    h.shutdown();
+    assert.equal(pool(h)?.value, "stopping");
+    const late = startSupervisor();
+    late.shutdown();
+    late.send({ type: "exec.open", at: late.now() });
+    assert.equal(pool(late)?.value, "stopping");
   });
 });
 
