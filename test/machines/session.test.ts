@@ -259,6 +259,90 @@ describe("starting", () => {
   });
 });
 
+describe("starting: what the process and each run are given", () => {
+  const runInput = (h: ReturnType<typeof startSupervisor>, runId: string) =>
+    (h.ref(`run:${runId}`)!.getSnapshot() as { context: Record<string, unknown> }).context;
+  /** The next run `runId` in the idle session `name`, finished at once. */
+  const another = (h: ReturnType<typeof startSupervisor>, name: string, runId: string, extra = {}) => {
+    const k = h.runner.of(`session:${name}`);
+    h.start({ runId, session: name, ...extra });
+    const context = { ...runInput(h, runId) };
+    k.started(runId);
+    k.done(runId);
+    return context;
+  };
+
+  test("a JavaScript session: its process and runs are JavaScript, its files cell-N.js", () => {
+    const h = startSupervisor();
+    h.start({ runId: "j1", session: "js", language: "js" });
+    const k = h.runner.of("session:js");
+    assert.deepEqual(k.input, { mode: "session", cwd: "/work", owner: "session:js", language: "js" });
+    assert.deepEqual([runInput(h, "j1").filename, runInput(h, "j1").language], ["cell-1.js", "js"]);
+    k.ready();
+    k.started("j1");
+    k.done("j1");
+    assert.equal(another(h, "js", "j2", { language: "js" }).filename, "cell-2.js");
+  });
+
+  test("a Python session's runs are script-N.py, or cell-N.py for notebook cells; the interpreter is named", () => {
+    const h = startSupervisor();
+    h.start({ runId: "s1", session: "s", python: "/py/bin/python3" });
+    const k = h.runner.of("session:s");
+    assert.deepEqual(k.input, { mode: "session", cwd: "/work", owner: "session:s", python: "/py/bin/python3" });
+    assert.deepEqual([runInput(h, "s1").filename, runInput(h, "s1").python], ["script-1.py", "/py/bin/python3"]);
+    assert.equal(runInput(h, "s1").language, undefined);
+    k.ready();
+    k.started("s1");
+    k.done("s1");
+    const cell = another(h, "s", "s2", { python: "/py/bin/python3", cell: { index: 1, count: 2 } });
+    assert.deepEqual([cell.filename, cell.cell], ["cell-2.py", { index: 1, count: 2 }]);
+  });
+
+  test("only the first run of an incarnation says what it replaced; the request's extras reach every run", () => {
+    const h = startSupervisor();
+    sessionRunning(h, "s", "s1").done("s1");
+    h.start({ runId: "s2", session: "s", python: "/py/a" });
+    assert.deepEqual((runInput(h, "s2").session as { replaced?: unknown }).replaced, {
+      reason: "interpreter",
+      from: "the default interpreter",
+    });
+    const k = h.runner.of("session:s");
+    k.ready();
+    k.started("s2");
+    k.done("s2");
+    const next = another(h, "s", "s3", {
+      python: "/py/a",
+      notes: ["a note"],
+      surface: "python",
+      chdir: "/work/sub",
+      result: "value",
+      budget: "work",
+      backend: "sandbox",
+      limits: { ...TEST_LIMITS, graceMs: 9 },
+    });
+    assert.equal((next.session as { replaced?: unknown }).replaced, undefined);
+    assert.deepEqual(
+      [next.notes, next.surface, next.chdir, next.result, next.budget, next.backend, next.limits],
+      [["a note"], "python", "/work/sub", "value", "work", "sandbox", { ...TEST_LIMITS, graceMs: 9 }],
+    );
+    const plain = another(h, "s", "s4", { python: "/py/a" });
+    assert.deepEqual(
+      [plain.notes, plain.surface, plain.chdir, plain.result, plain.budget, plain.backend, plain.limits],
+      [undefined, undefined, undefined, undefined, undefined, undefined, TEST_LIMITS],
+    );
+  });
+
+  test("a session started on a backend labels every run with it", () => {
+    const h = startSupervisor();
+    h.start({ runId: "b1", session: "b", backend: "remote" });
+    const k = h.runner.of("session:b");
+    k.ready();
+    k.started("b1");
+    k.done("b1");
+    assert.equal(another(h, "b", "b2").backend, "remote");
+  });
+});
+
 describe("idle", () => {
   test("next run reuses the process: ready at once, script-2.py, started false", () => {
     const h = startSupervisor();
