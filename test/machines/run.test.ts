@@ -9,6 +9,8 @@ import type { AnyActorScope, AnyMachineSnapshot } from "xstate";
 import { getAdjacencyMap, getShortestPaths, getSimplePaths } from "xstate/graph";
 import type { InstallFact, InstallInput, InstallSummary, RunnerFact, RunOutcome } from "../../machines/events.ts";
 import { runMachine, type RunInput } from "../../machines/run.ts";
+import { initialContext, type RunContext } from "../../machines/run-context.ts";
+import { exitedOutcome, failedOutcome, finishedOutcome, requestOutcome } from "../../machines/run-outcome.ts";
 import { missingEffectError, undescribedStates } from "../helpers/machine-states.ts";
 import { supervisorWith } from "../../machines/system.ts";
 import { MAX_OPEN_CALLS, type ToolSpec } from "../../machines/tool-events.ts";
@@ -319,6 +321,8 @@ describe("installing", () => {
     const o = h.finished[0];
     assert.equal(o.status, "timeout");
     assert.equal(o.stage, "install");
+    assert.equal(o.stopReason, "timeout");
+    assert.equal(o.message, "dependency installation did not finish within the 2 s timeout; the code did not run");
     assert.equal(o.durationMs, 2000);
     assert.equal(o.session?.isLost, false);
     assert.ok(h.installs[0].stopped, "the installer is stopped");
@@ -347,6 +351,9 @@ describe("installing", () => {
     const o = h.finished[0];
     assert.equal(o.status, "cancelled");
     assert.equal(o.stage, "install");
+    assert.equal(o.stopReason, "cancelled");
+    assert.equal(o.message, "cancelled during dependency installation; the code did not run");
+    assert.equal(o.finishedAt, 100, "it ends when it was cancelled");
     assert.ok(h.installs[0].stopped);
     assert.equal(h.runner.instances.length, 0);
   });
@@ -1043,6 +1050,85 @@ describe("finished and draining", () => {
 });
 
 // Paths generated from the machine's graph (xstate/graph), each replayed on a real run `g` under the real supervisor.
+describe("finished: what the outcome says (machines/run-outcome.ts)", () => {
+  const base: RunInput = {
+    runId: "r1",
+    code: "1",
+    filename: "script.py",
+    cwd: "/w",
+    timeoutMs: 1000,
+    requestedAt: 100,
+    limits: TEST_LIMITS,
+  };
+  const context = (extra: Partial<RunContext> = {}): RunContext => ({ ...initialContext(base), ...extra });
+  const exited = (code: number | null, signal: string | null) =>
+    ({ type: "runner.exited", at: 150, code, signal }) satisfies RunnerFact;
+
+  test("a process that exits before user code: which runtime, and the signal or the exit code", () => {
+    assert.equal(exitedOutcome(context(), exited(3, null), false).message, "Python exited during start-up (exit code 3)");
+    const js = exitedOutcome(context({ language: "js" }), exited(null, "SIGKILL"), false);
+    assert.deepEqual(
+      [js.status, js.message, js.signal, js.exitCode],
+      ["setup_error", "The JavaScript runtime exited during start-up (SIGKILL)", "SIGKILL", undefined],
+    );
+    const told = exitedOutcome(context({ message: "already said" }), exited(1, null), false);
+    assert.equal(told.message, "already said", "a message the run already has is kept");
+  });
+
+  test("after user code: exit 0 without a signal is success, anything else a runtime error; a session is lost", () => {
+    assert.equal(exitedOutcome(context(), exited(0, null)).status, "success");
+    assert.equal(exitedOutcome(context(), exited(0, "SIGTERM")).status, "runtime_error");
+    assert.equal(exitedOutcome(context(), exited(2, null)).status, "runtime_error");
+    assert.equal(exitedOutcome(context({ stopReason: "timeout" }), exited(0, null)).status, "timeout");
+    const session = { name: "s", ordinal: 2, incarnation: 1, started: false };
+    const lost = exitedOutcome(context({ session }), exited(1, null));
+    assert.deepEqual(lost.session, { ...session, isLost: true });
+    assert.equal(lost.message, undefined, "no start-up message after user code started");
+  });
+
+  test("a runner failure: setup or runtime error, its hint, and a session lost only after user code started", () => {
+    const session = { name: "s", ordinal: 1, incarnation: 1, started: true };
+    const failed = { type: "runner.failed", at: 120, message: "gone", hint: { id: "h", text: "try" } } satisfies RunnerFact;
+    const before = failedOutcome(context({ session }), failed, false);
+    assert.deepEqual([before.status, before.message, before.hints, before.session?.isLost], [
+      "setup_error",
+      "gone",
+      [{ id: "h", text: "try" }],
+      false,
+    ]);
+    const after = failedOutcome(context({ session }), { ...failed, hint: undefined }, true);
+    assert.deepEqual([after.status, after.hints, after.session?.isLost], ["runtime_error", undefined, true]);
+  });
+
+  test("a finished run: its exit code, reloaded and already loaded modules (only when there are any)", () => {
+    const done = {
+      type: "runner.done",
+      at: 130,
+      runId: "r1",
+      exitCode: 0,
+      displayedValue: true,
+      error: null,
+      reloaded: ["mod"],
+      alreadyLoaded: ["pkg"],
+    } satisfies RunnerFact;
+    const o = finishedOutcome(context({ notes: ["n"] }), done);
+    assert.deepEqual(
+      [o.status, o.exitCode, o.displayedValue, o.reloaded, o.alreadyLoaded, o.notes, o.durationMs],
+      ["success", 0, true, ["mod"], ["pkg"], ["n"], 30],
+    );
+    const bare = finishedOutcome(context(), { ...done, exitCode: 1, reloaded: [], alreadyLoaded: [] });
+    assert.deepEqual([bare.status, bare.reloaded, bare.alreadyLoaded, bare.notes], ["runtime_error", undefined, undefined, undefined]);
+  });
+
+  test("a request no run served: ordinal 0 in its session, never a negative duration, empty notes left out", () => {
+    const o = requestOutcome({ runId: "q", at: 50, session: "s", notes: [] }, "setup_error", { at: 40, incarnation: 2 });
+    assert.deepEqual(o.session, { name: "s", ordinal: 0, incarnation: 2, started: false, isLost: false });
+    assert.equal(o.durationMs, 0);
+    assert.equal(o.notes, undefined);
+    assert.equal(o.finishedAt, 40);
+  });
+});
+
 describe("the graph", () => {
   test("the analysis has no side effects: no runner started", () => {
     getShortestPaths(runLogic, runOptions(byValueAndFlags));
