@@ -918,9 +918,13 @@ describe("stopping.interrupted", () => {
     );
     h.call(k, "r1", "c2"); // a call from cleanup code after the interrupt: never started
     assert.equal(h.results(k)[0]!.status, "cancelled");
-    assert.match(h.results(k)[0]!.text, /being stopped/);
+    assert.match(h.results(k)[0]!.text, /^\S.*: the run is being stopped \(timeout or cancellation\); no new tool calls start\.$/);
     k.done("r1", { exitCode: 130, error: "interrupt" });
     assert.equal(h.value("run:r1"), "draining", "waits for the open call's after handler");
+    h.call(k, "r1", "c3"); // a call that arrives after the run's code ended: never started either
+    assert.equal(h.results(k)[1]!.status, "cancelled");
+    assert.match(h.results(k)[1]!.text, /^\S.*: the run has ended; no new tool calls start\.$/);
+    assert.equal(h.spawned.length, 1, "neither refused call was started");
     assert.equal(h.finished.length, 0);
     h.clock.increment(20);
     d.finish("cancelled", { durationMs: 1012 });
@@ -931,6 +935,7 @@ describe("stopping.interrupted", () => {
       [
         [1, "cancelled"],
         [2, "cancelled"],
+        [3, "cancelled"],
       ],
     );
     assert.equal(h.calls("r1")[0]!.durationMs, 1012);
