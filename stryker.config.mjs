@@ -4,7 +4,7 @@
 // do). Results: reports/stryker/<group>.json (mutation-testing-report schema), summarised in docs/reliability.md.
 // Incremental: a re-run only tests mutants whose code or tests changed.
 
-import { writeFileSync } from "node:fs";
+import { globSync, readFileSync, writeFileSync } from "node:fs";
 
 /** Test files per group: fast (no Pi session, few real processes), and together covering the group's code. */
 export const GROUPS = {
@@ -73,8 +73,28 @@ writeFileSync(
   `${JSON.stringify({ extends: "./tsconfig.json", include: [...group.mutate, ...group.tests] }, null, 2)}\n`,
 );
 
+// Stryker 10.1's instrumenter places a mutant inside a destructuring declaration's computed key
+// (`let { [claimed ?? ""]: _taken, ...spares } = c.spares;`) as an if/else around the declaration, so the
+// declared names go out of scope and the unmutated code breaks (the dry run fails). Such lines are left out of the
+// mutation ranges (today one: machines/supervisor-context.ts, `claimed ?? ""`), and listed in docs/reliability.md.
+const UNINSTRUMENTABLE = /^\s*(let|const|var) \{[^}]*\[[^\]]*(\?\?|\|\||&&|["'`])[^\]]*\]:/;
+function mutationRanges(pattern) {
+  return globSync(pattern).flatMap((file) => {
+    const lines = readFileSync(file, "utf8").split("\n");
+    const skip = lines.flatMap((line, i) => (UNINSTRUMENTABLE.test(line) ? [i + 1] : []));
+    if (!skip.length) return [file];
+    const ranges = [];
+    let from = 1;
+    for (const n of [...skip, lines.length + 1]) {
+      if (n > from) ranges.push(`${file}:${from}-${n - 1}`);
+      from = n + 1;
+    }
+    return ranges;
+  });
+}
+
 export default {
-  mutate: group.mutate,
+  mutate: group.mutate.flatMap(mutationRanges),
   testRunner: "command",
   commandRunner: {
     // Each file run directly (`node file`, in-process, no `--test` child per file: ~25-45% less per mutant,
