@@ -25,7 +25,7 @@ import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { ArtifactUnavailableError } from "../store/artifact-fs.ts";
+import { ArtifactUnavailableError, readVerified } from "../store/artifact-fs.ts";
 import { readOutputPage, saveOutputArtifact, type OutputRef } from "../store/artifacts.ts";
 import { RunOutput } from "../actors/process/output.ts";
 import { loadSource, saveSource } from "../store/sources.ts";
@@ -253,6 +253,28 @@ describe("the transcript changed in place while it is read (3 MiB: several chunk
     );
     assert.equal(page.text, text.slice(-100));
     await refusedWithin(readOutputPage(a.ref.outputId, {}, a.root), /readable or writable by others/);
+  });
+});
+
+describe("a small verified file (a sidecar, a source) truncated after its size was taken", () => {
+  test("refused as changed while it was read, at once", async () => {
+    const file = join(tmp("pcs-shrink-"), "f.json");
+    writeFileSync(file, "x".repeat(1000), { mode: 0o600 });
+    let cut = false;
+    const truncateFirst = (orig: Fn) =>
+      async function (this: unknown, ...args: any[]) {
+        if (!cut) {
+          cut = true;
+          const fd = openSync(file, "r+");
+          ftruncateSync(fd, 400);
+          closeSync(fd);
+        }
+        return orig.apply(this, args);
+      };
+    await hooked("read", truncateFirst, () =>
+      refusedWithin(readVerified(file, "the sidecar", 4096), /^the sidecar changed while it was read$/),
+    );
+    assert.ok(cut, "the file was cut between the size check and the read");
   });
 });
 
