@@ -31,8 +31,15 @@ export const GROUPS = {
   },
   "machines-supervisor": {
     mutate: ["machines/supervisor.ts", "machines/supervisor-context.ts"],
-    // The spare pool's rules are the supervisor's (machines/supervisor-context.ts); spare.test.ts exercises them.
-    tests: ["test/machines/supervisor.test.ts", "test/machines/spare.test.ts"],
+    // The supervisor is the root of every machine test: the spare pool's rules (spare.test.ts), a session's routing,
+    // busy refusal, stop and release (session.test.ts) and a fresh run's cancel (run.test.ts) are its code too. Its
+    // own file runs first; a mutant it kills costs only that file.
+    tests: [
+      "test/machines/supervisor.test.ts",
+      "test/machines/spare.test.ts",
+      "test/machines/session.test.ts",
+      "test/machines/run.test.ts",
+    ],
   },
   "tool-machines": {
     mutate: ["machines/tool-call.ts", "machines/tool-events.ts", "machines/tool-records.ts"],
@@ -93,8 +100,23 @@ function mutationRanges(pattern) {
   });
 }
 
+// `MUTATE_RETEST=1` (npm run mutate -- --retest <group>): only the mutants the group's last full report left
+// undetected, after tests were added. Their new results go to <group>.retest.json and scripts/mutation-summary.ts
+// overrides the full report's entries with them (a test added never revives a killed mutant; a full run re-checks).
+const retest = process.env.MUTATE_RETEST === "1";
+function undetectedRanges() {
+  const report = JSON.parse(readFileSync(`reports/stryker/${name}.json`, "utf8"));
+  // Whole lines (other mutants on them are re-tested too, harmlessly): column bases differ between the two formats.
+  const ranges = Object.entries(report.files).flatMap(([file, { mutants }]) =>
+    mutants
+      .filter((m) => m.status === "Survived" || m.status === "NoCoverage")
+      .map(({ location: { start, end } }) => `${file}:${start.line}-${end.line}`),
+  );
+  return [...new Set(ranges)];
+}
+
 export default {
-  mutate: group.mutate.flatMap(mutationRanges),
+  mutate: retest ? undetectedRanges() : group.mutate.flatMap(mutationRanges),
   testRunner: "command",
   commandRunner: {
     // Each file run directly (`node file`, in-process, no `--test` child per file: ~25-45% less per mutant,
@@ -113,10 +135,10 @@ export default {
   // machine (under nice) one `node --test` of a file that takes 0.5 s alone took over the 3.6 s a 3000 ms allowance
   // gives, and a slow run counted as detected inflates the score (8 of the spare machine's 60 mutants, measured).
   timeoutMS: 10000,
-  incremental: true,
+  incremental: !retest,
   incrementalFile: `reports/stryker/${name}.incremental.json`,
   reporters: ["clear-text", "progress-append-only", "json"],
-  jsonReporter: { fileName: `reports/stryker/${name}.json` },
+  jsonReporter: { fileName: `reports/stryker/${name}${retest ? ".retest" : ""}.json` },
   clearTextReporter: { allowColor: false, logTests: false },
   tempDirName: ".stryker-tmp",
   ignorePatterns: [".tools", "reports", "test-artifacts"],

@@ -6,6 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
+# `--retest`: re-test only the mutants each group's last report left undetected (stryker.config.mjs).
+retest=0
+if [ "${1:-}" = "--retest" ]; then
+  retest=1
+  shift
+fi
 groups=("$@")
 if [ ${#groups[@]} -eq 0 ]; then
   mapfile -t groups < <(node -e 'import("./stryker.config.mjs").then((m) => console.log(Object.keys(m.GROUPS).join("\n")))')
@@ -15,6 +21,10 @@ for g in "${groups[@]}"; do
   echo "== mutation group $g"
   tests=$(MUTATE_GROUP="$g" node -e 'import("./stryker.config.mjs").then((m) => console.log(m.GROUPS[process.env.MUTATE_GROUP].tests.join(" ")))')
   # shellcheck disable=SC2086
+  if [ "$retest" = 1 ]; then
+    MUTATE_GROUP="$g" MUTATE_RETEST=1 npx stryker run stryker.config.mjs 2>&1 | tee "reports/stryker/$g.retest.log"
+    continue
+  fi
   stamp=$(cat stryker.config.mjs $tests | sha256sum | cut -c1-16)
   force=()
   if [ "$(cat "reports/stryker/$g.tests" 2>/dev/null)" != "$stamp" ]; then force=(--force); fi

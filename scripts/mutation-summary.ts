@@ -1,7 +1,7 @@
 // Summarises Stryker's JSON reports (reports/stryker/<group>.json) for docs/reliability.md: the score per group and
 // in total, and every surviving (or uncovered) mutant with its place and replacement.
 // `node scripts/mutation-summary.ts [group...]`
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 
 interface Mutant {
   id: string;
@@ -28,6 +28,17 @@ for (const group of groups) {
     continue;
   }
   const report = JSON.parse(readFileSync(path, "utf8")) as Report;
+  // A re-test of the undetected mutants (`npm run mutate -- --retest`) overrides their entries.
+  const retestPath = `reports/stryker/${group}.retest.json`;
+  if (existsSync(retestPath) && statSync(retestPath).mtimeMs > statSync(path).mtimeMs) {
+    const retest = JSON.parse(readFileSync(retestPath, "utf8")) as Report;
+    const key = (m: Mutant) =>
+      `${m.location.start.line}:${m.location.start.column}:${m.mutatorName}:${m.replacement ?? ""}`;
+    for (const [file, { mutants }] of Object.entries(retest.files)) {
+      const now = new Map(mutants.map((m) => [key(m), m.status]));
+      for (const m of report.files[file]?.mutants ?? []) m.status = now.get(key(m)) ?? m.status;
+    }
+  }
   const count: Record<string, number> = {};
   for (const [file, { source, mutants }] of Object.entries(report.files)) {
     const lines = source.split("\n");
