@@ -8,7 +8,7 @@ interface Mutant {
   mutatorName: string;
   replacement?: string;
   status: string;
-  location: { start: { line: number; column: number } };
+  location: { start: { line: number; column: number }; end: { line: number; column: number } };
 }
 interface Report {
   files: Record<string, { source: string; mutants: Mutant[] }>;
@@ -33,7 +33,7 @@ for (const group of groups) {
   if (existsSync(retestPath) && statSync(retestPath).mtimeMs > statSync(path).mtimeMs) {
     const retest = JSON.parse(readFileSync(retestPath, "utf8")) as Report;
     const key = (m: Mutant) =>
-      `${m.location.start.line}:${m.location.start.column}:${m.mutatorName}:${m.replacement ?? ""}`;
+      `${JSON.stringify(m.location)}:${m.mutatorName}:${m.replacement ?? ""}`;
     for (const [file, { mutants }] of Object.entries(retest.files)) {
       const now = new Map(mutants.map((m) => [key(m), m.status]));
       for (const m of report.files[file]?.mutants ?? []) m.status = now.get(key(m)) ?? m.status;

@@ -354,6 +354,123 @@ describe("serving: the shell-session pool", () => {
   });
 });
 
+describe("serving: what a request becomes", () => {
+  const context = (h: ReturnType<typeof startSupervisor>, id: string) =>
+    (h.ref(id)!.getSnapshot() as { context: Record<string, unknown> }).context;
+
+  test("a fresh run is script.py with the request's dependencies, tools and notes (none when it has none)", () => {
+    const h = startSupervisor({ install: fromCallback(() => {}) });
+    const calls = { callerId: "call_1", tools: [] };
+    h.start({ runId: "r1", dependencies: ["x==1"], calls, notes: ["a note"] });
+    const c = context(h, "run:r1");
+    assert.deepEqual([c.filename, c.dependencies, c.calls, c.notes], ["script.py", ["x==1"], calls, ["a note"]]);
+    h.start({ runId: "r2", dependencies: [], notes: [] });
+    const bare = context(h, "run:r2");
+    assert.ok(!("dependencies" in bare) && !("calls" in bare) && !("notes" in bare), JSON.stringify(bare));
+  });
+
+  test("a session's process gets the interpreter; a Python session names no language", () => {
+    const h = startSupervisor();
+    h.start({ runId: "s1", session: "s", python: "/py/bin/python3" });
+    const c = context(h, "session:s");
+    assert.equal(c.python, "/py/bin/python3");
+    assert.ok(!("language" in c) && !("replacedLost" in c), JSON.stringify(c));
+  });
+
+  test("a session lost while idle: its next run starts a new incarnation that says so", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    k.done("s1");
+    k.exited({ code: null, signal: "SIGKILL" });
+    assert.equal(ctx(h).sessions.s?.status, "lost");
+    h.start({ runId: "s2", session: "s" });
+    assert.equal(context(h, "session:s").replacedLost, true);
+    assert.equal(ctx(h).sessions.s?.incarnation, 2);
+  });
+
+  test("a lost JavaScript session's name may start a Python session: only a live session keeps its language", () => {
+    const h = startSupervisor();
+    h.start({ runId: "j1", session: "s", language: "js" });
+    const k = h.runner.of("session:s");
+    k.ready();
+    k.started("j1");
+    k.done("j1");
+    k.exited({ code: 1 });
+    h.start({ runId: "p1", session: "s" });
+    assert.equal(h.finished.filter((o) => o.runId === "p1").length, 0, "not refused");
+    assert.equal(context(h, "session:s").language, undefined);
+  });
+
+  test("each key keeps its own pool: a run never takes another key's ready spare", () => {
+    const h = startSupervisor();
+    h.start({ runId: "a1", spareKey: "ka" });
+    h.runner.of("spare:1").ready();
+    h.start({ runId: "b1", spareKey: "kb" });
+    assert.equal(h.runner.of("run:b1").input.adopt, undefined, "kb has no spare yet");
+    assert.equal(h.value("spare:1"), "ready", "ka's spare is still waiting");
+    assert.deepEqual(ctx(h).spareTarget, { ka: 1, kb: 1 });
+  });
+
+  test("a spare that fails leaves its key's pool the size of what is left; only runs are announced", () => {
+    const h = startSupervisor();
+    for (const id of ["r1", "r2", "r3"]) h.start({ runId: id, spareKey: "k" });
+    assert.equal(ctx(h).spareTarget.k, 3);
+    h.runner.of("spare:2").exited({ code: 1 });
+    assert.deepEqual(ctx(h).spareTarget, { k: 2 });
+    assert.deepEqual(Object.keys(ctx(h).spares), ["spare:1", "spare:3"]);
+    assert.deepEqual(h.finished, [], "a spare's end is not a run's outcome");
+  });
+});
+
+describe("serving: refusals carry the request's place", () => {
+  test("a session request whose preparation fails names the session's current incarnation", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "s1", session: "s" });
+    prepare.last().send({ type: "prepare.done", at: h.now(), runId: "s1" });
+    h.start({ runId: "s2", session: "s" });
+    prepare.last().send({ type: "prepare.failed", at: h.now(), runId: "s2", message: "bad metadata" });
+    assert.equal(h.outcome("s2").session?.incarnation, 1);
+  });
+
+  test("a fresh JavaScript request is refused when its preparation ends, not when it was made", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "j", language: "js" });
+    h.advance(30);
+    prepare.last().send({ type: "prepare.done", at: h.now(), runId: "j" });
+    assert.deepEqual([h.outcome("j").finishedAt, h.outcome("j").durationMs], [30, 30]);
+  });
+
+  test("a waiting request cancelled is never prepared: the next one after the head is", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "a" });
+    h.start({ runId: "b" });
+    h.start({ runId: "c" });
+    h.cancel("b");
+    prepare.last().send({ type: "prepare.done", at: h.now(), runId: "a" });
+    assert.equal(prepare.last().input.runId, "c");
+    assert.equal(h.finished.filter((o) => o.runId === "b").length, 1, "b ends once");
+  });
+
+  test("shutdown refuses the waiting requests once: a later cancel of one of them ends nothing again", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "a" });
+    h.start({ runId: "b" });
+    h.shutdown();
+    assert.deepEqual(h.finished.map((o) => [o.runId, o.message]), [
+      ["a", SHUTDOWN],
+      ["b", SHUTDOWN],
+    ]);
+    assert.ok(prepare.instances[0]!.stopped);
+    h.cancel("b");
+    assert.equal(h.finished.length, 2);
+    assert.deepEqual(ctx(h).queue, []);
+  });
+});
+
 describe("stopping", () => {
   test("supervisor.shutdown: cancels fresh runs, closes sessions, refuses new runs", () => {
     const h = startSupervisor();
