@@ -240,14 +240,22 @@ function sessionBadge(d: FinalDetails | undefined, theme: RenderTheme): string {
   return theme.fg("muted", " · session ") + theme.fg("accent", s.name) + theme.fg(color, ` ${word}`);
 }
 
+/** The result's component, emptied: the one drawn last time when there is one (Pi keeps it between updates). */
+export function freshContainer(ctx: RenderContext): Container {
+  const container = ctx.lastComponent instanceof Container ? ctx.lastComponent : new Container();
+  container.clear();
+  return container;
+}
+
+export type ResultOptions = { expanded: boolean; isPartial: boolean };
+
 export function renderCodeResult(
   result: ToolResultLike,
-  options: { expanded: boolean; isPartial: boolean },
+  options: ResultOptions,
   theme: RenderTheme,
   ctx: RenderContext,
 ): Component {
-  const container = ctx.lastComponent instanceof Container ? ctx.lastComponent : new Container();
-  container.clear();
+  const container = freshContainer(ctx);
   const time = elapsed(ctx, options.isPartial);
   const d = result.details as (FinalDetails & Partial<LiveDetails>) | undefined;
   if (options.isPartial) {

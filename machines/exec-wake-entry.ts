@@ -81,6 +81,12 @@ const leaseLeaves = [
   { actions: "dropLease" },
 ] as const;
 
+/** A final state: the entry's output names how its completion ended. */
+const ended = (end: WakeEnd) => ({
+  type: "final" as const,
+  output: ({ context }: { context: WakeEntryContext }): WakeEntryOutput => ({ id: context.notice.id, end }),
+});
+
 /** set_on_exit none: `disarmed` if the flag was set, else `already_none`. */
 const answerDisarm = {
   type: "answer",
@@ -256,26 +262,10 @@ export const wakeEntryMachine = setup({
         "entry.failed": "due",
       },
     },
-    delivered: {
-      type: "final",
-      description: "The one prompt was delivered.",
-      output: ({ context }) => ({ id: context.notice.id, end: "delivered" as const }),
-    },
-    consumed: {
-      type: "final",
-      description: "A finalized tool result returned the exit.",
-      output: ({ context }) => ({ id: context.notice.id, end: "consumed" as const }),
-    },
-    quiet: {
-      type: "final",
-      description: "Exited with nothing to deliver (on_exit none, or disarmed).",
-      output: ({ context }) => ({ id: context.notice.id, end: "quiet" as const }),
-    },
-    ended: {
-      type: "final",
-      description: "Suppressed: killed, evicted while running, or Pi shut down.",
-      output: ({ context }) => ({ id: context.notice.id, end: "ended" as const }),
-    },
+    delivered: { ...ended("delivered"), description: "The one prompt was delivered." },
+    consumed: { ...ended("consumed"), description: "A finalized tool result returned the exit." },
+    quiet: { ...ended("quiet"), description: "Exited with nothing to deliver (on_exit none, or disarmed)." },
+    ended: { ...ended("ended"), description: "Suppressed: killed, evicted while running, or Pi shut down." },
   },
   output: ({ event }) => event.output as WakeEntryOutput,
 });
