@@ -49,7 +49,6 @@ function noopExtension(pi: ExtensionAPI): void {
   });
 }
 
-
 const textOf = (r: ToolResultMessage) => r.content.map((c) => c.text ?? "").join("");
 function mustSucceed(label: string, results: ToolResultMessage[]) {
   const bad = results.find((r) => r.isError);

@@ -80,7 +80,12 @@ export interface CellVerdict {
 
 /** How a cell's run ended, in any language: it completed (also when it caught the timeout's interrupt or the
  * cancellation and ended by itself, keeping its state), timed out, was cancelled, or lost its session's state. */
-export function cellEnding(o: RunResult["outcome"]): { ok: boolean; lost: boolean; timedOut: boolean; cancelled: boolean } {
+export function cellEnding(o: RunResult["outcome"]): {
+  ok: boolean;
+  lost: boolean;
+  timedOut: boolean;
+  cancelled: boolean;
+} {
   const lost = o.session?.isLost === true;
   const timedOut = o.stopReason === "timeout";
   const cancelled = o.stopReason === "cancelled";

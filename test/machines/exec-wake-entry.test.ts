@@ -91,7 +91,9 @@ describe("set_on_exit answers (running, held, delivering)", () => {
     const h = startExec();
     h.running(1);
     assert.deepEqual(
-      [h.setOnExit(1, "wake"), h.setOnExit(1, "wake"), h.setOnExit(1, "none"), h.setOnExit(1, "none")].map((a) => a.status),
+      [h.setOnExit(1, "wake"), h.setOnExit(1, "wake"), h.setOnExit(1, "none"), h.setOnExit(1, "none")].map(
+        (a) => a.status,
+      ),
       ["armed", "already_armed", "disarmed", "already_none"],
     );
     h.closed(1, 0);

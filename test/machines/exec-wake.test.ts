@@ -19,7 +19,16 @@ describe("collecting", () => {
     h.advance(1);
     const [w] = h.wakes();
     assert.deepEqual(w.notices, [
-      { id: 1, command: "cmd 1", cwd: "/w", startedAt: 0, logPath: "/logs/1.log", exitedAt: 100, code: 2, signal: null },
+      {
+        id: 1,
+        command: "cmd 1",
+        cwd: "/w",
+        startedAt: 0,
+        logPath: "/logs/1.log",
+        exitedAt: 100,
+        code: 2,
+        signal: null,
+      },
     ]);
     h.send({ type: "exec.wake_delivered", at: 0, batch: w.batch });
     assert.equal(h.wakeState(1), undefined, "the entry is done");
