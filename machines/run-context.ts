@@ -128,7 +128,7 @@ export function runCommand(c: RunContext): RunnerCommand {
     code: c.code,
     filename: c.filename,
     ...(c.install?.sysPath ? { sysPath: [c.install.sysPath], checkLoaded: c.install.modules } : {}),
-    ...(c.calls ? { tools: c.calls.tools } : {}),
+    ...(c.calls ? { toolSet: c.calls.toolSet } : {}),
     ...(c.chdir ? { chdir: c.chdir } : {}),
     ...(c.result === "value" ? { result: "value" as const } : {}),
   };

@@ -175,6 +175,8 @@ def _read_frame():
             _fatal("a fresh runner takes exactly one run")
         if "tools" in msg and _bad_tools(msg["tools"]):
             _fatal("bad run frame: tools must be a list of {name, python, signature} strings")
+        if "tools_id" in msg:
+            _tool_set(msg)
         return msg
     elif kind == "tool.result":
         if _pi_tools is not None:
@@ -937,7 +939,7 @@ def _execute_run(msg, g):
     _cpu_budget()
     sys.argv = [r.filename]
     _remember_source(r.filename, r.code)
-    if "tools" in msg or _tools_seen:  # a session drops its earlier tools when a run brings none
+    if "tools" in msg or "tools_id" in msg or _tools_seen:  # a session drops its earlier tools when a run brings none
         _tools_begin(r.id, msg.get("tools") or [], g)
     exc = _interruptible(_user_phase, r)
     if os.getpid() != _PID:  # user code forked and the child ran off the end of the script: exit like Python
@@ -1233,6 +1235,23 @@ def _tools_begin(run_id, tools, g):
     _tool_signatures = signatures
     _tools_installed = installed
     _tools_run = run_id
+
+
+_tool_sets = {}  # tools_id -> tools: a run frame repeats a set's id, not its specs (docs/protocol.md)
+
+
+def _tool_set(msg):
+    """A run frame's tool set: its specs arrive with its id once; later frames name the id alone."""
+    key = msg["tools_id"]
+    if not isinstance(key, str):
+        _fatal("bad run frame: tools_id must be a string")
+    if "tools" in msg:
+        _tool_sets.clear()  # one set is current; the host sends the specs again when it changes back
+        _tool_sets[key] = msg["tools"]
+    elif key in _tool_sets:
+        msg["tools"] = _tool_sets[key]
+    else:
+        _fatal("bad run frame: tools_id %r names no tool set this runner received" % key)
 
 
 def _tools_end(run_id):
