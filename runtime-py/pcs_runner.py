@@ -994,18 +994,24 @@ _display_mod = None
 _RICH = ("_repr_mimebundle_", "_repr_png_", "_repr_jpeg_", "_repr_svg_", "_repr_markdown_", "_repr_html_", "_repr_json_")
 
 
+def _load_sibling(filename, name):
+    """One of the runner's own modules, loaded on first use outside sys.modules; its imports are the runner's too."""
+    import _frozen_importlib as bootstrap
+    import _frozen_importlib_external as external
+
+    path = os.path.join(os.path.dirname(_RUNNER_FILE), filename)
+    loader = external.SourceFileLoader(name, path)
+    mod = bootstrap.module_from_spec(bootstrap.spec_from_loader(name, loader))
+    mod.__dict__["__builtins__"] = pcs_imports.BUILTINS
+    _OWN_FILES.add(mod.__file__)
+    loader.exec_module(mod)
+    return mod
+
+
 def _load_display():
     global _display_mod
     if _display_mod is None:
-        import _frozen_importlib as bootstrap
-        import _frozen_importlib_external as external
-
-        path = os.path.join(os.path.dirname(_RUNNER_FILE), "pcs_display.py")
-        loader = external.SourceFileLoader("_pcs_display", path)
-        mod = bootstrap.module_from_spec(bootstrap.spec_from_loader("_pcs_display", loader))
-        mod.__dict__["__builtins__"] = pcs_imports.BUILTINS  # its imports (base64, json, io) are the runner's too
-        _OWN_FILES.add(mod.__file__)
-        loader.exec_module(mod)
+        mod = _load_sibling("pcs_display.py", "_pcs_display")
         mod.attach(_send, lambda: _active_run, _sync_output)
         _display_mod = mod
     return _display_mod
@@ -1162,15 +1168,7 @@ _tools_seen = False  # some run had tools: later runs refresh them
 def _load_pi_tools():
     global _pi_tools
     if _pi_tools is None:
-        import _frozen_importlib as bootstrap
-        import _frozen_importlib_external as external
-
-        path = os.path.join(os.path.dirname(_RUNNER_FILE), "pi_tools.py")
-        loader = external.SourceFileLoader("_pcs_pi_tools", path)
-        mod = bootstrap.module_from_spec(bootstrap.spec_from_loader("_pcs_pi_tools", loader))
-        mod.__dict__["__builtins__"] = pcs_imports.BUILTINS  # its imports are the runner's too
-        _OWN_FILES.add(mod.__file__)
-        loader.exec_module(mod)
+        mod = _load_sibling("pi_tools.py", "_pcs_pi_tools")
         mod.attach(_write_frame, _PID)
         _pi_tools = mod
     return _pi_tools
