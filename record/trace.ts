@@ -223,8 +223,14 @@ export function traceOf(
  * or neither when the context is unchanged. The recorder and replay each use one from the same starting point, so
  * the encoding itself is compared too. */
 export class TraceEncoder {
+  /** How many actors it holds a context or a name for: live ones only. */
+  get size(): number {
+    return Math.max(this.contexts.size, this.holders.size);
+  }
   /** Per actor, its last context by top-level key: the raw value, its compact copy and that copy's JSON. */
   private readonly contexts = new Map<string, Map<string, KeyCopy>>();
+  /** Which actor holds each name now (a reset session's name passes to its successor). */
+  private readonly holders = new Map<string, AnyActorRef>();
   encode(ev: InspectionEvent): TraceRecord | undefined {
     let keys: Map<string, KeyCopy> | undefined;
     const id = ev.type === "@xstate.snapshot" ? actorName(ref(ev.actorRef)) : undefined;
@@ -246,14 +252,27 @@ export class TraceEncoder {
       }
       return Object.fromEntries([...keys].map(([k, c]) => [k, c.copy]));
     });
-    if (r?.k === "actor") this.contexts.delete(r.id);
-    if (r?.k !== "snap" || r.context === undefined) return r;
+    if (r?.k === "actor") {
+      this.contexts.delete(r.id);
+      this.holders.set(r.id, ref(ev.actorRef));
+    }
+    if (r?.k !== "snap") return r;
+    // An actor that ended sends no more snapshots: forget it, so the encoder does not grow with every run there was.
+    // Only while it still holds its name: the last snapshot of a session that a reset already replaced is kept
+    // under the name, as it always was, so logs encode as they did.
+    const ended = r.status !== "active" && this.holders.get(r.id) === ref((ev as { actorRef: unknown }).actorRef);
+    if (ended) this.holders.delete(r.id);
+    if (r.context === undefined) {
+      if (ended) this.contexts.delete(r.id);
+      return r;
+    }
     const context = r.context;
     keys ??= isRecord(context)
       ? new Map(Object.entries(context).map(([k, v]) => [k, { value: NO_VALUE, copy: v, json: JSON.stringify(v) }]))
       : new Map([["", { value: NO_VALUE, copy: context, json: JSON.stringify(context) }]]);
     const previous = this.contexts.get(r.id);
-    this.contexts.set(r.id, keys);
+    if (ended) this.contexts.delete(r.id);
+    else this.contexts.set(r.id, keys);
     if (!previous || !isRecord(context) || previous.has("")) return r;
     delete r.context;
     const delta: Record<string, unknown> = {};
