@@ -48,7 +48,12 @@ export const GROUPS = {
   "exec-machines": {
     mutate: ["machines/exec-*.ts"],
     // test/exec-wake-invariant.test.ts (400 generated runs, ~30 s) is left to the suite.
-    tests: ["test/exec-machines.test.ts"],
+    tests: [
+      "test/machines/exec-pool.test.ts",
+      "test/machines/exec-session.test.ts",
+      "test/machines/exec-wake.test.ts",
+      "test/machines/exec-wake-entry.test.ts",
+    ],
   },
   output: {
     mutate: ["actors/process/output.ts"],

@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { startPi, type PiHarness } from "../test/helpers/pi-session.ts";
 import { spans } from "./pi-spans.ts";
-import { line } from "./run.ts";
+import { echoTimes, line } from "./run.ts";
 
 /** Spawn to `close` (exit and both pipes drained) of `bash -c true`, as exec_command must wait for. */
 async function bareBash(): Promise<number> {
@@ -25,17 +25,7 @@ async function bareBash(): Promise<number> {
 /** A line written to a live `cat` until its echo is read back. */
 async function catEcho(n: number): Promise<number[]> {
   const p = spawn("cat", [], { stdio: ["pipe", "pipe", "inherit"] });
-  const times: number[] = [];
-  let pending: (() => void) | undefined;
-  p.stdout.on("data", () => pending?.());
-  for (let i = 0; i < n + 20; i++) {
-    const t0 = performance.now();
-    await new Promise<void>((resolve) => {
-      pending = resolve;
-      p.stdin.write("x\n");
-    });
-    if (i >= 20) times.push(performance.now() - t0);
-  }
+  const times = await echoTimes(p, n);
   p.kill();
   return times;
 }

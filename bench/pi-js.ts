@@ -6,8 +6,8 @@
 // itself, without Pi: bench/js.ts. Take figures on a quiet machine only.
 import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
-import { startPi, type PiHarness } from "../test/helpers/pi-session.ts";
-import { spans } from "./pi-spans.ts";
+import type { PiHarness } from "../test/helpers/pi-session.ts";
+import { benchInPi, spans } from "./pi-spans.ts";
 import { line } from "./run.ts";
 
 const js = (code: string) => ({ cells: [{ language: "js", code }] });
@@ -44,15 +44,4 @@ export async function jsCases(pi: PiHarness, { quick }: { quick: boolean }) {
   line("eval: one trivial js cell, warm (goal 0.5 ms)", await times(pi, N));
 }
 
-async function main() {
-  process.env.PI_CODE_EXECUTION_TOOLS = "eval";
-  process.env.PI_CODE_EXECUTION_JOURNAL = "off";
-  const pi = await startPi();
-  try {
-    await jsCases(pi, { quick: process.argv.includes("--quick") });
-  } finally {
-    await pi.dispose();
-  }
-}
-
-if (import.meta.main) await main();
+if (import.meta.main) await benchInPi("eval", jsCases);

@@ -4,8 +4,8 @@
 // `tool_execution_end` (bench/pi-spans.ts), for a warm `python` call with one trivial cell and an `eval` call with
 // one Python cell (one call per model turn; the model's time is outside the window). pi-python measures 0.29 ms
 // p50 the same way on the reference machine (issue 14's goal: at most 0.25 ms). Take figures on a quiet machine only.
-import { startPi, type PiHarness } from "../test/helpers/pi-session.ts";
-import { spans } from "./pi-spans.ts";
+import type { PiHarness } from "../test/helpers/pi-session.ts";
+import { benchInPi, spans } from "./pi-spans.ts";
 import { line } from "./run.ts";
 
 const PI_PYTHON_P50_MS = 0.29;
@@ -33,15 +33,4 @@ export async function notebookCases(pi: PiHarness, { quick }: { quick: boolean }
   line("code_execution in the notebook session", ce, base);
 }
 
-async function main() {
-  process.env.PI_CODE_EXECUTION_TOOLS = "python,eval,code_execution";
-  process.env.PI_CODE_EXECUTION_JOURNAL = "off";
-  const pi = await startPi();
-  try {
-    await notebookCases(pi, { quick: process.argv.includes("--quick") });
-  } finally {
-    await pi.dispose();
-  }
-}
-
-if (import.meta.main) await main();
+if (import.meta.main) await benchInPi("python,eval,code_execution", notebookCases);

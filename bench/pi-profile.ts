@@ -1,5 +1,5 @@
 // One Pi case under the CPU profiler, on demand: `node --cpu-prof --cpu-prof-dir=/tmp/prof bench/pi-profile.ts
-// [session|fresh|noop] [n]`. Times each call as bench/pi.ts does and prints the p50, so a profile and its figure come
+// [session|fresh|mib] [n]`. Times each call as bench/pi.ts does and prints the p50, so a profile and its figure come
 // from the same run.
 import { resolve } from "node:path";
 import { startPi } from "../test/helpers/pi-session.ts";
@@ -10,7 +10,13 @@ const [kind = "session", count = "400"] = process.argv.slice(2);
 const n = Number(count);
 const pi = await startPi({ extensionPaths: [resolve(import.meta.dirname, "..")] });
 try {
-  const args: Record<string, unknown> = kind === "session" ? { code: "x = 1", session: "p" } : { code: "pass" };
+  const cases: Record<string, Record<string, unknown>> = {
+    session: { code: "x = 1", session: "p" },
+    fresh: { code: "pass" },
+    mib: { code: "import sys\nsys.stdout.buffer.write(b'x' * (1 << 20))\nsys.stdout.flush()", session: "p" },
+  };
+  const args = cases[kind];
+  if (!args) throw new Error(`unknown case ${kind}; one of ${Object.keys(cases).join(", ")}`);
   await spans(pi, Array.from({ length: 20 }, () => ["code_execution", args] as [string, Record<string, unknown>]));
   const run = await spans(pi, Array.from({ length: n }, () => ["code_execution", args] as [string, Record<string, unknown>]));
   const st = stats(run.ms);

@@ -1,8 +1,9 @@
-// The shared harness of the Pi benches (bench/pi.ts, bench/exec.ts): one prompt whose scripted model makes one tool
-// call a turn, and Pi's own span of each call, tool_execution_start -> tool_execution_end.
+// The shared harness of the Pi benches (bench/pi.ts, bench/exec.ts, bench/pi-js.ts, bench/pi-notebook.ts): one
+// prompt whose scripted model makes one tool call a turn, Pi's own span of each call (tool_execution_start -> end),
+// and one offline Pi session to run a bench's cases in.
 import { performance } from "node:perf_hooks";
 import { fauxAssistantMessage, fauxToolCall, type FauxResponseStep } from "@earendil-works/pi-ai";
-import type { PiHarness, ToolResultMessage } from "../test/helpers/pi-session.ts";
+import { startPi, type PiHarness, type ToolResultMessage } from "../test/helpers/pi-session.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -29,4 +30,19 @@ export async function spans(
   const results = pi.toolResults().slice(before);
   if (results.length !== calls.length) throw new Error(`expected ${calls.length} results, got ${results.length}`);
   return { ms: results.map((r) => ends.get(r.toolCallId)! - starts.get(r.toolCallId)!), results };
+}
+
+/** A bench's cases in one offline Pi session with only `tools` registered and the journal off (`--quick`: fewer). */
+export async function benchInPi(
+  tools: string,
+  cases: (pi: PiHarness, opts: { quick: boolean }) => Promise<void>,
+): Promise<void> {
+  process.env.PI_CODE_EXECUTION_TOOLS = tools;
+  process.env.PI_CODE_EXECUTION_JOURNAL = "off";
+  const pi = await startPi();
+  try {
+    await cases(pi, { quick: process.argv.includes("--quick") });
+  } finally {
+    await pi.dispose();
+  }
 }

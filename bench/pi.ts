@@ -4,15 +4,14 @@
 // baselines measured in the same run (a Pi tool that does nothing, a bare interpreter start with the runner's flags,
 // a pipe round trip to an idle Python process). Other benches' Pi cases join the same session with `--with exec` (bench/exec.ts),
 // `--with notebook` (bench/pi-notebook.ts) and `--with js` (bench/pi-js.ts); all use one harness, bench/pi-spans.ts.
-import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import { startPi, type ToolResultMessage } from "../test/helpers/pi-session.ts";
+import { bareStart } from "../test/helpers/procs.ts";
 import { spans } from "./pi-spans.ts";
 import { validateInterpreter } from "../actors/interpreter/interpreter.ts";
 import { line, pipeEcho, stats } from "./run.ts";
@@ -48,17 +47,6 @@ function noopExtension(pi: ExtensionAPI): void {
       return { content: [{ type: "text" as const, text: "ok" }], details: undefined };
     },
   });
-}
-
-/** Spawn to exit of the interpreter with the runner's flags (none: `python <script>`), running `pass`. */
-async function bareStart(exe: string): Promise<number> {
-  const t0 = performance.now();
-  await new Promise<void>((res, rej) => {
-    const p = spawn(exe, ["-c", "pass"], { stdio: "ignore" });
-    p.once("exit", () => res());
-    p.once("error", rej);
-  });
-  return performance.now() - t0;
 }
 
 const textOf = (r: ToolResultMessage) => r.content.map((c) => c.text ?? "").join("");

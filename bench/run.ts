@@ -1,10 +1,11 @@
 // Benchmarks, run on demand (not in CI): `bash bench/run.sh [--quick]`.
 // Each figure is printed beside a physical baseline measured in the same run, as a ratio.
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessByStdio } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import type { Readable, Writable } from "node:stream";
 import { SupervisorHost } from "../host/host.ts";
 import { validateInterpreter } from "../actors/interpreter/interpreter.ts";
 
@@ -36,11 +37,8 @@ async function timeSpawn(exe: string, args: string[]): Promise<number> {
   return performance.now() - t0;
 }
 
-/** Round trip of one small message over a raw Node<->Python pipe (the floor for any protocol). */
-export async function pipeEcho(exe: string, n: number): Promise<number[]> {
-  const code =
-    "import sys\nr=sys.stdin.buffer\nw=sys.stdout.buffer\nwhile True:\n    l=r.readline()\n    if not l: break\n    w.write(l); w.flush()";
-  const p = spawn(exe, ["-S", "-c", code], { stdio: ["pipe", "pipe", "inherit"] });
+/** `n` round trips of one line written to a child that echoes it (after 20 unmeasured warm-up ones), in ms. */
+export async function echoTimes(p: ChildProcessByStdio<Writable, Readable, null>, n: number): Promise<number[]> {
   const times: number[] = [];
   let pending: (() => void) | undefined;
   p.stdout.on("data", () => pending?.());
@@ -52,6 +50,15 @@ export async function pipeEcho(exe: string, n: number): Promise<number[]> {
     });
     if (i >= 20) times.push(performance.now() - t0);
   }
+  return times;
+}
+
+/** Round trip of one small message over a raw Node<->Python pipe (the floor for any protocol). */
+export async function pipeEcho(exe: string, n: number): Promise<number[]> {
+  const code =
+    "import sys\nr=sys.stdin.buffer\nw=sys.stdout.buffer\nwhile True:\n    l=r.readline()\n    if not l: break\n    w.write(l); w.flush()";
+  const p = spawn(exe, ["-S", "-c", code], { stdio: ["pipe", "pipe", "inherit"] });
+  const times = await echoTimes(p, n);
   p.stdin.end();
   return times;
 }

@@ -15,19 +15,22 @@ export interface CompletionModels {
   slow: string | undefined;
 }
 
-/** A run's tools plus completion(): every surface's Python has it. */
+/** completion()'s spec: one object, so the host sees the same tool set from call to call. */
+const COMPLETION_SPEC = {
+  name: COMPLETION_TOOL,
+  python: "completion",
+  signature: "completion(prompt: str, *, model: str = 'default', system: str = None, schema: dict = None)",
+};
+
+/** A run's tools plus completion(): every surface's Python has it. The given list is not changed (the extension
+ * keeps it from call to call while the tools stay the same). */
 export function withCompletion(tools: RunTools, ctx: ExtensionContext, models: () => CompletionModels): RunTools {
-  tools.tools.push(completionTool(ctx, models));
-  return tools;
+  return { ...tools, tools: [...tools.tools, completionTool(ctx, models)] };
 }
 
 export function completionTool(ctx: ExtensionContext, models: () => CompletionModels): RunTool {
   return {
-    spec: {
-      name: COMPLETION_TOOL,
-      python: "completion",
-      signature: "completion(prompt: str, *, model: str = 'default', system: str = None, schema: dict = None)",
-    },
+    spec: COMPLETION_SPEC,
     validate: (args) => {
       if (typeof args.prompt !== "string") return fail("completion(): prompt must be a string");
       if (args.model !== undefined && typeof args.model !== "string")

@@ -39,12 +39,7 @@ export class CodeEnvironment {
 
   /** The `--python` flag's value (Pi gives it from session_start on). */
   flag(): string | undefined {
-    try {
-      const v = this.pi.getFlag(PYTHON_FLAG);
-      return typeof v === "string" && v.trim() ? v.trim() : undefined;
-    } catch {
-      return undefined;
-    }
+    return this.stringFlag(PYTHON_FLAG);
   }
 
   /** The settings in force (read for Pi's working directory once a session started, else the process's). */

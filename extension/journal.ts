@@ -144,6 +144,7 @@ export class JournalLink {
             }
           : {}),
         ...(o.runner ? { pythonVersion: o.runner.python, pythonExecutable: o.runner.executable } : {}),
+        ...(o.runner?.language === "js" ? { language: "js" as const } : {}),
         hintIds: hintIdsOf(o),
         ...(extra.surface ? { surface: extra.surface } : {}),
         images: extra.images ?? 0,

@@ -7,6 +7,7 @@ import { registerCodeStatusCommand, type StatusPlaces, type SurfaceReport } from
 import { registerSessionCommands } from "./commands/code-sessions.ts";
 import { PYTHON_FLAG, SANDBOX_FLAG, SSH_FLAG, type CodeEnvironment } from "./environment.ts";
 import type { SessionStatus } from "./status.ts";
+import { savesLanded } from "../store/artifact-saves.ts";
 
 export interface LifecycleLinks {
   environment: CodeEnvironment;
@@ -70,5 +71,7 @@ export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void
   pi.on("session_shutdown", async () => {
     status.detach();
     await environment.close();
+    // Output artifacts of the last results are written after them: they land before Pi goes.
+    await savesLanded();
   });
 }

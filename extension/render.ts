@@ -139,12 +139,12 @@ export function tailLines(text: string, max: number, theme: RenderTheme, ctx: Re
   return [marker, ...lines.slice(-max).map(style)];
 }
 
-function startTimer(ctx: RenderContext): void {
+export function startTimer(ctx: RenderContext): void {
   if (ctx.executionStarted && ctx.state.startedAt === undefined) ctx.state.startedAt = Date.now();
 }
 
-/** `Elapsed 3.2s`, redrawn every second while partial; the final duration once done. */
-function elapsed(ctx: RenderContext, partial: boolean): string | undefined {
+/** Milliseconds since the call started: redrawn every second while partial, frozen at its end once done. */
+export function elapsedMs(ctx: RenderContext, partial: boolean): number | undefined {
   const st = ctx.state;
   if (partial && st.startedAt !== undefined && !st.interval) {
     st.interval = setInterval(() => ctx.invalidate(), 1000);
@@ -154,10 +154,15 @@ function elapsed(ctx: RenderContext, partial: boolean): string | undefined {
     st.endedAt ??= Date.now();
     if (st.interval) clearInterval(st.interval);
     st.interval = undefined;
-    if (ctx.durationMs !== undefined) return duration(ctx.durationMs);
   }
-  if (st.startedAt === undefined) return undefined;
-  return duration((partial ? Date.now() : (st.endedAt ?? Date.now())) - st.startedAt);
+  return st.startedAt === undefined ? undefined : (partial ? Date.now() : (st.endedAt ?? Date.now())) - st.startedAt;
+}
+
+/** `Elapsed 3.2s` while partial; the run's own duration once done. */
+function elapsed(ctx: RenderContext, partial: boolean): string | undefined {
+  const ms = elapsedMs(ctx, partial);
+  if (!partial && ctx.durationMs !== undefined) return duration(ctx.durationMs);
+  return ms === undefined ? undefined : duration(ms);
 }
 
 interface CallArgs {
@@ -235,14 +240,22 @@ function sessionBadge(d: FinalDetails | undefined, theme: RenderTheme): string {
   return theme.fg("muted", " · session ") + theme.fg("accent", s.name) + theme.fg(color, ` ${word}`);
 }
 
+/** The result's component, emptied: the one drawn last time when there is one (Pi keeps it between updates). */
+export function freshContainer(ctx: RenderContext): Container {
+  const container = ctx.lastComponent instanceof Container ? ctx.lastComponent : new Container();
+  container.clear();
+  return container;
+}
+
+export type ResultOptions = { expanded: boolean; isPartial: boolean };
+
 export function renderCodeResult(
   result: ToolResultLike,
-  options: { expanded: boolean; isPartial: boolean },
+  options: ResultOptions,
   theme: RenderTheme,
   ctx: RenderContext,
 ): Component {
-  const container = ctx.lastComponent instanceof Container ? ctx.lastComponent : new Container();
-  container.clear();
+  const container = freshContainer(ctx);
   const time = elapsed(ctx, options.isPartial);
   const d = result.details as (FinalDetails & Partial<LiveDetails>) | undefined;
   if (options.isPartial) {

@@ -62,6 +62,7 @@ export function hostEffects(o: EffectOptions): { runner: AnyActorLogic; boundary
       return o.killMs();
     },
     hostId: o.hostId,
+    toolSpecs: (runId) => o.tools(runId)?.tools.map((t) => t.spec),
   });
   const install = createInstallLogic({
     env: o.env,

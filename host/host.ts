@@ -21,6 +21,7 @@ import { withOutputHints } from "./output-hints.ts";
 import { limitsFor, plainDisplay, requestFields } from "./run-extras.ts";
 import type { RunShown } from "../actors/process/display-frames.ts";
 import { sessionInfos, spareList, type SessionInfo } from "./selectors.ts";
+import { ToolSets } from "./tool-sets.ts";
 import { SessionBook } from "./session-book.ts";
 import { tapCommands } from "./system.ts";
 import { ExecHost, execLogDir } from "./exec.ts";
@@ -54,6 +55,7 @@ export class SupervisorHost {
   private readonly options: HostOptions;
   private readonly initialLimits: Limits;
   private readonly book = new SessionBook();
+  private readonly toolSets = new ToolSets();
   /** What the host keeps for each unfinished run, from `run()` until its outcome arrives. */
   private readonly runs = new Map<string, PendingRun>();
   private readonly now: () => number;
@@ -160,7 +162,7 @@ export class SupervisorHost {
       timeoutMs: request.timeoutMs,
       ...(request.session !== undefined ? { session: request.session } : {}),
       ...(request.reset ? { reset: true } : {}),
-      ...(tools ? { calls: { callerId: tools.callerId, tools: tools.tools.map((t) => t.spec) } } : {}),
+      ...(tools ? { calls: { callerId: tools.callerId, ...this.toolSets.of(tools.tools.map((t) => t.spec)) } } : {}),
       ...limitsFor(request, this.limits, this.initialLimits),
       backend: this.ops.backend.label,
       ...requestFields(request),

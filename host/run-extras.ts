@@ -1,19 +1,13 @@
 // What a surface adds to a run request beyond code and place (host/host.ts): the surface, cell and result modes the
 // machines carry, a surface's own escalation bounds, and how a run's displays and plots reach its caller.
 import type { Limits, RunRequest } from "../machines/events.ts";
+import { requestExtras } from "../machines/run-context.ts";
 import type { RunShown } from "../actors/process/display-frames.ts";
 import type { RunRequestInput } from "./requests.ts";
 
 /** The request fields a run takes over as they are (the surface, the cell, its directory, result and budget). */
 export function requestFields(request: RunRequestInput): Partial<RunRequest> {
-  return {
-    ...(request.surface ? { surface: request.surface } : {}),
-    ...(request.cell ? { cell: request.cell } : {}),
-    ...(request.chdir ? { chdir: request.chdir } : {}),
-    ...(request.result ? { result: request.result } : {}),
-    ...(request.budget ? { budget: request.budget } : {}),
-    ...(request.language === "js" ? { language: "js" as const } : {}),
-  };
+  return { ...requestExtras(request), ...(request.language === "js" ? { language: "js" as const } : {}) };
 }
 
 /** The run's escalation bounds when they differ from the supervisor's: changed settings, or a surface's own

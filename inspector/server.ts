@@ -65,6 +65,9 @@ const PAGE_FILES: Record<string, string> = {
   "chart-info.js": "chart-info.js",
   "sequence-view.js": "sequence-view.js",
   "style.css": "style.css",
+  "timeline.css": "timeline.css",
+  "chart.css": "chart.css",
+  "sequence.css": "sequence.css",
 };
 const TYPES: Record<string, string> = {
   html: "text/html; charset=utf-8",

@@ -19,9 +19,8 @@ export async function inspectLogCommand(log: string | undefined, port?: number):
     console.error(started.error);
     return 1;
   }
-  console.log(`Inspector: ${started.value.url}`);
-  console.log(path ? `Showing ${path}; press Ctrl-C to stop.` : "Open a log from the page; press Ctrl-C to stop.");
-  await new Promise<void>((done) => {
+  // The handlers come first: whoever reads the URL may stop us right after it.
+  const stopped = new Promise<void>((done) => {
     const stop = () => {
       process.off("SIGINT", stop);
       process.off("SIGTERM", stop);
@@ -30,6 +29,9 @@ export async function inspectLogCommand(log: string | undefined, port?: number):
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);
   });
+  console.log(`Inspector: ${started.value.url}`);
+  console.log(path ? `Showing ${path}; press Ctrl-C to stop.` : "Open a log from the page; press Ctrl-C to stop.");
+  await stopped;
   await started.value.close();
   return 0;
 }

@@ -1,6 +1,6 @@
 // Typed event unions shared by the machines. Every event carries its own timestamp `at` (ms since the epoch, from
 // the boundary that produced it): machines never read a clock, so recorded events replay exactly.
-import type { CallsRequest, NestedCallRecord, ToolCallFact, ToolResultCommand, ToolSpec } from "./tool-events.ts";
+import type { CallsRequest, NestedCallRecord, ToolCallFact, ToolResultCommand } from "./tool-events.ts";
 
 /** `policy_error`: a nested tool call was blocked by a policy, even if the script caught the error. */
 export type RunStatus = "success" | "runtime_error" | "setup_error" | "timeout" | "cancelled" | "policy_error";
@@ -117,8 +117,9 @@ export type RunnerCommand =
       sysPath?: string[];
       /** Top-level modules just installed: the runner reports those the session had already imported. */
       checkLoaded?: string[];
-      /** The tools Python may call in this run (a session's earlier ones are replaced). */
-      tools?: ToolSpec[];
+      /** The tool set Python may call in this run (a session's earlier tools are replaced); the runner looks its
+       * specs up by the run. */
+      toolSet?: string;
       chdir?: string;
       result?: "value";
     }

@@ -8,6 +8,7 @@ import {
   type ExecSessionNotice,
   type ExecSessionOutput,
   type ExitInfo,
+  type ShellInput,
   type StopReason,
 } from "./exec-session.ts";
 import type { WakeNoticeOut } from "./exec-wake.ts";
@@ -55,20 +56,14 @@ export interface ExecPoolContext extends ExecPoolInput {
 }
 
 // ---- commands (host -> supervisor -> pool) ----
+/** What the shell starts (machines/exec-session.ts), with the call that started it and where its log goes. */
 export type ExecStartEvent = {
   type: "exec.start";
   at: number;
-  id: number;
   /** The exec_command call: it observes the session from the start. */
   callId: string;
-  command: string;
-  shell: string;
-  cwd: string;
-  tty: boolean;
-  cols: number;
-  rows: number;
   logPath?: string;
-};
+} & Omit<ShellInput, "owner">;
 
 export type ExecCommand =
   | ExecStartEvent

@@ -4,7 +4,8 @@
 // an eviction or Pi's shutdown goes through `stopping`: the requested signal to the group, SIGKILL after a grace,
 // and if even that does not end it the session is `running` again and its owner is told the stop failed.
 // The process is the `shell` boundary actor (actors/shell/shell-actor.ts); this machine only names what happens.
-import { assign, enqueueActions, fromCallback, sendParent, setup } from "xstate";
+import { assign, enqueueActions, sendParent, setup } from "xstate";
+import { placeholder } from "./placeholder.ts";
 
 /** Escalation bounds, in ms. */
 export interface ExecLimits {
@@ -91,10 +92,6 @@ export interface ExecSessionOutput extends ExitInfo {
   failure?: string;
 }
 
-const shellPlaceholder = fromCallback<ShellCommand, ShellInput>(() => {
-  throw new Error("exec-session: the `shell` actor must be provided");
-});
-
 export const execSessionMachine = setup({
   types: {
     context: {} as ExecSessionContext,
@@ -102,7 +99,7 @@ export const execSessionMachine = setup({
     events: {} as ExecSessionEvent,
     output: {} as ExecSessionOutput,
   },
-  actors: { shell: shellPlaceholder },
+  actors: { shell: placeholder<ShellCommand, ShellInput>("exec-session", "shell") },
   actions: {
     recordSpawn: assign({ pid: (_, e: { pid: number }) => e.pid }),
     recordFailure: assign({ failure: (_, message: string) => message }),
@@ -228,6 +225,7 @@ export const execSessionMachine = setup({
       initial: "choosing",
       states: {
         choosing: {
+          description: "Transient: a requested SIGKILL skips the grace.",
           always: [{ guard: "signalIsKill", target: "escalated" }, { target: "signalled" }],
         },
         signalled: {
@@ -279,24 +277,12 @@ export const execSessionMachine = setup({
     killed: {
       type: "final",
       description: "Ended by kill_session, /exec-sessions or Pi's shutdown.",
-      output: ({ context, event }) => ({
-        id: context.id,
-        end: "killed" as const,
-        ...(context.stop ? { reason: context.stop.reason } : {}),
-        ...(context.escalated ? { escalated: true } : {}),
-        ...exitOf(event, context),
-      }),
+      output: ({ context, event }) => stoppedOutput("killed", context, event),
     },
     evicted: {
       type: "final",
       description: "Ended to make room: the least recently used session at the 64-session cap.",
-      output: ({ context, event }) => ({
-        id: context.id,
-        end: "evicted" as const,
-        reason: "evict" as const,
-        ...(context.escalated ? { escalated: true } : {}),
-        ...exitOf(event, context),
-      }),
+      output: ({ context, event }) => stoppedOutput("evicted", context, event),
     },
     failed: {
       type: "final",
@@ -320,6 +306,22 @@ function stopDeadline(c: ExecSessionContext): number {
   if (!s) return c.startedAt;
   const grace = s.signal === "SIGKILL" ? 0 : s.reason === "kill" ? c.limits.killGraceMs : c.limits.stopGraceMs;
   return s.at + grace + c.limits.confirmMs;
+}
+
+/** A session we stopped: why (an eviction always says `evict`), whether SIGKILL followed, and its exit. */
+function stoppedOutput(
+  end: "killed" | "evicted",
+  context: ExecSessionContext,
+  event: ExecSessionEvent,
+): ExecSessionOutput {
+  const reason = end === "evicted" ? "evict" : context.stop?.reason;
+  return {
+    id: context.id,
+    end,
+    ...(reason ? { reason } : {}),
+    ...(context.escalated ? { escalated: true } : {}),
+    ...exitOf(event, context),
+  };
 }
 
 function exitOf(event: ExecSessionEvent, context: ExecSessionContext): ExitInfo {

@@ -69,10 +69,32 @@ export interface WakeEntryOutput {
   end: WakeEnd;
 }
 
-type SetEvent = Extract<WakeEntryEvent, { type: "entry.set" }>;
-type CallEvent = { callId: string };
+/** Events naming an observing call. */
+const CALL_EVENTS = ["entry.observe", "entry.release", "entry.report", "entry.finalize"] as const;
 
 const without = (list: string[], x: string) => list.filter((v) => v !== x);
+
+/** A lease leaving `held`: the last one out makes the exit due (armed) or quiet; others just go. */
+const leaseLeaves = [
+  { guard: and(["lastLeaseLeaving", "armed"]), target: "due", actions: "dropLease" },
+  { guard: "lastLeaseLeaving", target: "quiet", actions: "dropLease" },
+  { actions: "dropLease" },
+] as const;
+
+/** A final state: the entry's output names how its completion ended. */
+const ended = (end: WakeEnd) => ({
+  type: "final" as const,
+  output: ({ context }: { context: WakeEntryContext }): WakeEntryOutput => ({ id: context.notice.id, end }),
+});
+
+/** set_on_exit none: `disarmed` if the flag was set, else `already_none`. */
+const answerDisarm = {
+  type: "answer",
+  params: ({ context }: { context: WakeEntryContext }) => ({
+    status: context.armed ? ("disarmed" as const) : ("already_none" as const),
+    armed: false,
+  }),
+} as const;
 
 export const wakeEntryMachine = setup({
   types: {
@@ -82,31 +104,50 @@ export const wakeEntryMachine = setup({
     output: {} as WakeEntryOutput,
   },
   actions: {
-    addLease: assign({ leases: ({ context }, e: CallEvent) => [...without(context.leases, e.callId), e.callId] }),
-    dropLease: assign({
-      leases: ({ context }, e: CallEvent) => without(context.leases, e.callId),
-      reported: ({ context }, e: CallEvent) => without(context.reported, e.callId),
+    addLease: assign({
+      leases: ({ context, event }) => {
+        assertEvent(event, [...CALL_EVENTS]);
+        return [...without(context.leases, event.callId), event.callId];
+      },
+    }),
+    dropLease: assign(({ context, event }) => {
+      assertEvent(event, [...CALL_EVENTS]);
+      return { leases: without(context.leases, event.callId), reported: without(context.reported, event.callId) };
     }),
     markReported: assign({
-      reported: ({ context }, e: CallEvent) =>
-        context.leases.includes(e.callId) ? [...without(context.reported, e.callId), e.callId] : context.reported,
+      reported: ({ context, event }) => {
+        assertEvent(event, "entry.report");
+        return context.leases.includes(event.callId)
+          ? [...without(context.reported, event.callId), event.callId]
+          : context.reported;
+      },
     }),
-    setFlag: assign({ armed: (_, e: SetEvent) => e.onExit === "wake" }),
+    setFlag: assign({
+      armed: ({ event }) => {
+        assertEvent(event, "entry.set");
+        return event.onExit === "wake";
+      },
+    }),
     clearFlag: assign({ armed: false }),
     recordExit: assign({
-      notice: ({ context }, e: Extract<WakeEntryEvent, { type: "entry.exit" }>) => ({
-        ...context.notice,
-        exitedAt: e.at,
-        code: e.code,
-        signal: e.signal,
-        ...(e.failure ? { failure: e.failure } : {}),
-      }),
+      notice: ({ context, event }) => {
+        assertEvent(event, "entry.exit");
+        return {
+          ...context.notice,
+          exitedAt: event.at,
+          code: event.code,
+          signal: event.signal,
+          ...(event.failure ? { failure: event.failure } : {}),
+        };
+      },
     }),
-    answer: enqueueActions(({ context, enqueue }, p: { event: SetEvent; status: SetOnExitStatus; armed: boolean }) => {
-      if (p.event.requestId === undefined) return;
+    /** set_on_exit's answer to the coordinator, when the command came with a request to answer. */
+    answer: enqueueActions(({ context, event, enqueue }, p: { status: SetOnExitStatus; armed: boolean }) => {
+      assertEvent(event, "entry.set");
+      if (event.requestId === undefined) return;
       enqueue.sendParent({
         type: "wake.answer",
-        requestId: p.event.requestId,
+        requestId: event.requestId,
         id: context.notice.id,
         found: true,
         status: p.status,
@@ -124,7 +165,7 @@ export const wakeEntryMachine = setup({
       return event.onExit === "wake";
     },
     lastLeaseLeaving: ({ context, event }) => {
-      assertEvent(event, ["entry.observe", "entry.release", "entry.report", "entry.finalize"]);
+      assertEvent(event, [...CALL_EVENTS]);
       return without(context.leases, event.callId).length === 0;
     },
     consumes: ({ context, event }) => {
@@ -148,32 +189,16 @@ export const wakeEntryMachine = setup({
             actions: [
               {
                 type: "answer",
-                params: ({ context, event }) => ({
-                  event,
-                  status: context.armed ? "already_armed" : "armed",
-                  armed: true,
-                }),
+                params: ({ context }) => ({ status: context.armed ? "already_armed" : "armed", armed: true }),
               },
-              { type: "setFlag", params: ({ event }) => event },
+              "setFlag",
             ],
           },
-          {
-            actions: [
-              {
-                type: "answer",
-                params: ({ context, event }) => ({
-                  event,
-                  status: context.armed ? "disarmed" : "already_none",
-                  armed: false,
-                }),
-              },
-              { type: "setFlag", params: ({ event }) => event },
-            ],
-          },
+          { actions: [answerDisarm, "setFlag"] },
         ],
-        "entry.observe": { actions: { type: "addLease", params: ({ event }) => event } },
-        "entry.release": { actions: { type: "dropLease", params: ({ event }) => event } },
-        "entry.finalize": { actions: { type: "dropLease", params: ({ event }) => event } },
+        "entry.observe": { actions: "addLease" },
+        "entry.release": { actions: "dropLease" },
+        "entry.finalize": { actions: "dropLease" },
       },
       states: {
         watching: {
@@ -181,17 +206,9 @@ export const wakeEntryMachine = setup({
           on: {
             "entry.suppress": "suppressed",
             "entry.exit": [
-              {
-                guard: "observed",
-                target: "#wake-entry.held",
-                actions: { type: "recordExit", params: ({ event }) => event },
-              },
-              {
-                guard: "armed",
-                target: "#wake-entry.due",
-                actions: { type: "recordExit", params: ({ event }) => event },
-              },
-              { target: "#wake-entry.quiet", actions: { type: "recordExit", params: ({ event }) => event } },
+              { guard: "observed", target: "#wake-entry.held", actions: "recordExit" },
+              { guard: "armed", target: "#wake-entry.due", actions: "recordExit" },
+              { target: "#wake-entry.quiet", actions: "recordExit" },
             ],
           },
         },
@@ -199,10 +216,7 @@ export const wakeEntryMachine = setup({
           description: "A kill, eviction or shutdown is stopping the process: its exit brings no wake.",
           on: {
             "entry.restore": "watching",
-            "entry.exit": {
-              target: "#wake-entry.ended",
-              actions: { type: "recordExit", params: ({ event }) => event },
-            },
+            "entry.exit": { target: "#wake-entry.ended", actions: "recordExit" },
           },
         },
       },
@@ -211,45 +225,13 @@ export const wakeEntryMachine = setup({
       description: "Exited while observed: the observing call returns the exit; Pi finalizing its result consumes it.",
       on: {
         "entry.set": [
-          {
-            guard: "wantsWake",
-            actions: { type: "answer", params: ({ event }) => ({ event, status: "too_late", armed: false }) },
-          },
-          {
-            actions: [
-              {
-                type: "answer",
-                params: ({ context, event }) => ({
-                  event,
-                  status: context.armed ? "disarmed" : "already_none",
-                  armed: false,
-                }),
-              },
-              "clearFlag",
-            ],
-          },
+          { guard: "wantsWake", actions: { type: "answer", params: { status: "too_late", armed: false } } },
+          { actions: [answerDisarm, "clearFlag"] },
         ],
-        "entry.observe": { actions: { type: "addLease", params: ({ event }) => event } },
-        "entry.report": { actions: { type: "markReported", params: ({ event }) => event } },
-        "entry.finalize": [
-          { guard: "consumes", target: "consumed" },
-          {
-            guard: and(["lastLeaseLeaving", "armed"]),
-            target: "due",
-            actions: { type: "dropLease", params: ({ event }) => event },
-          },
-          { guard: "lastLeaseLeaving", target: "quiet", actions: { type: "dropLease", params: ({ event }) => event } },
-          { actions: { type: "dropLease", params: ({ event }) => event } },
-        ],
-        "entry.release": [
-          {
-            guard: and(["lastLeaseLeaving", "armed"]),
-            target: "due",
-            actions: { type: "dropLease", params: ({ event }) => event },
-          },
-          { guard: "lastLeaseLeaving", target: "quiet", actions: { type: "dropLease", params: ({ event }) => event } },
-          { actions: { type: "dropLease", params: ({ event }) => event } },
-        ],
+        "entry.observe": { actions: "addLease" },
+        "entry.report": { actions: "markReported" },
+        "entry.finalize": [{ guard: "consumes", target: "consumed" }, ...leaseLeaves],
+        "entry.release": leaseLeaves,
       },
     },
     due: {
@@ -257,20 +239,13 @@ export const wakeEntryMachine = setup({
       entry: "announceDue",
       on: {
         "entry.set": [
-          {
-            guard: "wantsWake",
-            actions: { type: "answer", params: ({ event }) => ({ event, status: "already_armed", armed: true }) },
-          },
+          { guard: "wantsWake", actions: { type: "answer", params: { status: "already_armed", armed: true } } },
           {
             target: "quiet",
-            actions: [
-              { type: "answer", params: ({ event }) => ({ event, status: "disarmed", armed: false }) },
-              "clearFlag",
-              "withdraw",
-            ],
+            actions: [{ type: "answer", params: { status: "disarmed", armed: false } }, "clearFlag", "withdraw"],
           },
         ],
-        "entry.observe": { target: "held", actions: [{ type: "addLease", params: ({ event }) => event }, "withdraw"] },
+        "entry.observe": { target: "held", actions: ["addLease", "withdraw"] },
         "entry.handoff": "delivering",
       },
     },
@@ -280,37 +255,17 @@ export const wakeEntryMachine = setup({
         "entry.set": {
           actions: {
             type: "answer",
-            params: ({ event }) => ({
-              event,
-              status: event.onExit === "wake" ? "already_armed" : "too_late",
-              armed: true,
-            }),
+            params: ({ event }) => ({ status: event.onExit === "wake" ? "already_armed" : "too_late", armed: true }),
           },
         },
         "entry.delivered": "delivered",
         "entry.failed": "due",
       },
     },
-    delivered: {
-      type: "final",
-      description: "The one prompt was delivered.",
-      output: ({ context }) => ({ id: context.notice.id, end: "delivered" as const }),
-    },
-    consumed: {
-      type: "final",
-      description: "A finalized tool result returned the exit.",
-      output: ({ context }) => ({ id: context.notice.id, end: "consumed" as const }),
-    },
-    quiet: {
-      type: "final",
-      description: "Exited with nothing to deliver (on_exit none, or disarmed).",
-      output: ({ context }) => ({ id: context.notice.id, end: "quiet" as const }),
-    },
-    ended: {
-      type: "final",
-      description: "Suppressed: killed, evicted while running, or Pi shut down.",
-      output: ({ context }) => ({ id: context.notice.id, end: "ended" as const }),
-    },
+    delivered: { ...ended("delivered"), description: "The one prompt was delivered." },
+    consumed: { ...ended("consumed"), description: "A finalized tool result returned the exit." },
+    quiet: { ...ended("quiet"), description: "Exited with nothing to deliver (on_exit none, or disarmed)." },
+    ended: { ...ended("ended"), description: "Suppressed: killed, evicted while running, or Pi shut down." },
   },
   output: ({ event }) => event.output as WakeEntryOutput,
 });

@@ -54,6 +54,12 @@ export type WakeEvent = WakeCommand | WakeEntryNotice | DoneActorEvent<WakeEntry
 
 const entryId = (id: number) => `wake:${id}`;
 
+/** A due completion withdrawn (observed or disarmed) while a prompt waits: the last one out leaves none to send. */
+const withdrawing = [
+  { guard: "withdrawsLast", target: "idle", actions: "withdrawDue" },
+  { actions: "withdrawDue" },
+] as const;
+
 export const wakeMachine = setup({
   types: {
     context: {} as WakeContext,
@@ -109,9 +115,10 @@ export const wakeMachine = setup({
     addDue: assign({
       pending: ({ context }, notice: WakeNotice) => ({ ...context.pending, [notice.id]: notice }),
     }),
-    dropDue: assign({
-      pending: ({ context }, id: number) => {
-        const { [id]: _gone, ...rest } = context.pending;
+    withdrawDue: assign({
+      pending: ({ context, event }) => {
+        assertEvent(event, "wake.withdraw");
+        const { [event.id]: _gone, ...rest } = context.pending;
         return rest;
       },
     }),
@@ -179,7 +186,7 @@ export const wakeMachine = setup({
     "wake.answer": { actions: "forwardAnswer" },
     "entry.*": { actions: "route" },
     "wake.due": { actions: { type: "addDue", params: ({ event }) => event.notice } },
-    "wake.withdraw": { actions: { type: "dropDue", params: ({ event }) => event.id } },
+    "wake.withdraw": { actions: "withdrawDue" },
     "xstate.done.actor.*": { actions: "release" },
     "wake.stop": { target: ".stopped", actions: "endAll" },
   },
@@ -192,10 +199,7 @@ export const wakeMachine = setup({
       description: "A completion is due; others arriving within the debounce join the same prompt.",
       after: { debounce: [{ guard: "nothingPending", target: "idle" }, { target: "delivering" }] },
       on: {
-        "wake.withdraw": [
-          { guard: "withdrawsLast", target: "idle", actions: { type: "dropDue", params: ({ event }) => event.id } },
-          { actions: { type: "dropDue", params: ({ event }) => event.id } },
-        ],
+        "wake.withdraw": withdrawing,
       },
     },
     delivering: {
@@ -226,10 +230,7 @@ export const wakeMachine = setup({
       description: "The last delivery failed; the next attempt waits for Pi's agent to settle.",
       on: {
         "wake.settled": [{ guard: "nothingPending", target: "idle" }, { target: "delivering" }],
-        "wake.withdraw": [
-          { guard: "withdrawsLast", target: "idle", actions: { type: "dropDue", params: ({ event }) => event.id } },
-          { actions: { type: "dropDue", params: ({ event }) => event.id } },
-        ],
+        "wake.withdraw": withdrawing,
       },
     },
     stopped: {

@@ -2,7 +2,6 @@
 // functions that derive commands and child inputs from them (machines/run.ts wires them into actions).
 import type { DoneActorEvent } from "xstate";
 import type {
-  CellRef,
   InstallFact,
   InstallInput,
   InstallSummary,
@@ -13,15 +12,16 @@ import type {
   RunnerInfo,
   RunnerInput,
   RunOutcome,
-  RunStartEvent,
+  RunRequest,
   SessionReplacement,
   StopReason,
-  Surface,
 } from "./events.ts";
 import type { CallsRequest, NestedCallRecord, ToolCallOutput } from "./tool-events.ts";
 import { abandonCalls, type CallsContext } from "./run-calls.ts";
 
-export interface RunInput {
+/** Carried over from the request as is (machines/events.ts): the backend's label (shown by the inspector, never
+ * acted on), who asked and for notebook cells which cell, the cell's directory, result and budget modes. */
+export interface RunInput extends Pick<RunRequest, "backend" | "surface" | "cell" | "chdir" | "result" | "budget"> {
   runId: string;
   code: string;
   filename: string;
@@ -51,14 +51,6 @@ export interface RunInput {
   spare?: string;
   /** Notices from preparation (PEP 723 keys without effect in a session, ...), kept on the outcome. */
   notes?: string[];
-  /** Where the run executes (the backend's label; shown by the inspector, never acted on). */
-  backend?: string;
-  /** Who asked, and for notebook cells which cell (machines/events.ts). */
-  surface?: Surface;
-  cell?: CellRef;
-  chdir?: string;
-  result?: "print" | "value";
-  budget?: "wall" | "work";
 }
 
 export interface RunContext extends RunInput {
@@ -136,14 +128,14 @@ export function runCommand(c: RunContext): RunnerCommand {
     code: c.code,
     filename: c.filename,
     ...(c.install?.sysPath ? { sysPath: [c.install.sysPath], checkLoaded: c.install.modules } : {}),
-    ...(c.calls ? { tools: c.calls.tools } : {}),
+    ...(c.calls ? { toolSet: c.calls.toolSet } : {}),
     ...(c.chdir ? { chdir: c.chdir } : {}),
     ...(c.result === "value" ? { result: "value" as const } : {}),
   };
 }
 
 /** What a run takes over from its request as is: the surface, the cell, its directory, result and budget modes. */
-export function requestExtras(e: RunStartEvent) {
+export function requestExtras(e: Pick<RunRequest, "surface" | "cell" | "chdir" | "result" | "budget">) {
   return {
     ...(e.surface ? { surface: e.surface } : {}),
     ...(e.cell ? { cell: e.cell } : {}),

@@ -189,7 +189,10 @@ export const runMachine = setup({
   },
   guards: {
     isMine: ({ context, event }) => concernsRun(context, event),
-    isToolCall: ({ event }) => "actorId" in event && event.actorId.startsWith("tool:"),
+    isToolCall: ({ event }) => {
+      assertEvent(event, "xstate.done.actor.*");
+      return event.actorId.startsWith("tool:");
+    },
     runnerReady: ({ context }) => context.runnerReady,
     mustInstall: ({ context }) => mustInstall(context),
     statusIs: ({ context }, status: RunStatus) => context.outcome?.status === status,

@@ -277,7 +277,10 @@ export const supervisorMachine = setup({
       const name = context.queue[0]?.session;
       return name !== undefined && context.sessions[name]?.busyRunId !== undefined;
     },
-    isRun: ({ event }) => "actorId" in event && event.actorId.startsWith("run:"),
+    isRun: ({ event }) => {
+      assertEvent(event, "xstate.done.actor.*");
+      return event.actorId.startsWith("run:");
+    },
   },
 }).createMachine({
   id: "supervisor",

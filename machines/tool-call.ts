@@ -69,8 +69,10 @@ export const toolCallMachine = setup({
     }),
   },
   guards: {
-    statusIs: ({ event }, status: NestedCallStatus) =>
-      event.type === "dispatch.finished" && event.record.status === status,
+    statusIs: ({ event }, status: NestedCallStatus) => {
+      assertEvent(event, "dispatch.finished");
+      return event.record.status === status;
+    },
   },
 }).createMachine({
   id: "toolCall",

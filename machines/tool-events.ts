@@ -14,11 +14,21 @@ export interface ToolSpec {
   description?: string;
 }
 
-/** What a run needs to offer tools: the outer tool call it belongs to and the callable tools. */
+/** A tool as the machines know it: which Pi tool a call names, and its Python name (for records and messages). */
+export interface ExposedTool {
+  name: string;
+  python: string;
+}
+
+/** What a run needs to offer tools: the outer tool call it belongs to and the callable tools. The tools' signatures
+ * and descriptions stay with the host (the runner sends them to its process once per tool set), so events and the
+ * event log carry names only: a run's size does not grow with the tools' descriptions. */
 export interface CallsRequest {
   /** The Pi tool call (code_execution) that started the run: the parent id of every nested call. */
   callerId?: string;
-  tools: ToolSpec[];
+  /** The tool set's id: the same while the exposed tools stay the same (a runner sends the specs once per set). */
+  toolSet: string;
+  tools: ExposedTool[];
 }
 
 /** A bounded UTF-8 preview: at most 4 KiB of `text`, the exact byte count of the whole value, and whether it was cut. */

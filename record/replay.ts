@@ -44,14 +44,33 @@ export function parseLog(text: string): { lines: LogLine[]; error?: string } {
   for (let i = 0; i < raw.length; i++) {
     const s = raw[i].trim();
     if (!s) continue;
+    let record: unknown;
     try {
-      lines.push({ line: i + 1, record: JSON.parse(s) as LogRecord });
+      record = JSON.parse(s);
     } catch {
       // A process killed mid-write leaves a partial last line: tolerated there, an error anywhere else.
       if (raw.slice(i + 1).some((r) => r.trim())) return { lines, error: `line ${i + 1} is not JSON` };
+      continue;
     }
+    const problem = malformed(record);
+    if (problem) return { lines, error: `line ${i + 1} is not a log record: ${problem}` };
+    lines.push({ line: i + 1, record: record as LogRecord });
   }
   return { lines };
+}
+
+/** What is wrong with a parsed line, for the records replay reads (inputs); undefined when it can be replayed. */
+function malformed(record: unknown): string | undefined {
+  if (typeof record !== "object" || record === null || Array.isArray(record)) return "not an object";
+  const r = record as Record<string, unknown>;
+  if (typeof r.k !== "string") return "no kind (`k`)";
+  if (r.k !== "cmd" && r.k !== "fact") return undefined;
+  const event = r.event as Record<string, unknown> | undefined;
+  if (typeof event !== "object" || event === null || typeof event.type !== "string")
+    return `a ${r.k} record without an event (an object with a string \`type\`)`;
+  if (r.k === "fact" && (typeof r.from !== "string" || typeof r.to !== "string"))
+    return "a fact record without its sender and receiver (`from`, `to`)";
+  return undefined;
 }
 
 /** A clock that fires nothing by itself: `fire(n)` runs the n-th timer armed, as the recording says. */

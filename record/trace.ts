@@ -162,12 +162,15 @@ export type LogRecord = (
 export const INPUT_KINDS = new Set(["cmd", "fact", "timer", "stop"]);
 export const TRACE_KINDS = new Set(["actor", "event", "snap", "set", "clear"]);
 
-function stateOf(snapshot: any): Pick<Extract<TraceRecord, { k: "snap" }>, "status" | "value" | "context"> {
+function stateOf(
+  snapshot: any,
+  contextOf: (context: unknown) => unknown,
+): Pick<Extract<TraceRecord, { k: "snap" }>, "status" | "value" | "context"> {
   return {
     status: String(snapshot?.status ?? "unknown"),
     ...(snapshot && "value" in snapshot ? { value: compact(snapshot.value) } : {}),
     ...(snapshot && "context" in snapshot && snapshot.context !== undefined
-      ? { context: compact(snapshot.context) }
+      ? { context: contextOf(snapshot.context) }
       : {}),
   };
 }
@@ -179,7 +182,10 @@ export function ref(actor: unknown): AnyActorRef {
 
 /** Reduces an inspection event to its trace record, read synchronously (the snapshot as of this event).
  * Microsteps and actions are left out: they follow from the same inputs and would only inflate logs. */
-export function traceOf(ev: InspectionEvent): TraceRecord | undefined {
+export function traceOf(
+  ev: InspectionEvent,
+  contextOf: (context: unknown) => unknown = (c) => compact(c),
+): TraceRecord | undefined {
   switch (ev.type) {
     case "@xstate.actor": {
       const parent = ref(ev.actorRef)._parent;
@@ -202,7 +208,7 @@ export function traceOf(ev: InspectionEvent): TraceRecord | undefined {
         k: "snap",
         id: actorName(ref(ev.actorRef)),
         cause: ev.event.type,
-        ...stateOf(snapshot),
+        ...stateOf(snapshot, contextOf),
         ...(children && children.length ? { children } : {}),
         ...(snapshot?.status === "error" ? { error: compact(snapshot.error) } : {}),
       };
@@ -217,26 +223,79 @@ export function traceOf(ev: InspectionEvent): TraceRecord | undefined {
  * or neither when the context is unchanged. The recorder and replay each use one from the same starting point, so
  * the encoding itself is compared too. */
 export class TraceEncoder {
-  private readonly contexts = new Map<string, Map<string, string>>();
+  /** How many actors it holds a context or a name for: live ones only. */
+  get size(): number {
+    return Math.max(this.contexts.size, this.holders.size);
+  }
+  /** Per actor, its last context by top-level key: the raw value, its compact copy and that copy's JSON. */
+  private readonly contexts = new Map<string, Map<string, KeyCopy>>();
+  /** Which actor holds each name now (a reset session's name passes to its successor). */
+  private readonly holders = new Map<string, AnyActorRef>();
   encode(ev: InspectionEvent): TraceRecord | undefined {
-    const r = traceOf(ev);
-    if (r?.k === "actor") this.contexts.delete(r.id);
-    if (r?.k !== "snap" || r.context === undefined) return r;
+    let keys: Map<string, KeyCopy> | undefined;
+    const id = ev.type === "@xstate.snapshot" ? actorName(ref(ev.actorRef)) : undefined;
+    const r = traceOf(ev, (raw) => {
+      if (!isPlainRecord(raw)) return compact(raw);
+      // A context's top-level values are immutable (machines assign new ones): a value that is the very one of the
+      // previous snapshot keeps its copy, so only changed keys are copied and serialized.
+      const previous = this.contexts.get(id!);
+      keys = new Map();
+      const seen = new Set<object>([raw]);
+      for (const [k, v] of Object.entries(raw)) {
+        if (v === undefined) continue;
+        const known = previous?.get(k);
+        if (known && known.value === v) keys.set(k, known);
+        else {
+          const copy = compact(v, TRACE_STRING_LIMIT, 1, seen);
+          keys.set(k, { value: v, copy, json: JSON.stringify(copy) });
+        }
+      }
+      return Object.fromEntries([...keys].map(([k, c]) => [k, c.copy]));
+    });
+    if (r?.k === "actor") {
+      this.contexts.delete(r.id);
+      this.holders.set(r.id, ref(ev.actorRef));
+    }
+    if (r?.k !== "snap") return r;
+    // An actor that ended sends no more snapshots: forget it, so the encoder does not grow with every run there was.
+    // Only while it still holds its name: the last snapshot of a session that a reset already replaced is kept
+    // under the name, as it always was, so logs encode as they did.
+    const ended = r.status !== "active" && this.holders.get(r.id) === ref((ev as { actorRef: unknown }).actorRef);
+    if (ended) this.holders.delete(r.id);
+    if (r.context === undefined) {
+      if (ended) this.contexts.delete(r.id);
+      return r;
+    }
     const context = r.context;
-    const keys = isRecord(context)
-      ? new Map(Object.entries(context).map(([k, v]) => [k, JSON.stringify(v)]))
-      : new Map([["", JSON.stringify(context)]]);
+    keys ??= isRecord(context)
+      ? new Map(Object.entries(context).map(([k, v]) => [k, { value: NO_VALUE, copy: v, json: JSON.stringify(v) }]))
+      : new Map([["", { value: NO_VALUE, copy: context, json: JSON.stringify(context) }]]);
     const previous = this.contexts.get(r.id);
-    this.contexts.set(r.id, keys);
+    if (ended) this.contexts.delete(r.id);
+    else this.contexts.set(r.id, keys);
     if (!previous || !isRecord(context) || previous.has("")) return r;
     delete r.context;
     const delta: Record<string, unknown> = {};
-    for (const [k, json] of keys) if (previous.get(k) !== json) delta[k] = context[k];
-    const removed = [...previous.keys()].filter((k) => !keys.has(k));
+    for (const [k, c] of keys) if (previous.get(k)?.json !== c.json) delta[k] = context[k];
+    const removed = [...previous.keys()].filter((k) => !keys!.has(k));
     if (Object.keys(delta).length) r.delta = delta;
     if (removed.length) r.removed = removed;
     return r;
   }
+}
+
+interface KeyCopy {
+  value: unknown;
+  copy: unknown;
+  json: string;
+}
+const NO_VALUE = Symbol("no raw value");
+
+/** A plain object (not an actor ref, error, map or class instance): its keys are compacted one by one. */
+function isPlainRecord(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return (proto === Object.prototype || proto === null) && !isActorRef(v);
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -13,7 +13,7 @@ const MAX_BACKGROUND = 20;
 function receive(frame) {
   switch (frame.type) {
     case "run": {
-      const why = badRun(frame);
+      const why = badRun(frame) ?? toolSet(frame);
       if (why) return fatal(`bad run frame: ${why}`);
       queue.push(frame);
       return pump();
@@ -36,6 +36,19 @@ function receive(frame) {
     default:
       return fatal(`unknown frame type ${JSON.stringify(frame.type).slice(0, 80)}`);
   }
+}
+
+/** The current tool set: its specs arrive with its id once; later run frames name the id alone (docs/protocol-js.md). */
+let tools = { id: undefined, list: [] };
+
+/** Fills a frame's tools from its `tools_id`; an error text when the id names no set this runner received. */
+function toolSet(f) {
+  if (f.tools_id === undefined) return undefined;
+  if (typeof f.tools_id !== "string") return "tools_id must be a string";
+  if (f.tools !== undefined) tools = { id: f.tools_id, list: f.tools };
+  else if (f.tools_id === tools.id) f.tools = tools.list;
+  else return `tools_id ${JSON.stringify(f.tools_id).slice(0, 80)} names no tool set this runner received`;
+  return undefined;
 }
 
 function badRun(f) {

@@ -175,6 +175,8 @@ def _read_frame():
             _fatal("a fresh runner takes exactly one run")
         if "tools" in msg and _bad_tools(msg["tools"]):
             _fatal("bad run frame: tools must be a list of {name, python, signature} strings")
+        if "tools_id" in msg:
+            _tool_set(msg)
         return msg
     elif kind == "tool.result":
         if _pi_tools is not None:
@@ -937,7 +939,7 @@ def _execute_run(msg, g):
     _cpu_budget()
     sys.argv = [r.filename]
     _remember_source(r.filename, r.code)
-    if "tools" in msg or _tools_seen:  # a session drops its earlier tools when a run brings none
+    if "tools" in msg or "tools_id" in msg or _tools_seen:  # a session drops its earlier tools when a run brings none
         _tools_begin(r.id, msg.get("tools") or [], g)
     exc = _interruptible(_user_phase, r)
     if os.getpid() != _PID:  # user code forked and the child ran off the end of the script: exit like Python
@@ -992,18 +994,24 @@ _display_mod = None
 _RICH = ("_repr_mimebundle_", "_repr_png_", "_repr_jpeg_", "_repr_svg_", "_repr_markdown_", "_repr_html_", "_repr_json_")
 
 
+def _load_sibling(filename, name):
+    """One of the runner's own modules, loaded on first use outside sys.modules; its imports are the runner's too."""
+    import _frozen_importlib as bootstrap
+    import _frozen_importlib_external as external
+
+    path = os.path.join(os.path.dirname(_RUNNER_FILE), filename)
+    loader = external.SourceFileLoader(name, path)
+    mod = bootstrap.module_from_spec(bootstrap.spec_from_loader(name, loader))
+    mod.__dict__["__builtins__"] = pcs_imports.BUILTINS
+    _OWN_FILES.add(mod.__file__)
+    loader.exec_module(mod)
+    return mod
+
+
 def _load_display():
     global _display_mod
     if _display_mod is None:
-        import _frozen_importlib as bootstrap
-        import _frozen_importlib_external as external
-
-        path = os.path.join(os.path.dirname(_RUNNER_FILE), "pcs_display.py")
-        loader = external.SourceFileLoader("_pcs_display", path)
-        mod = bootstrap.module_from_spec(bootstrap.spec_from_loader("_pcs_display", loader))
-        mod.__dict__["__builtins__"] = pcs_imports.BUILTINS  # its imports (base64, json, io) are the runner's too
-        _OWN_FILES.add(mod.__file__)
-        loader.exec_module(mod)
+        mod = _load_sibling("pcs_display.py", "_pcs_display")
         mod.attach(_send, lambda: _active_run, _sync_output)
         _display_mod = mod
     return _display_mod
@@ -1160,15 +1168,7 @@ _tools_seen = False  # some run had tools: later runs refresh them
 def _load_pi_tools():
     global _pi_tools
     if _pi_tools is None:
-        import _frozen_importlib as bootstrap
-        import _frozen_importlib_external as external
-
-        path = os.path.join(os.path.dirname(_RUNNER_FILE), "pi_tools.py")
-        loader = external.SourceFileLoader("_pcs_pi_tools", path)
-        mod = bootstrap.module_from_spec(bootstrap.spec_from_loader("_pcs_pi_tools", loader))
-        mod.__dict__["__builtins__"] = pcs_imports.BUILTINS  # its imports are the runner's too
-        _OWN_FILES.add(mod.__file__)
-        loader.exec_module(mod)
+        mod = _load_sibling("pi_tools.py", "_pcs_pi_tools")
         mod.attach(_write_frame, _PID)
         _pi_tools = mod
     return _pi_tools
@@ -1235,6 +1235,23 @@ def _tools_begin(run_id, tools, g):
     _tool_signatures = signatures
     _tools_installed = installed
     _tools_run = run_id
+
+
+_tool_sets = {}  # tools_id -> tools: a run frame repeats a set's id, not its specs (docs/protocol.md)
+
+
+def _tool_set(msg):
+    """A run frame's tool set: its specs arrive with its id once; later frames name the id alone."""
+    key = msg["tools_id"]
+    if not isinstance(key, str):
+        _fatal("bad run frame: tools_id must be a string")
+    if "tools" in msg:
+        _tool_sets.clear()  # one set is current; the host sends the specs again when it changes back
+        _tool_sets[key] = msg["tools"]
+    elif key in _tool_sets:
+        msg["tools"] = _tool_sets[key]
+    else:
+        _fatal("bad run frame: tools_id %r names no tool set this runner received" % key)
 
 
 def _tools_end(run_id):

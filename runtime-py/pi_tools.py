@@ -104,6 +104,14 @@ def _encode(frame, python):
     return data
 
 
+def _withdraw(cid, run):
+    """A call its caller stopped waiting for: if it is still pending, the host is told to abort its dispatch."""
+    with _lock:
+        waiting = _pending.pop(cid, None) is not None
+    if waiting:
+        _write(('{"type":"tool.cancel","id":"%s","run":%s}' % (cid, _quote(run))).encode("utf-8"))
+
+
 async def call(run, name, python, kwargs):
     """One call of tool `name` for run `run` (the run executing when the call began, or None)."""
     global _seq
@@ -131,10 +139,7 @@ async def call(run, name, python, kwargs):
         status, text = await fut
     except BaseException:
         # Cancelled (asyncio, or the run's KeyboardInterrupt cancelling its task): the host aborts the dispatch.
-        with _lock:
-            waiting = _pending.pop(cid, None) is not None
-        if waiting:
-            _write(('{"type":"tool.cancel","id":"%s","run":%s}' % (cid, _quote(run))).encode("utf-8"))
+        _withdraw(cid, run)
         raise
     if status == "ok":
         result = ToolResult(text)
@@ -184,10 +189,7 @@ def call_sync(run, name, python, kwargs):
         _write(data)
         waiter.lock.acquire()
     except BaseException:
-        with _lock:
-            waiting = _pending.pop(cid, None) is not None
-        if waiting:
-            _write(('{"type":"tool.cancel","id":"%s","run":%s}' % (cid, _quote(run))).encode("utf-8"))
+        _withdraw(cid, run)
         raise
     return waiter.result
 

@@ -20,6 +20,7 @@ import {
   type PageRequest,
 } from "./artifact-fs.ts";
 import { countNewlines, type ChannelCapture } from "../actors/process/output.ts";
+import { savedBeforeRead } from "./artifact-saves.ts";
 
 export const OUTPUT_DIR = "code-execution-output";
 const FORMAT = "pi-code-execution-output/1";
@@ -92,31 +93,28 @@ export function retainedTranscript(out: ChannelCapture, err: ChannelCapture): Bu
   return parts.filter((b) => b.length > 0);
 }
 
-/**
- * Saves the run's retained transcript and returns its reference. Identical concurrent saves produce one file;
- * a different artifact under an existing ID throws OutputArtifactCollisionError.
- */
-export async function saveOutputArtifact(
-  capture: { stdout: ChannelCapture; stderr: ChannelCapture },
-  root = outputRoot(),
-): Promise<OutputRef> {
+/** A transcript ready to save: its reference (digest and metadata, computed in memory, so a result can name its
+ * outputId before the file exists) and the parts to write. */
+export interface OutputArtifact {
+  ref: OutputRef;
+  parts: Buffer[];
+}
+
+/** The reference of the run's retained transcript, without touching the disk. */
+export function outputArtifact(capture: { stdout: ChannelCapture; stderr: ChannelCapture }): OutputArtifact {
   const { stdout, stderr } = capture;
   const parts = retainedTranscript(stdout, stderr);
   const emitted = emittedTranscript(stdout, stderr);
-  await ensurePrivateDir(root);
   const hash = createHash("sha256");
   let retainedBytes = 0;
   let newlines = 0;
   let last = -1;
-  const temp = await writeTemp(root, async (handle) => {
-    for (const part of parts) {
-      await writeAll(handle, part);
-      hash.update(part);
-      retainedBytes += part.length;
-      newlines += countNewlines(part);
-      last = part[part.length - 1];
-    }
-  });
+  for (const part of parts) {
+    hash.update(part);
+    retainedBytes += part.length;
+    newlines += countNewlines(part);
+    last = part[part.length - 1]!;
+  }
   const meta: OutputMetadata = {
     sha256: hash.digest("hex"),
     emittedBytes: emitted.bytes,
@@ -125,8 +123,28 @@ export async function saveOutputArtifact(
     retainedLines: newlines + (retainedBytes > 0 && last !== 0x0a ? 1 : 0),
     truncated: stdout.retainedBytes < stdout.emittedBytes || stderr.retainedBytes < stderr.emittedBytes,
   };
-  const outputId = outputIdOf(meta);
-  const ref: OutputRef = { outputId, ...meta };
+  return { ref: { outputId: outputIdOf(meta), ...meta }, parts };
+}
+
+/**
+ * Saves the run's retained transcript and returns its reference. Identical concurrent saves produce one file;
+ * a different artifact under an existing ID throws OutputArtifactCollisionError.
+ */
+export async function saveOutputArtifact(
+  capture: { stdout: ChannelCapture; stderr: ChannelCapture },
+  root = outputRoot(),
+): Promise<OutputRef> {
+  return writeOutputArtifact(outputArtifact(capture), root);
+}
+
+/** Writes a transcript whose reference is known: the file and then its sidecar, each created once. */
+export async function writeOutputArtifact(artifact: OutputArtifact, root = outputRoot()): Promise<OutputRef> {
+  const { ref, parts } = artifact;
+  const { outputId, ...meta } = ref;
+  await ensurePrivateDir(root);
+  const temp = await writeTemp(root, async (handle) => {
+    for (const part of parts) await writeAll(handle, part);
+  });
   const label = `output ${outputId}`;
   if (!(await placeOnce(temp, join(root, `${outputId}.out`)))) {
     // Already there: fine only if it is this very transcript (a concurrent or repeated identical save).
@@ -239,6 +257,7 @@ export async function readOutputPage(
   req: PageRequest = {},
   root = outputRoot(),
 ): Promise<OutputPage> {
+  await savedBeforeRead(root, outputId);
   const ref = await readSidecar(root, outputId);
   const { offset, limit } = checkPage(req, ref.retainedBytes);
   // Three bytes of context on each side are enough to find character boundaries.

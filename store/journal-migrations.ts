@@ -111,6 +111,14 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE runs ADD COLUMN json_outputs INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    // Which language ran: `python`, or `js` for eval's JavaScript cells, whose python_version and python_executable
+    // name the Node runtime. Older rows ran Python only.
+    version: 5,
+    sql: `
+      ALTER TABLE runs ADD COLUMN language TEXT NOT NULL DEFAULT 'python';
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
@@ -161,6 +169,7 @@ export const COLUMNS = {
     "surface",
     "images",
     "json_outputs",
+    "language",
   ],
   session_events: ["at", "pi_session_id", "session_name", "incarnation", "event", "detail"],
   nested_calls: ["run_id", "call_id", "tool", "started_at", "finished_at", "duration_ms", "status", "error"],

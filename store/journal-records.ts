@@ -42,6 +42,8 @@ export interface RunRecord {
   sessionIncarnation?: number;
   sessionStarted?: boolean;
   isLost?: boolean;
+  /** `python` (absent) or `js`: for `js`, the version and executable are the Node runtime's. */
+  language?: "python" | "js";
   pythonVersion?: string;
   pythonExecutable?: string;
   /** The event log that recorded the run (actors/recorder.ts). */

@@ -135,6 +135,7 @@ export class Journal {
       surface: opt(r.surface),
       images: r.images ?? 0,
       json_outputs: r.jsonOutputs ?? 0,
+      language: r.language ?? "python",
     });
   }
 

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import { waitUntil } from "./helpers/procs.ts";
 
 const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
 const saved = { HOME: process.env.HOME, cwd: process.cwd() };
@@ -52,6 +53,11 @@ test('PI_CODING_AGENT_DIR="~/.pi/agent": logs, settings, environments, scripts a
   const scripts = join(agent, "code-execution");
   assert.ok(existsSync(join(scripts, `${big.details.sourceId}.py`)), "the script is saved there");
   const outputs = join(agent, "code-execution-output");
+  // The output is written just after its result.
+  assert.ok(
+    await waitUntil(() => existsSync(join(outputs, `${big.details.output.outputId}.json`)), 10_000),
+    "the output is saved there",
+  );
   assert.ok(existsSync(join(outputs, `${big.details.output.outputId}.out`)), "the output is saved there");
   assert.ok(existsSync(join(agent, "pi-code-execution", "envs")), "dependency environments are built there");
   const logs = join(agent, "pi-code-supervisor", "logs");

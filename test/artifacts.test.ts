@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
   chmodSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -31,6 +32,7 @@ import {
 import { PAGE_BYTES } from "../store/artifact-fs.ts";
 import { CodeArtifactCollisionError, loadSource, readSourcePage, saveSource, sourceIdOf } from "../store/sources.ts";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
+import { waitUntil } from "./helpers/procs.ts";
 
 const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
 const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
@@ -446,6 +448,8 @@ describe("code_execution output and sources in a Pi session", () => {
   test("code_execution_output: tampering is a clear tool error", async () => {
     const [r] = await pi.callTools([{ code: "print('z' * 30000)" }]);
     const id = r.details.output.outputId;
+    // The transcript is written just after the result.
+    assert.ok(await waitUntil(() => existsSync(join(outputDir(), `${id}.json`)), 5000));
     chmodSync(join(outputDir(), `${id}.out`), 0o644);
     const bad = await callTool(pi, "code_execution_output", { outputId: id });
     assert.equal(bad.isError, true);
@@ -453,6 +457,38 @@ describe("code_execution output and sources in a Pi session", () => {
     const missing = await callTool(pi, "code_execution_output", { outputId: "00000000abcd" });
     assert.equal(missing.isError, true);
     assert.match(textOf(missing), /missing/);
+  });
+
+  test("an output saved after its result: read at once it waits for the write; a failed write is said, then results say it", async () => {
+    const code = (c: string) => `print('${c}' * 30000)`;
+    const [first] = await pi.callTools([{ code: code("a") }]);
+    const page = await callTool(pi, "code_execution_output", { outputId: first.details.output.outputId });
+    assert.equal(page.isError, false, textOf(page));
+    assert.match(textOf(page), /a{1000}/);
+    // The output folder cannot be made: the first result names its outputId, whose read says why it is missing;
+    // the next result waits for its save and says it could not be saved.
+    const aside = `${outputDir()}.aside`;
+    renameSync(outputDir(), aside);
+    writeFileSync(outputDir(), "not a folder");
+    try {
+      const [failed] = await pi.callTools([{ code: code("b") }]);
+      const read = await callTool(pi, "code_execution_output", { outputId: failed.details.output.outputId });
+      assert.equal(read.isError, true);
+      assert.match(textOf(read), /could not be saved: /);
+      const [next] = await pi.callTools([{ code: code("c") }]);
+      assert.equal(next.details.output, undefined);
+      assert.match(textOf(next), /\[the full output could not be saved \(.+\); only this preview is available\]/);
+    } finally {
+      unlinkSync(outputDir());
+      renameSync(aside, outputDir());
+    }
+    // Saving works again: the next result waits for its save once more, then saves go back after results.
+    for (const c of ["d", "e"]) {
+      const [ok] = await pi.callTools([{ code: code(c) }]);
+      const again = await callTool(pi, "code_execution_output", { outputId: ok.details.output.outputId });
+      assert.equal(again.isError, false, textOf(again));
+      assert.match(textOf(again), new RegExp(`${c}{1000}`));
+    }
   });
 
   test("sourceId reruns the exact saved script; code_execution_source reads it without running", async () => {

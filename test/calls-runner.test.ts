@@ -355,6 +355,28 @@ describe("a session refreshes its tools every run", () => {
     }
   });
 
+  test("a tool set's specs come once with its tools_id; later frames name the id alone; an unknown id is fatal", async () => {
+    const s = await RunnerDriver.start({ mode: "session" });
+    try {
+      const set = (id: string, tools?: unknown) => ({ extra: { tools_id: id, ...(tools ? { tools } : {}) } });
+      let r = await s.run("print(available_tools())", set("t1", TOOLS));
+      assert.equal(r.stdout, `${TOOLS.map((t) => t.signature).join("\n")}\n`);
+      r = await s.run("del echo\nprint(available_tools())", set("t1"));
+      assert.equal(r.stdout, `${TOOLS.map((t) => t.signature).join("\n")}\n`, "the id alone brings the same set");
+      r = await s.run("print(callable(echo), available_tools())", set("t1"));
+      assert.equal(r.stdout, "True echo(*, x: int)\nmy_search(*, query: str, limit: int = None)\nprint_()\n");
+      r = await s.run("print(available_tools())", set("t2", [TOOLS[0]]));
+      assert.equal(r.stdout, "echo(*, x: int)\n", "a new set replaces the old one");
+      r = await s.run("print(available_tools())", set("t2"));
+      assert.equal(r.stdout, "echo(*, x: int)\n");
+      s.startRun("1", set("t1"));
+      const fatal = await s.waitFrame("fatal");
+      assert.match(String(fatal.message), /bad run frame: tools_id 't1' names no tool set this runner received/);
+    } finally {
+      await s.close();
+    }
+  });
+
   test("a ToolResult pickles as a plain str", async () => {
     const r = await runServed(
       d,

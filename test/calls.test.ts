@@ -3,12 +3,14 @@
 // (test/fixtures/call-blocker.ts), and every nested call goes through Pi's hooked dispatch.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { resolve } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { EXTENSION_PATH, startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
 import { probe } from "./fixtures/pi-tools.ts";
 import { waitUntil } from "./helpers/procs.ts";
+import { defaultLogDir } from "../record/log-files.ts";
 import { PYTHON } from "./helpers/runner-driver.ts";
 
 const TOOLS_FIXTURE = resolve(import.meta.dirname, "fixtures/pi-tools.ts");
@@ -40,6 +42,27 @@ function startRun(code: string, extra: Record<string, unknown> = {}): Promise<vo
 const lastResult = () => pi.toolResults().at(-1)!;
 
 describe("calling Pi tools from Python", () => {
+  test("the tool set stays the same from call to call: completion() once, and the event log's run requests do not grow", async () => {
+    for (let i = 0; i < 4; i++) assert.equal((await run("pass", { session: "toolset" })).isError, false);
+    const dir = defaultLogDir(process.env);
+    const starts = () =>
+      readdirSync(dir)
+        .filter((f) => f.endsWith(".jsonl"))
+        .flatMap((f) => readFileSync(join(dir, f), "utf8").split("\n"))
+        .filter((l) => l.startsWith('{"k":"cmd"') && l.includes('"type":"run.start"') && l.includes('"session":"toolset"'));
+    assert.ok(await waitUntil(() => starts().length === 4, 5000), "the event log holds the four requests");
+    const requests = starts().map((l) => JSON.parse(l) as { event: { calls: { toolSet: string; tools: unknown[] } } });
+    const calls = requests.map((r) => r.event.calls);
+    for (const c of calls) {
+      assert.deepEqual(c.tools, calls[0]!.tools);
+      assert.equal(c.toolSet, calls[0]!.toolSet, "one tool set while the tools stay the same");
+      assert.equal(c.tools.filter((t) => (t as { name: string }).name === "__completion__").length, 1);
+      assert.ok(!JSON.stringify(c).includes("signature"), "signatures stay with the host");
+    }
+    const sizes = starts().map((l) => l.length);
+    assert.ok(Math.max(...sizes) - Math.min(...sizes) < 64, `run.start records of one size: ${sizes.join(", ")}`);
+  });
+
   test("available_tools() lists the callable tools by Python name, never code_execution's own", async () => {
     const r = await run("print(available_tools())");
     assert.equal(r.isError, false, textOf(r));

@@ -132,6 +132,27 @@ describe("replay", () => {
     assert.match(r.stderr, /^error: .*not a pi-code-supervisor event log/);
     assert.equal(r.stderr.trimEnd().split("\n").length, 1);
   });
+
+  test("an input record without its event, or a fact without its actors: the line and what is missing, exit 1", () => {
+    const lines = readFileSync(LOG, "utf8").trimEnd().split("\n");
+    const at = (k: string) => lines.findIndex((l) => (JSON.parse(l) as { k: string }).k === k);
+    const edits: [number, (r: Record<string, unknown>) => void, RegExp][] = [
+      [at("cmd"), (r) => delete r.event, /a cmd record without an event/],
+      [at("fact"), (r) => (r.event = "runner.ready"), /a fact record without an event/],
+      [at("fact"), (r) => delete r.from, /a fact record without its sender and receiver/],
+      [at("cmd"), (r) => (r.k = 7), /no kind/],
+    ];
+    for (const [i, edit, message] of edits) {
+      const record = JSON.parse(lines[i]!) as Record<string, unknown>;
+      edit(record);
+      const path = join(scratch, `edited-${i}.jsonl`);
+      writeFileSync(path, [...lines.slice(0, i), JSON.stringify(record), ...lines.slice(i + 1)].join("\n") + "\n");
+      const r = cli(["replay", path]);
+      assert.equal(r.status, 1, r.stdout);
+      assert.match(r.stderr, new RegExp(`^error: .*line ${i + 1} is not a log record: ${message.source}`));
+      assert.equal(r.stderr.trimEnd().split("\n").length, 1);
+    }
+  });
 });
 
 describe("logs", () => {

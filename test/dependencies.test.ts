@@ -1,4 +1,4 @@
-// PEP 723 dependencies, offline: wheels are built here (a wheel is a zip with the module, METADATA, WHEEL and
+// PEP 723 dependencies, offline: wheels are built locally (test/helpers/wheels.ts; a wheel is a zip with the module, METADATA, WHEEL and
 // RECORD) and the installer is pointed at them (PIP_NO_INDEX/PIP_FIND_LINKS, and the UV_ equivalents). Covers the
 // block parser (against tomllib), cached environments for fresh runs (shared, built once under concurrency),
 // session package directories, failures as setup_error with stable hint ids, the uv path (a stand-in uv that
@@ -18,25 +18,11 @@ import { environmentKey, packageOf } from "../actors/deps/dependencies.ts";
 import { normalizeDependencies, parseScriptMetadata, satisfiesRequiresPython } from "../actors/deps/pep723.ts";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
+import { buildWheel } from "./helpers/wheels.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
 const PY = "/usr/bin/python3";
 const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
-
-/** A minimal pure-Python wheel for `name==version` whose module records its version. */
-function buildWheel(dir: string, name: string, version: string): void {
-  const script = [
-    "import sys, zipfile",
-    "d, n, v = sys.argv[1:4]",
-    "info = f'{n}-{v}.dist-info'",
-    "with zipfile.ZipFile(f'{d}/{n}-{v}-py3-none-any.whl', 'w') as z:",
-    "    z.writestr(f'{n}/__init__.py', f'VERSION = {v!r}\\n')",
-    "    z.writestr(f'{info}/METADATA', f'Metadata-Version: 2.1\\nName: {n}\\nVersion: {v}\\n')",
-    "    z.writestr(f'{info}/WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')",
-    "    z.writestr(f'{info}/RECORD', f'{n}/__init__.py,,\\n{info}/METADATA,,\\n{info}/WHEEL,,\\n{info}/RECORD,,\\n')",
-  ].join("\n");
-  execFileSync(PY, ["-c", script, dir, name, version]);
-}
 
 let wheels: string;
 let offline: NodeJS.ProcessEnv;

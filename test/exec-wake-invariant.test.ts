@@ -13,10 +13,10 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { AnyActorRef, InspectionEvent } from "xstate";
-import { createActor, fromCallback } from "xstate";
 import { getShortestPaths } from "xstate/graph";
-import type { AnyActorScope, AnyMachineSnapshot, AnyStateMachine, EventObject } from "xstate";
+import type { AnyMachineSnapshot } from "xstate";
 import { startExec } from "./helpers/fake-shell.ts";
+import { analysable } from "./helpers/machine-graph.ts";
 import { wakeEntryMachine, type WakeEntryEvent, type WakeEntryOutput } from "../machines/exec-wake-entry.ts";
 
 function rng(seed: number) {
@@ -237,28 +237,6 @@ describe("wake: generated event orders", () => {
 });
 
 // ---- the entry's graph ----
-
-/** The entry machine, analysable standalone: transitions resolve against a scope whose `self` has a parent that
- * receives nothing (sendParent resolves; no action runs). */
-function analysable(machine: AnyStateMachine): AnyStateMachine {
-  const parent = createActor(fromCallback(() => {}));
-  const self = createActor(fromCallback(() => {}), { parent });
-  const scope = {
-    self,
-    id: "graph",
-    sessionId: "graph",
-    logger: () => {},
-    defer: () => {},
-    emit: () => {},
-    system: self.system,
-    stopChild: () => {},
-    actionExecutor: () => {},
-  } as unknown as AnyActorScope;
-  return Object.assign(Object.create(machine) as AnyStateMachine, {
-    getInitialSnapshot: (_s: AnyActorScope, input: unknown) => machine.getInitialSnapshot(scope, input),
-    transition: (snapshot: AnyMachineSnapshot, event: EventObject) => machine.transition(snapshot, event, scope),
-  });
-}
 
 describe("wake entry: paths from the graph", () => {
   test("every shortest path keeps the promises", () => {

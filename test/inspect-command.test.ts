@@ -1,10 +1,10 @@
 // `/code-inspect` and `--code-inspect` in Pi: the command starts the inspector of the session's supervisor and
 // prints its URL (and the session's event log); the flag does the same at start-up, through the real `pi` CLI.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { describe, test } from "node:test";
+import { piPrint } from "./helpers/pi-cli.ts";
 import { startPi } from "./helpers/pi-session.ts";
 
 /** Resolves with the first frame a WebSocket receives. */
@@ -45,38 +45,10 @@ describe("in Pi", () => {
   });
 
   test("--code-inspect starts it with Pi and prints the URL", () => {
-    const root = resolve(import.meta.dirname, "..");
     const agentDir = join(tmpdir(), `pcs-flag-${process.pid}`);
-    const r = spawnSync(
-      join(root, "node_modules/.bin/pi"),
-      [
-        "-p",
-        "--no-session",
-        "-ne",
-        "-e",
-        join(root, "test/helpers/faux-cli-driver.ts"),
-        "-e",
-        join(root, "extension/pi-code-supervisor/index.ts"),
-        "--provider",
-        "faux",
-        "--model",
-        "faux-1",
-        "--code-inspect",
-        "--",
-        "hello",
-      ],
-      {
-        encoding: "utf8",
-        env: {
-          ...process.env,
-          PI_CODING_AGENT_DIR: agentDir,
-          PI_OFFLINE: "1",
-          PI_SKIP_VERSION_CHECK: "1",
-          PI_TELEMETRY: "0",
-        },
-        timeout: 60_000,
-      },
-    );
+    const r = piPrint("extension/pi-code-supervisor/index.ts", ["--code-inspect", "--", "hello"], {
+      PI_CODING_AGENT_DIR: agentDir,
+    });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stderr, /Inspector: http:\/\/127\.0\.0\.1:\d+\/[A-Za-z0-9_-]{43}\/ \(read-only/);
   });

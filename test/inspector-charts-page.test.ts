@@ -14,7 +14,7 @@ import { after, before, describe, test } from "node:test";
 import { getStateNodes } from "xstate";
 import type { AnyStateNode, InspectionEvent } from "xstate";
 import { SupervisorHost } from "../host/host.ts";
-import { CHARTED_MACHINES, chartedMachineOf, stateTests } from "../inspector/charts.ts";
+import { CHARTED_MACHINES, chartedMachineOf, stateTests, type ChartedMachine } from "../inspector/charts.ts";
 import { startInspector, type Inspector } from "../inspector/server.ts";
 import { runMachine } from "../machines/run.ts";
 import { SystemObserver } from "../record/observe.ts";
@@ -68,6 +68,19 @@ const ids = (selector: string) =>
   browser.page.evaluate<string[]>(
     `[...document.querySelectorAll(${JSON.stringify(selector)})].map((el) => el.dataset.stateId ?? el.dataset.transition).sort()`,
   );
+
+/** Shows `actor`'s statechart and checks it is its machine's, drawn whole: every state and every transition. */
+async function assertDrawnWhole(actor: string, charted: ChartedMachine, message?: string): Promise<void> {
+  const page = browser.page;
+  await show(page, actor, "chart");
+  assert.equal(await page.evaluate(`document.querySelector("#chart svg.chart").dataset.machine`), charted.kind);
+  assert.deepEqual(await ids("#chart g.state[data-state-id]"), sorted(stateNodes(charted.machine).map((n) => n.id)));
+  assert.deepEqual(
+    [...new Set(await ids("#chart svg.chart [data-transition]"))].sort(),
+    transitionIds(charted.machine),
+    message,
+  );
+}
 
 function get(path: string): Promise<{ status: number; body: string }> {
   return new Promise((done, reject) => {
@@ -267,17 +280,7 @@ describe("every kind of actor in Chromium", () => {
         const actor = present.find((id) => charted.actors.test(id) && last.has(id));
         if (!actor || seen.has(charted.kind)) continue;
         seen.add(charted.kind);
-        await show(page, actor, "chart");
-        assert.equal(await page.evaluate(`document.querySelector("#chart svg.chart").dataset.machine`), charted.kind);
-        assert.deepEqual(
-          await ids("#chart g.state[data-state-id]"),
-          sorted(stateNodes(charted.machine).map((n) => n.id)),
-        );
-        assert.deepEqual(
-          [...new Set(await ids("#chart svg.chart [data-transition]"))].sort(),
-          transitionIds(charted.machine),
-          charted.kind,
-        );
+        await assertDrawnWhole(actor, charted, charted.kind);
         assert.deepEqual(await ids("#chart g.state.lit"), activeLeaves(charted.machine, last.get(actor)), actor);
       }
       // A boundary actor has no chart, and says why.
@@ -328,16 +331,7 @@ describe("every kind of actor in Chromium", () => {
         const actor = await page.evaluate<string>(
           `[...document.querySelectorAll("#tree li[data-actor]")].map((li) => li.dataset.actor).find((id) => new RegExp(${JSON.stringify(charted.actors.source)}).test(id))`,
         );
-        await show(page, actor, "chart");
-        assert.equal(await page.evaluate(`document.querySelector("#chart svg.chart").dataset.machine`), charted.kind);
-        assert.deepEqual(
-          await ids("#chart g.state[data-state-id]"),
-          sorted(stateNodes(charted.machine).map((n) => n.id)),
-        );
-        assert.deepEqual(
-          [...new Set(await ids("#chart svg.chart [data-transition]"))].sort(),
-          transitionIds(charted.machine),
-        );
+        await assertDrawnWhole(actor, charted);
         assert.deepEqual(await ids("#chart g.state.lit"), activeLeaves(charted.machine, values.get(actor)), actor);
         await page.screenshot(join(ARTIFACTS, `statechart-${charted.kind}.png`));
       }

@@ -269,6 +269,16 @@ describe("sessions never mix interpreters or working directories", () => {
   );
 });
 
+/** One python_set_interpreter call by the scripted model; its tool result. */
+async function callSetInterpreter(pi: PiHarness, args: Record<string, string>) {
+  pi.faux.setResponses([
+    fauxAssistantMessage([fauxToolCall("python_set_interpreter", args)], { stopReason: "toolUse" }),
+    fauxAssistantMessage("done"),
+  ]);
+  await pi.session.prompt("switch");
+  return pi.toolResults().at(-1)!;
+}
+
 describe("python_set_interpreter in a Pi session", { skip: !existsSync(PY312) && `${PY312} is not installed` }, () => {
   let pi: PiHarness;
   before(async () => {
@@ -277,14 +287,7 @@ describe("python_set_interpreter in a Pi session", { skip: !existsSync(PY312) &&
   after(async () => {
     await pi.dispose();
   });
-  const setInterpreter = async (args: Record<string, string>) => {
-    pi.faux.setResponses([
-      fauxAssistantMessage([fauxToolCall("python_set_interpreter", args)], { stopReason: "toolUse" }),
-      fauxAssistantMessage("done"),
-    ]);
-    await pi.session.prompt("switch");
-    return pi.toolResults().at(-1)!;
-  };
+  const setInterpreter = (args: Record<string, string>) => callSetInterpreter(pi, args);
 
   test("selects, stops sessions on another interpreter (saying so), refuses directories, clears", async () => {
     assert.ok(pi.session.getActiveToolNames().includes("python_set_interpreter"));
@@ -349,14 +352,7 @@ describe("python_set_interpreter takes pi-python's `path`", () => {
   after(async () => {
     await pi.dispose();
   });
-  const setInterpreter = async (args: Record<string, string>) => {
-    pi.faux.setResponses([
-      fauxAssistantMessage([fauxToolCall("python_set_interpreter", args)], { stopReason: "toolUse" }),
-      fauxAssistantMessage("done"),
-    ]);
-    await pi.session.prompt("switch");
-    return pi.toolResults().at(-1)!;
-  };
+  const setInterpreter = (args: Record<string, string>) => callSetInterpreter(pi, args);
   const executable = async () => textOf((await pi.callTools([{ code: "import sys\nsys.executable" }]))[0]).trim();
 
   test("the schema is pi-python's: one `path` parameter", () => {

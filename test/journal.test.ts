@@ -250,6 +250,45 @@ describe("the journal of stopped runs", () => {
 });
 
 describe("journal off and journal failures never break a run", () => {
+  test("a run's language: python for Python cells and scripts, js for JavaScript cells (with Node's version)", async () => {
+    const path = join(tmp("pcs-journal-lang-"), "journal.sqlite");
+    process.env.PI_CODE_EXECUTION_JOURNAL = path;
+    process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,eval";
+    try {
+      pi = await startPi();
+    } finally {
+      delete process.env.PI_CODE_EXECUTION_TOOLS;
+    }
+    await pi.callTools([{ code: "1" }]);
+    pi.faux.setResponses([
+      fauxAssistantMessage(
+        [fauxToolCall("eval", { cells: [{ language: "js", code: "1 + 1" }, { language: "py", code: "2 + 2" }] })],
+        { stopReason: "toolUse" },
+      ),
+      fauxAssistantMessage("done"),
+    ]);
+    await pi.session.prompt("go");
+    await pi.dispose();
+    pi = undefined;
+    const db = new Database(path, { readonly: true });
+    try {
+      const rows = db
+        .prepare("SELECT surface, language, python_version FROM runs ORDER BY requested_at, rowid")
+        .all() as { surface: string; language: string; python_version: string }[];
+      assert.deepEqual(
+        rows.map((r) => [r.surface, r.language]),
+        [
+          ["code_execution", "python"],
+          ["eval", "js"],
+          ["eval", "python"],
+        ],
+      );
+      assert.equal(rows[1]!.python_version, process.versions.node, "a js run names the Node runtime's version");
+    } finally {
+      db.close();
+    }
+  });
+
   test("off: nothing is recorded anywhere", async () => {
     const data = tmp("pcs-xdg-");
     process.env.XDG_DATA_HOME = data;

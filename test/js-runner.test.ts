@@ -471,6 +471,20 @@ describe("tool calls", () => {
     assert.equal(d.frames.filter((f) => f.type === "tool.call").length, 0);
   });
 
+  it("a tool set's specs come once with its tools_id; later frames name the id alone; an unknown id is fatal", async () => {
+    const d = await start();
+    const keys = "JSON.stringify(Object.keys(tool))";
+    ok(await runCell(d, keys, { extra: { ...TOOLS, tools_id: "t1" } }));
+    const again = await runCell(d, keys, { extra: { tools_id: "t1" } });
+    ok(again);
+    assert.equal(again.stdout, '["read","bash"]\n', "the id alone brings the same set");
+    const other = await runCell(d, keys, { extra: { tools: [TOOLS.tools[0]], tools_id: "t2" } });
+    assert.equal(other.stdout, '["read"]\n');
+    d.startRun("1", { filename: "cell-stale.js", extra: { tools_id: "t1" } });
+    const fatal = await d.waitFrame("fatal");
+    assert.match(String(fatal.message), /bad run frame: tools_id "t1" names no tool set this runner received/);
+  });
+
   it("a call still waiting when its cell ends is rejected; a late answer is dropped", async () => {
     const d = await start();
     const r = await runCell(d, "globalThis.late = tool.read({ path: 'slow' }).catch((e) => e.message); 'ended'", {

@@ -3,11 +3,12 @@
 // the run streams).
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { createReadStream, rmSync, statSync } from "node:fs";
+import { createReadStream, existsSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { RETAIN_LIMIT } from "../actors/process/output.ts";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import { waitUntil } from "./helpers/procs.ts";
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -84,6 +85,8 @@ test(
     assert.ok(text.endsWith(`outputId: ${out.outputId}`));
 
     const file = join(pi.agentDir, "code-execution-output", `${out.outputId}.out`);
+    // The transcript is written just after the result: its sidecar lands last.
+    assert.ok(await waitUntil(() => existsSync(file.replace(/\.out$/, ".json")), 60_000), "the output was saved");
     assert.equal(statSync(file).size, RETAIN_LIMIT);
     const hash = createHash("sha256");
     for await (const chunk of createReadStream(file)) hash.update(chunk);

@@ -2,7 +2,7 @@
 // the test fails with sshd's reason). The core acceptance scenarios run through it; the kubectl/docker/podman/command
 // presets are checked for argv and stream plumbing with a stand-in executable.
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,18 +14,7 @@ import { parseSshFlag } from "../actors/process/backends.ts";
 import { liveGroups } from "../actors/process/registry.ts";
 import type { RunTools } from "../actors/calls/contract.ts";
 import { startSshd, type TestSshd } from "./helpers/sshd.ts";
-
-/** A minimal pure-Python wheel (as in test/dependencies.test.ts): no index needed. */
-const WHEEL = [
-  "import sys, zipfile",
-  "d, n, v = sys.argv[1:4]",
-  "info = f'{n}-{v}.dist-info'",
-  "with zipfile.ZipFile(f'{d}/{n}-{v}-py3-none-any.whl', 'w') as z:",
-  "    z.writestr(f'{n}/__init__.py', f'VERSION = {v!r}\\n')",
-  "    z.writestr(f'{info}/METADATA', f'Metadata-Version: 2.1\\nName: {n}\\nVersion: {v}\\n')",
-  "    z.writestr(f'{info}/WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')",
-  "    z.writestr(f'{info}/RECORD', f'{n}/__init__.py,,\\n{info}/METADATA,,\\n{info}/WHEEL,,\\n{info}/RECORD,,\\n')",
-].join("\n");
+import { buildWheel } from "./helpers/wheels.ts";
 
 let sshd: TestSshd;
 let local: string;
@@ -143,7 +132,7 @@ describe("remote backend over a real sshd", () => {
   test("PEP 723 dependencies install on the remote side with its pip (PIP_* carried over), cached there", async () => {
     const wheels = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-wheels-")));
     const localEnvs = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-localenvs-")));
-    execFileSync("/usr/bin/python3", ["-c", WHEEL, wheels, "remotepkg", "1.0"]);
+    buildWheel(wheels, "remotepkg", "1.0");
     const h = new SupervisorHost({
       ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir, python: "/usr/bin/python3" }), localRoot: local }),
       env: () => ({ ...process.env, PIP_NO_INDEX: "1", PIP_FIND_LINKS: wheels }),

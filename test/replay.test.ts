@@ -181,6 +181,27 @@ describe("recording live systems", () => {
     assert.equal(records(path).at(-1).k, "end");
   });
 
+  test("the recorder holds state for live actors only: it does not grow with the runs, calls and resets there were", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pcs-rec-bound-"));
+    const observer = new SystemObserver();
+    const recorder = new Recorder(observer, { dir, piSession: "bounded" });
+    const host = new SupervisorHost(observer.hostOptions());
+    const held = () => (recorder as unknown as { encoder: { size: number } }).encoder.size;
+    const round = async (i: number) => {
+      await host.run({ code: `v = ${i}`, cwd: dir, timeoutMs: 10_000, session: "s" });
+      await host.run({ code: "pass", cwd: dir, timeoutMs: 10_000 });
+      if (i % 5 === 0) await host.run({ code: "v = 0", cwd: dir, timeoutMs: 10_000, session: "s", reset: true });
+      await recorder.drained();
+    };
+    for (let i = 0; i < 5; i++) await round(i);
+    const settled = held();
+    for (let i = 5; i < 45; i++) await round(i);
+    assert.ok(held() <= settled + 2, `${settled} actors held after 5 rounds, ${held()} after 45`);
+    await host.shutdown();
+    recorder.close("shutdown");
+    for (const path of recorder.segments()) assert.equal(replayFile(path).identical, true);
+  });
+
   test("logs rotate at quiescent points, every kept segment replays, old segments are deleted", async () => {
     const dir = mkdtempSync(join(tmpdir(), "pcs-rot-"));
     const observer = new SystemObserver();

@@ -3,13 +3,12 @@ import assert from "node:assert/strict";
 import { mkdtempSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost } from "../host/host.ts";
 import { MAX_SPARES_PER_KEY } from "../machines/supervisor.ts";
 import { liveGroups } from "../actors/process/registry.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
+import { bareStart, pidAlive, waitUntil } from "./helpers/procs.ts";
 
 let cwd: string;
 before(() => {
@@ -48,15 +47,6 @@ describe("spare runners", () => {
     // Baseline in the same run, interleaved: a bare start of the same interpreter (`-c pass`), which a run served by
     // a spare skips. Under a loaded machine both grow; the spare's run must stay well below the bare start.
     const exe = (await host.run({ code: "import sys; print(sys.executable)", cwd, timeoutMs: 10_000 })).stdout.trim();
-    const bareStart = async () => {
-      const t0 = performance.now();
-      await new Promise<void>((res, rej) => {
-        const p = spawn(exe, ["-c", "pass"], { stdio: "ignore" });
-        p.once("exit", () => res());
-        p.once("error", rej);
-      });
-      return performance.now() - t0;
-    };
     const times: number[] = [];
     const bare: number[] = [];
     for (let i = 0; i < 8; i++) {
@@ -65,7 +55,7 @@ describe("spare runners", () => {
       const r = await host.run({ code: "6 * 7", cwd, timeoutMs: 10_000 });
       times.push(performance.now() - t0);
       assert.equal(r.stdout, "42\n");
-      bare.push(await bareStart());
+      bare.push(await bareStart(exe));
     }
     times.sort((a, b) => a - b);
     bare.sort((a, b) => a - b);

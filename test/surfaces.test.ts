@@ -1,11 +1,11 @@
 // The `tools` setting: which surfaces register (settings files, PI_CODE_EXECUTION_TOOLS, --code-tools); unknown
 // names are warnings in /code-status, never a crash; /code-status lists the active surfaces.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { describe, test } from "node:test";
+import { piPrint } from "./helpers/pi-cli.ts";
 import { startPi } from "./helpers/pi-session.ts";
 import { waitUntil } from "./helpers/procs.ts";
 
@@ -71,39 +71,11 @@ describe("tool surfaces", () => {
   });
 
   test("--code-tools wins over the settings; /code-status lists the surfaces and warns about unknown names", () => {
-    const root = resolve(import.meta.dirname, "..");
-    const r = spawnSync(
-      join(root, "node_modules/.bin/pi"),
-      [
-        "-p",
-        "--no-session",
-        "-ne",
-        "-e",
-        join(root, "test/helpers/faux-cli-driver.ts"),
-        "-e",
-        join(root, "extension/index.ts"),
-        "--provider",
-        "faux",
-        "--model",
-        "faux-1",
-        "--code-tools",
-        "python,code_execution,exec,bogus",
-        "/code-status",
-      ],
-      {
-        encoding: "utf8",
-        env: {
-          ...process.env,
-          PI_CODING_AGENT_DIR: mkdtempSync(join(tmpdir(), "pcs-flag-")),
-          PI_CODE_EXECUTION_TOOLS: "code_execution",
-          PI_CODE_EXECUTION_JOURNAL: "off",
-          PI_OFFLINE: "1",
-          PI_SKIP_VERSION_CHECK: "1",
-          PI_TELEMETRY: "0",
-        },
-        timeout: 60_000,
-      },
-    );
+    const r = piPrint("extension/index.ts", ["--code-tools", "python,code_execution,exec,bogus", "/code-status"], {
+      PI_CODING_AGENT_DIR: mkdtempSync(join(tmpdir(), "pcs-flag-")),
+      PI_CODE_EXECUTION_TOOLS: "code_execution",
+      PI_CODE_EXECUTION_JOURNAL: "off",
+    });
     assert.equal(r.status, 0, r.stderr);
     // Print mode sends what commands print to stderr (stdout carries only the model's answer).
     const out = r.stdout + r.stderr;

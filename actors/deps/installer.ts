@@ -112,34 +112,47 @@ export function run(job: Job, command: string, args: string[]): Promise<Ran> {
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });
-    let output = "";
-    let partial = "";
-    const installer = job.installer!.kind;
-    const onData = (chunk: Buffer) => {
-      const text = chunk.toString("utf8");
-      // Bounded: the tail explains failures.
-      output = (output + text).slice(-64 * 1024);
-      const lines = (partial + text).split(/\r?\n|\r/);
-      partial = lines.pop() ?? "";
-      for (const line of lines) {
-        const trimmed = line.trim();
-        if (!trimmed) continue;
-        const pkg = packageOf(trimmed);
-        job.deps.progress?.(job.input.runId, { installer, line: trimmed, ...(pkg ? { package: pkg } : {}) });
-      }
-    };
+    const progress = installerProgress(job, job.installer!.kind);
+    const onData = (chunk: Buffer) => progress.feed(chunk);
     // Tracked at once, with everything it starts (its cgroup, where cgroups apply, follows within milliseconds).
     if (child.pid) job.track(child.pid);
     child.stdout!.on("data", onData);
     child.stderr!.on("data", onData);
     child.once("error", (e: NodeJS.ErrnoException) =>
-      done({ code: null, signal: null, output, error: `${command} could not be started (${e.code ?? e.message})` }),
+      done({
+        code: null,
+        signal: null,
+        output: progress.output(),
+        error: `${command} could not be started (${e.code ?? e.message})`,
+      }),
     );
     child.once("close", (code, signal) => {
       if (child.pid) job.untrack(child.pid);
-      done({ code, signal, output });
+      done({ code, signal, output: progress.output() });
     });
   });
+}
+
+/** An installer's output as it streams: each non-empty line goes out as progress (with the package it names), and
+ * the last 64 KiB are kept, bounded, because the tail explains failures. */
+export function installerProgress(job: Job, installer: "uv" | "pip") {
+  let output = "";
+  let partial = "";
+  return {
+    feed(chunk: Buffer): void {
+      const text = chunk.toString("utf8");
+      output = (output + text).slice(-64 * 1024);
+      const lines = (partial + text).split(/\r?\n|\r/);
+      partial = lines.pop() ?? "";
+      for (const raw of lines) {
+        const line = raw.trim();
+        if (!line) continue;
+        const pkg = packageOf(line);
+        job.deps.progress?.(job.input.runId, { installer, line, ...(pkg ? { package: pkg } : {}) });
+      }
+    },
+    output: () => output,
+  };
 }
 
 /** The package a progress line is about (pip: Collecting/Downloading/Processing; uv: ` + name==version`). */

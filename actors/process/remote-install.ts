@@ -7,7 +7,7 @@ import type { Hint } from "../../machines/events.ts";
 import type { Result } from "../../lib/result.ts";
 import { HINT_IDS } from "../deps/hints.ts";
 import { environmentKey } from "../deps/install-targets.ts";
-import { packageOf, type Job, type Outcome } from "../deps/installer.ts";
+import { installerProgress, type Job, type Outcome } from "../deps/installer.ts";
 import { normalizeDependencies } from "../deps/pep723.ts";
 import type { StartFailure } from "./operations.ts";
 
@@ -136,21 +136,9 @@ export async function remoteInstall(ctx: RemoteInstallContext, job: Job): Promis
   return new Promise((done) => {
     const child = spawn(program!, args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
     let stdout = "";
-    let output = "";
-    let partial = "";
+    const progress = installerProgress(job, "pip");
     child.stdout!.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-    child.stderr!.on("data", (c: Buffer) => {
-      const text = c.toString("utf8");
-      output = (output + text).slice(-64 * 1024);
-      const lines = (partial + text).split(/\r?\n|\r/);
-      partial = lines.pop() ?? "";
-      for (const raw of lines) {
-        const line = raw.trim();
-        if (!line) continue;
-        const pkg = packageOf(line);
-        job.deps.progress?.(input.runId, { installer: "pip", line, ...(pkg ? { package: pkg } : {}) });
-      }
-    });
+    child.stderr!.on("data", (c: Buffer) => progress.feed(c));
     child.once("spawn", () => job.track(child.pid!));
     child.once("error", (e: NodeJS.ErrnoException) =>
       done({
@@ -168,6 +156,7 @@ export async function remoteInstall(ctx: RemoteInstallContext, job: Job): Promis
       } catch {
         r = undefined;
       }
+      const output = progress.output();
       const tail = output.trim().split("\n").slice(-25).join("\n").slice(-4000);
       if (r?.ok)
         return done({

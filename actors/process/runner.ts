@@ -4,6 +4,7 @@
 // between Python and JavaScript runners (which process, how an interrupt reaches it) is the kind's (kinds.ts).
 import { fromCallback } from "xstate";
 import type { RunnerCommand, RunnerFact, RunnerInput } from "../../machines/events.ts";
+import type { ToolSpec } from "../../machines/tool-events.ts";
 import type { ProcessOperations, RunnerHandle } from "./operations.ts";
 import type { Probe } from "../interpreter/interpreter.ts";
 import { registerGroup, stopGroup } from "./registry.ts";
@@ -38,6 +39,8 @@ export interface RunnerDeps {
   hostId: string;
   /** Resource limits for new runners (store/settings.ts `limits`); read when each process starts. */
   resourceLimits?: () => ResourceLimits;
+  /** The specs (signatures, descriptions) of the tools a run exposes, from its caller. */
+  toolSpecs?: (runId: string) => ToolSpec[] | undefined;
 }
 
 export function createRunnerLogic(deps: RunnerDeps) {
@@ -58,6 +61,8 @@ export function createRunnerLogic(deps: RunnerDeps) {
     /** Call ids of the executing run that await an answer. The runner never reuses an id, so a second `tool.call`
      * with one of them is forged by user code: it is dropped unanswered (an answer would reach the real call). */
     const waitingCalls = new Set<string>();
+    /** The tool set this process holds: a run with the same set sends its id only (docs/protocol.md). */
+    let sentToolSet: string | undefined;
     /** What the runner said when it became ready (a spare hands it on with its process). */
     let readyInfo: Handover["ready"] | undefined;
     let handedOver = false;
@@ -209,6 +214,13 @@ export function createRunnerLogic(deps: RunnerDeps) {
       }
     })();
 
+    /** A run frame's tools: the specs the first time this process sees a set, its id alone after that. */
+    const toolsOf = (toolSet: string | undefined) => {
+      if (toolSet === undefined || currentRun === undefined || !proc) return {};
+      if (toolSet === sentToolSet) return { tools_id: toolSet };
+      sentToolSet = toolSet;
+      return { tools: deps.toolSpecs?.(currentRun) ?? [], tools_id: toolSet };
+    };
     receive((command) => {
       switch (command.type) {
         case "runner.run":
@@ -218,7 +230,7 @@ export function createRunnerLogic(deps: RunnerDeps) {
             id: command.runId,
             code: command.code,
             filename: command.filename,
-            ...(command.tools ? { tools: command.tools } : {}),
+            ...toolsOf(command.toolSet),
             ...(command.chdir ? { chdir: command.chdir } : {}),
             ...(command.result ? { result: command.result } : {}),
             ...runExtras(command, modules),

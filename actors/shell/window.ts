@@ -54,19 +54,9 @@ export class OutputWindow {
     this.tail.push(c);
     this.tailBytes += c.length;
     // Keep only the newest tailMax bytes; what falls out is counted, never silently lost.
-    while (this.tailBytes > this.tailMax) {
-      const over = this.tailBytes - this.tailMax;
-      const first = this.tail[0];
-      if (first.length <= over) {
-        this.tail.shift();
-        this.tailBytes -= first.length;
-        this.omitted += first.length;
-      } else {
-        this.tail[0] = first.subarray(over);
-        this.tailBytes -= over;
-        this.omitted += over;
-      }
-    }
+    const dropped = dropOldest(this.tail, this.tailBytes, this.tailMax);
+    this.tailBytes -= dropped;
+    this.omitted += dropped;
   }
 
   /** Everything held, with the marker at the cut; the window is empty afterwards. */
@@ -98,20 +88,27 @@ export class RollingTail {
     const c = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     this.chunks.push(c.length > this.max ? c.subarray(c.length - this.max) : c);
     this.bytes += Math.min(c.length, this.max);
-    while (this.bytes > this.max) {
-      const over = this.bytes - this.max;
-      const first = this.chunks[0];
-      if (first.length <= over) {
-        this.chunks.shift();
-        this.bytes -= first.length;
-      } else {
-        this.chunks[0] = first.subarray(over);
-        this.bytes -= over;
-      }
-    }
+    this.bytes -= dropOldest(this.chunks, this.bytes, this.max);
   }
 
   snapshot(): Buffer {
     return Buffer.concat(this.chunks);
   }
+}
+
+/** Drops the oldest bytes of `chunks` (holding `size` bytes in all) until at most `max` remain; returns how many. */
+function dropOldest(chunks: Buffer[], size: number, max: number): number {
+  let dropped = 0;
+  while (size - dropped > max) {
+    const over = size - dropped - max;
+    const first = chunks[0];
+    if (first.length <= over) {
+      chunks.shift();
+      dropped += first.length;
+    } else {
+      chunks[0] = first.subarray(over);
+      dropped += over;
+    }
+  }
+  return dropped;
 }

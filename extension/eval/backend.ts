@@ -3,8 +3,9 @@
 // (extension/eval/python.ts), JavaScript cells in the JavaScript session (extension/eval/js.ts); a language disabled
 // in settings is a tool error naming it.
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { RunTools } from "../../host/index.ts";
+import type { RunOutput, RunTools } from "../../host/index.ts";
 import type { RunResult } from "../../host/index.ts";
+import type { CellRef } from "../../machines/events.ts";
 import type { DisplayCollector } from "../display/collector.ts";
 
 export type EvalLanguage = "py" | "js";
@@ -52,4 +53,30 @@ export interface EvalBackend {
   /** Why cells of this language cannot run now, or undefined when they can. */
   unavailable(): string | undefined;
   runCell(cell: EvalCellInput, call: EvalCallContext): Promise<EvalCellOutcome>;
+}
+
+/** Why a language's cells cannot run while settings disable it. */
+export function disabledReason(language: EvalLanguage): string {
+  return `the ${LANGUAGE_NAMES[language]} backend is disabled (setting eval.${language} = false or PI_CODE_EXECUTION_EVAL_${language.toUpperCase()}=0)`;
+}
+
+/** The cell as its run names it (1-based), for the inspector and the event log. */
+export function cellRef(cell: EvalCellInput, language: EvalLanguage): CellRef {
+  return { index: cell.index + 1, count: cell.count, language, ...(cell.title ? { title: cell.title } : {}) };
+}
+
+/** What a cell's run reports back to the call: its tools, abort signal, live output and displays. */
+export function cellCallbacks(call: EvalCallContext, index: number) {
+  return {
+    ...(call.tools ? { tools: call.tools } : {}),
+    ...(call.signal ? { signal: call.signal } : {}),
+    ...(call.onOutput ? { onOutput: (out: RunOutput) => call.onOutput!(joined(out.preview())) } : {}),
+    onDisplay: call.display.forCell(index),
+  };
+}
+
+/** stdout, then stderr on a line of its own. */
+export function joined(p: { stdout: string; stderr: string }): string {
+  if (!p.stderr) return p.stdout;
+  return `${p.stdout}${p.stdout && !p.stdout.endsWith("\n") ? "\n" : ""}${p.stderr}`;
 }

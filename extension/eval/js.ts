@@ -4,8 +4,17 @@
 // rejected with an AbortError, and a cell that does not end within the grace has its runtime killed.
 import type { RunResult, SupervisorHost } from "../../host/index.ts";
 import type { CodeEnvironment } from "../environment.ts";
-import { EVAL_GRACE_MS, graceFor } from "../notebook/python-cells.ts";
-import type { EvalBackend, EvalCallContext, EvalCellInput, EvalCellOutcome } from "./backend.ts";
+import { EVAL_GRACE_MS, cellEnding, graceFor } from "../notebook/python-cells.ts";
+import {
+  cellCallbacks,
+  cellRef,
+  disabledReason,
+  joined,
+  type EvalBackend,
+  type EvalCallContext,
+  type EvalCellInput,
+  type EvalCellOutcome,
+} from "./backend.ts";
 
 /** The session of eval's JavaScript cells (`session:js` in the supervisor). */
 export const JS_SESSION = "js";
@@ -13,10 +22,7 @@ export const JS_SESSION = "js";
 export function jsBackend(links: { getHost: () => SupervisorHost; environment: CodeEnvironment }): EvalBackend {
   return {
     language: "js",
-    unavailable: () =>
-      links.environment.settings().values.eval.js
-        ? undefined
-        : "the JavaScript backend is disabled (setting eval.js = false or PI_CODE_EXECUTION_EVAL_JS=0)",
+    unavailable: () => (links.environment.settings().values.eval.js ? undefined : disabledReason("js")),
     async runCell(cell: EvalCellInput, call: EvalCallContext): Promise<EvalCellOutcome> {
       const settings = links.environment.settings();
       const r = await links.getHost().run(
@@ -28,23 +34,13 @@ export function jsBackend(links: { getHost: () => SupervisorHost; environment: C
           language: "js",
           reset: cell.reset,
           surface: "eval",
-          cell: {
-            index: cell.index + 1,
-            count: cell.count,
-            language: "js",
-            ...(cell.title ? { title: cell.title } : {}),
-          },
+          cell: cellRef(cell, "js"),
           chdir: call.ctx.cwd,
           result: "value",
           budget: "work",
           escalation: { graceMs: graceFor(settings, EVAL_GRACE_MS) },
         },
-        {
-          ...(call.tools ? { tools: call.tools } : {}),
-          ...(call.signal ? { signal: call.signal } : {}),
-          ...(call.onOutput ? { onOutput: (out) => call.onOutput!(joined(out.preview())) } : {}),
-          onDisplay: call.display.forCell(cell.index),
-        },
+        cellCallbacks(call, cell.index),
       );
       return outcomeOf(r, cell.timeoutMs);
     },
@@ -54,12 +50,8 @@ export function jsBackend(links: { getHost: () => SupervisorHost; environment: C
 /** How a JavaScript cell went, in eval's words: its output, value or error, and what happened to the runtime. */
 export function outcomeOf(r: RunResult, timeoutMs: number): EvalCellOutcome {
   const o = r.outcome;
-  const lost = o.session?.isLost === true;
-  const timedOut = o.stopReason === "timeout";
-  const cancelled = o.stopReason === "cancelled";
-  // A cell that caught the AbortError and ended by itself completed; its state is kept.
-  const caught = (timedOut || cancelled) && !o.killed && !lost && o.exitCode === 0;
-  const ok = o.status === "success" || caught;
+  // A cell that caught the AbortError and ended by itself completed (`ok`); its state is kept.
+  const { ok, lost, timedOut, cancelled } = cellEnding(o);
   const parts = [joined({ stdout: r.stdout, stderr: r.stderr }).replace(/\n$/, "")];
   if (r.value !== undefined) parts.push(r.value);
   if (r.exception) parts.push(r.exception.trimEnd());
@@ -94,9 +86,4 @@ function ended(o: RunResult["outcome"]): string {
   if (o.signal) return `was killed by ${o.signal}`;
   if (o.exitCode !== undefined) return `exited with code ${o.exitCode}`;
   return `failed (${o.message ?? "unknown cause"})`;
-}
-
-function joined(p: { stdout: string; stderr: string }): string {
-  if (!p.stderr) return p.stdout;
-  return `${p.stdout}${p.stdout && !p.stdout.endsWith("\n") ? "\n" : ""}${p.stderr}`;
 }

@@ -4,26 +4,27 @@
 import type { SupervisorHost } from "../../host/index.ts";
 import type { CodeEnvironment } from "../environment.ts";
 import { EVAL_GRACE_MS, graceFor, runPyCell, verdictOf } from "../notebook/python-cells.ts";
-import type { EvalBackend, EvalCallContext, EvalCellInput, EvalCellOutcome } from "./backend.ts";
+import {
+  cellCallbacks,
+  cellRef,
+  disabledReason,
+  joined,
+  type EvalBackend,
+  type EvalCallContext,
+  type EvalCellInput,
+  type EvalCellOutcome,
+} from "./backend.ts";
 
 export function pythonBackend(links: { getHost: () => SupervisorHost; environment: CodeEnvironment }): EvalBackend {
   return {
     language: "py",
-    unavailable: () =>
-      links.environment.settings().values.eval.py
-        ? undefined
-        : "the Python backend is disabled (setting eval.py = false or PI_CODE_EXECUTION_EVAL_PY=0)",
+    unavailable: () => (links.environment.settings().values.eval.py ? undefined : disabledReason("py")),
     async runCell(cell: EvalCellInput, call: EvalCallContext): Promise<EvalCellOutcome> {
       const settings = links.environment.settings();
       const r = await runPyCell(
         {
           code: cell.code,
-          cell: {
-            index: cell.index + 1,
-            count: cell.count,
-            language: "py",
-            ...(cell.title ? { title: cell.title } : {}),
-          },
+          cell: cellRef(cell, "py"),
           timeoutMs: cell.timeoutMs,
           reset: cell.reset,
         },
@@ -36,10 +37,7 @@ export function pythonBackend(links: { getHost: () => SupervisorHost; environmen
           graceMs: graceFor(settings, EVAL_GRACE_MS),
           secondInterrupt: false,
           budget: "work",
-          ...(call.tools ? { tools: call.tools } : {}),
-          ...(call.signal ? { signal: call.signal } : {}),
-          ...(call.onOutput ? { onOutput: (out) => call.onOutput!(joined(out.preview())) } : {}),
-          onDisplay: call.display.forCell(cell.index),
+          ...cellCallbacks(call, cell.index),
         },
       );
       const v = verdictOf(r);
@@ -65,9 +63,4 @@ export function pythonBackend(links: { getHost: () => SupervisorHost; environmen
       };
     },
   };
-}
-
-function joined(p: { stdout: string; stderr: string }): string {
-  if (!p.stderr) return p.stdout;
-  return `${p.stdout}${p.stdout && !p.stdout.endsWith("\n") ? "\n" : ""}${p.stderr}`;
 }

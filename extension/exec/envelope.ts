@@ -60,6 +60,22 @@ export const HELD_NOTE =
 const chunkId = () => randomBytes(3).toString("hex");
 const seconds = (ms: number) => Math.round(ms) / 1000;
 
+/** The fields every exec result shares about its output window: timing, sizes and the model's bounded text. */
+function outputFields(r: ProcessReport | KillReport) {
+  const out = modelOutput(r.output, r.logPath);
+  return {
+    wall_time_seconds: seconds(r.wallMs),
+    chunk_id: chunkId(),
+    original_token_count: Math.ceil(r.output.length / 4),
+    output_bytes_total: r.totalBytes,
+    ...(r.omittedBytes > 0 ? { omitted_bytes: r.omittedBytes } : {}),
+    tty: r.tty,
+    output: out.text,
+    truncated: out.truncated,
+    ...(out.footer ? { truncation_note: out.footer } : {}),
+  };
+}
+
 function waitStatus(r: ProcessReport, mode: "relative" | "absolute"): WaitStatus {
   if (!r.running) return "completed";
   if (r.wait === "cancelled") return "cancelled";
@@ -72,7 +88,6 @@ export function processDetails(
   extra: ProcessExtra,
   nowMs = Date.now(),
 ): ProcessDetails {
-  const out = modelOutput(r.output, r.logPath);
   const notes = [r.held && r.running ? HELD_NOTE : undefined, r.logProblem].filter(Boolean);
   const failure = r.end?.failure ?? r.writeFailure;
   const d: ProcessDetails = {
@@ -99,15 +114,7 @@ export function processDetails(
     cwd: r.cwd,
     command: r.command,
     ...(r.pid !== undefined ? { pid: r.pid } : {}),
-    wall_time_seconds: seconds(r.wallMs),
-    chunk_id: chunkId(),
-    original_token_count: Math.ceil(r.output.length / 4),
-    output_bytes_total: r.totalBytes,
-    ...(r.omittedBytes > 0 ? { omitted_bytes: r.omittedBytes } : {}),
-    tty: r.tty,
-    output: out.text,
-    truncated: out.truncated,
-    ...(out.footer ? { truncation_note: out.footer } : {}),
+    ...outputFields(r),
   };
   if (r.running && r.armed) Object.assign(d, { on_exit: "wake", completion_notification: "armed" });
   else if (!r.running && (r.consumedWake || extra.wantedWake))
@@ -214,7 +221,6 @@ export function killDetails(id: number, signal: string, r: KillReport | undefine
       truncated: false,
       tool_time_utc,
     };
-  const out = modelOutput(r.output, r.logPath);
   const failure = r.killed || r.alreadyExited
     ? r.end?.failure
     : `the process is still running after ${signal}${r.escalated ? " and SIGKILL" : ""}: ${r.failure ?? "it did not exit"}; the session stays open (retry kill_session, or check what holds its output)`;
@@ -234,15 +240,7 @@ export function killDetails(id: number, signal: string, r: KillReport | undefine
     ...(r.logPath ? { log_path: r.logPath } : {}),
     cwd: r.cwd,
     command: r.command,
-    wall_time_seconds: seconds(r.wallMs),
-    chunk_id: chunkId(),
-    original_token_count: Math.ceil(r.output.length / 4),
-    output_bytes_total: r.totalBytes,
-    ...(r.omittedBytes > 0 ? { omitted_bytes: r.omittedBytes } : {}),
-    tty: r.tty,
-    output: out.text,
-    truncated: out.truncated,
-    ...(out.footer ? { truncation_note: out.footer } : {}),
+    ...outputFields(r),
     tool_time_utc,
   };
 }

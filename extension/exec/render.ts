@@ -4,7 +4,7 @@
 // Everything shown is inert text (details.output is already stripped of control sequences).
 import type { Theme } from "@earendil-works/pi-coding-agent";
 import { Text, type Component } from "@earendil-works/pi-tui";
-import type { RenderContext, RenderTheme, ToolResultLike } from "../render.ts";
+import { elapsedMs, startTimer, type RenderContext, type RenderTheme, type ToolResultLike } from "../render.ts";
 import { inertText, oneLine } from "./text.ts";
 
 /** Output lines shown collapsed. */
@@ -26,18 +26,8 @@ export function remainingLabel(untilIso: string, now = Date.now()): string {
 }
 
 function tick(ctx: RenderContext, partial: boolean): number | undefined {
-  const st = ctx.state;
-  if (ctx.executionStarted && st.startedAt === undefined) st.startedAt = Date.now();
-  if (partial && st.startedAt !== undefined && !st.interval) {
-    st.interval = setInterval(() => ctx.invalidate(), 1000);
-    st.interval.unref?.();
-  }
-  if (!partial) {
-    st.endedAt ??= Date.now();
-    if (st.interval) clearInterval(st.interval);
-    st.interval = undefined;
-  }
-  return st.startedAt === undefined ? undefined : (partial ? Date.now() : (st.endedAt ?? Date.now())) - st.startedAt;
+  startTimer(ctx);
+  return elapsedMs(ctx, partial);
 }
 
 function outputLines(text: string, expanded: boolean, theme: RenderTheme, ctx: RenderContext): string[] {

@@ -78,13 +78,24 @@ export interface CellVerdict {
   error?: string;
 }
 
-export function verdictOf(r: RunResult): CellVerdict {
-  const o = r.outcome;
+/** How a cell's run ended, in any language: it completed (also when it caught the timeout's interrupt or the
+ * cancellation and ended by itself, keeping its state), timed out, was cancelled, or lost its session's state. */
+export function cellEnding(o: RunResult["outcome"]): {
+  ok: boolean;
+  lost: boolean;
+  timedOut: boolean;
+  cancelled: boolean;
+} {
   const lost = o.session?.isLost === true;
   const timedOut = o.stopReason === "timeout";
   const cancelled = o.stopReason === "cancelled";
   const caught = (timedOut || cancelled) && !o.killed && !lost && o.exitCode === 0;
-  const ok = o.status === "success" || caught;
+  return { ok: o.status === "success" || caught, lost, timedOut, cancelled };
+}
+
+export function verdictOf(r: RunResult): CellVerdict {
+  const o = r.outcome;
+  const { ok, lost, timedOut, cancelled } = cellEnding(o);
   let error = r.exception;
   if (!ok && !error) {
     if (o.status === "setup_error") error = o.message ?? "the cell could not be run";

@@ -4,9 +4,9 @@
 // terminal supports them.
 import type { Theme } from "@earendil-works/pi-coding-agent";
 import { getMarkdownTheme, highlightCode } from "@earendil-works/pi-coding-agent";
-import { Container, Markdown, Text, type Component } from "@earendil-works/pi-tui";
-import type { RenderContext, RenderTheme, ToolResultLike } from "../render.ts";
-import { tailLines } from "../render.ts";
+import { Markdown, Text, type Component } from "@earendil-works/pi-tui";
+import type { RenderContext, RenderTheme, ResultOptions, ToolResultLike } from "../render.ts";
+import { freshContainer, tailLines } from "../render.ts";
 
 const CODE_LINES = 10;
 const OUTPUT_LINES = 8;
@@ -129,12 +129,11 @@ function cellBody(c: CellView): string {
 
 function renderNotebookResult(
   result: ToolResultLike,
-  options: { expanded: boolean; isPartial: boolean },
+  options: ResultOptions,
   theme: RenderTheme,
   ctx: RenderContext,
 ): Component {
-  const container = ctx.lastComponent instanceof Container ? ctx.lastComponent : new Container();
-  container.clear();
+  const container = freshContainer(ctx);
   const d = result.details as
     { cells?: CellView[]; jsonOutputs?: unknown[]; timedOut?: boolean; killed?: boolean } | undefined;
   const cells = Array.isArray(d?.cells) ? d!.cells : undefined;

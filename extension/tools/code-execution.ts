@@ -6,9 +6,10 @@ import { checkParams, codeExecutionSchema, DEFAULT_TIMEOUT_S, maxTimeoutSeconds 
 import { detailsOf, resultText, type CodeExecutionDetails } from "../format.ts";
 import { liveUpdates } from "../live.ts";
 import { codeExecutionRenderers } from "../render.ts";
-import { saveOutputArtifact, type OutputRef } from "../../store/artifacts.ts";
-import { knownSourceId, saveSource, sourceIdOf } from "../../store/sources.ts";
+import { outputArtifact, outputRoot, writeOutputArtifact, type OutputRef } from "../../store/artifacts.ts";
+import { saveInBackground, savesFailing } from "../../store/artifact-saves.ts";
 import type { ArtifactOutcome } from "../preview.ts";
+import { knownSourceId, saveSource, sourceIdOf } from "../../store/sources.ts";
 import type { JournalLink } from "../journal.ts";
 import { resolveSource } from "./source.ts";
 import { createRunTools, outerUsage } from "../calls.ts";
@@ -113,11 +114,19 @@ export function registerCodeExecutionTool(
         let rendered = resultText(result, noticeCtx);
         let output: OutputRef | undefined;
         if (!rendered.complete) {
-          // The preview leaves output out: save the transcript so it can be read back without rerunning.
-          const saved: ArtifactOutcome = await saveOutputArtifact(result.capture).then(
-            (ref) => ({ ok: true as const, ref }),
-            (e: Error) => ({ ok: false as const, error: e.message.slice(0, 300) }),
+          // The preview leaves output out: the transcript is saved so it can be read back without rerunning, after
+          // the result (its outputId is its digest, known now); code_execution_output waits for the save, and
+          // says why if it failed. After a failed save, saves come before the result again, so it can say why.
+          const artifact = outputArtifact(result.capture);
+          const root = outputRoot();
+          const failing = savesFailing();
+          const writing = saveInBackground(root, artifact.ref.outputId, () =>
+            failing
+              ? writeOutputArtifact(artifact, root)
+              : new Promise((r) => setImmediate(r)).then(() => writeOutputArtifact(artifact, root)),
           );
+          const error = failing ? await writing : undefined;
+          const saved: ArtifactOutcome = error === undefined ? { ok: true, ref: artifact.ref } : { ok: false, error };
           if (saved.ok) output = saved.ref;
           rendered = resultText(result, noticeCtx, saved);
         }

@@ -1,7 +1,7 @@
 // Drawing one laid-out statechart as SVG (inspector/page/chart-view.js shows it): states, their nesting, initial
 // and final marks, and the transitions with their labels, each element findable by state or transition id.
 import { innerLines, LINE, transitionText } from "./chart-layout.js";
-import { svg } from "./dom.js";
+import { arrowDefs, svg } from "./dom.js";
 
 /** The SVG of a laid-out chart, with lookups from state ids and transition ids to their elements. */
 export function drawChart(machine, { geo, routes }) {
@@ -16,20 +16,7 @@ export function drawChart(machine, { geo, routes }) {
     width: geo.width + 2 * margin,
     height: geo.height + 2 * margin,
   });
-  const defs = svg("defs");
-  const marker = svg("marker", {
-    id: `${machine.kind}-arrow`,
-    viewBox: "0 0 10 10",
-    refX: 9,
-    refY: 5,
-    markerWidth: 7,
-    markerHeight: 7,
-    orient: "auto-start-reverse",
-  });
-  // The head takes its line's colour (context-stroke), so a highlighted arrow is highlighted to its tip.
-  marker.append(svg("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow" }));
-  defs.append(marker);
-  root.append(defs);
+  root.append(arrowDefs(`${machine.kind}-arrow`));
   const states = svg("g", { class: "states" });
   const addEdge = (id, el) => {
     const list = edges.get(id) ?? [];

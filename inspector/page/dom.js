@@ -20,3 +20,21 @@ export const svg = (tag, attrs = {}, text) => {
   if (text !== undefined) el.textContent = text;
   return el;
 };
+
+/** `<defs>` with one arrowhead marker (`marker-end: url(#id)`); the head takes its line's colour (context-stroke),
+ * so a highlighted arrow is highlighted to its tip. */
+export const arrowDefs = (id) => {
+  const marker = svg("marker", {
+    id,
+    viewBox: "0 0 10 10",
+    refX: 9,
+    refY: 5,
+    markerWidth: 7,
+    markerHeight: 7,
+    orient: "auto-start-reverse",
+  });
+  marker.append(svg("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow" }));
+  const defs = svg("defs");
+  defs.append(marker);
+  return defs;
+};

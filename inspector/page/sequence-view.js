@@ -3,7 +3,7 @@
 // sequence tab. A log's events come from its steps (indexed once per log), the live ones from the model's ring.
 // Only a window of rows around the position is drawn, so a long log stays cheap to step through; the view scrolls
 // to the event at the position and dims those after it.
-import { svg } from "./dom.js";
+import { arrowDefs, svg } from "./dom.js";
 
 export const OUTSIDE = "(outside)";
 const ROW = 22;
@@ -148,19 +148,7 @@ export class SequenceView {
     );
     this.head.dataset.width = String(width);
     const root = svg("svg", { class: "sequence", width, height, viewBox: `0 0 ${width} ${height}` });
-    const marker = svg("marker", {
-      id: "seq-arrow",
-      viewBox: "0 0 10 10",
-      refX: 9,
-      refY: 5,
-      markerWidth: 7,
-      markerHeight: 7,
-      orient: "auto-start-reverse",
-    });
-    marker.append(svg("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow" }));
-    const defs = svg("defs");
-    defs.append(marker);
-    root.append(defs);
+    root.append(arrowDefs("seq-arrow"));
     for (const id of lifelines) {
       root.append(
         svg("line", { class: "lifeline", "data-actor": id, x1: x.get(id), x2: x.get(id), y1: 0, y2: height }),

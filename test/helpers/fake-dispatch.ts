@@ -118,7 +118,7 @@ export function startSystem() {
     },
     value: (id: string) => stateName((actor.system.get(id)?.getSnapshot() as { value: unknown } | undefined)?.value),
     /** A fresh run with tools exposed (null: without any), running. */
-    running(runId = "r1", calls: RunRequest["calls"] | null = { callerId: "call_1", tools: TOOLS }, timeoutMs = 1000) {
+    running(runId = "r1", calls: RunRequest["calls"] | null = { callerId: "call_1", toolSet: "t1", tools: TOOLS }, timeoutMs = 1000) {
       h.start({ runId, timeoutMs, ...(calls ? { calls } : {}) });
       const k = runner.of(`run:${runId}`);
       clock.increment(10);

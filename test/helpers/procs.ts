@@ -1,5 +1,7 @@
 // Process-table checks for the no-orphans tests: real /proc, no mocks.
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { performance } from "node:perf_hooks";
 
 export function pidAlive(pid: number): boolean {
   try {
@@ -110,4 +112,15 @@ export function parentOf(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** Spawn to exit of a bare interpreter start (`<exe> -c pass`), in ms: the cost a spare runner saves a run. */
+export async function bareStart(exe: string): Promise<number> {
+  const t0 = performance.now();
+  await new Promise<void>((res, rej) => {
+    const p = spawn(exe, ["-c", "pass"], { stdio: "ignore" });
+    p.once("exit", () => res());
+    p.once("error", rej);
+  });
+  return performance.now() - t0;
 }

@@ -13,7 +13,7 @@ import { initialContext, type RunContext } from "../../machines/run-context.ts";
 import { exitedOutcome, failedOutcome, finishedOutcome, requestOutcome } from "../../machines/run-outcome.ts";
 import { missingEffectError, undescribedStates } from "../helpers/machine-states.ts";
 import { supervisorWith } from "../../machines/system.ts";
-import { MAX_OPEN_CALLS, type ToolSpec } from "../../machines/tool-events.ts";
+import { MAX_OPEN_CALLS } from "../../machines/tool-events.ts";
 import { RUNNER_INFO, TEST_LIMITS, createFakeRunner, startSupervisor, stateName } from "../helpers/fake-runner.ts";
 import { CALL, TOOLS, startSystem } from "../helpers/fake-dispatch.ts";
 import {
@@ -700,7 +700,7 @@ describe("running", () => {
     const h = startSystem();
     const k = h.running();
     const run = k.received.find((c) => c.type === "runner.run")!;
-    assert.deepEqual((run as { tools?: ToolSpec[] }).tools, TOOLS, "the run frame carries the tools");
+    assert.equal((run as { toolSet?: string }).toolSet, "t1", "the run command names the tool set (the runner sends its specs)");
     h.call(k, "r1", "c1");
     assert.deepEqual(h.spawned, ["tool:r1:1"]);
     const child = h.actor.system.get("tool:r1:1");
@@ -817,7 +817,7 @@ describe("running", () => {
 describe("waiting", () => {
   test("running -> waiting while a call is open; the deadline moves by the time spent waiting", () => {
     const h = startSystem();
-    h.start({ runId: "w1", timeoutMs: 1000, budget: "work", calls: { callerId: "call_1", tools: TOOLS } });
+    h.start({ runId: "w1", timeoutMs: 1000, budget: "work", calls: { callerId: "call_1", toolSet: "t1", tools: TOOLS } });
     const k = h.runner.of("run:w1");
     h.clock.increment(10);
     k.ready();
@@ -906,7 +906,7 @@ describe("stopping.interrupted", () => {
 
   test("the deadline covers calls: interrupting the run cancels open calls; it ends once they report", () => {
     const h = startSystem();
-    const k = h.running("r1", { callerId: "call_1", tools: TOOLS }, 1000);
+    const k = h.running("r1", { callerId: "call_1", toolSet: "t1", tools: TOOLS }, 1000);
     h.call(k, "r1", "c1");
     const d = h.dispatch.of("tool:r1:1");
     d.validated();

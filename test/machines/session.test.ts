@@ -9,7 +9,6 @@ import { getShortestPaths } from "xstate/graph";
 import type { InstallFact, InstallInput, RunOutcome, RunStartEvent } from "../../machines/events.ts";
 import { sessionMachine, type SessionInput } from "../../machines/session.ts";
 import { missingEffectError, undescribedStates } from "../helpers/machine-states.ts";
-import type { ToolSpec } from "../../machines/tool-events.ts";
 import { RUNNER_INFO, TEST_LIMITS, createFakeRunner, startSupervisor } from "../helpers/fake-runner.ts";
 import { TOOLS, startSystem } from "../helpers/fake-dispatch.ts";
 import { analysable, alphabet, describePath, handled, type Table } from "../helpers/machine-graph.ts";
@@ -644,7 +643,7 @@ describe("running", () => {
 
   test("in a session: calls reach the active run through the session, answers reach the session's runner", () => {
     const h = startSystem();
-    h.start({ runId: "s1", session: "s", calls: { callerId: "call_9", tools: TOOLS } });
+    h.start({ runId: "s1", session: "s", calls: { callerId: "call_9", toolSet: "t1", tools: TOOLS } });
     const k = h.runner.of("session:s");
     h.clock.increment(10);
     k.ready();
@@ -659,9 +658,9 @@ describe("running", () => {
     assert.equal(h.calls("s1")[0]!.parentId, "call_9");
     // The next run of the session brings its own tools (here none): the run frame says so.
     h.start({ runId: "s2", session: "s" });
-    const runs = k.received.filter((c) => c.type === "runner.run") as { tools?: ToolSpec[] }[];
-    assert.deepEqual(runs[0]!.tools, TOOLS);
-    assert.equal(runs[1]!.tools, undefined);
+    const runs = k.received.filter((c) => c.type === "runner.run") as { toolSet?: string }[];
+    assert.equal(runs[0]!.toolSet, "t1");
+    assert.equal(runs[1]!.toolSet, undefined);
     assert.equal(RUNNER_INFO.pid > 0, true);
   });
 });

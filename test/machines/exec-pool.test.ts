@@ -1,0 +1,93 @@
+// The shell-session registry (machines/exec-pool.ts), one `describe` per state, under the real supervisor with a
+// scripted shell and a simulated clock: LRU eviction at the cap while serving, and Pi's shutdown.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { lruVictim, type ExecRecord } from "../../machines/exec-pool.ts";
+import { startExec } from "../helpers/fake-shell.ts";
+
+describe("serving: LRU eviction", () => {
+  const rec = (id: number, status: ExecRecord["status"] = "running"): ExecRecord => ({
+    id,
+    status,
+    command: "",
+    shell: "",
+    cwd: "",
+    tty: false,
+    startedAt: 0,
+  });
+  const of = (...rs: ExecRecord[]) => Object.fromEntries(rs.map((r) => [r.id, r]));
+  test("exited first, then the least recently used live one; the most recent are protected", () => {
+    assert.equal(lruVictim(of(rec(1), rec(2), rec(3, "exited"), rec(4)), [1, 2, 3, 4], 1)?.id, 3);
+    assert.equal(lruVictim(of(rec(1), rec(2), rec(3), rec(4)), [1, 2, 3, 4], 1)?.id, 1);
+    assert.equal(lruVictim(of(rec(1), rec(2), rec(3), rec(4)), [2, 3, 4, 1], 1)?.id, 2, "use order, not ids");
+    assert.equal(lruVictim(of(rec(1), rec(2, "exited"), rec(3)), [1, 2, 3], 2)?.id, 1, "the exited one is protected");
+    assert.equal(lruVictim(of(rec(1, "stopping"), rec(2), rec(3)), [1, 2, 3], 1)?.id, 2);
+    assert.equal(lruVictim(of(rec(1), rec(2)), [1, 2], 2), undefined);
+  });
+
+  test("at the cap the pool evicts: the live victim is stopped and its wake suppressed", () => {
+    const h = startExec({ maxSessions: 4, protectedCount: 2 });
+    for (const id of [1, 2, 3, 4]) h.running(id, "wake");
+    // Use 1 again: 2 is now the least recently used.
+    h.send({ type: "exec.observe", at: 0, id: 1, callId: "p" });
+    h.send({ type: "exec.release", at: 0, id: 1, callId: "p" });
+    h.start(5);
+    assert.ok(h.emitted.some((e) => e.type === "exec.evicting" && e.id === 2 && e.running));
+    assert.deepEqual(h.shells.get(2)!.signals, ["SIGTERM"]);
+    h.closed(2, null, "SIGTERM");
+    assert.equal(h.records()["2"], undefined);
+    assert.ok(h.emitted.some((e) => e.type === "exec.ended" && e.id === 2 && e.end === "evicted"));
+    h.advance(1000);
+    assert.equal(h.wakes().length, 0, "an evicted live session never wakes");
+  });
+
+  test("an exited session goes first and keeps a tombstone: its one wake still arrives", () => {
+    const h = startExec({ maxSessions: 3, protectedCount: 1 });
+    for (const id of [1, 2, 3]) h.running(id, id === 2 ? "wake" : "none");
+    h.closed(2, 0);
+    h.start(4);
+    assert.ok(h.emitted.some((e) => e.type === "exec.evicting" && e.id === 2 && !e.running));
+    assert.equal(h.records()["2"], undefined);
+    assert.deepEqual(h.shells.get(1)!.signals, [], "live sessions are left alone");
+    h.advance(250);
+    const [w] = h.wakes();
+    assert.deepEqual(
+      w.notices.map((n) => [n.id, n.code, n.logPath]),
+      [[2, 0, "/logs/2.log"]],
+    );
+  });
+
+  test("a tombstone can be disarmed by id", () => {
+    const h = startExec({ maxSessions: 2, protectedCount: 1, debounceMs: 1000 });
+    h.running(1, "wake");
+    h.running(2);
+    h.closed(1, 0);
+    h.start(3);
+    assert.equal(h.records()["1"], undefined);
+    const a = h.setOnExit(1, "none");
+    assert.equal(a.found, true);
+    assert.equal(a.status, "disarmed");
+    h.advance(2000);
+    assert.equal(h.wakes().length, 0);
+  });
+});
+
+describe("stopping", () => {
+  test("every live group gets SIGTERM, then SIGKILL after 1 s; no start afterwards; no wake", () => {
+    const h = startExec();
+    h.running(1, "wake");
+    h.running(2);
+    h.send({ type: "supervisor.shutdown", at: 0 });
+    assert.deepEqual(h.shells.get(1)!.signals, ["SIGTERM"]);
+    assert.deepEqual(h.shells.get(2)!.signals, ["SIGTERM"]);
+    h.closed(2, null, "SIGTERM");
+    h.advance(1000);
+    assert.deepEqual(h.shells.get(1)!.signals, ["SIGTERM", "SIGKILL"]);
+    h.closed(1, null, "SIGKILL");
+    h.advance(1000);
+    assert.equal(h.wakes().length, 0);
+    h.start(3);
+    assert.ok(h.emitted.some((e) => e.type === "exec.refused" && e.id === 3));
+    assert.equal(h.shells.get(3), undefined);
+  });
+});

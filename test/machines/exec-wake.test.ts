@@ -1,0 +1,91 @@
+// The wake coordinator (machines/exec-wake.ts), one `describe` per state, under the real supervisor with a scripted
+// shell and a simulated clock: due completions are collected for a debounce, delivered as one prompt, and a failed
+// delivery is retried when Pi's agent settles.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { startExec } from "../helpers/fake-shell.ts";
+
+describe("collecting", () => {
+  test("an unobserved exit: one prompt with bounded metadata after the debounce", () => {
+    const h = startExec();
+    h.running(1, "wake");
+    assert.deepEqual(h.wakeState(1), { value: { running: "watching" }, armed: true });
+    h.advance(100);
+    h.closed(1, 2);
+    assert.equal(h.wakeState(1)?.value, "due");
+    assert.equal(h.coordinator(), "collecting");
+    h.advance(249);
+    assert.equal(h.wakes().length, 0);
+    h.advance(1);
+    const [w] = h.wakes();
+    assert.deepEqual(w.notices, [
+      {
+        id: 1,
+        command: "cmd 1",
+        cwd: "/w",
+        startedAt: 0,
+        logPath: "/logs/1.log",
+        exitedAt: 100,
+        code: 2,
+        signal: null,
+      },
+    ]);
+    h.send({ type: "exec.wake_delivered", at: 0, batch: w.batch });
+    assert.equal(h.wakeState(1), undefined, "the entry is done");
+    assert.equal(h.coordinator(), "idle");
+  });
+
+  test("three simultaneous exits: one batched prompt", () => {
+    const h = startExec();
+    for (const id of [1, 2, 3]) h.running(id, "wake");
+    h.closed(2, 0);
+    h.advance(50);
+    h.closed(1, 1);
+    h.closed(3, null, "SIGSEGV");
+    h.advance(250);
+    const wakes = h.wakes();
+    assert.equal(wakes.length, 1);
+    assert.deepEqual(
+      wakes[0].notices.map((n) => n.id),
+      [1, 2, 3],
+    );
+  });
+});
+
+describe("delivering", () => {
+  test("exits during a delivery make the next prompt", () => {
+    const h = startExec();
+    h.running(1, "wake");
+    h.running(2, "wake");
+    h.closed(1, 0);
+    h.advance(250);
+    h.closed(2, 0);
+    h.send({ type: "exec.wake_delivered", at: 0, batch: h.wakes()[0].batch });
+    assert.equal(h.coordinator(), "collecting");
+    h.advance(250);
+    assert.deepEqual(
+      h.wakes().map((w) => w.notices.map((n) => n.id)),
+      [[1], [2]],
+    );
+  });
+});
+
+describe("retrying", () => {
+  test("a failed delivery is retried at agent_settled, once", () => {
+    const h = startExec();
+    h.running(1, "wake");
+    h.closed(1, 0);
+    h.advance(250);
+    h.send({ type: "exec.wake_failed", at: 0, batch: h.wakes()[0].batch, message: "not ready" });
+    assert.equal(h.coordinator(), "retrying");
+    assert.equal(h.wakeState(1)?.value, "due");
+    h.advance(10_000);
+    assert.equal(h.wakes().length, 1, "no retry before the agent settles");
+    h.send({ type: "exec.agent_settled", at: 0 });
+    assert.equal(h.wakes().length, 2);
+    h.send({ type: "exec.wake_delivered", at: 0, batch: h.wakes()[1].batch });
+    h.send({ type: "exec.agent_settled", at: 0 });
+    assert.equal(h.wakes().length, 2);
+    assert.equal(h.coordinator(), "idle");
+  });
+});
