@@ -360,7 +360,7 @@ describe("serving: what a request becomes", () => {
 
   test("a fresh run is script.py with the request's dependencies, tools and notes (none when it has none)", () => {
     const h = startSupervisor({ install: fromCallback(() => {}) });
-    const calls = { callerId: "call_1", tools: [] };
+    const calls = { callerId: "call_1", toolSet: "t1", tools: [] };
     h.start({ runId: "r1", dependencies: ["x==1"], calls, notes: ["a note"] });
     const c = context(h, "run:r1");
     assert.deepEqual([c.filename, c.dependencies, c.calls, c.notes], ["script.py", ["x==1"], calls, ["a note"]]);
