@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after } from "node:test";
 
-export const ROOT = resolve(import.meta.dirname, "..");
+export const ROOT = resolve(import.meta.dirname, "../..");
 export const CLI = join(ROOT, "bin/pi-code-supervisor.js");
 export const LOG = join(ROOT, "test/fixtures/replay/reset.jsonl");
 export const scratch = mkdtempSync(join(tmpdir(), "pcs-cli-"));
