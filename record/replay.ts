@@ -53,15 +53,16 @@ export function parseLog(text: string): { lines: LogLine[]; error?: string } {
       continue;
     }
     const problem = malformed(record);
-    if (problem) return { lines, error: `line ${i + 1} is not a log record: ${problem}` };
+    if (problem !== undefined) return { lines, error: `line ${i + 1} is not a log record${problem && `: ${problem}`}` };
     lines.push({ line: i + 1, record: record as LogRecord });
   }
   return { lines };
 }
 
-/** What is wrong with a parsed line, for the records replay reads (inputs); undefined when it can be replayed. */
+/** What is wrong with a parsed line, for the records replay reads (inputs): "" when it is no object at all, undefined
+ * when it can be replayed. */
 function malformed(record: unknown): string | undefined {
-  if (typeof record !== "object" || record === null || Array.isArray(record)) return "not an object";
+  if (typeof record !== "object" || record === null || Array.isArray(record)) return "";
   const r = record as Record<string, unknown>;
   if (typeof r.k !== "string") return "no kind (`k`)";
   if (r.k !== "cmd" && r.k !== "fact") return undefined;

@@ -104,6 +104,28 @@ describe("committed fixtures", () => {
   });
 });
 
+describe("malformed records", () => {
+  test("an input record without its event, or a fact without its actors: the line and what is missing", () => {
+    const lines = readFileSync(join(FIXTURE_DIR, "reset.jsonl"), "utf8").trimEnd().split("\n");
+    const at = (k: string) => lines.findIndex((l) => (JSON.parse(l) as { k: string }).k === k);
+    const edits: [number, (r: Record<string, unknown>) => void, RegExp][] = [
+      [at("cmd"), (r) => delete r.event, /a cmd record without an event/],
+      [at("fact"), (r) => (r.event = "runner.ready"), /a fact record without an event/],
+      [at("fact"), (r) => delete r.from, /a fact record without its sender and receiver/],
+      [at("cmd"), (r) => (r.k = 7), /no kind/],
+      [at("cmd"), (r) => (r.event = { type: 1 }), /a cmd record without an event/],
+    ];
+    for (const [i, edit, message] of edits) {
+      const record = JSON.parse(lines[i]!) as Record<string, unknown>;
+      edit(record);
+      const text = [...lines.slice(0, i), JSON.stringify(record), ...lines.slice(i + 1)].join("\n");
+      const { error } = parseLog(text);
+      assert.match(error ?? "", new RegExp(`^line ${i + 1} is not a log record: ${message.source}`));
+    }
+    assert.equal(parseLog(lines.join("\n")).error, undefined);
+  });
+});
+
 describe("divergence", () => {
   test("an altered input (a timer that never fired) is reported at the first difference", () => {
     const lines = readFileSync(fixture("interrupt-keeps-state"), "utf8").split("\n");
