@@ -588,7 +588,7 @@ describe("the graph", () => {
         "spare.ready": [],
         "session.stop": [{ type: "session.stop", at: 1, name: "s" }],
         "supervisor.shutdown": [{ type: "supervisor.shutdown", at: 2 }],
-        // Opens the shell-session pool (a child of its own; test/exec-machines.test.ts drives it).
+        // Opens the shell-session pool (a child of its own; test/machines/exec-pool.test.ts drives it).
         "exec.open": [],
       }),
       filterEvents: handled,
