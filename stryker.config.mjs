@@ -43,7 +43,7 @@ export const GROUPS = {
   },
   "tool-machines": {
     mutate: ["machines/tool-call.ts", "machines/tool-events.ts", "machines/tool-records.ts"],
-    tests: ["test/machines/tool-call.test.ts", "test/calls-lifecycle.test.ts"],
+    tests: ["test/machines/tool-records.test.ts", "test/machines/tool-call.test.ts", "test/calls-lifecycle.test.ts"],
   },
   "exec-machines": {
     mutate: ["machines/exec-*.ts"],
