@@ -32,6 +32,12 @@ describe("preview byte counts", () => {
       "\udfff\ud800",
       "x𝄞y€zé",
       "𝄞".repeat(3) + "\ud83d",
+      // Lone low surrogates after characters that are not high surrogates: each counts alone.
+      "€\udc00",
+      "\u0800\udc00",
+      "\ue000\udc00",
+      "\udc00\udc00",
+      "é\udc00",
     ];
     for (const text of texts) {
       const p = preview(text);
