@@ -120,10 +120,11 @@ export function registerCodeExecutionTool(
           const artifact = outputArtifact(result.capture);
           const root = outputRoot();
           const failing = savesFailing();
-          const writing = saveInBackground(root, artifact.ref.outputId, () =>
-            failing
-              ? writeOutputArtifact(artifact, root)
-              : new Promise((r) => setImmediate(r)).then(() => writeOutputArtifact(artifact, root)),
+          const write = () => writeOutputArtifact(artifact, root);
+          const writing = saveInBackground(
+            root,
+            artifact.ref.outputId,
+            failing ? write : () => new Promise((r) => setImmediate(r)).then(write),
           );
           const error = failing ? await writing : undefined;
           const saved: ArtifactOutcome = error === undefined ? { ok: true, ref: artifact.ref } : { ok: false, error };
