@@ -188,7 +188,7 @@ describe("nested-call lifecycle", () => {
   });
 
   test("a cancel while the legacy event is handled: `before` is not waited for, and its abort error is a cancel", async () => {
-    const cancelIn = (before: RunTool["hooks"] extends infer H ? NonNullable<H>["before"] : never) => {
+    const cancelIn = (before: NonNullable<RunTool["hooks"]>["before"]) => {
       const ac = new AbortController();
       let dispatched = false;
       const b = bridge({ hooks: { before } }, async () => ((dispatched = true), text("no")));
