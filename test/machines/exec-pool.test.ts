@@ -90,6 +90,30 @@ describe("serving: LRU eviction", () => {
   });
 });
 
+describe("serving: a new session's wake entry", () => {
+  test("not armed until its call commits: a start whose call ends without committing never wakes", () => {
+    const h = startExec({ debounceMs: 100 });
+    h.start(1);
+    h.spawned(1);
+    h.send({ type: "exec.release", at: 0, id: 1, callId: "start-1" });
+    h.closed(1, 0);
+    h.advance(1000);
+    assert.equal(h.wakes().length, 0);
+  });
+
+  test("leased to its starting call: an exit that call reports never wakes, even when armed meanwhile", () => {
+    const h = startExec({ debounceMs: 100 });
+    h.start(1);
+    h.spawned(1);
+    assert.equal(h.setOnExit(1, "wake").status, "armed");
+    h.closed(1, 0);
+    assert.equal(h.wakeState(1)?.value, "held", "the exit waits for the call that watches it");
+    h.send({ type: "exec.forget", at: 0, id: 1, callId: "start-1" });
+    h.advance(1000);
+    assert.equal(h.wakes().length, 0);
+  });
+});
+
 describe("serving: kill", () => {
   test("killing a session that already exited changes nothing: no signal, its record and its wake stay", () => {
     const h = startExec({ debounceMs: 100 });
