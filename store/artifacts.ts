@@ -19,7 +19,7 @@ import {
   writeTemp,
   type PageRequest,
 } from "./artifact-fs.ts";
-import { countNewlines, type ChannelCapture } from "../actors/process/output.ts";
+import { countNewlines, retainedDigest, type ChannelCapture } from "../actors/process/output.ts";
 import { savedBeforeRead } from "./artifact-saves.ts";
 
 export const OUTPUT_DIR = "code-execution-output";
@@ -82,14 +82,19 @@ export function emittedTranscript(out: ChannelCapture, err: ChannelCapture): { b
   };
 }
 
+/** The line between the retained channels (the same rule as the emitted one, applied to what was kept); none when
+ * no stderr was kept. */
+function retainedBoundary(out: ChannelCapture, err: ChannelCapture): Buffer | undefined {
+  if (err.retainedBytes === 0) return undefined;
+  const last = out.chunks.at(-1);
+  const endsWithNewline = last !== undefined && last[last.length - 1] === 0x0a;
+  return out.retainedBytes > 0 && !endsWithNewline ? NEWLINE_STDERR_LINE : STDERR_LINE;
+}
+
 /** The retained transcript as a list of buffers (no copy): each channel's retained prefix, same boundary rule. */
 export function retainedTranscript(out: ChannelCapture, err: ChannelCapture): Buffer[] {
-  const parts: Buffer[] = [...out.chunks];
-  if (err.retainedBytes > 0) {
-    const last = out.chunks.at(-1);
-    const endsWithNewline = last !== undefined && last[last.length - 1] === 0x0a;
-    parts.push(out.retainedBytes > 0 && !endsWithNewline ? NEWLINE_STDERR_LINE : STDERR_LINE, ...err.chunks);
-  }
+  const boundary = retainedBoundary(out, err);
+  const parts: Buffer[] = boundary ? [...out.chunks, boundary, ...err.chunks] : [...out.chunks];
   return parts.filter((b) => b.length > 0);
 }
 
@@ -100,21 +105,25 @@ export interface OutputArtifact {
   parts: Buffer[];
 }
 
-/** The reference of the run's retained transcript, without touching the disk. */
+/** The reference of the run's retained transcript, without touching the disk. The digest continues the one of
+ * stdout's retained bytes hashed while they arrived (actors/process/output.ts); stderr and the line counts are
+ * added here, so the result path does not read a long stdout again. */
 export function outputArtifact(capture: { stdout: ChannelCapture; stderr: ChannelCapture }): OutputArtifact {
   const { stdout, stderr } = capture;
   const parts = retainedTranscript(stdout, stderr);
   const emitted = emittedTranscript(stdout, stderr);
-  const hash = createHash("sha256");
-  let retainedBytes = 0;
-  let newlines = 0;
-  let last = -1;
-  for (const part of parts) {
-    hash.update(part);
-    retainedBytes += part.length;
-    newlines += countNewlines(part);
-    last = part[part.length - 1]!;
+  const hash = retainedDigest(stdout);
+  let retainedBytes = stdout.retainedBytes;
+  let newlines = stdout.retainedNewlines;
+  const boundary = retainedBoundary(stdout, stderr);
+  if (boundary) {
+    hash.update(boundary);
+    for (const chunk of stderr.chunks) hash.update(chunk);
+    retainedBytes += boundary.length + stderr.retainedBytes;
+    newlines += countNewlines(boundary) + stderr.retainedNewlines;
   }
+  const lastPart = parts.at(-1);
+  const last = lastPart ? lastPart[lastPart.length - 1]! : -1;
   const meta: OutputMetadata = {
     sha256: hash.digest("hex"),
     emittedBytes: emitted.bytes,
