@@ -329,6 +329,30 @@ describe("saving", () => {
     assert.equal(readFileSync(join(other, `${ref2.outputId}.out`), "utf8"), "SAME\n");
   });
 
+  test("a transcript already saved is compared with the one in memory, not written again; one byte off is a collision", async () => {
+    const root = join(tmp(), "out");
+    // Over one read chunk (1 MiB), in 64 KiB parts, with stderr: the comparison walks parts across reads.
+    const writes: ["stdout" | "stderr", Buffer][] = [
+      ...Array.from({ length: 24 }, (_, i): ["stdout", Buffer] => ["stdout", Buffer.alloc(64 * 1024, `${i % 10}`)]),
+      ["stderr", Buffer.from("tail\n")],
+    ];
+    const ref = await saveOutputArtifact(capture(writes), root);
+    const dirBefore = statSync(root, { bigint: true }).mtimeNs;
+    const fileBefore = statSync(join(root, `${ref.outputId}.out`), { bigint: true });
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(await saveOutputArtifact(capture(writes), root), ref);
+    assert.equal(statSync(root, { bigint: true }).mtimeNs, dirBefore, "no temporary file was created in the directory");
+    const fileAfter = statSync(join(root, `${ref.outputId}.out`), { bigint: true });
+    assert.deepEqual([fileAfter.ino, fileAfter.mtimeNs], [fileBefore.ino, fileBefore.mtimeNs]);
+    // The same size, one byte changed past the first read chunk: not this transcript.
+    const path = join(root, `${ref.outputId}.out`);
+    const damaged = readFileSync(path);
+    damaged[(1 << 20) + 70_000] ^= 1;
+    writeFileSync(path, damaged);
+    await assert.rejects(saveOutputArtifact(capture(writes), root), OutputArtifactCollisionError);
+    assert.deepEqual(readFileSync(path), damaged, "left as it was");
+  });
+
   test("the default root is the agent directory's code-execution-output", () => {
     const saved = process.env.PI_CODING_AGENT_DIR;
     process.env.PI_CODING_AGENT_DIR = "/x/agent";
