@@ -1273,7 +1273,119 @@ def _bad_tools(tools):
     return False
 
 
+# ---------------------------------------------------------------------------------------------------- fork server
+def _zygote():
+    """`--mode zygote`: a fork server for fresh runs (docs/protocol.md, "Fork server"). Started like a fresh runner,
+    it loads what a fresh run's start-up needs once, then forks a fresh runner per `fork` frame and reports each
+    child's exit. Returns only in a forked child, whose fds 1, 2 and 3 are then the host's (it connects to the host's
+    socket and names its token), as a fresh runner's are after spawn."""
+    global _CTL, _PID
+    import fcntl
+    import select
+    import socket
+    import termios  # the child's drain, setup and first run need these; loaded here once for every child
+    import stat
+    import time
+    import _ast
+
+    del termios, stat, time, _ast
+    argv = sys.argv
+    if len(argv) not in (3, 5) or (len(argv) == 5 and (argv[3] != "--limits" or _parse_limits(argv[4]) is False)):
+        sys.stderr.write("usage: runner.py --mode zygote [--limits name=n,...] (started by pi-code-supervisor)\n")
+        os._exit(2)
+    _signal.signal(_SIGINT, _SIG_IGN)
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+    try:
+        _CTL = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 64)
+    except OSError:
+        sys.stderr.write("runner.py: fd 3 (the control channel) is not open\n")
+        os._exit(2)
+    os.close(3)
+    os.set_blocking(_CTL, True)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    _signal.signal(_signal.SIGCHLD, lambda *_: None)
+    _signal.set_wakeup_fd(wake_w)
+    v = sys.version_info
+    _send({"type": "ready", "protocol": PROTOCOL, "pid": os.getpid(), "python": "%d.%d.%d" % v[:3], "mode": "zygote"})
+    buf = b""
+    while True:
+        try:
+            readable = select.select([_CTL, wake_r], [], [])[0]
+        except InterruptedError:
+            readable = [wake_r]
+        if wake_r in readable:
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except (BlockingIOError, InterruptedError):
+                pass
+        while True:  # every child that ended: its status goes to the host, which owns its run
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+            sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+            _send({"type": "exited", "pid": pid, "code": code, "signal": sig})
+        if _CTL not in readable:
+            continue
+        chunk = os.read(_CTL, 1 << 16)
+        if not chunk:  # the host is gone: its children are its to stop (they see their own channels close)
+            os._exit(0)
+        buf += chunk
+        while len(buf) >= 4:
+            n = int.from_bytes(buf[:4], "big")
+            if n > MAX_FRAME:
+                _fatal("control frame too large")
+            if len(buf) < 4 + n:
+                break
+            try:
+                msg = _loads(buf[4 : 4 + n].decode("utf-8"))
+            except ValueError as e:
+                _fatal("bad control frame: %s" % e)
+            buf = buf[4 + n :]
+            token, path = msg.get("token"), msg.get("socket")
+            if msg.get("type") != "fork" or type(token) is not str or type(path) is not str:
+                _fatal("unexpected frame for the fork server: %r" % (msg.get("type"),))
+            pid = os.fork()
+            if pid == 0:
+                _fork_child(socket, token, path, (_CTL, wake_r, wake_w))
+                _PID = os.getpid()
+                sys.argv[2] = "fresh"
+                return
+            _send({"type": "forked", "token": token, "pid": pid})
+
+
+def _fork_child(socket, token, path, inherited):
+    """In a forked child: its own session (as a spawned runner leads one), the zygote's signal set-up undone, and
+    fds 1, 2 and 3 connected to the host's socket, each announced by `<token> <channel>\n`."""
+    try:
+        os.setsid()
+        _signal.set_wakeup_fd(-1)
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+        for fd in inherited:
+            os.close(fd)
+        for target, channel in ((1, "stdout"), (2, "stderr"), (3, "control")):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(path)
+            s.sendall(("%s %s\n" % (token, channel)).encode("ascii"))
+            fd = s.detach()
+            if fd == target:  # the lowest free fd can be the very one (the zygote moved its fd 3 away)
+                os.set_inheritable(fd, True)
+            else:
+                os.dup2(fd, target, inheritable=True)
+                os.close(fd)
+    except BaseException:
+        os._exit(71)
+
+
 def _main():
+    if sys.argv[1:3] == ["--mode", "zygote"]:
+        _zygote()
     _setup(sys.argv)
     g = _new_main()
     v = sys.version_info
