@@ -7,6 +7,7 @@
 // the fork server, which is its parent. Whatever cannot be forked (no server yet, a server that died) is spawned.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { constants } from "node:os";
 import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
@@ -162,20 +163,27 @@ function ended(record: Child, exit: RunnerExit): void {
 /** A child whose fork server died is no longer anyone's child to wait for: its end is when its pid is gone. */
 function watchLost(pid: number, record: Child): void {
   const poll = setInterval(() => {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      clearInterval(poll);
-      ended(record, {
-        code: null,
-        signal: null,
-        lost: { message: "the fork server that started this runner exited, so its exit status is unknown" },
-      });
-    }
+    if (!gone(pid)) return;
+    clearInterval(poll);
+    ended(record, {
+      code: null,
+      signal: null,
+      lost: { message: "the fork server that started this runner exited, so its exit status is unknown" },
+    });
   }, LOST_POLL_MS);
 }
 
 /** Its children's exit statuses come through it, so it stays while it has any; then it lingers briefly. */
+/** Exited: no such process, or a zombie that its new parent has not reaped yet. */
+function gone(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    return stat[stat.lastIndexOf(")") + 2] === "Z";
+  } catch {
+    return true;
+  }
+}
+
 function retireLater(zygote: Zygote): void {
   clearTimeout(zygote.idle);
   zygote.idle = setTimeout(() => {
@@ -247,7 +255,10 @@ function socketServer(): Promise<SocketServer | undefined> {
   return (shared[SERVER] ??= new Promise((resolve) => {
     if (process.platform !== "linux") return resolve(undefined);
     const path = `\0pi-code-supervisor-${process.pid}-${randomBytes(8).toString("hex")}`;
-    const waiting = new Map<string, { sockets: Partial<Record<Channel, Socket>>; done: (s: Record<Channel, Socket>) => void }>();
+    const waiting = new Map<
+      string,
+      { sockets: Partial<Record<Channel, Socket>>; done: (s: Record<Channel, Socket>) => void }
+    >();
     const server: Server = createServer((socket) => greet(socket, waiting));
     server.on("error", () => resolve(undefined));
     server.listen(path, () => {

@@ -85,7 +85,16 @@ export const localOperations: ProcessOperations = {
     if (!where.ok) return where;
     const forked = await forkRunner(spec);
     if (!forked) return spawnRunner(spec, { interrupt: "signal" });
-    const handle = wrap(forked.pid, forked.stdout, forked.stderr, forked.control, forked.onceExit, "signal", false, spec.killMs);
+    const handle = wrap(
+      forked.pid,
+      forked.stdout,
+      forked.stderr,
+      forked.control,
+      forked.onceExit,
+      "signal",
+      false,
+      spec.killMs,
+    );
     for (const stream of [forked.stdout, forked.stderr, forked.control]) stream.resume();
     return ok(handle);
   },
