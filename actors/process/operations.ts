@@ -6,7 +6,7 @@ import { stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
 import { fail, ok, type Result } from "../../lib/result.ts";
-import { signalGroup as signalTracked, stopGroup, track } from "./registry.ts";
+import { signalGroup as signalTracked, stopTracked, track } from "./registry.ts";
 import { forkRunner } from "./fork-server.ts";
 
 export interface RunnerSpec {
@@ -227,9 +227,9 @@ function wrap(
     // stop releases the pipes that leftovers hold.
     if (open === 0) {
       report();
-      return void stopGroup(pid, killMs);
+      return void stopTracked(pid, killMs);
     }
-    void stopGroup(pid, killMs);
+    void stopTracked(pid, killMs);
     setTimeout(() => {
       stdout.destroy();
       stderr.destroy();
