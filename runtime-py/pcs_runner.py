@@ -1275,14 +1275,13 @@ def _bad_tools(tools):
 
 # ---------------------------------------------------------------------------------------------------- fork server
 def _zygote():
-    """`--mode zygote`: a fork server for fresh runs (docs/protocol.md, "Fork server"). Started like a fresh runner,
-    it loads what a fresh run's start-up needs once, then forks a fresh runner per `fork` frame and reports each
-    child's exit. Returns only in a forked child, whose fds 1, 2 and 3 are then the host's (it connects to the host's
-    socket and names its token), as a fresh runner's are after spawn."""
+    """`--mode zygote --slots N`: a fork server for fresh runs (docs/protocol.md, "Fork server"). Started like a fresh
+    runner, with N slots of three descriptors each after the control channel (fds 4, 5, 6 the first), it loads what
+    a fresh runner's start-up needs once, then forks a fresh runner per `fork` frame and reports each child's exit.
+    Returns only in a forked child, whose fds 1, 2 and 3 are then its slot's, as a spawned runner's are."""
     global _CTL, _PID
     import fcntl
     import select
-    import socket
     import termios  # the child's drain, setup and first run need these; loaded here once for every child
     import stat
     import time
@@ -1290,16 +1289,23 @@ def _zygote():
 
     del termios, stat, time, _ast
     argv = sys.argv
-    if len(argv) not in (3, 5) or (len(argv) == 5 and (argv[3] != "--limits" or _parse_limits(argv[4]) is False)):
-        sys.stderr.write("usage: runner.py --mode zygote [--limits name=n,...] (started by pi-code-supervisor)\n")
+    slots = int(argv[4]) if len(argv) >= 5 and argv[3] == "--slots" and argv[4].isdigit() else 0
+    rest = argv[5:]
+    if not 0 < slots <= 256 or (rest and (len(rest) != 2 or rest[0] != "--limits" or _parse_limits(rest[1]) is False)):
+        sys.stderr.write(
+            "usage: runner.py --mode zygote --slots N [--limits name=n,...] (started by pi-code-supervisor)\n"
+        )
         os._exit(2)
+    pool = list(range(4, 4 + 3 * slots))
+    for fd in [3] + pool:
+        try:
+            os.fstat(fd)
+        except OSError:
+            sys.stderr.write("runner.py: fd %d (a fork server's channel or slot) is not open\n" % fd)
+            os._exit(2)
     _signal.signal(_SIGINT, _SIG_IGN)
     _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
-    try:
-        _CTL = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 64)
-    except OSError:
-        sys.stderr.write("runner.py: fd 3 (the control channel) is not open\n")
-        os._exit(2)
+    _CTL = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 64)
     os.close(3)
     os.set_blocking(_CTL, True)
     wake_r, wake_w = os.pipe()
@@ -1309,6 +1315,7 @@ def _zygote():
     _signal.set_wakeup_fd(wake_w)
     v = sys.version_info
     _send({"type": "ready", "protocol": PROTOCOL, "pid": os.getpid(), "python": "%d.%d.%d" % v[:3], "mode": "zygote"})
+    free = set(range(slots))
     buf = b""
     while True:
         try:
@@ -1334,7 +1341,7 @@ def _zygote():
         if _CTL not in readable:
             continue
         chunk = os.read(_CTL, 1 << 16)
-        if not chunk:  # the host is gone: its children are its to stop (they see their own channels close)
+        if not chunk:  # the host is gone: its runners see their own channels close
             os._exit(0)
         buf += chunk
         while len(buf) >= 4:
@@ -1348,37 +1355,42 @@ def _zygote():
             except ValueError as e:
                 _fatal("bad control frame: %s" % e)
             buf = buf[4 + n :]
-            token, path = msg.get("token"), msg.get("socket")
-            if msg.get("type") != "fork" or type(token) is not str or type(path) is not str:
+            slot = msg.get("slot")
+            if msg.get("type") != "fork":
                 _fatal("unexpected frame for the fork server: %r" % (msg.get("type"),))
+            if type(slot) is not int or slot not in free:
+                _fatal("fork: slot %r is not a free slot" % (slot,))
+            free.discard(slot)
+            mine = pool[3 * slot : 3 * slot + 3]
             pid = os.fork()
             if pid == 0:
-                _fork_child(socket, token, path, (_CTL, wake_r, wake_w))
+                _fork_child(mine, [fd for fd in pool if fd not in mine] + [_CTL, wake_r, wake_w])
                 _PID = os.getpid()
-                sys.argv[2] = "fresh"
+                sys.argv = argv[:2] + ["fresh"] + rest
                 return
-            _send({"type": "forked", "token": token, "pid": pid})
+            for fd in mine:  # the child's alone now: its end is seen when it exits
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            pool = [fd if fd not in mine else -1 for fd in pool]
+            _send({"type": "forked", "slot": slot, "pid": pid})
 
 
-def _fork_child(socket, token, path, inherited):
-    """In a forked child: its own session (as a spawned runner leads one), the zygote's signal set-up undone, and
-    fds 1, 2 and 3 connected to the host's socket, each announced by `<token> <channel>\n`."""
+def _fork_child(mine, others):
+    """In a forked child: its own session (as a spawned runner leads one), the fork server's signal set-up undone,
+    every other slot and channel closed, and its slot's descriptors as fds 1, 2 and 3."""
     try:
         os.setsid()
         _signal.set_wakeup_fd(-1)
         _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
-        for fd in inherited:
-            os.close(fd)
-        for target, channel in ((1, "stdout"), (2, "stderr"), (3, "control")):
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect(path)
-            s.sendall(("%s %s\n" % (token, channel)).encode("ascii"))
-            fd = s.detach()
-            if fd == target:  # the lowest free fd can be the very one (the zygote moved its fd 3 away)
-                os.set_inheritable(fd, True)
-            else:
-                os.dup2(fd, target, inheritable=True)
+        for fd in others:
+            if fd >= 0:
                 os.close(fd)
+        for fd, target in zip(mine, (1, 2, 3)):
+            os.dup2(fd, target, inheritable=True)
+        for fd in mine:
+            os.close(fd)
     except BaseException:
         os._exit(71)
 

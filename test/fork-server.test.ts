@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import { localOperations, type RunnerExit, type RunnerHandle, type RunnerSpec } from "../actors/process/operations.ts";
 import { RUNNER_PATH } from "../actors/process/kinds.ts";
+import { SLOTS } from "../actors/process/fork-server.ts";
 import { encodeFrame, FrameDecoder, type Frame } from "../actors/process/framing.ts";
 import { PYTHON } from "./helpers/runner-driver.ts";
 import { pidAlive, processesMatching, waitUntil } from "./helpers/procs.ts";
@@ -129,7 +130,9 @@ describe("fork server", { timeout: 30_000 }, () => {
     assert.equal(code, 2);
     assert.match(err, /usage: runner.py --mode zygote/);
 
-    const z = spawn(PYTHON, [RUNNER_PATH, "--mode", "zygote"], { stdio: ["ignore", "ignore", "ignore", "pipe"] });
+    const z = spawn(PYTHON, [RUNNER_PATH, "--mode", "zygote", "--slots", "1"], {
+      stdio: ["ignore", "ignore", "ignore", "pipe", "pipe", "pipe", "pipe"],
+    });
     const control = z.stdio[3] as unknown as NodeJS.ReadWriteStream;
     const frames: Frame[] = [];
     const decoder = new FrameDecoder(
@@ -145,10 +148,56 @@ describe("fork server", { timeout: 30_000 }, () => {
     assert.equal(status, 70);
     assert.equal(frames[1]?.type, "fatal");
     assert.match(String(frames[1]?.message), /unexpected frame for the fork server: 'run'/);
+
+    for (const slot of [1, "0", -1]) {
+      const y = spawn(PYTHON, [RUNNER_PATH, "--mode", "zygote", "--slots", "1"], {
+        stdio: ["ignore", "ignore", "ignore", "pipe", "pipe", "pipe", "pipe"],
+      });
+      const got: Frame[] = [];
+      const d = new FrameDecoder(
+        (f) => got.push(f),
+        () => {},
+      );
+      (y.stdio[3] as unknown as NodeJS.ReadableStream).on("data", (c: Buffer) => d.push(c));
+      assert.ok(await waitUntil(() => got.length === 1));
+      (y.stdio[3] as unknown as NodeJS.WritableStream).write(encodeFrame({ type: "fork", slot }));
+      assert.equal(await new Promise((r) => y.once("exit", r)), 70, `slot ${JSON.stringify(slot)}`);
+      assert.match(String(got[1]?.message), /is not a free slot/);
+    }
+
+    const missing = spawn(PYTHON, [RUNNER_PATH, "--mode", "zygote", "--slots", "2"], {
+      stdio: ["ignore", "ignore", "pipe", "pipe", "pipe", "pipe", "pipe"],
+    });
+    let said = "";
+    missing.stderr!.on("data", (c) => (said += c));
+    assert.equal(await new Promise((r) => missing.once("exit", r)), 2);
+    assert.match(said, /fd 7 \(a fork server's channel or slot\) is not open/);
+  });
+
+  test("a spent fork server is followed by the next one: every runner still forks, none shares a slot", async () => {
+    const host = `fork-${++hosts}`;
+    const parents = new Set<number>();
+    const outs: string[] = [];
+    for (let i = 0; i < SLOTS + 2; i++) {
+      const h = await start(specFor("start", host));
+      parents.add(ppid(h.pid));
+      const { out, exit } = await runIn(h, `print(${i})`);
+      outs.push(out);
+      assert.equal(exit.code, 0);
+    }
+    assert.deepEqual(
+      outs,
+      Array.from({ length: SLOTS + 2 }, (_, i) => `${i}\n`),
+      "each runner's output is its own",
+    );
+    assert.equal(parents.size, 2, "two fork servers, one after the other");
+    assert.ok(![...parents].includes(process.pid), "no runner was spawned");
   });
 
   test("a fork server exits when its host closes the channel", async () => {
-    const z = spawn(PYTHON, [RUNNER_PATH, "--mode", "zygote"], { stdio: ["ignore", "ignore", "ignore", "pipe"] });
+    const z = spawn(PYTHON, [RUNNER_PATH, "--mode", "zygote", "--slots", "1"], {
+      stdio: ["ignore", "ignore", "ignore", "pipe", "pipe", "pipe", "pipe"],
+    });
     const control = z.stdio[3] as unknown as NodeJS.ReadWriteStream & { destroy(): void };
     await new Promise((r) => control.once("data", r));
     control.destroy();

@@ -1,25 +1,28 @@
 // Fork servers for fresh Python runners (docs/protocol.md, "Fork server"). An interpreter start costs tens of
 // milliseconds and a synchronous spawn from Pi's large process blocks its event loop for several; a fork of a
 // started runner costs about one. So per host and per runner command line (interpreter, flags, limits, working
-// directory, environment: what a spare's key holds) one `runner.py --mode zygote` process is kept, and a fresh
-// runner is a fork of it. The child leads its own session, is contained like a spawned runner (registry.ts), and
-// connects its fds 1, 2 and 3 to this process's socket, naming the token of its fork; its exit status comes from
-// the fork server, which is its parent. Whatever cannot be forked (no server yet, a server that died) is spawned.
+// directory, environment: what a spare's key holds) a `runner.py --mode zygote` process is kept, and a fresh runner
+// is a fork of it. The server is spawned with SLOTS sets of three socket pairs (the same kind of descriptors a
+// spawned runner gets for fds 1, 2 and 3): each fork takes one set, so nothing listens and no other process can
+// reach a runner's channels. The child leads its own session and is contained like a spawned runner (registry.ts);
+// its exit status comes from the fork server, its parent. A server running out of slots is followed by a new one;
+// whatever cannot be forked (no server ready, a server that died) is spawned.
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { createServer, type Server, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { constants } from "node:os";
 import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
 import { registerGroup, stopGroup, track } from "./registry.ts";
 import type { RunnerExit, RunnerSpec } from "./operations.ts";
 
+/** Runners one fork server can start (3 descriptors each, on both sides). */
+export const SLOTS = 32;
+/** With this many slots left, the next server for the command line starts (off the path of any run). */
+const FOLLOW_AT = 8;
 /** A fork server without a live child (its spares retired, its runs ended) exits after this long. */
 const LINGER_MS = 1000;
 /** A command line whose fork server failed to start is spawned without one for this long. */
 const FAILED_MS = 60_000;
-/** A forked child that has not connected its three channels by then is killed and the runner spawned instead. */
-const CONNECT_MS = 5000;
 /** After its fork server died, a child's end is noticed by polling its pid. */
 const LOST_POLL_MS = 20;
 
@@ -32,8 +35,6 @@ export interface ForkedChild {
   onceExit(fn: (exit: RunnerExit) => void): void;
 }
 
-type Channel = "stdout" | "stderr" | "control";
-
 interface Child {
   exit?: RunnerExit;
   listener?: (exit: RunnerExit) => void;
@@ -45,13 +46,22 @@ interface Zygote {
   alive: boolean;
   ready: Promise<boolean>;
   isReady: boolean;
-  control: NodeJS.WritableStream;
-  forks: Map<string, (child: { pid: number; record: Child } | undefined) => void>;
+  control: Socket;
+  /** Whether the server keeps Pi's event loop alive: only while an answer is awaited (its `ready`, a `forked`). */
+  hold(on: boolean): void;
+  /** Per slot: its three sockets (this side), until a fork takes them. */
+  slots: (Socket[] | undefined)[];
+  next: number;
+  forks: Map<number, (child: { pid: number; record: Child } | undefined) => void>;
   children: Map<number, Child>;
+  /** The server that takes over when this one is spent; it waits (and does not retire) until then. */
+  successor?: Zygote;
+  waiting: boolean;
   idle?: NodeJS.Timeout;
   killMs: number;
 }
 
+/** The server each command line forks from now (a spent one leaves this map, and lives on for its children). */
 const zygotes = new Map<string, Zygote>();
 const failed = new Map<string, number>();
 const signalNames = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
@@ -60,32 +70,44 @@ const signalNames = new Map(Object.entries(constants.signals).map(([name, n]) =>
  * `fork: "start"` (a spare's runner, started ahead of any run) a missing server is started and waited for; with
  * `"use"` (a run that found no spare ready) only a ready server is used. */
 export async function forkRunner(spec: RunnerSpec): Promise<ForkedChild | undefined> {
-  if (!spec.host || !spec.fork) return undefined;
+  if (!spec.host || !spec.fork || process.platform !== "linux") return undefined;
   const key = JSON.stringify([spec.host, spec.executable, spec.args, spec.cwd, spec.env]);
   let zygote = zygotes.get(key);
   if (!zygote) {
     if (spec.fork !== "start" || (failed.get(key) ?? -Infinity) > Date.now() - FAILED_MS) return undefined;
-    zygote = startZygote(key, spec);
+    zygote = startZygote(key, spec, false);
+    zygotes.set(key, zygote);
   } else if (spec.fork === "use" && !zygote.isReady) return undefined;
   if (!(await zygote.ready)) {
     failed.set(key, Date.now());
     return undefined;
   }
-  if (!zygote.alive) return undefined;
-  const server = await socketServer();
-  if (!server) return undefined;
-  return forkFrom(zygote, server);
+  if (!zygote.alive || zygote.next >= SLOTS) return undefined;
+  const slot = zygote.next++;
+  if (SLOTS - zygote.next === FOLLOW_AT) zygote.successor = startZygote(key, spec, true);
+  if (zygote.next === SLOTS && zygotes.get(key) === zygote) {
+    const next = zygote.successor;
+    if (next?.alive) {
+      zygotes.set(key, next);
+      next.waiting = false;
+      retireLater(next);
+    } else zygotes.delete(key);
+  }
+  return forkFrom(zygote, slot);
 }
 
-function startZygote(key: string, spec: RunnerSpec): Zygote {
-  const args = spec.args.map((a, i) => (a === "fresh" && spec.args[i - 1] === "--mode" ? "zygote" : a));
+function startZygote(key: string, spec: RunnerSpec, waiting: boolean): Zygote {
+  const [runner, ...rest] = spec.args;
+  const limits = rest.indexOf("--limits");
+  const args = [runner!, "--mode", "zygote", "--slots", String(SLOTS), ...(limits >= 0 ? rest.slice(limits) : [])];
   const child = spawn(spec.executable, args, {
     cwd: spec.cwd,
     env: spec.env,
-    stdio: ["ignore", "ignore", "ignore", "pipe"],
+    stdio: ["ignore", "ignore", "ignore", "pipe", ...Array<"pipe">(3 * SLOTS).fill("pipe")],
     detached: true,
   });
-  const control = child.stdio[3] as unknown as NodeJS.ReadWriteStream;
+  const stdio = child.stdio as unknown as (Socket | null)[];
+  const control = stdio[3] as Socket;
   let readyNow: (ok: boolean) => void = () => {};
   const zygote: Zygote = {
     key,
@@ -94,11 +116,25 @@ function startZygote(key: string, spec: RunnerSpec): Zygote {
     ready: new Promise((resolve) => (readyNow = resolve)),
     isReady: false,
     control,
+    hold(on) {
+      for (const h of [child, control])
+        if (on) h.ref();
+        else h.unref();
+    },
+    slots: Array.from({ length: SLOTS }, (_, i) => stdio.slice(4 + 3 * i, 7 + 3 * i) as Socket[]),
+    next: 0,
     forks: new Map(),
     children: new Map(),
+    waiting,
     killMs: spec.killMs,
   };
-  zygotes.set(key, zygote);
+  // Slots waiting for a fork neither keep Pi's event loop alive nor break on errors.
+  for (const sockets of zygote.slots)
+    for (const s of sockets ?? []) {
+      s.on("error", () => {});
+      s.unref();
+    }
+  control.on("error", () => {});
   let over = false;
   const gone = () => {
     if (over) return;
@@ -110,11 +146,18 @@ function startZygote(key: string, spec: RunnerSpec): Zygote {
     for (const resolve of zygote.forks.values()) resolve(undefined);
     zygote.forks.clear();
     for (const [pid, record] of zygote.children) if (!record.exit) watchLost(pid, record);
+    const next = zygote.successor;
+    if (next?.waiting && next.alive && !zygotes.has(key)) {
+      zygotes.set(key, next);
+      next.waiting = false;
+      retireLater(next);
+    }
+    for (const sockets of zygote.slots) for (const s of sockets ?? []) s.destroy();
+    control.destroy();
     void stopGroup(zygote.pid, zygote.killMs);
   };
   child.once("error", gone);
   child.once("exit", gone);
-  control.on("error", () => {});
   if (!child.pid) return zygote;
   void track(child.pid).then(() => registerGroup(zygote.pid, { host: spec.host!, owner: "fork-server" }));
   const decoder = new FrameDecoder(
@@ -130,28 +173,34 @@ function onFrame(zygote: Zygote, frame: Frame, ready: (ok: boolean) => void): vo
   switch (frame.type) {
     case "ready":
       zygote.isReady = true;
+      holdWhileNeeded(zygote);
       return ready(true);
     case "forked": {
-      const resolve = zygote.forks.get(String(frame.token));
+      const resolve = zygote.forks.get(Number(frame.slot));
       const pid = Number(frame.pid);
       // Recorded before its exit can be reported (the next frame may be that).
       const record: Child = {};
       zygote.children.set(pid, record);
-      zygote.forks.delete(String(frame.token));
+      zygote.forks.delete(Number(frame.slot));
       return resolve?.({ pid, record });
     }
     case "exited": {
       const record = zygote.children.get(Number(frame.pid));
       if (!record) return;
       zygote.children.delete(Number(frame.pid));
+      holdWhileNeeded(zygote);
       if (zygote.children.size === 0) retireLater(zygote);
       const signal = typeof frame.signal === "number" ? (signalNames.get(frame.signal) ?? null) : null;
       return ended(record, { code: typeof frame.code === "number" ? frame.code : null, signal });
     }
     default: // `fatal` or anything unknown: this server cannot be trusted to fork again
-      zygote.alive = false;
-      void stopGroup(zygote.pid, zygote.killMs);
+      stop(zygote);
   }
+}
+
+/** A server keeps Pi's event loop alive only while something awaits it: its `ready`, a fork, a child's exit. */
+function holdWhileNeeded(zygote: Zygote): void {
+  zygote.hold(!zygote.isReady || zygote.forks.size > 0 || zygote.children.size > 0);
 }
 
 function ended(record: Child, exit: RunnerExit): void {
@@ -163,7 +212,7 @@ function ended(record: Child, exit: RunnerExit): void {
 /** A child whose fork server died is no longer anyone's child to wait for: its end is when its pid is gone. */
 function watchLost(pid: number, record: Child): void {
   const poll = setInterval(() => {
-    if (!gone(pid)) return;
+    if (!exited(pid)) return;
     clearInterval(poll);
     ended(record, {
       code: null,
@@ -173,9 +222,8 @@ function watchLost(pid: number, record: Child): void {
   }, LOST_POLL_MS);
 }
 
-/** Its children's exit statuses come through it, so it stays while it has any; then it lingers briefly. */
-/** Exited: no such process, or a zombie that its new parent has not reaped yet. */
-function gone(pid: number): boolean {
+/** No such process, or a zombie that its new parent has not reaped yet. */
+function exited(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
     return stat[stat.lastIndexOf(")") + 2] === "Z";
@@ -184,52 +232,52 @@ function gone(pid: number): boolean {
   }
 }
 
+/** Its children's exit statuses come through it, so it stays while it has any; then it lingers briefly (a spent
+ * one goes at once). */
 function retireLater(zygote: Zygote): void {
   clearTimeout(zygote.idle);
-  zygote.idle = setTimeout(() => {
-    if (zygote.children.size > 0 || zygote.forks.size > 0) return;
-    if (zygotes.get(zygote.key) === zygote) zygotes.delete(zygote.key);
-    zygote.alive = false;
-    void stopGroup(zygote.pid, zygote.killMs);
-  }, LINGER_MS);
+  zygote.idle = setTimeout(
+    () => {
+      if (zygote.children.size > 0 || zygote.forks.size > 0 || zygote.waiting) return;
+      stop(zygote);
+      // A successor not yet in use goes with it (one in use is the command line's server now).
+      if (zygote.successor?.waiting) stop(zygote.successor);
+    },
+    zygote.next >= SLOTS ? 0 : LINGER_MS,
+  );
   zygote.idle.unref();
 }
 
-async function forkFrom(zygote: Zygote, server: SocketServer): Promise<ForkedChild | undefined> {
+function stop(zygote: Zygote): void {
+  zygote.alive = false;
+  if (zygotes.get(zygote.key) === zygote) zygotes.delete(zygote.key);
+  void stopGroup(zygote.pid, zygote.killMs);
+}
+
+async function forkFrom(zygote: Zygote, slot: number): Promise<ForkedChild | undefined> {
   clearTimeout(zygote.idle);
-  const token = randomBytes(16).toString("hex");
-  const connected = server.expect(token);
-  const forked = new Promise<{ pid: number; record: Child } | undefined>((resolve) => zygote.forks.set(token, resolve));
-  zygote.control.write(encodeFrame({ type: "fork", token, socket: server.path }));
+  const sockets = zygote.slots[slot]!;
+  zygote.slots[slot] = undefined;
+  const forked = new Promise<{ pid: number; record: Child } | undefined>((resolve) => zygote.forks.set(slot, resolve));
+  zygote.hold(true);
+  zygote.control.write(encodeFrame({ type: "fork", slot }));
   const child = await forked;
   if (!child) {
-    connected.cancel();
+    for (const s of sockets) s.destroy();
+    holdWhileNeeded(zygote);
     retireLater(zygote);
     return undefined;
   }
   const { pid, record } = child;
-  // Contained (its own cgroup where they apply) before the host sends a frame, so before any user code runs.
-  const tracked = track(pid);
-  let exitedEarly: () => void = () => {};
-  const early = new Promise<undefined>((resolve) => {
-    exitedEarly = () => resolve(undefined);
-    record.listener = exitedEarly;
-  });
-  if (record.exit) exitedEarly();
-  const timer = setTimeout(exitedEarly, CONNECT_MS);
-  const channels = await Promise.race([connected.promise, early]);
-  clearTimeout(timer);
-  await tracked;
-  if (!channels) {
-    connected.cancel();
-    if (!record.exit) void stopGroup(pid, zygote.killMs);
-    retireLater(zygote);
-    return undefined;
-  }
-  record.listener = undefined;
+  // Contained (its own cgroup where they apply) before the host sends it a frame, so before any user code runs.
+  await track(pid);
+  for (const s of sockets) s.ref();
+  const [stdout, stderr, control] = sockets as [Socket, Socket, Socket];
   return {
     pid,
-    ...channels,
+    stdout,
+    stderr,
+    control,
     onceExit(fn) {
       if (record.exit) {
         const exit = record.exit;
@@ -237,80 +285,4 @@ async function forkFrom(zygote: Zygote, server: SocketServer): Promise<ForkedChi
       } else record.listener = fn;
     },
   };
-}
-
-interface SocketServer {
-  path: string;
-  expect(token: string): { promise: Promise<Record<Channel, Socket>>; cancel(): void };
-}
-
-// Pi loads the extension's modules afresh for every Pi session: the socket is the process's, under a global symbol.
-const SERVER = Symbol.for("pi-code-supervisor.fork-socket");
-const shared = globalThis as { [SERVER]?: Promise<SocketServer | undefined> };
-
-/** The process's one socket that forked children connect to. Linux's abstract namespace: nothing on disk to
- * remove, whatever way the process ends. Anyone on the machine may connect; a connection that does not name the
- * 128-bit random token of a fork in flight is closed. */
-function socketServer(): Promise<SocketServer | undefined> {
-  return (shared[SERVER] ??= new Promise((resolve) => {
-    if (process.platform !== "linux") return resolve(undefined);
-    const path = `\0pi-code-supervisor-${process.pid}-${randomBytes(8).toString("hex")}`;
-    const waiting = new Map<
-      string,
-      { sockets: Partial<Record<Channel, Socket>>; done: (s: Record<Channel, Socket>) => void }
-    >();
-    const server: Server = createServer((socket) => greet(socket, waiting));
-    server.on("error", () => resolve(undefined));
-    server.listen(path, () => {
-      server.unref();
-      resolve({
-        path,
-        expect(token) {
-          let done: (s: Record<Channel, Socket>) => void = () => {};
-          const promise = new Promise<Record<Channel, Socket>>((r) => (done = r));
-          waiting.set(token, { sockets: {}, done });
-          return {
-            promise,
-            cancel() {
-              const entry = waiting.get(token);
-              waiting.delete(token);
-              for (const s of Object.values(entry?.sockets ?? {})) s.destroy();
-            },
-          };
-        },
-      });
-    });
-  }));
-}
-
-/** A new connection names its token and channel in its first line; what follows is the channel's own data. */
-function greet(
-  socket: Socket,
-  waiting: Map<string, { sockets: Partial<Record<Channel, Socket>>; done: (s: Record<Channel, Socket>) => void }>,
-): void {
-  let head = Buffer.alloc(0);
-  socket.on("error", () => {});
-  const onData = (chunk: Buffer) => {
-    head = Buffer.concat([head, chunk]);
-    const nl = head.indexOf(10);
-    if (nl < 0) {
-      if (head.length > 80) socket.destroy();
-      return;
-    }
-    socket.removeListener("data", onData);
-    socket.pause();
-    const rest = head.subarray(nl + 1);
-    if (rest.length) socket.unshift(rest);
-    const [token, channel] = head.subarray(0, nl).toString("latin1").split(" ");
-    const entry = waiting.get(token ?? "");
-    if (!entry || (channel !== "stdout" && channel !== "stderr" && channel !== "control") || entry.sockets[channel])
-      return void socket.destroy();
-    entry.sockets[channel] = socket;
-    const { stdout, stderr, control } = entry.sockets;
-    if (stdout && stderr && control) {
-      waiting.delete(token!);
-      entry.done({ stdout, stderr, control });
-    }
-  };
-  socket.on("data", onData);
 }
