@@ -83,8 +83,10 @@ export function registerGroup(pid: number, owner: GroupOwner): void {
 
 /** Stops tracking `pid` (its members are gone, or someone else stops them). */
 export function unregisterGroup(pid: number): void {
-  entries.get(pid)?.box.release();
+  const entry = entries.get(pid);
   remove(pid);
+  // Off the event loop: a shell's exit reaches its caller without waiting for the kernel to remove a cgroup.
+  void entry?.box.releaseLater();
 }
 
 /** `signal` to everything tracked under `pid` (its process group if it is not tracked). False if nothing was there. */
