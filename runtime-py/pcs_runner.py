@@ -1316,6 +1316,7 @@ def _zygote():
     v = sys.version_info
     _send({"type": "ready", "protocol": PROTOCOL, "pid": os.getpid(), "python": "%d.%d.%d" % v[:3], "mode": "zygote"})
     free = set(range(slots))
+    start_dir = os.getcwd()
     buf = b""
     while True:
         try:
@@ -1364,7 +1365,7 @@ def _zygote():
             mine = pool[3 * slot : 3 * slot + 3]
             pid = os.fork()
             if pid == 0:
-                _fork_child(mine, [fd for fd in pool if fd not in mine] + [_CTL, wake_r, wake_w])
+                _fork_child(mine, [fd for fd in pool if fd not in mine] + [_CTL, wake_r, wake_w], start_dir)
                 _PID = os.getpid()
                 sys.argv = argv[:2] + ["fresh"] + rest
                 return
@@ -1377,11 +1378,13 @@ def _zygote():
             _send({"type": "forked", "slot": slot, "pid": pid})
 
 
-def _fork_child(mine, others):
+def _fork_child(mine, others, start_dir):
     """In a forked child: its own session (as a spawned runner leads one), the fork server's signal set-up undone,
-    every other slot and channel closed, and its slot's descriptors as fds 1, 2 and 3."""
+    every other slot and channel closed, and its slot's descriptors as fds 1, 2 and 3. The working directory is
+    entered again by its path, as a spawned runner would be (the directory may have been replaced meanwhile)."""
     try:
         os.setsid()
+        os.chdir(start_dir)
         _signal.set_wakeup_fd(-1)
         _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
         for fd in others:

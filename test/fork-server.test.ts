@@ -3,7 +3,7 @@
 // not outlive its last child. Real processes throughout.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, realpathSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
@@ -192,6 +192,25 @@ describe("fork server", { timeout: 30_000 }, () => {
     );
     assert.equal(parents.size, 2, "two fork servers, one after the other");
     assert.ok(![...parents].includes(process.pid), "no runner was spawned");
+  });
+
+  test("a runner forked after its working directory was replaced runs in the new one; a removed one is not forked", async () => {
+    const host = `fork-${++hosts}`;
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-fork-cwd-")));
+    const spec = { ...specFor("start", host), cwd: dir };
+    const a = await start(spec);
+    const server = ppid(a.pid);
+    assert.equal((await runIn(a, "pass")).exit.code, 0);
+    rmSync(dir, { recursive: true });
+    mkdirSync(dir);
+    writeFileSync(join(dir, "marker"), "new");
+    const b = await start(spec);
+    assert.equal(ppid(b.pid), server, "forked from the same server");
+    const { out } = await runIn(b, "import os\nprint(os.listdir('.'))");
+    assert.equal(out, "['marker']\n");
+    rmSync(dir, { recursive: true });
+    const gone = await localOperations.start(spec);
+    assert.ok(!gone.ok && /does not exist/.test(gone.error.message), "a missing directory is refused, as for a spawn");
   });
 
   test("a fork server exits when its host closes the channel", async () => {
