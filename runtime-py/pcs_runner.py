@@ -31,6 +31,7 @@ _PyCF_ONLY_AST = 0x400
 _PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000
 _DRAIN_LIMIT = 0.25
 _DRAIN_STALL_LIMIT = 30.0
+_DRAIN_SPIN = 0.002  # the host is often busy for a millisecond or so before it reads: watch closely that long
 _OUT_FDS = []
 _STDIN_MSG = "stdin is not available to code_execution"
 
@@ -766,7 +767,16 @@ def _print_exception(e):
         if sys.excepthook is not sys.__excepthook__ and _err_sink is None:  # a session may install its own
             sys.excepthook(type(e), e, e.__traceback__)
         else:
-            traceback.print_exception(type(e), e, e.__traceback__, file=_stderr())
+            # One write, not one per line: the host wakes once for the whole traceback (an interrupt's result waits
+            # for it). A traceback that cannot be formatted is printed as far as it goes, as print_exception does.
+            try:
+                text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+            except Exception:
+                text = None
+            if text is None:
+                traceback.print_exception(type(e), e, e.__traceback__, file=_stderr())
+            else:
+                _stderr().write(text)
     except Exception:
         _write_err("%s: <exception could not be printed>\n" % type(e).__name__)
 
@@ -877,9 +887,6 @@ def _drain():
     # waiting, up to _DRAIN_STALL_LIMIT, since giving up then would hand this run's output to the next one).
     churn_deadline = start + _DRAIN_LIMIT
     stall_deadline = start + _DRAIN_STALL_LIMIT
-    # The host reads within tens of microseconds: spin briefly (yielding the CPU) before backing off to sleeps.
-    spin_until = start + 0.0005
-    delay = 0.0002
     last = {}
     growth = 0  # how often a queue grew: a writer still at work (one growth can be the kernel's accounting)
     while checks:
@@ -898,11 +905,20 @@ def _drain():
         now = time.monotonic()
         if not checks or now >= stall_deadline or (growth >= 3 and now >= churn_deadline):
             return
-        if now < spin_until:
+        pause = _drain_pause(now - start)
+        if pause is None:
             os.sched_yield()
-            continue
-        time.sleep(delay)
-        delay = min(delay * 2, 0.005)
+        else:
+            time.sleep(pause)
+
+
+def _drain_pause(waited):
+    """How the drain waits after `waited` seconds: None to yield the CPU and look again (the host reads within tens of
+    microseconds once it gets to it, often after a millisecond of its own work), then sleeps of a tenth of the wait
+    so far (0.2-2 ms): a host that reads late is noticed at most 10% (at most 2 ms) after it read."""
+    if waited < _DRAIN_SPIN:
+        return None
+    return min(0.002, waited / 10)
 
 
 def _restore_std_fds():
