@@ -1,26 +1,88 @@
 // One Pi case under the CPU profiler, on demand: `node --cpu-prof --cpu-prof-dir=/tmp/prof bench/pi-profile.ts
-// [session|fresh|mib] [n]`. Times each call as bench/pi.ts does and prints the p50, so a profile and its figure come
-// from the same run.
-import { resolve } from "node:path";
+// [session|fresh|mib|interrupt|nested] [n]`. Times each call as bench/pi.ts does (journal and event log on, in
+// scratch places) and prints the p50, so a profile and its figure come from the same run. `interrupt` prints the
+// overrun past its 1 s timeout; `nested` makes n nested calls of a no-op Pi tool from one run, timed in Python. Each
+// case also prints Node's CPU time per call (the whole process: Pi, the extension, the supervisor, the recorder).
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
 import { startPi } from "../test/helpers/pi-session.ts";
 import { spans } from "./pi-spans.ts";
 import { stats } from "./run.ts";
 
 const [kind = "session", count = "400"] = process.argv.slice(2);
+/** Node's CPU time (user + system) since `from`, in ms: less at the mercy of a loaded machine than wall time. */
+const cpuMs = (from: NodeJS.CpuUsage) => {
+  const d = process.cpuUsage(from);
+  return (d.user + d.system) / 1000;
+};
 const n = Number(count);
-const pi = await startPi({ extensionPaths: [resolve(import.meta.dirname, "..")] });
+const scratch = mkdtempSync(join(tmpdir(), "pcs-bench-prof-"));
+process.env.PI_CODE_EXECUTION_JOURNAL ??= join(scratch, "journal.sqlite");
+process.env.PI_CODE_EXECUTION_LOG_DIR ??= join(scratch, "logs");
+
+function noopExtension(pi: ExtensionAPI): void {
+  pi.registerTool({
+    name: "bench_noop",
+    label: "noop",
+    description: "Does nothing.",
+    parameters: Type.Object({}),
+    async execute() {
+      return { content: [{ type: "text" as const, text: "ok" }], details: undefined };
+    },
+  });
+}
+
+const pi = await startPi({ extensionPaths: [resolve(import.meta.dirname, "..")], extensionFactories: [noopExtension] });
+// PCS_PROFILE_SPANS=file: each call's span on the profiler's clock (monotonic microseconds), to keep only the samples
+// inside the tool calls when reading the profile.
+const windows: [number, number][] = [];
+const open = new Map<string, number>();
+const us = () => Number(process.hrtime.bigint() / 1000n);
+pi.session.subscribe((e: any) => {
+  if (e.type === "tool_execution_start") open.set(e.toolCallId, us());
+  if (e.type === "tool_execution_end") windows.push([open.get(e.toolCallId)!, us()]);
+});
 try {
+  const nested = (k: number) =>
+    [
+      "import time, json",
+      "ts = []",
+      `for _ in range(${k}):`,
+      "    t = time.perf_counter(); await bench_noop(); ts.append((time.perf_counter() - t) * 1000)",
+      "ts = sorted(ts[20:])",
+      "print(json.dumps([len(ts), ts[len(ts) // 2], ts[len(ts) * 9 // 10]]))",
+    ].join("\n");
   const cases: Record<string, Record<string, unknown>> = {
     session: { code: "x = 1", session: "p" },
     fresh: { code: "pass" },
     mib: { code: "import sys\nsys.stdout.buffer.write(b'x' * (1 << 20))\nsys.stdout.flush()", session: "p" },
+    interrupt: { code: "while True: pass", session: "p", timeout: 1 },
   };
-  const args = cases[kind];
-  if (!args) throw new Error(`unknown case ${kind}; one of ${Object.keys(cases).join(", ")}`);
-  await spans(pi, Array.from({ length: 20 }, () => ["code_execution", args] as [string, Record<string, unknown>]));
-  const run = await spans(pi, Array.from({ length: n }, () => ["code_execution", args] as [string, Record<string, unknown>]));
-  const st = stats(run.ms);
-  console.log(`${kind} n=${st.n} p50 ${st.p50.toFixed(3)} ms p90 ${st.p90.toFixed(3)} ms`);
+  if (kind === "nested") {
+    await spans(pi, [["code_execution", { code: nested(50), session: "p" }]]);
+    const cpu0 = process.cpuUsage();
+    const run = await spans(pi, [["code_execution", { code: nested(n), session: "p", timeout: 600 }]]);
+    const cpu = cpuMs(cpu0) / n;
+    const text = run.results[0]!.content.map((c) => c.text ?? "").join("");
+    const [count, p50, p90] = JSON.parse(text.trim().split("\n").at(-1)!) as number[];
+    console.log(
+      `nested n=${count} p50 ${p50!.toFixed(3)} ms p90 ${p90!.toFixed(3)} ms (timed in Python); Node CPU ${cpu.toFixed(3)} ms a call`,
+    );
+  } else {
+    const args = cases[kind];
+    if (!args) throw new Error(`unknown case ${kind}; one of ${[...Object.keys(cases), "nested"].join(", ")}`);
+    const warm = kind === "interrupt" ? 2 : 20;
+    await spans(pi, Array.from({ length: warm }, () => ["code_execution", args] as [string, Record<string, unknown>]));
+    const cpu0 = process.cpuUsage();
+    const run = await spans(pi, Array.from({ length: n }, () => ["code_execution", args] as [string, Record<string, unknown>]));
+    const cpu = cpuMs(cpu0) / n;
+    const st = stats(kind === "interrupt" ? run.ms.map((ms) => ms - 1000) : run.ms);
+    console.log(`${kind} n=${st.n} p50 ${st.p50.toFixed(3)} ms p90 ${st.p90.toFixed(3)} ms; Node CPU ${cpu.toFixed(3)} ms a call`);
+  }
 } finally {
   await pi.dispose();
+  if (process.env.PCS_PROFILE_SPANS) writeFileSync(process.env.PCS_PROFILE_SPANS, JSON.stringify(windows));
 }

@@ -2,12 +2,14 @@
 // for the format). Inputs (commands, runner facts, timer firings) are written whole, in the order the machines got
 // them; the trace (actors created, events delivered, snapshots, timers armed) is reduced by record/trace.ts. Both
 // are queued as they happen (snapshots and events are immutable) and encoded at the end of the event-loop turn,
-// after a run's result went back to Pi, then written asynchronously, one write in flight, at explicit file
+// after a run's result went back to Pi, in slices that let the event loop read what arrived in between (a runner's
+// next frame, a nested call's next request), then written asynchronously, one write in flight, at explicit file
 // positions: on exit whatever is queued or still in flight is written synchronously (rewriting an in-flight range
 // at its position is idempotent), so logs stay complete and ordered. A failing disk disables the recorder; it
 // never disturbs the supervisor.
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, write, writeSync } from "node:fs";
 import { createRequire } from "node:module";
+import { performance } from "node:perf_hooks";
 import { basename } from "node:path";
 import { nanoid } from "nanoid";
 import type { InspectionEvent } from "xstate";
@@ -26,6 +28,10 @@ export interface RecorderOptions {
 
 /** Output metadata is coalesced per run and channel, and written at most this often while a run prints. */
 const OUTPUT_FLUSH_MS = 250;
+/** Encoding done in one go before the event loop may read what arrived meanwhile (the rest goes on next turn). */
+export const ENCODE_SLICE_MS = 0.2;
+/** Queued items past which a turn encodes them all: memory stays bounded when events outpace the slices. */
+export const MAX_QUEUED = 50_000;
 
 function versions(): Record<string, string> {
   const require = createRequire(import.meta.url);
@@ -119,12 +125,20 @@ export class Recorder {
     this.flushSync();
   }
 
-  /** Encodes what is queued and starts writing it: at the end of the event-loop turn, after a run's result. */
+  /** Encodes what is queued and starts writing it: at the end of the event-loop turn, after a run's result. One
+   * slice at a time: what is left waits for the next turn, after the event loop has read what arrived meanwhile. */
   private flushAsync(): void {
     this.flushScheduled = false;
-    this.encodeQueued();
+    const more = this.encodeQueued(ENCODE_SLICE_MS);
     this.maybeRotate();
     this.writeNext();
+    if (more) this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flushAsync());
   }
 
   private flushSync(): void {
@@ -148,19 +162,29 @@ export class Recorder {
   /** Resolves once everything queued so far is on disk. */
   async drained(): Promise<void> {
     this.flushAsync();
-    while ((this.inFlight && this.inFlight.fd === this.fd) || this.lines.length)
+    while ((this.inFlight && this.inFlight.fd === this.fd) || this.lines.length || this.queue.length)
       await new Promise((r) => setImmediate(r));
   }
 
-  private encodeQueued(): void {
-    if (this.queue.length === 0) return;
+  /** Encodes queued items in order, for at most `budgetMs` (unless too many are queued); true if some are left. */
+  private encodeQueued(budgetMs = Infinity): boolean {
+    if (this.queue.length === 0) return false;
     const queue = this.queue;
     this.queue = [];
-    for (const q of queue) {
+    const until = budgetMs === Infinity || queue.length > MAX_QUEUED ? Infinity : performance.now() + budgetMs;
+    for (let i = 0; i < queue.length; i++) {
+      const q = queue[i]!;
       if ("record" in q) this.encodeLine(q.record);
       else this.encodeInspection(q.ev, q.at);
-      if (this.fd === undefined) return;
+      if (this.fd === undefined) return false;
+      // The clock is read every 8 items: an item takes microseconds.
+      if ((i & 7) === 7 && i + 1 < queue.length && performance.now() >= until) {
+        // Encoding enqueues nothing, so nothing came in meanwhile; the rest keeps its place at the front.
+        this.queue = queue.slice(i + 1);
+        return true;
+      }
     }
+    return false;
   }
 
   private writeNext(): void {
@@ -242,10 +266,7 @@ export class Recorder {
 
   private enqueue(q: Queued): void {
     this.queue.push(q);
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => this.flushAsync());
-    }
+    this.scheduleFlush();
   }
 
   private encodeLine(record: LogRecord): void {

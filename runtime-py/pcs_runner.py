@@ -31,6 +31,7 @@ _PyCF_ONLY_AST = 0x400
 _PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000
 _DRAIN_LIMIT = 0.25
 _DRAIN_STALL_LIMIT = 30.0
+_DRAIN_SPIN = 0.002  # the host is often busy for a millisecond or so before it reads: watch closely that long
 _OUT_FDS = []
 _STDIN_MSG = "stdin is not available to code_execution"
 
@@ -766,7 +767,16 @@ def _print_exception(e):
         if sys.excepthook is not sys.__excepthook__ and _err_sink is None:  # a session may install its own
             sys.excepthook(type(e), e, e.__traceback__)
         else:
-            traceback.print_exception(type(e), e, e.__traceback__, file=_stderr())
+            # One write, not one per line: the host wakes once for the whole traceback (an interrupt's result waits
+            # for it). A traceback that cannot be formatted is printed as far as it goes, as print_exception does.
+            try:
+                text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+            except Exception:
+                text = None
+            if text is None:
+                traceback.print_exception(type(e), e, e.__traceback__, file=_stderr())
+            else:
+                _stderr().write(text)
     except Exception:
         _write_err("%s: <exception could not be printed>\n" % type(e).__name__)
 
@@ -877,9 +887,6 @@ def _drain():
     # waiting, up to _DRAIN_STALL_LIMIT, since giving up then would hand this run's output to the next one).
     churn_deadline = start + _DRAIN_LIMIT
     stall_deadline = start + _DRAIN_STALL_LIMIT
-    # The host reads within tens of microseconds: spin briefly (yielding the CPU) before backing off to sleeps.
-    spin_until = start + 0.0005
-    delay = 0.0002
     last = {}
     growth = 0  # how often a queue grew: a writer still at work (one growth can be the kernel's accounting)
     while checks:
@@ -898,11 +905,20 @@ def _drain():
         now = time.monotonic()
         if not checks or now >= stall_deadline or (growth >= 3 and now >= churn_deadline):
             return
-        if now < spin_until:
+        pause = _drain_pause(now - start)
+        if pause is None:
             os.sched_yield()
-            continue
-        time.sleep(delay)
-        delay = min(delay * 2, 0.005)
+        else:
+            time.sleep(pause)
+
+
+def _drain_pause(waited):
+    """How the drain waits after `waited` seconds: None to yield the CPU and look again (the host reads within tens of
+    microseconds once it gets to it, often after a millisecond of its own work), then sleeps of a tenth of the wait
+    so far (0.2-2 ms): a host that reads late is noticed at most 10% (at most 2 ms) after it read."""
+    if waited < _DRAIN_SPIN:
+        return None
+    return min(0.002, waited / 10)
 
 
 def _restore_std_fds():
@@ -1273,7 +1289,134 @@ def _bad_tools(tools):
     return False
 
 
+# ---------------------------------------------------------------------------------------------------- fork server
+def _zygote():
+    """`--mode zygote --slots N`: a fork server for fresh runs (docs/protocol.md, "Fork server"). Started like a fresh
+    runner, with N slots of three descriptors each after the control channel (fds 4, 5, 6 the first), it loads what
+    a fresh runner's start-up needs once, then forks a fresh runner per `fork` frame and reports each child's exit.
+    Returns only in a forked child, whose fds 1, 2 and 3 are then its slot's, as a spawned runner's are."""
+    global _CTL, _PID
+    import fcntl
+    import select
+    import termios  # the child's drain, setup and first run need these; loaded here once for every child
+    import stat
+    import time
+    import _ast
+
+    del termios, stat, time, _ast
+    argv = sys.argv
+    slots = int(argv[4]) if len(argv) >= 5 and argv[3] == "--slots" and argv[4].isdigit() else 0
+    rest = argv[5:]
+    if not 0 < slots <= 256 or (rest and (len(rest) != 2 or rest[0] != "--limits" or _parse_limits(rest[1]) is False)):
+        sys.stderr.write(
+            "usage: runner.py --mode zygote --slots N [--limits name=n,...] (started by pi-code-supervisor)\n"
+        )
+        os._exit(2)
+    pool = list(range(4, 4 + 3 * slots))
+    for fd in [3] + pool:
+        try:
+            os.fstat(fd)
+        except OSError:
+            sys.stderr.write("runner.py: fd %d (a fork server's channel or slot) is not open\n" % fd)
+            os._exit(2)
+    _signal.signal(_SIGINT, _SIG_IGN)
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+    _CTL = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 64)
+    os.close(3)
+    os.set_blocking(_CTL, True)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    _signal.signal(_signal.SIGCHLD, lambda *_: None)
+    _signal.set_wakeup_fd(wake_w)
+    v = sys.version_info
+    _send({"type": "ready", "protocol": PROTOCOL, "pid": os.getpid(), "python": "%d.%d.%d" % v[:3], "mode": "zygote"})
+    free = set(range(slots))
+    start_dir = os.getcwd()
+    buf = b""
+    while True:
+        try:
+            readable = select.select([_CTL, wake_r], [], [])[0]
+        except InterruptedError:
+            readable = [wake_r]
+        if wake_r in readable:
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except (BlockingIOError, InterruptedError):
+                pass
+        while True:  # every child that ended: its status goes to the host, which owns its run
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+            sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+            _send({"type": "exited", "pid": pid, "code": code, "signal": sig})
+        if _CTL not in readable:
+            continue
+        chunk = os.read(_CTL, 1 << 16)
+        if not chunk:  # the host is gone: its runners see their own channels close
+            os._exit(0)
+        buf += chunk
+        while len(buf) >= 4:
+            n = int.from_bytes(buf[:4], "big")
+            if n > MAX_FRAME:
+                _fatal("control frame too large")
+            if len(buf) < 4 + n:
+                break
+            try:
+                msg = _loads(buf[4 : 4 + n].decode("utf-8"))
+            except ValueError as e:
+                _fatal("bad control frame: %s" % e)
+            buf = buf[4 + n :]
+            slot = msg.get("slot")
+            if msg.get("type") != "fork":
+                _fatal("unexpected frame for the fork server: %r" % (msg.get("type"),))
+            if type(slot) is not int or slot not in free:
+                _fatal("fork: slot %r is not a free slot" % (slot,))
+            free.discard(slot)
+            mine = pool[3 * slot : 3 * slot + 3]
+            pid = os.fork()
+            if pid == 0:
+                _fork_child(mine, [fd for fd in pool if fd not in mine] + [_CTL, wake_r, wake_w], start_dir)
+                _PID = os.getpid()
+                sys.argv = argv[:2] + ["fresh"] + rest
+                return
+            for fd in mine:  # the child's alone now: its end is seen when it exits
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            pool = [fd if fd not in mine else -1 for fd in pool]
+            _send({"type": "forked", "slot": slot, "pid": pid})
+
+
+def _fork_child(mine, others, start_dir):
+    """In a forked child: its own session (as a spawned runner leads one), the fork server's signal set-up undone,
+    every other slot and channel closed, and its slot's descriptors as fds 1, 2 and 3. The working directory is
+    entered again by its path, as a spawned runner would be (the directory may have been replaced meanwhile)."""
+    try:
+        os.setsid()
+        os.chdir(start_dir)
+        _signal.set_wakeup_fd(-1)
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+        for fd in others:
+            if fd >= 0:
+                os.close(fd)
+        for fd, target in zip(mine, (1, 2, 3)):
+            os.dup2(fd, target, inheritable=True)
+        for fd in mine:
+            os.close(fd)
+    except BaseException:
+        os._exit(71)
+
+
 def _main():
+    if sys.argv[1:3] == ["--mode", "zygote"]:
+        _zygote()
     _setup(sys.argv)
     g = _new_main()
     v = sys.version_info

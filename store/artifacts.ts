@@ -4,6 +4,8 @@
 // itself; the metadata holds the content digest, so the transcript verifies too. Files are created once and
 // never overwritten.
 import { createHash } from "node:crypto";
+import type { FileHandle } from "node:fs/promises";
+import { lstat } from "node:fs/promises";
 import { join } from "node:path";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import {
@@ -19,7 +21,7 @@ import {
   writeTemp,
   type PageRequest,
 } from "./artifact-fs.ts";
-import { countNewlines, type ChannelCapture } from "../actors/process/output.ts";
+import { countNewlines, retainedDigest, type ChannelCapture } from "../actors/process/output.ts";
 import { savedBeforeRead } from "./artifact-saves.ts";
 
 export const OUTPUT_DIR = "code-execution-output";
@@ -82,14 +84,19 @@ export function emittedTranscript(out: ChannelCapture, err: ChannelCapture): { b
   };
 }
 
+/** The line between the retained channels (the same rule as the emitted one, applied to what was kept); none when
+ * no stderr was kept. */
+function retainedBoundary(out: ChannelCapture, err: ChannelCapture): Buffer | undefined {
+  if (err.retainedBytes === 0) return undefined;
+  const last = out.chunks.at(-1);
+  const endsWithNewline = last !== undefined && last[last.length - 1] === 0x0a;
+  return out.retainedBytes > 0 && !endsWithNewline ? NEWLINE_STDERR_LINE : STDERR_LINE;
+}
+
 /** The retained transcript as a list of buffers (no copy): each channel's retained prefix, same boundary rule. */
 export function retainedTranscript(out: ChannelCapture, err: ChannelCapture): Buffer[] {
-  const parts: Buffer[] = [...out.chunks];
-  if (err.retainedBytes > 0) {
-    const last = out.chunks.at(-1);
-    const endsWithNewline = last !== undefined && last[last.length - 1] === 0x0a;
-    parts.push(out.retainedBytes > 0 && !endsWithNewline ? NEWLINE_STDERR_LINE : STDERR_LINE, ...err.chunks);
-  }
+  const boundary = retainedBoundary(out, err);
+  const parts: Buffer[] = boundary ? [...out.chunks, boundary, ...err.chunks] : [...out.chunks];
   return parts.filter((b) => b.length > 0);
 }
 
@@ -100,21 +107,25 @@ export interface OutputArtifact {
   parts: Buffer[];
 }
 
-/** The reference of the run's retained transcript, without touching the disk. */
+/** The reference of the run's retained transcript, without touching the disk. The digest continues the one of
+ * stdout's retained bytes hashed while they arrived (actors/process/output.ts); stderr and the line counts are
+ * added here, so the result path does not read a long stdout again. */
 export function outputArtifact(capture: { stdout: ChannelCapture; stderr: ChannelCapture }): OutputArtifact {
   const { stdout, stderr } = capture;
   const parts = retainedTranscript(stdout, stderr);
   const emitted = emittedTranscript(stdout, stderr);
-  const hash = createHash("sha256");
-  let retainedBytes = 0;
-  let newlines = 0;
-  let last = -1;
-  for (const part of parts) {
-    hash.update(part);
-    retainedBytes += part.length;
-    newlines += countNewlines(part);
-    last = part[part.length - 1]!;
+  const hash = retainedDigest(stdout);
+  let retainedBytes = stdout.retainedBytes;
+  let newlines = stdout.retainedNewlines;
+  const boundary = retainedBoundary(stdout, stderr);
+  if (boundary) {
+    hash.update(boundary);
+    for (const chunk of stderr.chunks) hash.update(chunk);
+    retainedBytes += boundary.length + stderr.retainedBytes;
+    newlines += countNewlines(boundary) + stderr.retainedNewlines;
   }
+  const lastPart = parts.at(-1);
+  const last = lastPart ? lastPart[lastPart.length - 1]! : -1;
   const meta: OutputMetadata = {
     sha256: hash.digest("hex"),
     emittedBytes: emitted.bytes,
@@ -137,33 +148,95 @@ export async function saveOutputArtifact(
   return writeOutputArtifact(outputArtifact(capture), root);
 }
 
-/** Writes a transcript whose reference is known: the file and then its sidecar, each created once. */
+/** Writes a transcript whose reference is known: the file and then its sidecar, each created once. A transcript
+ * already saved (a rerun, a loop printing the same) is compared with the one in memory and not written again. */
 export async function writeOutputArtifact(artifact: OutputArtifact, root = outputRoot()): Promise<OutputRef> {
   const { ref, parts } = artifact;
   const { outputId, ...meta } = ref;
   await ensurePrivateDir(root);
-  const temp = await writeTemp(root, async (handle) => {
-    for (const part of parts) await writeAll(handle, part);
-  });
   const label = `output ${outputId}`;
-  if (!(await placeOnce(temp, join(root, `${outputId}.out`)))) {
-    // Already there: fine only if it is this very transcript (a concurrent or repeated identical save).
-    const same = await verifyTranscript(root, ref, label).then(
-      () => true,
+  // Already there: fine only if it is this very transcript (a concurrent or repeated identical save).
+  const same = () =>
+    sameTranscript(root, ref, parts, label).then(
+      (found) => found,
       () => false,
     );
-    if (!same) throw new OutputArtifactCollisionError(outputId);
+  if (!(await existingTranscript(root, ref, parts, label))) {
+    const temp = await writeTemp(root, async (handle) => {
+      for (const part of parts) await writeAll(handle, part);
+    });
+    if (!(await placeOnce(temp, join(root, `${outputId}.out`))) && !(await same()))
+      throw new OutputArtifactCollisionError(outputId);
   }
   const sidecar = Buffer.from(JSON.stringify({ format: FORMAT, ...meta }, null, 2) + "\n");
-  const sidecarTemp = await writeTemp(root, (h) => writeAll(h, sidecar));
-  if (!(await placeOnce(sidecarTemp, join(root, `${outputId}.json`)))) {
-    const existing = await readSidecar(root, outputId).then(
-      (m) => m,
-      () => undefined,
+  const sameSidecar = () =>
+    readSidecar(root, outputId).then(
+      (existing) => JSON.stringify(existing) === JSON.stringify(ref),
+      () => false,
     );
-    if (!existing || JSON.stringify(existing) !== JSON.stringify(ref)) throw new OutputArtifactCollisionError(outputId);
+  if (await sidecarPresent(root, outputId)) {
+    if (!(await sameSidecar())) throw new OutputArtifactCollisionError(outputId);
+    return ref;
   }
+  const sidecarTemp = await writeTemp(root, (h) => writeAll(h, sidecar));
+  if (!(await placeOnce(sidecarTemp, join(root, `${outputId}.json`))) && !(await sameSidecar()))
+    throw new OutputArtifactCollisionError(outputId);
   return ref;
+}
+
+/** Whether the transcript is saved already: false when there is no file; a file that is not this very transcript
+ * is a collision. */
+async function existingTranscript(root: string, ref: OutputRef, parts: Buffer[], label: string): Promise<boolean> {
+  const found = await sameTranscript(root, ref, parts, label).catch(() => {
+    throw new OutputArtifactCollisionError(ref.outputId);
+  });
+  return found;
+}
+
+async function sidecarPresent(root: string, outputId: string): Promise<boolean> {
+  return lstat(join(root, `${outputId}.json`)).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Compares the saved transcript with the bytes in memory (what its digest was computed from): byte for byte, not
+ * by hashing it again. False if it is missing; throws if it differs or is not a file of ours. */
+async function sameTranscript(root: string, ref: OutputRef, parts: Buffer[], label: string): Promise<boolean> {
+  let opened: { handle: FileHandle; size: number };
+  try {
+    opened = await openVerified(join(root, `${ref.outputId}.out`), label);
+  } catch (e) {
+    if (e instanceof ArtifactUnavailableError && e.missing) return false;
+    throw e;
+  }
+  const { handle, size } = opened;
+  try {
+    if (size !== ref.retainedBytes) throw new ArtifactUnavailableError(`${label} has another size`);
+    const buf = Buffer.allocUnsafe(Math.min(READ_CHUNK, Math.max(1, size)));
+    let at = 0;
+    let part = 0;
+    let inPart = 0;
+    while (at < size) {
+      const { bytesRead } = await handle.read(buf, 0, Math.min(buf.length, size - at), at);
+      if (bytesRead === 0) throw new ArtifactUnavailableError(`${label} changed while it was read`);
+      for (let i = 0; i < bytesRead; ) {
+        const p = parts[part]!;
+        const n = Math.min(bytesRead - i, p.length - inPart);
+        if (buf.compare(p, inPart, inPart + n, i, i + n) !== 0) throw new ArtifactUnavailableError(`${label} differs`);
+        i += n;
+        inPart += n;
+        if (inPart === p.length) {
+          part += 1;
+          inPart = 0;
+        }
+      }
+      at += bytesRead;
+    }
+    return true;
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Reads and checks `<id>.json`: well-formed, and its metadata hashes to its own ID. */

@@ -44,6 +44,7 @@ import {
   outputRoot,
   readOutputPage,
   readSidecar,
+  outputArtifact,
   retainedTranscript,
   saveOutputArtifact,
   type OutputMetadata,
@@ -180,6 +181,75 @@ describe("the transcript and its counts", () => {
   });
 });
 
+describe("the digest, hashed while stdout arrives", () => {
+  /** What the reference must say, computed from scratch from the retained transcript. */
+  function fromScratch(cap: ReturnType<typeof capture>) {
+    const bytes = Buffer.concat(retainedTranscript(cap.stdout, cap.stderr));
+    let newlines = 0;
+    for (const b of bytes) if (b === 0x0a) newlines += 1;
+    const lines = newlines + (bytes.length > 0 && bytes[bytes.length - 1] !== 0x0a ? 1 : 0);
+    return { sha256: sha256(bytes), retainedBytes: bytes.length, retainedLines: lines };
+  }
+  const pick = ({ sha256, retainedBytes, retainedLines }: OutputMetadata) => ({ sha256, retainedBytes, retainedLines });
+
+  // Chunk sizes on both sides of the 16 KiB where hashing starts, stderr interleaved, retention cutting a chunk.
+  const shapes: { name: string; writes: ["stdout" | "stderr", Buffer][]; limit?: number }[] = [
+    { name: "small stdout only", writes: [["stdout", Buffer.from("a\nb")]] },
+    {
+      name: "1 MiB of stdout in 64 KiB chunks",
+      writes: Array.from({ length: 16 }, (_, i) => ["stdout", Buffer.alloc(64 * 1024, i % 3 ? "x" : "y\n")]),
+    },
+    {
+      name: "many small lines crossing 16 KiB, stderr between them, stdout not ending its line",
+      writes: [
+        ...Array.from({ length: 900 }, (_, i): ["stdout" | "stderr", Buffer] =>
+          i % 97 === 0 ? ["stderr", Buffer.from(`err ${i}\n`)] : ["stdout", Buffer.from(`line ${i}\n`.repeat(3))],
+        ),
+        ["stdout", Buffer.from("no newline")],
+      ],
+    },
+    {
+      name: "retention cuts a chunk past the hashing threshold; stderr dropped",
+      writes: [
+        ["stdout", Buffer.alloc(20 * 1024, "a")],
+        ["stderr", Buffer.from("kept\n")],
+        ["stdout", Buffer.alloc(30 * 1024, "b\n")],
+        ["stderr", Buffer.from("dropped\n")],
+      ],
+      limit: 40 * 1024,
+    },
+    { name: "stderr only, large", writes: [["stderr", Buffer.alloc(100 * 1024, "e\n")]] },
+  ];
+  for (const shape of shapes) {
+    test(`${shape.name}: the reference equals a digest of the whole retained transcript`, () => {
+      const cap = capture(shape.writes, shape.limit);
+      const ref = outputArtifact(cap).ref;
+      assert.deepEqual(pick(ref), fromScratch(cap));
+      assert.deepEqual(pick(outputArtifact(cap).ref), pick(ref), "asking twice gives the same digest");
+    });
+  }
+
+  test("output written after a digest was taken is covered by the next one", () => {
+    const out = new RunOutput();
+    out.write("stdout", Buffer.alloc(40 * 1024, "a"));
+    const before = outputArtifact(out.collect().capture).ref.sha256;
+    out.write("stdout", Buffer.from("more\n"));
+    const later = out.collect().capture;
+    assert.equal(outputArtifact(later).ref.sha256, fromScratch(later).sha256);
+    assert.notEqual(outputArtifact(later).ref.sha256, before);
+  });
+
+  test("stdout past 16 KiB is hashed as it arrives, not read again on the result path", () => {
+    // Observable through a chunk changed in memory after it was written: the digest holds the bytes as written.
+    const out = new RunOutput();
+    const chunk = Buffer.alloc(64 * 1024, "x");
+    out.write("stdout", chunk);
+    chunk.fill("y");
+    const ref = outputArtifact(out.collect().capture).ref;
+    assert.equal(ref.sha256, sha256(Buffer.alloc(64 * 1024, "x")));
+  });
+});
+
 describe("saving", () => {
   test("files are private, the sidecar is the canonical metadata, the ID hashes it", async () => {
     const base = tmp();
@@ -257,6 +327,30 @@ describe("saving", () => {
       return true;
     });
     assert.equal(readFileSync(join(other, `${ref2.outputId}.out`), "utf8"), "SAME\n");
+  });
+
+  test("a transcript already saved is compared with the one in memory, not written again; one byte off is a collision", async () => {
+    const root = join(tmp(), "out");
+    // Over one read chunk (1 MiB), in 64 KiB parts, with stderr: the comparison walks parts across reads.
+    const writes: ["stdout" | "stderr", Buffer][] = [
+      ...Array.from({ length: 24 }, (_, i): ["stdout", Buffer] => ["stdout", Buffer.alloc(64 * 1024, `${i % 10}`)]),
+      ["stderr", Buffer.from("tail\n")],
+    ];
+    const ref = await saveOutputArtifact(capture(writes), root);
+    const dirBefore = statSync(root, { bigint: true }).mtimeNs;
+    const fileBefore = statSync(join(root, `${ref.outputId}.out`), { bigint: true });
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(await saveOutputArtifact(capture(writes), root), ref);
+    assert.equal(statSync(root, { bigint: true }).mtimeNs, dirBefore, "no temporary file was created in the directory");
+    const fileAfter = statSync(join(root, `${ref.outputId}.out`), { bigint: true });
+    assert.deepEqual([fileAfter.ino, fileAfter.mtimeNs], [fileBefore.ino, fileBefore.mtimeNs]);
+    // The same size, one byte changed past the first read chunk: not this transcript.
+    const path = join(root, `${ref.outputId}.out`);
+    const damaged = readFileSync(path);
+    damaged[(1 << 20) + 70_000] ^= 1;
+    writeFileSync(path, damaged);
+    await assert.rejects(saveOutputArtifact(capture(writes), root), OutputArtifactCollisionError);
+    assert.deepEqual(readFileSync(path), damaged, "left as it was");
   });
 
   test("the default root is the agent directory's code-execution-output", () => {

@@ -268,6 +268,37 @@ describe("recording live systems", () => {
     assert.match(replayFile(midRun).error!, /cannot be replayed exactly/);
   });
 
+  test("a backlog is encoded in slices: the event loop runs between them, and the log is complete and in order", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pcs-slices-"));
+    const observer = new SystemObserver();
+    const recorder = new Recorder(observer, { dir, piSession: "slices" });
+    const { onCommand } = observer.hostOptions();
+    // Far more commands than one slice of encoding takes.
+    const n = 20_000;
+    const payload = "p".repeat(200);
+    for (let i = 0; i < n; i++) onCommand!({ type: "run.cancel", at: i, runId: `r${i}`, payload } as never);
+    const queued = () => (recorder as unknown as { queue: unknown[] }).queue.length;
+    // Turns of the event loop (check phases) that ran while the backlog was still being encoded.
+    let turns = 0;
+    await new Promise<void>((resolve) => {
+      const tick = () => {
+        turns += 1;
+        if (queued() > 0) setImmediate(tick);
+        else resolve();
+      };
+      setImmediate(tick);
+    });
+    assert.ok(turns >= 5, `the backlog was encoded within ${turns} turn(s) of the event loop`);
+    await recorder.drained();
+    recorder.close("done");
+    const cmds = records(recorder.segments()[0]!).filter((r) => r.k === "cmd");
+    assert.equal(cmds.length, n, "every command is in the log");
+    assert.ok(
+      cmds.every((r, i) => r.event.runId === `r${i}`),
+      "in the order they happened",
+    );
+  });
+
   test("the log directory keeps the newest files within its bounds", () => {
     const dir = mkdtempSync(join(tmpdir(), "pcs-prune-"));
     for (let i = 0; i < 6; i++) {

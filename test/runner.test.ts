@@ -699,6 +699,25 @@ describe("SIGINT", () => {
     assertOk(await d.run('"alive"'), "alive\n", true);
   });
 
+  it("writes the interrupt's traceback in one piece, so the host wakes once for it", async () => {
+    const d = await start();
+    // A stderr of the user's that counts the runner's writes to it (the runner prints to sys.stderr).
+    const setup = py([
+      "import sys",
+      "class Counting:",
+      "    def __init__(self, inner): self.inner, self.writes = inner, []",
+      "    def write(self, s): self.writes.append(s); return self.inner.write(s)",
+      "    def flush(self): self.inner.flush()",
+      "sys.stderr = Counting(sys.stderr)",
+    ]);
+    assertOk(await d.run(setup), "");
+    const r = await interrupted(d, "while True:\n    pass", 20);
+    assertDone(r, { error: "interrupt", exitCode: 130 });
+    assert.match(tb(r.stderr), /^Traceback \(most recent call last\):\n[^]*\nKeyboardInterrupt\n$/);
+    const writes = await d.run("w = sys.stderr.writes; sys.stderr = sys.stderr.inner; len(w), ''.join(w) == w[0]");
+    assertOk(writes, "(1, True)\n", true);
+  });
+
   it("interrupts a fresh run, which exits with 130", async () => {
     const d = await start({ mode: "fresh" });
     const r = await interrupted(d, "import time\ntime.sleep(100)");
@@ -776,6 +795,15 @@ describe("output and done ordering", () => {
     assert.equal(done.error, null);
     assert.ok(elapsed < 2000, `done after ${elapsed} ms`);
     d.signalGroup("SIGKILL");
+  });
+
+  it("watches the queue closely for 2 ms, then sleeps a tenth of the wait so far (at most 2 ms)", async () => {
+    // The host is often busy for a millisecond before it reads: `done` must not wait for a long sleep to end then.
+    const d = await start();
+    const r = await d.run(
+      "import sys\nr = sys.modules['pcs_runner']\n[r._drain_pause(t) for t in (0, 0.0015, 0.002, 0.005, 0.02, 1)]",
+    );
+    assertOk(r, "[None, None, 0.0002, 0.0005, 0.002, 0.002]\n", true);
   });
 
   it("passes invalid UTF-8 from os.write through untouched", async () => {

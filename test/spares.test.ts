@@ -126,7 +126,8 @@ describe("spare runners", () => {
       assert.equal(spareIds(h).length, MAX_SPARES_PER_KEY, "each spare is an actor");
       assert.ok(await waitUntil(() => Object.values(ctx().spares).every((s) => s.ready), 10_000), "all warm");
       assert.ok(
-        await waitUntil(() => liveGroups(h.id).length === MAX_SPARES_PER_KEY, 5000),
+        // The key's fork server (actors/process/fork-server.ts) is its spares' parent, not a spare.
+        await waitUntil(() => liveGroups(h.id, /^spare:/).length === MAX_SPARES_PER_KEY, 5000),
         "one process per spare once the runs' processes are reaped (off the result path)",
       );
       assert.ok(await waitUntil(() => spareIds(h).length === 0, 8000), "idle spares retire");
@@ -141,12 +142,12 @@ describe("spare runners", () => {
     const h = new SupervisorHost({ spareIdleMs: 300 });
     await h.run({ code: "0", cwd, timeoutMs: 10_000 });
     assert.ok(await readySpare(h));
-    assert.ok(await waitUntil(() => liveGroups(h.id).length === 1), "one process left: the spare");
+    assert.ok(await waitUntil(() => liveGroups(h.id, /^spare:/).length === 1), "one process left: the spare");
     assert.ok(await waitUntil(() => spareIds(h).length === 0, 3000), "the spare retired");
     assert.ok(await waitUntil(() => liveGroups(h.id).length === 0, 3000), "its process is gone");
     await h.run({ code: "0", cwd, timeoutMs: 10_000 });
     assert.ok(await readySpare(h));
-    const [pgid] = liveGroups(h.id);
+    const [pgid] = liveGroups(h.id, /^spare:/);
     await h.shutdown();
     assert.ok(await waitUntil(() => !pidAlive(pgid)), "shutdown stopped the spare");
   });

@@ -21,6 +21,8 @@ export interface Containment {
   signal(signal: NodeJS.Signals, scan?: SessionScan): void;
   /** Removes what tracking left behind (the cgroup directory); false while members remain. */
   release(): boolean;
+  /** The same off the event loop (removing a cgroup takes the kernel about a millisecond). */
+  releaseLater(): Promise<boolean>;
 }
 
 /** Live processes by session id, for the sessions asked about. */
@@ -102,6 +104,11 @@ function cgroupBox(leader: number, dir: string): Containment {
       for (const pid of this.members()) kill(pid, signal);
     },
     release: () => removeCgroup(dir),
+    releaseLater: () =>
+      rmdir(dir).then(
+        () => true,
+        (e: NodeJS.ErrnoException) => e.code === "ENOENT",
+      ),
   };
 }
 
@@ -117,6 +124,7 @@ export function sessionBox(leader: number): Containment {
       for (const pid of this.members(scan)) kill(pid, signal);
     },
     release: () => true,
+    releaseLater: async () => true,
   };
 }
 

@@ -55,6 +55,7 @@ export function pythonKind(deps: KindDeps): RunnerKind {
           executable: python.value.executable,
           args: [RUNNER_PATH, "--mode", input.mode, ...limitArgs(limits)],
           env: deps.env(input),
+          ...(input.mode === "fresh" ? { fork: input.owner.startsWith("spare:") ? "start" : "use" } : {}),
         },
         version: python.value.version,
       });

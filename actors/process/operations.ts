@@ -6,7 +6,8 @@ import { stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
 import { fail, ok, type Result } from "../../lib/result.ts";
-import { signalGroup as signalTracked, stopGroup, track } from "./registry.ts";
+import { signalGroup as signalTracked, stopTracked, track } from "./registry.ts";
+import { forkRunner } from "./fork-server.ts";
 
 export interface RunnerSpec {
   executable: string;
@@ -18,6 +19,10 @@ export interface RunnerSpec {
   settleOutput?: boolean;
   /** What the runner leaves behind when it exits gets SIGTERM, then SIGKILL after this many ms. */
   killMs: number;
+  /** A fresh Python runner: the local backend may fork it from a fork server (fork-server.ts) that `host` owns,
+   * starting one for a spare's runner (`start`) or only using a ready one (`use`). */
+  fork?: "start" | "use";
+  host?: string;
 }
 
 /** Where runs execute, as status lines and the inspector show it. */
@@ -74,7 +79,25 @@ const DRAIN_AFTER_EXIT_MS = 500;
 
 export const localOperations: ProcessOperations = {
   backend: { kind: "local", label: "local" },
-  start: (spec) => spawnRunner(spec, { interrupt: "signal" }),
+  start: async (spec) => {
+    if (!spec.fork) return spawnRunner(spec, { interrupt: "signal" });
+    const where = await checkCwd(spec.cwd);
+    if (!where.ok) return where;
+    const forked = await forkRunner(spec);
+    if (!forked) return spawnRunner(spec, { interrupt: "signal" });
+    const handle = wrap(
+      forked.pid,
+      forked.stdout,
+      forked.stderr,
+      forked.control,
+      forked.onceExit,
+      "signal",
+      false,
+      spec.killMs,
+    );
+    for (const stream of [forked.stdout, forked.stderr, forked.control]) stream.resume();
+    return ok(handle);
+  },
   health: async () => ok("runs start on this machine"),
   close: async () => {},
 };
@@ -87,17 +110,23 @@ export interface SpawnOptions {
   wrapper?: string[];
 }
 
+async function checkCwd(cwd: string): Promise<Result<void, StartFailure>> {
+  try {
+    const info = await stat(cwd);
+    if (!info.isDirectory()) return fail({ message: `Working directory ${cwd} is not a directory.` });
+  } catch {
+    return fail({ message: `Working directory ${cwd} does not exist.` });
+  }
+  return ok(undefined);
+}
+
 /** Starts a runner as a local child in its own process group, fd 3 the control channel. */
 export async function spawnRunner(
   spec: RunnerSpec,
   options: SpawnOptions,
 ): Promise<Result<RunnerHandle, StartFailure>> {
-  try {
-    const info = await stat(spec.cwd);
-    if (!info.isDirectory()) return fail({ message: `Working directory ${spec.cwd} is not a directory.` });
-  } catch {
-    return fail({ message: `Working directory ${spec.cwd} does not exist.` });
-  }
+  const where = await checkCwd(spec.cwd);
+  if (!where.ok) return where;
   const [program, ...args] = options.wrapper ?? [spec.executable, ...spec.args];
   const child = spawn(program!, args, {
     cwd: spec.cwd,
@@ -116,13 +145,20 @@ export async function spawnRunner(
   });
   if (!spawned.ok) return spawned;
   await tracked;
+  // A runner that died while it was being moved into its cgroup exited before a listener: its exit is reported
+  // once the owner has attached its listeners.
+  const onceExit = (fn: (exit: RunnerExit) => void) => {
+    if (child.exitCode !== null || child.signalCode !== null)
+      setImmediate(() => fn({ code: child.exitCode, signal: child.signalCode }));
+    else child.once("exit", (code, signal) => fn({ code, signal }));
+  };
   return ok(
     wrap(
       child.pid!,
       child.stdout!,
       child.stderr!,
       child.stdio[3] as unknown as NodeJS.ReadWriteStream & Readable,
-      child,
+      onceExit,
       options.interrupt,
       spec.settleOutput === true,
       spec.killMs,
@@ -135,7 +171,7 @@ function wrap(
   stdout: Readable,
   stderr: Readable,
   control: NodeJS.ReadWriteStream & Readable,
-  child: import("node:child_process").ChildProcess,
+  onceExit: (fn: (exit: RunnerExit) => void) => void,
   interrupt: SpawnOptions["interrupt"],
   settleOutput: boolean,
   killMs: number,
@@ -185,26 +221,22 @@ function wrap(
   };
   stdout.once("close", closed);
   stderr.once("close", closed);
-  const exited = (code: number | null, signal: NodeJS.Signals | null) => {
-    exit = { code, signal };
+  const exited = (how: RunnerExit) => {
+    exit = how;
     // Whatever the runner left behind goes with it. The result goes first when its output is complete; else the
     // stop releases the pipes that leftovers hold.
     if (open === 0) {
       report();
-      return void stopGroup(pid, killMs);
+      return void stopTracked(pid, killMs);
     }
-    void stopGroup(pid, killMs);
+    void stopTracked(pid, killMs);
     setTimeout(() => {
       stdout.destroy();
       stderr.destroy();
       report();
     }, DRAIN_AFTER_EXIT_MS).unref();
   };
-  // A runner that died while it was being moved into its cgroup exited before this listener: its exit is reported
-  // once the owner has attached its listeners.
-  if (child.exitCode !== null || child.signalCode !== null)
-    setImmediate(() => exited(child.exitCode, child.signalCode));
-  else child.once("exit", exited);
+  onceExit(exited);
 
   return {
     pid,

@@ -1,5 +1,6 @@
 // Output of one run: every byte counted, bounded retention, and a live preview that never splits a UTF-8
 // character. Invalid UTF-8 is replaced when decoded, never fatal.
+import { createHash, type Hash } from "node:crypto";
 
 /** Bytes retained per run (both channels together); past it output is drained and counted, not kept. */
 export const RETAIN_LIMIT = 64 * 1024 * 1024;
@@ -7,6 +8,9 @@ export const RETAIN_LIMIT = 64 * 1024 * 1024;
  * (a traceback written after the retention filled up still reaches the model). */
 export const WINDOW_BYTES = 20 * 1024;
 const LIVE_BYTES = 4096;
+/** Retained stdout past this is hashed as it arrives (the transcript's digest, store/artifacts.ts), so a long output's
+ * digest is not computed on the result path; output below it never needs an artifact or costs too little to matter. */
+const DIGEST_FROM = 16 * 1024;
 
 export type Channel = "stdout" | "stderr";
 
@@ -17,6 +21,8 @@ export interface ChannelCapture {
   emittedLines: number;
   endsWithNewline: boolean;
   retainedBytes: number;
+  /** Line breaks (0x0a) in the retained prefix. */
+  retainedNewlines: number;
   /** The retained prefix, in order (shared, not copied). */
   chunks: readonly Buffer[];
   /** The first min(emittedBytes, WINDOW_BYTES) bytes. */
@@ -25,9 +31,27 @@ export interface ChannelCapture {
   tail: Buffer;
 }
 
+/** A SHA-256 of a channel's first `count` retained chunks, kept up to date as they arrive, by the chunks array it
+ * covers (the one a capture shares). */
+interface RunningDigest {
+  hash: Hash | undefined;
+  count: number;
+}
+const digests = new WeakMap<readonly Buffer[], RunningDigest>();
+
+/** A SHA-256 of the channel's retained bytes, ready for more (the transcript goes on with stderr): a copy of the one
+ * hashed as the chunks arrived, finished with the chunks not hashed yet; from scratch for other captures. */
+export function retainedDigest(capture: ChannelCapture): Hash {
+  const running = digests.get(capture.chunks);
+  const hash = running?.hash ? running.hash.copy() : createHash("sha256");
+  for (let i = running?.hash ? running.count : 0; i < capture.chunks.length; i++) hash.update(capture.chunks[i]!);
+  return hash;
+}
+
 class ChannelBuffer {
-  chunks: Buffer[] = [];
+  readonly chunks: Buffer[] = [];
   retained = 0;
+  retainedNewlines = 0;
   emitted = 0;
   newlines = 0;
   // Stryker disable next-line UnaryOperator: equivalent, it is read only after a write and never equals 0x0a.
@@ -35,11 +59,18 @@ class ChannelBuffer {
   private head: Buffer | undefined;
   private headLength = 0;
   private readonly tail = new Ring(WINDOW_BYTES);
+  private readonly digest: RunningDigest | undefined;
+
+  /** `digest`: hash the retained bytes as they arrive (stdout, which starts the transcript). */
+  constructor(digest = false) {
+    if (digest) digests.set(this.chunks, (this.digest = { hash: undefined, count: 0 }));
+  }
 
   write(chunk: Buffer, room: number): number {
     if (chunk.length === 0) return 0;
     this.emitted += chunk.length;
-    this.newlines += countNewlines(chunk);
+    const newlines = countNewlines(chunk);
+    this.newlines += newlines;
     this.lastByte = chunk[chunk.length - 1];
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, a full head copies 0 bytes.
     if (this.headLength < WINDOW_BYTES) {
@@ -50,8 +81,15 @@ class ChannelBuffer {
     this.tail.write(chunk);
     const keep = Math.min(chunk.length, Math.max(0, room));
     if (keep > 0) {
-      this.chunks.push(keep === chunk.length ? chunk : chunk.subarray(0, keep));
+      const kept = keep === chunk.length ? chunk : chunk.subarray(0, keep);
+      this.chunks.push(kept);
       this.retained += keep;
+      this.retainedNewlines += kept === chunk ? newlines : countNewlines(kept);
+      const d = this.digest;
+      if (d && this.retained >= DIGEST_FROM) {
+        d.hash ??= createHash("sha256");
+        while (d.count < this.chunks.length) d.hash.update(this.chunks[d.count++]!);
+      }
     }
     return keep;
   }
@@ -66,6 +104,7 @@ class ChannelBuffer {
       emittedLines: this.newlines + (this.emitted > 0 && this.lastByte !== 0x0a ? 1 : 0),
       endsWithNewline: this.lastByte === 0x0a,
       retainedBytes: this.retained,
+      retainedNewlines: this.retainedNewlines,
       chunks: this.chunks,
       head: Buffer.from(this.head?.subarray(0, this.headLength) ?? []),
       tail: this.tail.last(WINDOW_BYTES),
@@ -156,7 +195,7 @@ export interface CollectedOutput {
 }
 
 export class RunOutput {
-  private readonly channels = { stdout: new ChannelBuffer(), stderr: new ChannelBuffer() };
+  private readonly channels = { stdout: new ChannelBuffer(true), stderr: new ChannelBuffer() };
   private retained = 0;
   private listeners: (() => void)[] = [];
 

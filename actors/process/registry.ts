@@ -17,6 +17,8 @@ interface Stopping {
   /** Members already sent SIGTERM (a member forked during the grace gets its own). */
   termed: Set<number>;
   polls: number;
+  /** Its empty cgroup is being removed. */
+  releasing?: boolean;
   done: Promise<void>;
   resolve: () => void;
 }
@@ -81,8 +83,10 @@ export function registerGroup(pid: number, owner: GroupOwner): void {
 
 /** Stops tracking `pid` (its members are gone, or someone else stops them). */
 export function unregisterGroup(pid: number): void {
-  entries.get(pid)?.box.release();
+  const entry = entries.get(pid);
   remove(pid);
+  // Off the event loop: a shell's exit reaches its caller without waiting for the kernel to remove a cgroup.
+  void entry?.box.releaseLater();
 }
 
 /** `signal` to everything tracked under `pid` (its process group if it is not tracked). False if nothing was there. */
@@ -152,6 +156,11 @@ export function stopGroup(pid: number, killMs: number): Promise<void> {
   return done;
 }
 
+/** Stops a group still tracked; one no longer tracked was stopped and released already (nothing of it is left). */
+export function stopTracked(pid: number, killMs: number): Promise<void> {
+  return entries.has(pid) ? stopGroup(pid, killMs) : Promise.resolve();
+}
+
 /** One pass over every stopping group: one /proc scan shared by all session-tracked ones. */
 function tick(): void {
   const stopping = [...entries].filter(([, e]) => e.stopping);
@@ -164,10 +173,16 @@ function tick(): void {
     if (members.length === 0) {
       // Empty: the directory goes too (a cgroup that refuses to go is left to the exit handler, and then to the
       // next supervisor's sweep).
-      if (entry.box.release() || now - s.started >= s.killMs + RELEASE_MS) {
-        remove(pid);
-        s.resolve();
-      }
+      if (s.releasing) continue;
+      s.releasing = true;
+      void entry.box.releaseLater().then((released) => {
+        s.releasing = false;
+        if (entries.get(pid) !== entry || !entry.stopping) return;
+        if (released || Date.now() - s.started >= s.killMs + RELEASE_MS) {
+          remove(pid);
+          s.resolve();
+        }
+      });
     } else if (now - s.started >= s.killMs) {
       entry.box.signal("SIGKILL", scan);
     } else {

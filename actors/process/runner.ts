@@ -92,7 +92,7 @@ export function createRunnerLogic(deps: RunnerDeps) {
       if (adopted && (stopped || abandoned)) adopted.handle.signalGroup("SIGKILL");
       const started = adopted
         ? ok(adopted.handle)
-        : await deps.ops.start({ ...launch.value.spec, cwd: input.cwd, killMs: deps.killMs });
+        : await deps.ops.start({ ...launch.value.spec, cwd: input.cwd, killMs: deps.killMs, host: deps.hostId });
       if (!started.ok)
         return end({
           type: "runner.failed",
