@@ -213,10 +213,13 @@ export function sessionsAfter(c: SupervisorContext, runId: string): Record<strin
   return { ...c.sessions, [session]: rest };
 }
 
-/** The session table after an incarnation ended (`lost` or `closed`), unless a reset already replaced it. */
+/** Whether an ended incarnation is the session's current one: its end may reach the supervisor after the request
+ * that started the next incarnation under the same id. */
+export const isCurrentIncarnation = (c: SupervisorContext, out: SessionOutput) =>
+  c.sessions[out.name]?.incarnation === out.incarnation;
+
+/** The session table after its current incarnation ended (`lost` or `closed`). */
 export function sessionsEnded(c: SupervisorContext, out: SessionOutput): Record<string, SessionEntry> {
-  const entry = c.sessions[out.name];
-  if (!entry || entry.incarnation !== out.incarnation) return c.sessions;
-  const { busyRunId: _b, ...rest } = entry;
+  const { busyRunId: _b, ...rest } = c.sessions[out.name]!;
   return { ...c.sessions, [out.name]: { ...rest, status: out.end } };
 }

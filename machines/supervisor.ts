@@ -15,6 +15,7 @@ import { DEFAULT_EXEC_POOL, EXEC_POOL_ID, execPoolMachine, type ExecCommand } fr
 import {
   freshInput,
   initialContext,
+  isCurrentIncarnation,
   isFreshJs,
   isQueued,
   otherLanguage,
@@ -196,16 +197,21 @@ export const supervisorMachine = setup({
       assertEvent(event, "run.nested_call");
       return event;
     }),
-    /** Done children are removed at once: XState otherwise keeps them (quadratic cost). */
+    /** Done children are removed at once: XState otherwise keeps them (quadratic cost). A session incarnation whose
+     * end was queued behind the request that started the next one is not: its id names the new incarnation now. */
     release: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, "xstate.done.actor.*");
+      if (event.actorId.startsWith("session:")) {
+        const out = event.output as SessionOutput;
+        if (!isCurrentIncarnation(context, out)) return;
+        enqueue.stopChild(event.actorId);
+        enqueue.assign({ sessions: sessionsEnded(context, out) });
+        return;
+      }
       enqueue.stopChild(event.actorId);
       if (event.actorId.startsWith("spare:")) {
         const out = event.output as SpareOutput;
         if (context.spares[out.id]) enqueue.assign(sparesAfterRetire(context, out));
-      }
-      if (event.actorId.startsWith("session:")) {
-        enqueue.assign({ sessions: sessionsEnded(context, event.output as SessionOutput) });
       }
     }),
     cancel: enqueueActions(({ event, enqueue, system }) => {

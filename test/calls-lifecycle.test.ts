@@ -2,6 +2,8 @@
 // a tool (actors/calls/tool-results.ts): no process, no Pi. What Pi's own hooks add is covered in
 // test/calls.test.ts; here are the edges that are hard to reach through a session.
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
+import { performance } from "node:perf_hooks";
 import { describe, test } from "node:test";
 import { assign, createActor, sendTo, setup } from "xstate";
 import {
@@ -124,6 +126,14 @@ describe("nested-call lifecycle", () => {
       reply.text,
       new RegExp(`the result is ${MAX_RESULT_BYTES + 1} bytes; the bridge passes at most 32 MiB`),
     );
+    const most = await runNestedCall(
+      bridge({}, async () => text(big.slice(1))),
+      input(2),
+      new AbortController().signal,
+      () => {},
+    );
+    assert.equal(most.reply.status, "ok", "exactly the limit passes");
+    assert.equal(most.reply.text.length, MAX_RESULT_BYTES);
   });
 
   test("a run's previews share a budget: after it, each keeps only a short head (byte counts stay exact)", async () => {
@@ -146,6 +156,78 @@ describe("nested-call lifecycle", () => {
       () => {},
     );
     assert.equal(other.record.result!.text.length, 4096);
+  });
+
+  test("the record's duration is the call's own time, in milliseconds", async () => {
+    const b = bridge({}, () => new Promise((resolve) => setTimeout(() => resolve(text("slow")), 30)));
+    const t0 = performance.now();
+    const { record } = await runNestedCall(b, input(1), new AbortController().signal, () => {});
+    const took = performance.now() - t0;
+    assert.ok(record.durationMs >= 29 && record.durationMs <= took, `${record.durationMs} of ${took}`);
+  });
+
+  test("waiting on `before` and the tool leaves no listener on the signal, whatever ended the wait", async () => {
+    // A signal may outlive many calls (a caller's own): each wait removes what it added.
+    const signal = new AbortController().signal;
+    await runNestedCall(bridge({ hooks: { before: async () => undefined } }, async () => text("ok")), input(1), signal, () => {});
+    await runNestedCall(
+      bridge({ hooks: { before: () => Promise.reject(new Error("no")) } }, async () => text("never")),
+      input(2),
+      signal,
+      () => {},
+    );
+    await runNestedCall(bridge({}, () => Promise.reject(new Error("tool broke"))), input(3), signal, () => {});
+    assert.equal(getEventListeners(signal, "abort").length, 0);
+    const ac = new AbortController();
+    const waiting = runNestedCall(bridge({}, () => new Promise(() => {})), input(4), ac.signal, () => {});
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(getEventListeners(ac.signal, "abort").length, 1, "one wait on the tool");
+    ac.abort();
+    assert.equal((await waiting).record.status, "cancelled");
+    assert.equal(getEventListeners(ac.signal, "abort").length, 0, "the fired listener is gone too");
+  });
+
+  test("a cancel while the legacy event is handled: `before` is not waited for, and its abort error is a cancel", async () => {
+    const cancelIn = (before: NonNullable<RunTool["hooks"]>["before"]) => {
+      const ac = new AbortController();
+      let dispatched = false;
+      const b = bridge({ hooks: { before } }, async () => ((dispatched = true), text("no")));
+      b.emit = (channel) => {
+        if (channel === "code_execution:tool_call") ac.abort();
+      };
+      return runNestedCall(b, input(1), ac.signal, () => {}).then((r) => ({ ...r, dispatched }));
+    };
+    const hanging = await cancelIn(() => new Promise(() => {}));
+    assert.equal(hanging.record.status, "cancelled");
+    assert.equal(hanging.dispatched, false);
+    const checking = await cancelIn((c) => c.signal.throwIfAborted());
+    assert.equal(checking.record.status, "cancelled", "not blocked by the abort error");
+    assert.equal(checking.dispatched, false);
+  });
+
+  test("a cancel that arrives just as `before` answers: the tool is not dispatched", async () => {
+    const ac = new AbortController();
+    let dispatched = false;
+    const b = bridge(
+      // The abort comes after `before`'s answer was taken, before the lifecycle goes on to dispatch.
+      { hooks: { before: () => new Promise<undefined>((r) => setTimeout(() => (r(undefined), queueMicrotask(() => ac.abort())), 5)) } },
+      async () => ((dispatched = true), text("no")),
+    );
+    const { record } = await runNestedCall(b, input(1), ac.signal, () => {});
+    assert.equal(record.status, "cancelled");
+    assert.equal(dispatched, false);
+  });
+
+  test("a tool that sees the cancel while it runs and throws is cancelled, not failed", async () => {
+    const ac = new AbortController();
+    const b = bridge({}, (_n, _a, s) => {
+      ac.abort(); // the cancel arrives while the tool's own code runs
+      s.throwIfAborted();
+      return Promise.resolve(text("never"));
+    });
+    const { record, reply } = await runNestedCall(b, input(1), ac.signal, () => {});
+    assert.equal(record.status, "cancelled");
+    assert.equal(reply.status, "cancelled");
   });
 
   test("observers that throw never change the call", async () => {
@@ -369,6 +451,8 @@ describe("the lifecycle's order and outcomes", () => {
     assert.deepEqual(blocked.reply, { status: "blocked", text: "t was blocked: by policy" });
     const invalid = await with_({ result: content("bad path"), isError: true, invalid: true });
     assert.deepEqual(invalid.reply, { status: "invalid", text: "bad path" });
+    const wordless = await with_({ result: {}, isError: true, invalid: true });
+    assert.deepEqual(wordless.reply, { status: "invalid", text: "t failed" }, "never an empty message");
     const failed = await with_({ result: content("disk full"), isError: true });
     assert.deepEqual(failed.reply, { status: "error", text: "disk full" });
     const silent = await with_({ result: {}, isError: true });
@@ -413,10 +497,15 @@ describe("the lifecycle's order and outcomes", () => {
     );
     assert.equal(afterBefore.record.status, "cancelled");
     const validatedThenAborted = new AbortController();
-    const afterValidation = await runNestedCall(b, input(4), validatedThenAborted.signal, () =>
-      validatedThenAborted.abort(),
+    const log: string[] = [];
+    const afterValidation = await runNestedCall(
+      bridge({}, async () => (ran++, text("no")), log),
+      input(4),
+      validatedThenAborted.signal,
+      () => validatedThenAborted.abort(),
     );
     assert.equal(afterValidation.record.status, "cancelled");
+    assert.deepEqual(log, ["nested_tool_start", "nested_tool_finish"], "interceptors never hear of it");
     assert.equal(ran, 0);
   });
 
@@ -436,7 +525,7 @@ describe("the lifecycle's order and outcomes", () => {
       () => {},
     );
     assert.deepEqual(outcomes[0].result, { content: [{ type: "text", text: "r" }] });
-    assert.equal(outcomes[0].error, undefined);
+    assert.equal("error" in outcomes[0], false);
     assert.equal(outcomes[0].status, "succeeded");
     assert.equal(outcomes[1].result, undefined);
     assert.equal(outcomes[1].error, "q must be a string");
@@ -448,12 +537,16 @@ describe("the dispatch actor", () => {
   test("reports validated, then finished; a cancel aborts the call; stopped, it reports nothing more", async () => {
     const events: string[] = [];
     let release!: () => void;
+    const reasons: string[] = [];
     const b = bridge(
       {},
       (_n, _a, s) =>
         new Promise((resolve) => {
           release = () => resolve(text("done"));
-          s.addEventListener("abort", () => resolve({ result: {}, isError: true }));
+          s.addEventListener("abort", () => {
+            reasons.push((s.reason as Error).message);
+            resolve({ result: {}, isError: true });
+          });
         }),
     );
     const logic = createDispatchLogic({ toolsFor: (id) => (id === "r" ? b : undefined), now: () => 42 });
@@ -488,6 +581,7 @@ describe("the dispatch actor", () => {
     release();
     await new Promise((r) => setTimeout(r, 20));
     assert.equal(events.length, before);
+    assert.deepEqual(reasons, ["cancelled", "the run ended"], "the tool's signal says why");
   });
 });
 

@@ -82,6 +82,27 @@ describe("the live preview", () => {
     const c1 = new RunOutput();
     c1.write("stdout", Buffer.from([0x61, 0xc1]));
     assert.equal(c1.preview().stdout, "a\ufffd");
+    // More than 3 continuation bytes cannot all belong to a cut character: the rest are invalid, and shown so.
+    const stray = new RunOutput();
+    stray.write("stdout", Buffer.from([0x80, 0x80, 0x80, 0x80, 0x80, 0x61]));
+    assert.equal(stray.preview().stdout, "\ufffd\ufffda");
+  });
+
+  test("output shorter than the live window shows whole, whatever its length", () => {
+    for (const size of [100, 2049, 3000, 4095, 4096]) {
+      const out = new RunOutput();
+      const text = "x".repeat(size - 1) + "y";
+      out.write("stdout", Buffer.from(text));
+      assert.equal(out.preview().stdout, text, `${size} bytes`);
+    }
+  });
+
+  test("invalid bytes shown as U+FFFD (3 bytes each) are cut again to stay within the window", () => {
+    const out = new RunOutput();
+    out.write("stdout", Buffer.alloc(5000, 0xff));
+    const shown = out.preview().stdout;
+    assert.equal(shown, "\ufffd".repeat(1365), "the newest replacement characters within 4096 bytes");
+    assert.equal(out.preview(30).stdout, "\ufffd".repeat(10));
   });
 });
 
@@ -114,6 +135,18 @@ describe("the retained windows", () => {
     assert.deepEqual(c.head, whole.subarray(0, WINDOW_BYTES));
     assert.equal(c.emittedLines, 3000);
     assert.equal(c.endsWithNewline, true);
+  });
+
+  test("less output than the window: the head and the tail are all of it", () => {
+    for (const size of [100, WINDOW_BYTES / 2 + 1, 15_000, WINDOW_BYTES - 1]) {
+      const out = new RunOutput();
+      const bytes = Buffer.alloc(size, 0x61);
+      bytes[0] = 0x62;
+      out.write("stderr", bytes);
+      const c = out.collect().capture.stderr;
+      assert.deepEqual(c.tail, bytes, `${size} bytes`);
+      assert.deepEqual(c.head, bytes, `${size} bytes`);
+    }
   });
 
   test("a write that exactly fills the window, then more: the window keeps wrapping correctly", () => {

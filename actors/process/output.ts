@@ -158,9 +158,9 @@ class Ring {
     const ordered = this.full
       ? Buffer.concat([this.buf.subarray(this.end), this.buf.subarray(0, this.end)])
       : Buffer.from(this.buf.subarray(0, this.end));
-    // Equivalent either way for every caller (the capture asks for the whole window; the preview cuts its own
-    // 4 KiB), and a negative subarray start is the whole buffer.
-    // Stryker disable next-line ConditionalExpression: equivalent (above).
+    // Never cutting would be equivalent for every caller (the capture asks for the whole window; the preview cuts
+    // its own 4 KiB); always cutting would not: a negative start counts from the end, so fewer than `n` bytes but
+    // more than `n / 2` would lose their beginning (test/output.test.ts, output shorter than the window).
     return ordered.length > n ? ordered.subarray(ordered.length - n) : ordered;
   }
 }

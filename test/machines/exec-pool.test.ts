@@ -2,7 +2,8 @@
 // scripted shell and a simulated clock: LRU eviction at the cap while serving, and Pi's shutdown.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { lruVictim, type ExecRecord } from "../../machines/exec-pool.ts";
+import { EXEC_POOL_ID, lruVictim, type ExecRecord } from "../../machines/exec-pool.ts";
+import { prune } from "../../machines/exec-pool-context.ts";
 import { startExec } from "../helpers/fake-shell.ts";
 
 describe("serving: LRU eviction", () => {
@@ -23,6 +24,20 @@ describe("serving: LRU eviction", () => {
     assert.equal(lruVictim(of(rec(1), rec(2, "exited"), rec(3)), [1, 2, 3], 2)?.id, 1, "the exited one is protected");
     assert.equal(lruVictim(of(rec(1, "stopping"), rec(2), rec(3)), [1, 2, 3], 1)?.id, 2);
     assert.equal(lruVictim(of(rec(1), rec(2)), [1, 2], 2), undefined);
+    assert.equal(lruVictim(of(rec(1), rec(2, "failed"), rec(3)), [1, 2, 3], 1)?.id, 2, "failed goes first like exited");
+    assert.equal(lruVictim(of(rec(1, "starting"), rec(2), rec(3)), [1, 2, 3], 1)?.id, 2, "never one still starting");
+    assert.equal(lruVictim(of(rec(1), rec(2)), [9, 1, 2], 1)?.id, 1, "ids no longer in the registry are skipped");
+  });
+
+  test("the use order keeps only sessions in the registry", () => {
+    assert.deepEqual(prune({ lru: [1, 2, 3] }, of(rec(1), rec(3))), [1, 3]);
+    const lru = [3, 1];
+    assert.equal(prune({ lru }, of(rec(1), rec(3))), lru, "unchanged: the same order");
+    const h = startExec();
+    h.running(1);
+    h.send({ type: "exec.observe", at: 0, id: 99, callId: "p" });
+    const context = () => h.actor.system.get(EXEC_POOL_ID)!.getSnapshot().context as { lru: number[] };
+    assert.deepEqual(context().lru, [1], "observing an unknown id does not enter it");
   });
 
   test("at the cap the pool evicts: the live victim is stopped and its wake suppressed", () => {
@@ -34,6 +49,9 @@ describe("serving: LRU eviction", () => {
     h.start(5);
     assert.ok(h.emitted.some((e) => e.type === "exec.evicting" && e.id === 2 && e.running));
     assert.deepEqual(h.shells.get(2)!.signals, ["SIGTERM"]);
+    const victim = h.records()["2"]!;
+    assert.deepEqual([victim.id, victim.status, victim.stop], [2, "stopping", "evict"], "stopping until its process is gone");
+    assert.deepEqual(Object.keys(h.records()).sort(), ["1", "2", "3", "4", "5"]);
     h.closed(2, null, "SIGTERM");
     assert.equal(h.records()["2"], undefined);
     assert.ok(h.emitted.some((e) => e.type === "exec.ended" && e.id === 2 && e.end === "evicted"));
@@ -69,6 +87,44 @@ describe("serving: LRU eviction", () => {
     assert.equal(a.status, "disarmed");
     h.advance(2000);
     assert.equal(h.wakes().length, 0);
+  });
+});
+
+describe("serving: a new session's wake entry", () => {
+  test("not armed until its call commits: a start whose call ends without committing never wakes", () => {
+    const h = startExec({ debounceMs: 100 });
+    h.start(1);
+    h.spawned(1);
+    h.send({ type: "exec.release", at: 0, id: 1, callId: "start-1" });
+    h.closed(1, 0);
+    h.advance(1000);
+    assert.equal(h.wakes().length, 0);
+  });
+
+  test("leased to its starting call: an exit that call reports never wakes, even when armed meanwhile", () => {
+    const h = startExec({ debounceMs: 100 });
+    h.start(1);
+    h.spawned(1);
+    assert.equal(h.setOnExit(1, "wake").status, "armed");
+    h.closed(1, 0);
+    assert.equal(h.wakeState(1)?.value, "held", "the exit waits for the call that watches it");
+    h.send({ type: "exec.forget", at: 0, id: 1, callId: "start-1" });
+    h.advance(1000);
+    assert.equal(h.wakes().length, 0);
+  });
+});
+
+describe("serving: kill", () => {
+  test("killing a session that already exited changes nothing: no signal, its record and its wake stay", () => {
+    const h = startExec({ debounceMs: 100 });
+    h.running(1, "wake");
+    h.closed(1, 0);
+    const before = h.records()["1"];
+    h.send({ type: "exec.kill", at: 0, id: 1, signal: "SIGKILL" });
+    assert.deepEqual(h.shells.get(1)!.signals, []);
+    assert.deepEqual(h.records()["1"], before);
+    h.advance(1000);
+    assert.equal(h.wakes().length, 1, "the exit still wakes");
   });
 });
 

@@ -9,12 +9,13 @@ import type { AnyActorScope, AnyMachineSnapshot } from "xstate";
 import { getAdjacencyMap, getShortestPaths, getSimplePaths } from "xstate/graph";
 import type { InstallFact, InstallInput, InstallSummary, RunnerFact, RunOutcome } from "../../machines/events.ts";
 import { runMachine, type RunInput } from "../../machines/run.ts";
-import { initialContext, type RunContext } from "../../machines/run-context.ts";
-import { exitedOutcome, failedOutcome, finishedOutcome, requestOutcome } from "../../machines/run-outcome.ts";
+import { initialContext, runnerInput, type RunContext } from "../../machines/run-context.ts";
+import { exitedOutcome, failedOutcome, finishedOutcome, refusal, requestOutcome } from "../../machines/run-outcome.ts";
 import { missingEffectError, undescribedStates } from "../helpers/machine-states.ts";
 import { supervisorWith } from "../../machines/system.ts";
 import { MAX_OPEN_CALLS } from "../../machines/tool-events.ts";
 import { RUNNER_INFO, TEST_LIMITS, createFakeRunner, startSupervisor, stateName } from "../helpers/fake-runner.ts";
+import type { FakeRunnerInstance } from "../helpers/fake-runner.ts";
 import { CALL, TOOLS, startSystem } from "../helpers/fake-dispatch.ts";
 import {
   analysable,
@@ -33,6 +34,7 @@ import {
   interruptWindowMs,
   killMs,
   run,
+  sessionRunning,
 } from "../helpers/machine-scenarios.ts";
 
 // ---- a scripted installer (the `installing` state) ----
@@ -226,6 +228,8 @@ describe("installing", () => {
     h.start("f");
     assert.equal(h.runValue("f"), "installing");
     assert.equal(h.runner.instances.length, 0, "no process yet");
+    const children = () => Object.keys(h.actor.system.get("run:f")!.getSnapshot().children);
+    assert.deepEqual(children(), ["install"], "the installer is the run's `install` child (the inspector names it)");
     assert.deepEqual(h.installs[0].input, {
       runId: "f",
       owner: "install:f",
@@ -342,6 +346,41 @@ describe("installing", () => {
     h.clock.increment(1);
     assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"], "interrupted at 3 s after the request");
   });
+
+  test("a session run keeps its one link to the session's process through installation", () => {
+    const h = harness();
+    h.start("s1", { session: "s" });
+    const k = h.runner.of("session:s");
+    k.ready();
+    const run = h.actor.system.get("run:s1")!;
+    const link = run.getSnapshot().children.runner;
+    assert.ok(link, "the link is there from the start");
+    h.installs[0].send({ type: "install.done", at: h.clock.now(), ...FRESH_ENV });
+    assert.equal(h.runValue("s1"), "starting");
+    assert.equal(run.getSnapshot().children.runner, link, "no second runner is spawned after installation");
+    assert.equal(h.runner.instances.length, 1);
+  });
+
+  for (const [how, end] of [
+    ["fails", (k: FakeRunnerInstance) => k.failed("runner: bad frame")],
+    ["exits", (k: FakeRunnerInstance) => k.exited({ code: 1 })],
+  ] as const) {
+    test(`the session's process ${how} during installation: a setup_error at once, the installer stopped`, () => {
+      const h = harness();
+      h.start("s1", { session: "s" });
+      const k = h.runner.of("session:s");
+      k.ready();
+      h.clock.increment(40);
+      end(k);
+      assert.equal(h.runValue("s1"), undefined, "the run has ended");
+      const o = h.finished[0]!;
+      assert.equal(o.status, "setup_error");
+      assert.equal(o.finishedAt, 40);
+      assert.equal(o.message, how === "fails" ? "runner: bad frame" : "Python exited during start-up (exit code 1)");
+      assert.ok(h.installs[0].stopped, "the installer is stopped with the run");
+      assert.equal(k.types().includes("runner.run"), false, "the code was never sent");
+    });
+  }
 
   test("cancellation during installation stops it; nothing runs", () => {
     const h = harness();
@@ -584,6 +623,65 @@ describe("starting", () => {
     assert.deepEqual(h.values("run:r1"), ["starting", "interrupted", "cancelled"]);
     assertHealthy(h);
   });
+
+  test("runner.done before runner.started (the code did not compile): the run ends with the runner's verdict", () => {
+    const h = startSupervisor();
+    h.start({ runId: "r1" });
+    const k = h.runner.of("run:r1");
+    h.advance(10);
+    k.ready();
+    h.advance(5);
+    k.done("r1", { exitCode: 1, error: "syntax" });
+    assert.equal(h.outcome("r1").status, "runtime_error");
+    assert.equal(h.outcome("r1").exitCode, 1);
+    assert.equal(h.outcome("r1").finishedAt, 15);
+    assert.deepEqual(h.values("run:r1"), ["starting", "runtime_error"]);
+    assertHealthy(h);
+  });
+
+  test("the run command carries the cell's directory and the value result mode; the request's extras stay on the run", () => {
+    const h = startSupervisor();
+    const cell = { index: 2, count: 3, title: "load" };
+    h.start({ runId: "r1", chdir: "/work/nb", result: "value", surface: "eval", cell, budget: "work" });
+    const k = h.runner.of("run:r1");
+    k.ready();
+    assert.deepEqual(k.received, [{ ...run("r1"), chdir: "/work/nb", result: "value" }]);
+    const context = h.actor.system.get("run:r1")!.getSnapshot().context as RunContext;
+    assert.deepEqual(
+      [context.surface, context.cell, context.chdir, context.result, context.budget],
+      ["eval", cell, "/work/nb", "value", "work"],
+    );
+    h.start({ runId: "r2", result: "print" });
+    h.runner.of("run:r2").ready();
+    assert.deepEqual(h.runner.of("run:r2").received, [run("r2")], "print mode is the runner's default: not sent");
+  });
+
+  test("the runner's facts go on the outcome, its language too", () => {
+    const h = startSupervisor();
+    h.start({ runId: "r1" });
+    const k = h.runner.of("run:r1");
+    k.ready(0, { ...RUNNER_INFO, language: "js" });
+    k.started("r1");
+    k.done("r1");
+    assert.deepEqual(h.outcome("r1").runner, { ...RUNNER_INFO, language: "js" });
+  });
+
+  test("a claimed spare is adopted by the run's runner, unless installed packages bring their own interpreter", () => {
+    const context = (extra: Partial<RunContext>): RunContext => ({ ...initialContext(RUN_INPUT), ...extra });
+    assert.deepEqual(runnerInput(context({ spare: "spare:3", python: "/py" })), {
+      mode: "fresh",
+      cwd: CWD,
+      owner: `run:${RUN_ID}`,
+      python: "/py",
+      adopt: "spare:3",
+    });
+    assert.deepEqual(runnerInput(context({ spare: "spare:3", python: "/py", install: FRESH_ENV })), {
+      mode: "fresh",
+      cwd: CWD,
+      owner: `run:${RUN_ID}`,
+      python: "/envs/k/bin/python",
+    });
+  });
 });
 
 // Nested calls start here (their actors: test/machines/tool-call.test.ts).
@@ -608,6 +706,29 @@ describe("running", () => {
     ]);
     assert.deepEqual(h.values("run:r1"), ["starting", "running", "runtime_error"]);
     assert.deepEqual(h.children(), []);
+    assertHealthy(h);
+  });
+
+  test("runner.failed while running: a runtime_error with the runner's message; a session's state is lost", () => {
+    const h = startSupervisor();
+    const k = freshRunning(h, "r1");
+    h.advance(5);
+    k.failed("control channel: bad frame");
+    assert.deepEqual(h.outcome("r1"), {
+      runId: "r1",
+      status: "runtime_error",
+      displayedValue: false,
+      requestedAt: 0,
+      finishedAt: 25,
+      durationMs: 25,
+      killed: false,
+      message: "control channel: bad frame",
+      runner: RUNNER_INFO,
+    });
+    const s = sessionRunning(h, "s", "s1");
+    s.failed("control channel: bad frame");
+    assert.equal(h.outcome("s1").status, "runtime_error");
+    assert.equal(h.outcome("s1").session?.isLost, true);
     assertHealthy(h);
   });
 
@@ -716,6 +837,7 @@ describe("running", () => {
       { type: "runner.tool_result", runId: "r1", callId: "c1", status: "ok", text: "content" },
     ]);
     assert.equal(h.actor.system.get("tool:r1:1"), undefined, "the ended call is released");
+    assert.deepEqual(Object.keys(h.actor.system.get("run:r1")!.getSnapshot().children), ["runner"], "and stopped");
     k.done("r1");
     const o = h.finished[0]!;
     assert.equal(o.status, "success");
@@ -767,6 +889,27 @@ describe("running", () => {
     k2.done("r2");
     assert.equal(h.calls("r1")[0]!.status, "failed");
     assert.equal(h.calls("r2")[0]!.parentId, "run:r2");
+  });
+
+  test("a call names the tool by its Python name, which may differ from Pi's", () => {
+    const h = startSystem();
+    const tools = [...TOOLS, { name: "web-search", python: "web_search", signature: "web_search(*, q: str)" }];
+    const k = h.running("r1", { callerId: "call_1", toolSet: "t1", tools });
+    h.call(k, "r1", "c1", "web-search", { q: "x" });
+    assert.equal(h.dispatch.of("tool:r1:1").input.name, "web-search");
+    assert.equal(h.dispatch.of("tool:r1:1").input.python, "web_search");
+    h.call(k, "r1", "c2", "grep", { pattern: "x" });
+    assert.equal(h.dispatch.of("tool:r1:2").input.python, "grep");
+  });
+
+  test("cancelling the run cancels its open calls at the cancel's time", () => {
+    const h = startSystem();
+    const k = h.running();
+    h.call(k, "r1", "c1");
+    h.clock.increment(300);
+    h.actor.send({ type: "run.cancel", at: h.clock.now(), runId: "r1" });
+    assert.equal(h.value("run:r1"), "interrupted");
+    assert.deepEqual(h.dispatch.of("tool:r1:1").received, [{ type: "dispatch.cancel", at: 10_320 }]);
   });
 
   test("Python stopped waiting (runner.tool_cancel): the call's dispatcher is cancelled", () => {
@@ -916,6 +1059,8 @@ describe("stopping.interrupted", () => {
       d.received.map((c) => c.type),
       ["dispatch.cancel"],
     );
+    // The deadline's timer event has no time of its own: the cancel carries the run's latest known time.
+    assert.equal(typeof d.received[0]!.at, "number");
     h.call(k, "r1", "c2"); // a call from cleanup code after the interrupt: never started
     assert.equal(h.results(k)[0]!.status, "cancelled");
     assert.match(h.results(k)[0]!.text, /^\S.*: the run is being stopped \(timeout or cancellation\); no new tool calls start\.$/);
@@ -1042,6 +1187,75 @@ describe("finished and draining", () => {
     assert.equal(d.stopped, true, "the call died with its run");
   });
 
+  const sessionRunWithCall = () => {
+    const h = startSystem();
+    h.start({ runId: "s1", session: "s", calls: { callerId: "call_1", toolSet: "t1", tools: TOOLS } });
+    const k = h.runner.of("session:s");
+    h.clock.increment(10);
+    k.ready();
+    h.clock.increment(10);
+    k.started("s1");
+    h.call(k, "s1", "c1"); // t = 10_020
+    const d = h.dispatch.of("tool:s1:1");
+    d.validated();
+    h.clock.increment(30);
+    return { h, k, d };
+  };
+
+  for (const how of ["exits", "fails"] as const) {
+    test(`a session's process that ${how} with a call open: the call is recorded cancelled at once, the run reports`, () => {
+      const { h, k, d } = sessionRunWithCall();
+      if (how === "exits") k.exited({ code: 1 });
+      else k.failed("runner: bad frame");
+      const o = h.finished[0]!;
+      assert.equal(o.status, "runtime_error");
+      assert.equal(o.session?.isLost, true);
+      const r = h.calls("s1")[0]!;
+      assert.equal(r.status, "cancelled");
+      assert.equal(r.durationMs, 30, "it ends with the process, no grace");
+      assert.equal(r.error!.text, "The run's process ended while this call was open; the call was cancelled with it.");
+      assert.equal(d.stopped, true, "the call died with its run");
+    });
+  }
+
+  test("a session run whose code ended with a call open drains it like a fresh run (its process lives on)", () => {
+    const { h, k, d } = sessionRunWithCall();
+    k.done("s1");
+    assert.equal(h.value("run:s1"), "draining");
+    assert.equal(h.finished.length, 0);
+    assert.deepEqual(d.received.map((c) => c.type), ["dispatch.cancel"]);
+    d.finish("cancelled");
+    assert.equal(h.finished[0]!.status, "success");
+    assert.equal(h.finished[0]!.session?.isLost, false);
+    assert.equal(h.calls("s1")[0]!.durationMs, 7, "the call's own record, not an abandoned one");
+  });
+
+  test("a fresh run's process that exits with a call open: the call drains (only a session's loss ends it at once)", () => {
+    const h = startSystem();
+    const k = h.running();
+    h.call(k, "r1", "c1");
+    const d = h.dispatch.of("tool:r1:1");
+    k.exited({ code: 1 });
+    assert.equal(h.value("run:r1"), "draining");
+    assert.deepEqual(d.received.map((c) => c.type), ["dispatch.cancel"]);
+    d.finish("cancelled");
+    assert.equal(h.finished[0]!.status, "runtime_error");
+    assert.equal(h.calls("r1")[0]!.durationMs, 7);
+  });
+
+  test("abandoned calls are recorded in start order, whatever the runner's call ids", () => {
+    const h = startSystem();
+    const k = h.running();
+    for (const id of ["30", "20", "10", "b", "a"]) h.call(k, "r1", id);
+    k.done("r1");
+    h.clock.increment(TEST_LIMITS.graceMs);
+    // Runner ids that read as integers would come out of an object's keys in numeric order.
+    assert.deepEqual(
+      h.records.map((r) => r.seq),
+      [1, 2, 3, 4, 5],
+    );
+  });
+
   test("a run with a blocked call that then times out still reports policy_error", () => {
     const h = startSystem();
     const k = h.running();
@@ -1131,6 +1345,24 @@ describe("finished: what the outcome says (machines/run-outcome.ts)", () => {
     assert.equal(o.durationMs, 0);
     assert.equal(o.notes, undefined);
     assert.equal(o.finishedAt, 40);
+    assert.equal(o.killed, false);
+    assert.deepEqual(requestOutcome({ runId: "q", at: 50, notes: ["n"] }, "cancelled").notes, ["n"]);
+  });
+
+  test("a refusal: a setup_error with its message, the request's notes and the given extras", () => {
+    const o = refusal({ runId: "q", at: 50, notes: ["n"] }, "busy", { at: 60, hints: [{ id: "h", text: "wait" }] });
+    assert.deepEqual(o, {
+      runId: "q",
+      status: "setup_error",
+      displayedValue: false,
+      requestedAt: 50,
+      finishedAt: 60,
+      durationMs: 10,
+      killed: false,
+      notes: ["n"],
+      hints: [{ id: "h", text: "wait" }],
+      message: "busy",
+    });
   });
 });
 

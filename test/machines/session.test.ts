@@ -663,6 +663,24 @@ describe("running", () => {
     assert.equal(runs[1]!.toolSet, undefined);
     assert.equal(RUNNER_INFO.pid > 0, true);
   });
+  test("in a session: Python's cancel of a call (runner.tool_cancel) reaches the active run and cancels the call", () => {
+    const h = startSystem();
+    h.start({ runId: "s1", session: "s", calls: { callerId: "call_9", toolSet: "t1", tools: TOOLS } });
+    const k = h.runner.of("session:s");
+    h.clock.increment(10);
+    k.ready();
+    k.started("s1");
+    h.call(k, "s1", "c1");
+    const d = h.dispatch.of("tool:s1:1");
+    d.validated();
+    h.clock.increment(5);
+    k.send({ type: "runner.tool_cancel", at: h.clock.now(), runId: "s1", callId: "c1" });
+    assert.equal(h.value("tool:s1:1"), "cancelling");
+    assert.deepEqual(d.received, [{ type: "dispatch.cancel", at: 10_015 }]);
+    d.finish("cancelled");
+    assert.equal(h.results(k)[0]!.status, "cancelled");
+    assert.equal(h.value("run:s1"), "running", "the run goes on");
+  });
 });
 
 describe("closing", () => {

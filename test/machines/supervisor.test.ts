@@ -13,7 +13,7 @@ import { spareMachine } from "../../machines/spare.ts";
 import { supervisorMachine } from "../../machines/supervisor.ts";
 import { createActor } from "xstate";
 import { undescribedStates } from "../helpers/machine-states.ts";
-import { TEST_LIMITS, createFakeRunner, startSupervisor } from "../helpers/fake-runner.ts";
+import { TEST_LIMITS, createFakeRunner, startSupervisor, type FakeRunnerInstance } from "../helpers/fake-runner.ts";
 import { DEFAULT_EXEC_POOL } from "../../machines/exec-pool.ts";
 
 const TEST_EXEC_LIMITS = DEFAULT_EXEC_POOL.limits;
@@ -245,6 +245,32 @@ describe("serving: routing", () => {
     assert.equal(h.outcome("s2").session?.started, true);
     assert.equal(h.outcome("s2").session?.incarnation, 2);
     assert.equal(h.outcome("s2").session?.ordinal, 1);
+  });
+  test("an incarnation whose end is queued behind the request that replaces it leaves the new one alone", () => {
+    // The old process exits while the request for the session's next run is being taken: the old incarnation's
+    // done event reaches the supervisor after the prepared request started incarnation 2 under the same id.
+    let old: FakeRunnerInstance | undefined;
+    const prepare = fromCallback<EventObject, RunStartEvent>(({ input, sendBack }) => {
+      sendBack({ type: "prepare.done", at: input.at, runId: input.runId });
+      if (input.runId === "s2") old!.exited({ code: 1 });
+    });
+    const h = startSupervisor({ prepare });
+    old = sessionRunning(h, "s", "s1");
+    old.done("s1");
+    h.start({ runId: "s2", session: "s" });
+    assert.equal(old.stopped, true);
+    const k2 = h.runner.of("session:s");
+    assert.notEqual(k2, old);
+    assert.equal(k2.stopped, false, "the new incarnation's process lives");
+    assert.deepEqual(h.children(), ["session:s"]);
+    assert.deepEqual(ctx(h).sessions.s, { incarnation: 2, status: "alive", cwd: CWD, busyRunId: "s2" });
+    k2.ready();
+    k2.started("s2");
+    k2.done("s2");
+    assert.equal(h.outcome("s2").status, "success");
+    assert.equal(h.outcome("s2").session?.incarnation, 2);
+    assert.deepEqual(ctx(h).sessions.s, { incarnation: 2, status: "alive", cwd: CWD });
+    assertHealthy(h);
   });
 });
 
