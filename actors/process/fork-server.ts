@@ -17,8 +17,9 @@ import type { RunnerExit, RunnerSpec } from "./operations.ts";
 
 /** Runners one fork server can start (3 descriptors each, on both sides). */
 export const SLOTS = 32;
-/** With this many slots left, the next server for the command line starts (off the path of any run). */
-const FOLLOW_AT = 8;
+/** With this many slots left, the next server for the command line starts (off the path of any run): half, so it
+ * is ready before the first is spent even when fresh runs come every few ms and an interpreter start takes 50. */
+const FOLLOW_AT = SLOTS / 2;
 /** A fork server without a live child (its spares retired, its runs ended) exits after this long. */
 const LINGER_MS = 1000;
 /** A command line whose fork server failed to start is spawned without one for this long. */
