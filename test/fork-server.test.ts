@@ -10,6 +10,7 @@ import { describe, test } from "node:test";
 import { localOperations, type RunnerExit, type RunnerHandle, type RunnerSpec } from "../actors/process/operations.ts";
 import { RUNNER_PATH } from "../actors/process/kinds.ts";
 import { SLOTS } from "../actors/process/fork-server.ts";
+import { SupervisorHost } from "../host/host.ts";
 import { encodeFrame, FrameDecoder, type Frame } from "../actors/process/framing.ts";
 import { PYTHON } from "./helpers/runner-driver.ts";
 import { pidAlive, processesMatching, waitUntil } from "./helpers/procs.ts";
@@ -211,6 +212,19 @@ describe("fork server", { timeout: 30_000 }, () => {
     rmSync(dir, { recursive: true });
     const gone = await localOperations.start(spec);
     assert.ok(!gone.ok && /does not exist/.test(gone.error.message), "a missing directory is refused, as for a spawn");
+  });
+
+  test("a host's shutdown stops its fork servers, whatever they are doing", async () => {
+    const mine = () => processesMatching("--mode zygote").filter((pid) => pidAlive(pid) && ppid(pid) === process.pid);
+    const before = new Set(mine());
+    const host = new SupervisorHost();
+    await host.run({ code: "pass", cwd, timeoutMs: 10_000 });
+    assert.ok(await waitUntil(() => host.spares().some((s) => s.ready), 10_000), "a spare, forked");
+    const servers = mine().filter((pid) => !before.has(pid));
+    assert.equal(servers.length, 1, "one fork server for the key");
+    await host.shutdown();
+    // Sooner than the 1 s a childless server lingers: the host stopped it.
+    assert.ok(await waitUntil(() => servers.every((pid) => !pidAlive(pid)), 500), "gone with the host");
   });
 
   test("a fork server exits when its host closes the channel", async () => {

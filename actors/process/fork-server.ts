@@ -160,7 +160,9 @@ function startZygote(key: string, spec: RunnerSpec, waiting: boolean): Zygote {
   child.once("error", gone);
   child.once("exit", gone);
   if (!child.pid) return zygote;
-  void track(child.pid).then(() => registerGroup(zygote.pid, { host: spec.host!, owner: "fork-server" }));
+  // Owned from the start, so a shutdown at any moment stops it with the host's other processes.
+  void track(child.pid);
+  registerGroup(child.pid, { host: spec.host!, owner: "fork-server" });
   const decoder = new FrameDecoder(
     (frame) => onFrame(zygote, frame, readyNow),
     () => child.kill("SIGKILL"),
