@@ -5,6 +5,8 @@ import { describe, test } from "node:test";
 import { EXEC_POOL_ID, lruVictim, type ExecRecord } from "../../machines/exec-pool.ts";
 import { prune } from "../../machines/exec-pool-context.ts";
 import { startExec } from "../helpers/fake-shell.ts";
+import { execPoolMachine } from "../../machines/exec-pool.ts";
+import { undescribedStates } from "../helpers/machine-states.ts";
 
 describe("serving: LRU eviction", () => {
   const rec = (id: number, status: ExecRecord["status"] = "running"): ExecRecord => ({
@@ -145,5 +147,12 @@ describe("stopping", () => {
     h.start(3);
     assert.ok(h.emitted.some((e) => e.type === "exec.refused" && e.id === 3));
     assert.equal(h.shells.get(3), undefined);
+  });
+});
+
+describe("the definition", () => {
+  test("every state is described, under the machine's id", () => {
+    assert.equal(execPoolMachine.id, "exec");
+    assert.deepEqual(undescribedStates(execPoolMachine), []);
   });
 });

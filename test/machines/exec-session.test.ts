@@ -3,6 +3,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { startExec } from "../helpers/fake-shell.ts";
+import { DEFAULT_EXEC_LIMITS, execSessionMachine } from "../../machines/exec-session.ts";
+import { missingEffectError, undescribedStates } from "../helpers/machine-states.ts";
 
 describe("starting", () => {
   test("a failed start ends `failed` with the message", () => {
@@ -234,5 +236,20 @@ describe("failed", () => {
     assert.equal(h.records()["1"].exit?.at, 7);
     const ended = h.emitted.find((e) => e.type === "exec.ended" && e.id === 1) as { at: number; failure?: string };
     assert.deepEqual([ended.at, ended.failure], [7, "ENOENT"]);
+  });
+});
+
+describe("the definition", () => {
+  test("every state is described, under the machine's id", () => {
+    assert.equal(execSessionMachine.id, "exec-session");
+    assert.deepEqual(undescribedStates(execSessionMachine), []);
+  });
+
+  test("without its shell provided, a session fails at once and names the missing actor", () => {
+    const input = { id: 1, command: "x", shell: "/bin/sh", cwd: "/", tty: false, startedAt: 0, limits: DEFAULT_EXEC_LIMITS };
+    assert.equal(
+      missingEffectError(execSessionMachine, input),
+      "exec-session: the `shell` actor must be provided (machines/system.ts)",
+    );
   });
 });

@@ -4,6 +4,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { startExec } from "../helpers/fake-shell.ts";
+import { wakeEntryMachine } from "../../machines/exec-wake-entry.ts";
+import { undescribedStates } from "../helpers/machine-states.ts";
 
 describe("running", () => {
   test("a poll whose deadline passed: the later exit wakes once", () => {
@@ -108,5 +110,12 @@ describe("set_on_exit answers (running, held, delivering)", () => {
     h.closed(2, 0);
     h.advance(250);
     assert.equal(h.setOnExit(2, "none").status, "too_late");
+  });
+});
+
+describe("the definition", () => {
+  test("every state is described, under the machine's id", () => {
+    assert.equal(wakeEntryMachine.id, "wake-entry");
+    assert.deepEqual(undescribedStates(wakeEntryMachine), []);
   });
 });

@@ -4,6 +4,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { startExec } from "../helpers/fake-shell.ts";
+import { wakeMachine } from "../../machines/exec-wake.ts";
+import { undescribedStates } from "../helpers/machine-states.ts";
 
 describe("collecting", () => {
   test("an unobserved exit: one prompt with bounded metadata after the debounce", () => {
@@ -87,5 +89,12 @@ describe("retrying", () => {
     h.send({ type: "exec.agent_settled", at: 0 });
     assert.equal(h.wakes().length, 2);
     assert.equal(h.coordinator(), "idle");
+  });
+});
+
+describe("the definition", () => {
+  test("every state is described, under the machine's id", () => {
+    assert.equal(wakeMachine.id, "wake");
+    assert.deepEqual(undescribedStates(wakeMachine), []);
   });
 });
