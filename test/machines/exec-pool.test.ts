@@ -52,7 +52,11 @@ describe("serving: LRU eviction", () => {
     assert.ok(h.emitted.some((e) => e.type === "exec.evicting" && e.id === 2 && e.running));
     assert.deepEqual(h.shells.get(2)!.signals, ["SIGTERM"]);
     const victim = h.records()["2"]!;
-    assert.deepEqual([victim.id, victim.status, victim.stop], [2, "stopping", "evict"], "stopping until its process is gone");
+    assert.deepEqual(
+      [victim.id, victim.status, victim.stop],
+      [2, "stopping", "evict"],
+      "stopping until its process is gone",
+    );
     assert.deepEqual(Object.keys(h.records()).sort(), ["1", "2", "3", "4", "5"]);
     h.closed(2, null, "SIGTERM");
     assert.equal(h.records()["2"], undefined);
@@ -212,7 +216,8 @@ describe("serving: starts refused, answers without an entry", () => {
   test("list_sessions naming an id the registry no longer has leases nothing to its call", () => {
     const h = startExec();
     h.send({ type: "exec.listed", at: 0, ids: [5], callId: "l1" });
-    const leases = (h.actor.system.get("exec:wake")!.getSnapshot().context as { leases: Record<string, number[]> }).leases;
+    const leases = (h.actor.system.get("exec:wake")!.getSnapshot().context as { leases: Record<string, number[]> })
+      .leases;
     assert.equal(leases.l1, undefined);
   });
 });
