@@ -42,6 +42,11 @@ describe("running", () => {
     assert.equal(h.records()["1"].status, "held");
     h.closed(1, 3);
     assert.equal(h.sessionState(1), undefined, "the finished actor is removed");
+    assert.equal(
+      h.actor.system.get("exec:pool")!.getSnapshot().children["exec:1"],
+      undefined,
+      "and stopped by its pool",
+    );
     assert.equal(h.records()["1"].status, "exited");
     assert.equal(h.records()["1"].exit?.code, 3);
     assert.ok(h.emitted.some((e) => e.type === "exec.ended" && e.id === 1 && e.end === "exited" && e.code === 3));

@@ -163,6 +163,7 @@ describe("delivering: stale answers and withdrawals", () => {
   test("finished entries and finalized calls leave the coordinator's books", () => {
     const h = startExec();
     h.running(1, "wake");
+    assert.deepEqual(wakeContext(h).leases["start-1"], [1], "its starting call's lease");
     h.send({ type: "exec.observe", at: 0, id: 1, callId: "w1" });
     assert.deepEqual(wakeContext(h).leases.w1, [1]);
     h.closed(1, 0);
