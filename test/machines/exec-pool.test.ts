@@ -5,6 +5,8 @@ import { describe, test } from "node:test";
 import { EXEC_POOL_ID, lruVictim, type ExecRecord } from "../../machines/exec-pool.ts";
 import { prune } from "../../machines/exec-pool-context.ts";
 import { startExec } from "../helpers/fake-shell.ts";
+import { execPoolMachine } from "../../machines/exec-pool.ts";
+import { undescribedStates } from "../helpers/machine-states.ts";
 
 describe("serving: LRU eviction", () => {
   const rec = (id: number, status: ExecRecord["status"] = "running"): ExecRecord => ({
@@ -50,7 +52,11 @@ describe("serving: LRU eviction", () => {
     assert.ok(h.emitted.some((e) => e.type === "exec.evicting" && e.id === 2 && e.running));
     assert.deepEqual(h.shells.get(2)!.signals, ["SIGTERM"]);
     const victim = h.records()["2"]!;
-    assert.deepEqual([victim.id, victim.status, victim.stop], [2, "stopping", "evict"], "stopping until its process is gone");
+    assert.deepEqual(
+      [victim.id, victim.status, victim.stop],
+      [2, "stopping", "evict"],
+      "stopping until its process is gone",
+    );
     assert.deepEqual(Object.keys(h.records()).sort(), ["1", "2", "3", "4", "5"]);
     h.closed(2, null, "SIGTERM");
     assert.equal(h.records()["2"], undefined);
@@ -145,5 +151,91 @@ describe("stopping", () => {
     h.start(3);
     assert.ok(h.emitted.some((e) => e.type === "exec.refused" && e.id === 3));
     assert.equal(h.shells.get(3), undefined);
+  });
+});
+
+describe("the definition", () => {
+  test("every state is described, under the machine's id", () => {
+    assert.equal(execPoolMachine.id, "exec");
+    assert.deepEqual(undescribedStates(execPoolMachine), []);
+  });
+});
+
+describe("serving: starts refused, answers without an entry", () => {
+  const refusal = (h: ReturnType<typeof startExec>, id: number) =>
+    (h.emitted.find((e) => e.type === "exec.refused" && e.id === id) as { reason?: string } | undefined)?.reason;
+
+  test("a start under an id in use is refused and says so; the running one is untouched", () => {
+    const h = startExec();
+    h.running(1);
+    h.start(1);
+    assert.equal(refusal(h, 1), "session id 1 is in use");
+    assert.equal(h.records()["1"].status, "running");
+  });
+
+  test("after Pi's shutdown a start is refused because Pi is shutting down", () => {
+    const h = startExec();
+    h.send({ type: "exec.shutdown", at: 0 });
+    h.start(2);
+    assert.equal(refusal(h, 2), "Pi is shutting down");
+  });
+
+  test("an id whose tombstone still waits to wake can start again; the tombstone's wake still arrives", () => {
+    const h = startExec({ maxSessions: 2, protectedCount: 1, debounceMs: 1000 });
+    h.running(1, "wake");
+    h.running(2);
+    h.closed(1, 4);
+    h.start(3);
+    assert.equal(h.records()["1"], undefined, "evicted: only the tombstone is left");
+    h.start(1);
+    assert.deepEqual(h.errors, []);
+    assert.equal(h.records()["1"].status, "starting");
+    h.advance(1000);
+    assert.deepEqual(
+      h.wakes().map((w) => w.notices.map((n) => [n.id, n.code])),
+      [[[1, 4]]],
+    );
+  });
+
+  test("set_on_exit on a registered session whose completion was settled: too late, or already none; never armed", () => {
+    const h = startExec();
+    h.running(1, "wake");
+    h.closed(1, 0);
+    h.advance(250);
+    h.send({ type: "exec.wake_delivered", at: 0, batch: h.wakes()[0].batch });
+    assert.equal(h.wakeState(1), undefined);
+    assert.equal(h.records()["1"].status, "exited");
+    const wake = h.setOnExit(1, "wake");
+    assert.deepEqual([wake.found, wake.status, wake.armed], [true, "too_late", false]);
+    const none = h.setOnExit(1, "none");
+    assert.deepEqual([none.found, none.status, none.armed], [true, "already_none", false]);
+    const unknown = h.setOnExit(9, "wake");
+    assert.deepEqual([unknown.found, unknown.status, unknown.armed], [false, undefined, false]);
+  });
+
+  test("list_sessions naming an id the registry no longer has leases nothing to its call", () => {
+    const h = startExec();
+    h.send({ type: "exec.listed", at: 0, ids: [5], callId: "l1" });
+    const leases = (h.actor.system.get("exec:wake")!.getSnapshot().context as { leases: Record<string, number[]> })
+      .leases;
+    assert.equal(leases.l1, undefined);
+  });
+});
+
+describe("stopping: records", () => {
+  test("a stop asked for while starting: the record stays stopping when the process appears", () => {
+    const h = startExec();
+    h.start(1);
+    h.send({ type: "exec.shutdown", at: 0 });
+    h.spawned(1, 42);
+    assert.deepEqual([h.records()["1"].status, h.records()["1"].pid], ["stopping", 42]);
+  });
+
+  test("a session being killed is taken over by the shutdown", () => {
+    const h = startExec();
+    h.running(1);
+    h.send({ type: "exec.kill", at: 0, id: 1, signal: "SIGINT" });
+    h.send({ type: "exec.shutdown", at: 0 });
+    assert.deepEqual([h.records()["1"].status, h.records()["1"].stop], ["stopping", "shutdown"]);
   });
 });
