@@ -6,10 +6,8 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { Type } from "typebox";
 import { startPi } from "../test/helpers/pi-session.ts";
-import { spans } from "./pi-spans.ts";
+import { noopExtension, spans } from "./pi-spans.ts";
 import { stats } from "./run.ts";
 
 const [kind = "session", count = "400"] = process.argv.slice(2);
@@ -22,18 +20,6 @@ const n = Number(count);
 const scratch = mkdtempSync(join(tmpdir(), "pcs-bench-prof-"));
 process.env.PI_CODE_EXECUTION_JOURNAL ??= join(scratch, "journal.sqlite");
 process.env.PI_CODE_EXECUTION_LOG_DIR ??= join(scratch, "logs");
-
-function noopExtension(pi: ExtensionAPI): void {
-  pi.registerTool({
-    name: "bench_noop",
-    label: "noop",
-    description: "Does nothing.",
-    parameters: Type.Object({}),
-    async execute() {
-      return { content: [{ type: "text" as const, text: "ok" }], details: undefined };
-    },
-  });
-}
 
 const pi = await startPi({ extensionPaths: [resolve(import.meta.dirname, "..")], extensionFactories: [noopExtension] });
 // PCS_PROFILE_SPANS=file: each call's span on the profiler's clock (monotonic microseconds), to keep only the samples
@@ -75,12 +61,20 @@ try {
     const args = cases[kind];
     if (!args) throw new Error(`unknown case ${kind}; one of ${[...Object.keys(cases), "nested"].join(", ")}`);
     const warm = kind === "interrupt" ? 2 : 20;
-    await spans(pi, Array.from({ length: warm }, () => ["code_execution", args] as [string, Record<string, unknown>]));
+    await spans(
+      pi,
+      Array.from({ length: warm }, () => ["code_execution", args] as [string, Record<string, unknown>]),
+    );
     const cpu0 = process.cpuUsage();
-    const run = await spans(pi, Array.from({ length: n }, () => ["code_execution", args] as [string, Record<string, unknown>]));
+    const run = await spans(
+      pi,
+      Array.from({ length: n }, () => ["code_execution", args] as [string, Record<string, unknown>]),
+    );
     const cpu = cpuMs(cpu0) / n;
     const st = stats(kind === "interrupt" ? run.ms.map((ms) => ms - 1000) : run.ms);
-    console.log(`${kind} n=${st.n} p50 ${st.p50.toFixed(3)} ms p90 ${st.p90.toFixed(3)} ms; Node CPU ${cpu.toFixed(3)} ms a call`);
+    console.log(
+      `${kind} n=${st.n} p50 ${st.p50.toFixed(3)} ms p90 ${st.p90.toFixed(3)} ms; Node CPU ${cpu.toFixed(3)} ms a call`,
+    );
   }
 } finally {
   await pi.dispose();

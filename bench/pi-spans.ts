@@ -3,6 +3,8 @@
 // and one offline Pi session to run a bench's cases in.
 import { performance } from "node:perf_hooks";
 import { fauxAssistantMessage, fauxToolCall, type FauxResponseStep } from "@earendil-works/pi-ai";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
 import { startPi, type PiHarness, type ToolResultMessage } from "../test/helpers/pi-session.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -45,4 +47,17 @@ export async function benchInPi(
   } finally {
     await pi.dispose();
   }
+}
+
+/** A Pi tool that does nothing: Pi's own floor for a tool call (also the nested-call target). */
+export function noopExtension(pi: ExtensionAPI): void {
+  pi.registerTool({
+    name: "bench_noop",
+    label: "noop",
+    description: "Does nothing.",
+    parameters: Type.Object({}),
+    async execute() {
+      return { content: [{ type: "text" as const, text: "ok" }], details: undefined };
+    },
+  });
 }

@@ -8,11 +8,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { Type } from "typebox";
 import { startPi, type ToolResultMessage } from "../test/helpers/pi-session.ts";
 import { bareStart } from "../test/helpers/procs.ts";
-import { spans } from "./pi-spans.ts";
+import { noopExtension, spans } from "./pi-spans.ts";
 import { validateInterpreter } from "../actors/interpreter/interpreter.ts";
 import { line, pipeEcho, stats } from "./run.ts";
 
@@ -35,19 +33,6 @@ const report: {
   figures: Record<string, Stats & { goal?: string; met?: boolean; ratios?: Record<string, number> }>;
   throughput?: Record<string, number>;
 } = { machine: {}, baselines: {}, figures: {} };
-
-/** A Pi tool that does nothing: Pi's own floor for a tool call (also the nested-call target). */
-function noopExtension(pi: ExtensionAPI): void {
-  pi.registerTool({
-    name: "bench_noop",
-    label: "noop",
-    description: "Does nothing.",
-    parameters: Type.Object({}),
-    async execute() {
-      return { content: [{ type: "text" as const, text: "ok" }], details: undefined };
-    },
-  });
-}
 
 const textOf = (r: ToolResultMessage) => r.content.map((c) => c.text ?? "").join("");
 function mustSucceed(label: string, results: ToolResultMessage[]) {
@@ -85,7 +70,10 @@ async function main() {
   process.env.PI_CODE_EXECUTION_LOG_DIR ??= join(scratch, "logs");
   process.env.PI_PYTHON ??= exe;
   // The tool sets the joined cases need (the settings key PI_CODE_EXECUTION_TOOLS), read when the session starts.
-  const tools = ["code_execution", ...(flags.with ?? []).map((w) => (w === "notebook" ? "python,eval" : w === "js" ? "eval" : w))];
+  const tools = [
+    "code_execution",
+    ...(flags.with ?? []).map((w) => (w === "notebook" ? "python,eval" : w === "js" ? "eval" : w)),
+  ];
   if (tools.length > 1) process.env.PI_CODE_EXECUTION_TOOLS ??= tools.join(",");
   report.machine = {
     cpus: cpus().length,
