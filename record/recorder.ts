@@ -15,7 +15,7 @@ import { nanoid } from "nanoid";
 import type { InspectionEvent } from "xstate";
 import { DEFAULT_LOG_LIMITS, defaultLogDir, logBase, pruneLogDir, segmentPath, type LogLimits } from "./log-files.ts";
 import type { SystemObserver } from "./observe.ts";
-import { compact, LOG_FORMAT, LOG_VERSION, ref, TraceEncoder, type HeaderRecord, type LogRecord } from "./trace.ts";
+import { compact, eventLine, LOG_FORMAT, LOG_VERSION, ref, TraceEncoder, type HeaderRecord, type LogRecord } from "./trace.ts";
 
 export interface RecorderOptions {
   /** Directory of the logs; default `<agent dir>/pi-code-supervisor/logs` (see actors/log-files.ts). */
@@ -24,6 +24,8 @@ export interface RecorderOptions {
   piSession?: string;
   limits?: Partial<LogLimits>;
   now?: () => number;
+  /** How long encoded lines wait for more before a write (default WRITE_BATCH_MS). */
+  writeBatchMs?: number;
 }
 
 /** Output metadata is coalesced per run and channel, and written at most this often while a run prints. */
@@ -32,6 +34,12 @@ const OUTPUT_FLUSH_MS = 250;
 export const ENCODE_SLICE_MS = 0.2;
 /** Queued items past which a turn encodes them all: memory stays bounded when events outpace the slices. */
 export const MAX_QUEUED = 50_000;
+/** Encoded lines wait up to this long after the previous write for more to join them: one write (a thread-pool round
+ * trip and a wake-up of the event loop) per batch, not per event-loop turn, when runs or nested calls come every
+ * millisecond. `drained()`, rotation, close and exit write at once. */
+export const WRITE_BATCH_MS = 5;
+/** Lines pending past this many bytes are written without waiting. */
+const WRITE_BATCH_BYTES = 64 * 1024;
 
 function versions(): Record<string, string> {
   const require = createRequire(import.meta.url);
@@ -69,6 +77,14 @@ export class Recorder {
   private position = 0;
   private queue: Queued[] = [];
   private lines: string[] = [];
+  /** Bytes in `lines`. */
+  private pendingBytes = 0;
+  /** When the last asynchronous write started, and the timer of a batch waiting to be written. */
+  private lastWriteAt = -Infinity;
+  private batchTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly writeBatchMs: number;
+  /** Asynchronous writes started: one per batch of lines. */
+  writes = 0;
   /** The asynchronous write in flight (its bytes and position), if any. */
   private inFlight: { buf: Buffer; at: number; fd: number } | undefined;
   /** An fd closed when its write in flight lands (closing under it could let that write hit a reused fd). */
@@ -90,6 +106,7 @@ export class Recorder {
     this.limits = { ...DEFAULT_LOG_LIMITS, ...options.limits };
     this.now = options.now ?? Date.now;
     this.piSession = options.piSession;
+    this.writeBatchMs = options.writeBatchMs ?? WRITE_BATCH_MS;
     this.base = logBase(this.now(), options.piSession, nanoid(6).replace(/[^A-Za-z0-9]/g, "x"));
     try {
       mkdirSync(this.dir, { recursive: true });
@@ -149,8 +166,7 @@ export class Recorder {
       const f = this.inFlight;
       if (f?.fd === this.fd) writeSync(f.fd, f.buf, 0, f.buf.length, f.at);
       if (this.lines.length) {
-        const buf = Buffer.from(this.lines.join("\n") + "\n");
-        this.lines = [];
+        const buf = this.takeLines();
         writeSync(this.fd, buf, 0, buf.length, this.position);
         this.position += buf.length;
       }
@@ -162,8 +178,10 @@ export class Recorder {
   /** Resolves once everything queued so far is on disk. */
   async drained(): Promise<void> {
     this.flushAsync();
-    while ((this.inFlight && this.inFlight.fd === this.fd) || this.lines.length || this.queue.length)
+    while ((this.inFlight && this.inFlight.fd === this.fd) || this.lines.length || this.queue.length) {
+      this.writeNext(true);
       await new Promise((r) => setImmediate(r));
+    }
   }
 
   /** Encodes queued items in order, for at most `budgetMs` (unless too many are queued); true if some are left. */
@@ -187,10 +205,21 @@ export class Recorder {
     return false;
   }
 
-  private writeNext(): void {
+  private writeNext(now = false): void {
     if (this.fd === undefined || this.inFlight || this.lines.length === 0) return;
-    const buf = Buffer.from(this.lines.join("\n") + "\n");
-    this.lines = [];
+    const wait = this.lastWriteAt + this.writeBatchMs - performance.now();
+    if (!now && wait > 0 && this.pendingBytes < WRITE_BATCH_BYTES) {
+      this.batchTimer ??= setTimeout(() => {
+        this.batchTimer = undefined;
+        this.writeNext(true);
+      }, wait).unref();
+      return;
+    }
+    clearTimeout(this.batchTimer);
+    this.batchTimer = undefined;
+    this.lastWriteAt = performance.now();
+    this.writes += 1;
+    const buf = this.takeLines();
     const fd = this.fd;
     const flight = { buf, at: this.position, fd };
     this.inFlight = flight;
@@ -233,6 +262,7 @@ export class Recorder {
     if (event.type === "@xstate.event" && event.event.type === "xstate.init" && !ref(event.actorRef)._parent) {
       this.encodeLine({ k: "start", input: compact((event.event as { input?: unknown }).input, Infinity), at });
     }
+    if (event.type === "@xstate.event") return this.pushLine(eventLine(event, at));
     const record = this.encoder.encode(event);
     if (record) this.encodeLine({ ...record, at });
   }
@@ -276,8 +306,21 @@ export class Recorder {
     } catch (e) {
       line = JSON.stringify({ k: "end", reason: `unserializable record: ${String(e)}`, at: this.now() });
     }
+    this.pushLine(line);
+  }
+
+  private pushLine(line: string): void {
     this.lines.push(line);
     this.bytes += line.length + 1;
+    this.pendingBytes += line.length + 1;
+  }
+
+  /** The pending lines as one buffer, taken off the list. */
+  private takeLines(): Buffer {
+    const buf = Buffer.from(this.lines.join("\n") + "\n");
+    this.lines = [];
+    this.pendingBytes = 0;
+    return buf;
   }
 
   private open(continues: string | undefined): void {
@@ -336,6 +379,8 @@ export class Recorder {
     if (this.fd === undefined) return;
     const fd = this.fd;
     this.fd = undefined;
+    clearTimeout(this.batchTimer);
+    this.batchTimer = undefined;
     if (this.inFlight?.fd === fd) this.closeWhenLanded = fd;
     else this.closeFdNow(fd);
   }
@@ -351,6 +396,7 @@ export class Recorder {
   private fail(e: unknown): void {
     this.error = e instanceof Error ? e.message : String(e);
     this.lines = [];
+    this.pendingBytes = 0;
     this.queue = [];
     this.closeFd();
   }

@@ -180,6 +180,23 @@ export function ref(actor: unknown): AnyActorRef {
   return actor as AnyActorRef;
 }
 
+/** Per event object, the JSON of its trace copy: XState events are immutable, and a relayed event (a runner's
+ * fact forwarded up, a tool result passed down) is delivered to several actors. */
+const eventJson = new WeakMap<object, string>();
+
+/** An event record's JSON line, exactly as `JSON.stringify({...traceOf(ev), at})` writes it, with the event's copy
+ * serialized once per event object (the recorder's hot path: most records are events). */
+export function eventLine(ev: Extract<InspectionEvent, { type: "@xstate.event" }>, at: number): string {
+  const event = ev.event as object;
+  let json = eventJson.get(event);
+  if (json === undefined) {
+    json = JSON.stringify(compact(event)) ?? "null";
+    eventJson.set(event, json);
+  }
+  const from = ev.sourceRef ? `,"from":${JSON.stringify(actorName(ref(ev.sourceRef)))}` : "";
+  return `{"k":"event","to":${JSON.stringify(actorName(ref(ev.actorRef)))}${from},"event":${json},"at":${JSON.stringify(at)}}`;
+}
+
 /** Reduces an inspection event to its trace record, read synchronously (the snapshot as of this event).
  * Microsteps and actions are left out: they follow from the same inputs and would only inflate logs. */
 export function traceOf(
@@ -229,6 +246,9 @@ export class TraceEncoder {
   }
   /** Per actor, its last context by top-level key: the raw value, its compact copy and that copy's JSON. */
   private readonly contexts = new Map<string, Map<string, KeyCopy>>();
+  /** Per actor, the context object its last snapshot carried: a snapshot with that very object (no `assign` since)
+   * changed nothing, and is encoded without looking at its keys. */
+  private readonly raws = new Map<string, object>();
   /** Which actor holds each name now (a reset session's name passes to its successor). */
   private readonly holders = new Map<string, AnyActorRef>();
   encode(ev: InspectionEvent): TraceRecord | undefined {
@@ -239,6 +259,11 @@ export class TraceEncoder {
       // A context's top-level values are immutable (machines assign new ones): a value that is the very one of the
       // previous snapshot keeps its copy, so only changed keys are copied and serialized.
       const previous = this.contexts.get(id!);
+      if (previous && this.raws.get(id!) === raw) {
+        keys = previous;
+        return UNCHANGED;
+      }
+      this.raws.set(id!, raw);
       keys = new Map();
       const seen = new Set<object>([raw]);
       for (const [k, v] of Object.entries(raw)) {
@@ -253,7 +278,7 @@ export class TraceEncoder {
       return Object.fromEntries([...keys].map(([k, c]) => [k, c.copy]));
     });
     if (r?.k === "actor") {
-      this.contexts.delete(r.id);
+      this.forget(r.id);
       this.holders.set(r.id, ref(ev.actorRef));
     }
     if (r?.k !== "snap") return r;
@@ -262,8 +287,9 @@ export class TraceEncoder {
     // under the name, as it always was, so logs encode as they did.
     const ended = r.status !== "active" && this.holders.get(r.id) === ref((ev as { actorRef: unknown }).actorRef);
     if (ended) this.holders.delete(r.id);
-    if (r.context === undefined) {
-      if (ended) this.contexts.delete(r.id);
+    if (r.context === undefined || r.context === UNCHANGED) {
+      delete r.context;
+      if (ended) this.forget(r.id);
       return r;
     }
     const context = r.context;
@@ -271,7 +297,7 @@ export class TraceEncoder {
       ? new Map(Object.entries(context).map(([k, v]) => [k, { value: NO_VALUE, copy: v, json: JSON.stringify(v) }]))
       : new Map([["", { value: NO_VALUE, copy: context, json: JSON.stringify(context) }]]);
     const previous = this.contexts.get(r.id);
-    if (ended) this.contexts.delete(r.id);
+    if (ended) this.forget(r.id);
     else this.contexts.set(r.id, keys);
     if (!previous || !isRecord(context) || previous.has("")) return r;
     delete r.context;
@@ -282,6 +308,11 @@ export class TraceEncoder {
     if (removed.length) r.removed = removed;
     return r;
   }
+
+  private forget(id: string): void {
+    this.contexts.delete(id);
+    this.raws.delete(id);
+  }
 }
 
 interface KeyCopy {
@@ -290,6 +321,8 @@ interface KeyCopy {
   json: string;
 }
 const NO_VALUE = Symbol("no raw value");
+/** A context that is the very object of the actor's previous snapshot. */
+const UNCHANGED = Symbol("unchanged context");
 
 /** A plain object (not an actor ref, error, map or class instance): its keys are compacted one by one. */
 function isPlainRecord(v: unknown): v is Record<string, unknown> {

@@ -12,6 +12,8 @@ import { pruneLogDir, DEFAULT_LOG_LIMITS } from "../record/log-files.ts";
 import { SystemObserver } from "../record/observe.ts";
 import { Recorder } from "../record/recorder.ts";
 import { formatReport, parseLog, replayFile, replayRecords } from "../record/replay.ts";
+import { eventLine, traceOf } from "../record/trace.ts";
+import { createActor, fromCallback, sendTo, setup } from "xstate";
 import { PI_TOOLS, FAULT_FIXTURE_DIR, FIXTURE_DIR, recordScenario } from "../scripts/record-fixtures.ts";
 import { startPi } from "./helpers/pi-session.ts";
 import { phasesOf } from "./helpers/fake-runner.ts";
@@ -203,6 +205,35 @@ describe("recording live systems", () => {
     assert.equal(records(path).at(-1).k, "end");
   });
 
+  test("an event record's line, serialized once per event object, is the line of its trace record", () => {
+    const observer = new SystemObserver();
+    const lines: [string, string][] = [];
+    const machine = setup({ actors: { kid: fromCallback(({ receive }) => receive(() => {})) } }).createMachine({
+      initial: "a",
+      invoke: { id: "kid", src: "kid" },
+      on: { go: { actions: sendTo("kid", ({ event }) => event) } },
+      states: { a: {} },
+    });
+    const { inspect } = observer.hostOptions();
+    const actor = createActor(machine, {
+      inspect: (ev) => {
+        inspect(ev);
+        if (ev.type !== "@xstate.event") return;
+        const at = 1_700_000_000_123;
+        lines.push([eventLine(ev, at), JSON.stringify({ ...traceOf(ev), at })]);
+      },
+    });
+    actor.start();
+    const long = "x".repeat(1000);
+    actor.send({ type: "go", text: long, n: Infinity, nested: { undef: undefined, list: [1, undefined] } } as never);
+    actor.stop();
+    const relayed = lines.filter(([line]) => line.includes('"type":"go"'));
+    assert.equal(relayed.length, 2, "the event reaches the machine, then its child");
+    for (const [line, expected] of lines) assert.equal(line, expected);
+    assert.match(relayed[1]![0], /"to":"[^"]+\/kid","from":/);
+    assert.match(relayed[1]![0], /…\[1000 chars\]/);
+  });
+
   test("the recorder holds state for live actors only: it does not grow with the runs, calls and resets there were", async () => {
     const dir = mkdtempSync(join(tmpdir(), "pcs-rec-bound-"));
     const observer = new SystemObserver();
@@ -250,6 +281,28 @@ describe("recording live systems", () => {
       const report = replayFile(path);
       assert.equal(report.identical, true, `${path}: ${formatReport(report, true)}`);
     }
+  });
+
+  test("lines written soon after a write wait for one batch; drained() writes them at once", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pcs-batch-"));
+    const observer = new SystemObserver();
+    const recorder = new Recorder(observer, { dir, writeBatchMs: 60_000 });
+    const host = new SupervisorHost(observer.hostOptions());
+    await recorder.drained(); // the header: the first write goes at once
+    const size = () => readFileSync(recorder.path).length;
+    const before = size();
+    assert.equal(recorder.writes, 1);
+    for (let i = 0; i < 5; i++) await host.run({ code: `v = ${i}`, cwd: dir, timeoutMs: 10_000, session: "s" });
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(size(), before, "five runs' records wait for the batch");
+    assert.equal(recorder.writes, 1);
+    await recorder.drained();
+    assert.equal(recorder.writes, 2, "one write for the batch");
+    assert.ok(size() > before);
+    await host.shutdown();
+    recorder.close("shutdown");
+    assert.equal(records(recorder.path).at(-1).k, "end");
+    assert.equal(replayFile(recorder.path).identical, true);
   });
 
   test("a segment forced out mid-run says it cannot be replayed exactly", async () => {
