@@ -1,5 +1,5 @@
 // One Pi case under the CPU profiler, on demand: `node --cpu-prof --cpu-prof-dir=/tmp/prof bench/pi-profile.ts
-// [session|fresh|mib|interrupt|nested] [n]`. Times each call as bench/pi.ts does (journal and event log on, in
+// [session|fresh|mib|interrupt|nested] [n] [gap ms]`. Times each call as bench/pi.ts does (journal and event log on, in
 // scratch places) and prints the p50, so a profile and its figure come from the same run. `interrupt` prints the
 // overrun past its 1 s timeout; `nested` makes n nested calls of a no-op Pi tool from one run, timed in Python. Each
 // case also prints Node's CPU time per call (the whole process: Pi, the extension, the supervisor, the recorder).
@@ -10,7 +10,9 @@ import { startPi } from "../test/helpers/pi-session.ts";
 import { noopExtension, spans } from "./pi-spans.ts";
 import { stats } from "./run.ts";
 
-const [kind = "session", count = "400"] = process.argv.slice(2);
+const [kind = "session", count = "400", gap = "0"] = process.argv.slice(2);
+/** Model think time before each timed call, in ms (the third argument): the after-a-gap cases of bench/pi.ts. */
+const gapMs = Number(gap);
 /** Node's CPU time (user + system) since `from`, in ms: less at the mercy of a loaded machine than wall time. */
 const cpuMs = (from: NodeJS.CpuUsage) => {
   const d = process.cpuUsage(from);
@@ -69,6 +71,7 @@ try {
     const run = await spans(
       pi,
       Array.from({ length: n }, () => ["code_execution", args] as [string, Record<string, unknown>]),
+      gapMs,
     );
     const cpu = cpuMs(cpu0) / n;
     const st = stats(kind === "interrupt" ? run.ms.map((ms) => ms - 1000) : run.ms);

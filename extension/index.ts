@@ -20,6 +20,7 @@ import { registerEvalTool } from "./tools/eval.ts";
 import { pythonBackend } from "./eval/python.ts";
 import { jsBackend } from "./eval/js.ts";
 import { registerExec } from "./exec/register.ts";
+import { runDeferred } from "../lib/after-results.ts";
 
 export interface CodeExecutionOptions {
   host?: HostOptions;
@@ -133,6 +134,12 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
             started.ok ? "info" : "error",
           );
       },
+    });
+    // Work put off while a tool result was pending (the event log's encoding, journal rows: lib/after-results.ts)
+    // runs as soon as Pi is done with the result: Pi starts the next call of a turn without an event-loop turn in
+    // between, so anything left for a later turn would land inside that call.
+    pi.on("message_end", (event) => {
+      if (event.message.role === "toolResult") runDeferred();
     });
     registerContextHook(pi);
     registerExposedToolsMessage(pi);

@@ -5,6 +5,7 @@ import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { SupervisorHost, RunResult } from "../host/index.ts";
 import { Journal, journalPath, type JournalOptions } from "../store/journal.ts";
 import type { SessionEntry } from "../machines/supervisor.ts";
+import { holdResult } from "../lib/after-results.ts";
 
 export interface JournalSettings {
   /** A database path, or `off`. Default: `PI_CODE_EXECUTION_JOURNAL`, else the XDG data directory. */
@@ -90,6 +91,8 @@ export class JournalLink {
         // The journal never changes a result.
       }
     };
+    // While the result is pending, work it does not need waits (lib/after-results.ts).
+    const release = holdResult();
     try {
       const result = await execute(note);
       log(result.isError ? "tool_error" : "ok");
@@ -97,6 +100,8 @@ export class JournalLink {
     } catch (e) {
       log("error", e instanceof Error ? e.message : String(e));
       throw e;
+    } finally {
+      release();
     }
   }
 

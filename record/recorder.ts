@@ -1,9 +1,9 @@
 // The event-log recorder: listens to a SystemObserver and writes one JSONL log per Pi session (see docs/replay.md
 // for the format). Inputs (commands, runner facts, timer firings) are written whole, in the order the machines got
 // them; the trace (actors created, events delivered, snapshots, timers armed) is reduced by record/trace.ts. Both
-// are queued as they happen (snapshots and events are immutable) and encoded at the end of the event-loop turn,
-// after a run's result went back to Pi, in slices that let the event loop read what arrived in between (a runner's
-// next frame, a nested call's next request), then written asynchronously, one write in flight, at explicit file
+// are queued as they happen (snapshots and events are immutable) and encoded once no tool result is pending
+// (lib/after-results.ts: after Pi has the result, or after a bounded wait), in slices that let the event loop read
+// what arrived in between (a runner's next frame, a nested call's next request), then written asynchronously, one write in flight, at explicit file
 // positions: on exit whatever is queued or still in flight is written synchronously (rewriting an in-flight range
 // at its position is idempotent), so logs stay complete and ordered. A failing disk disables the recorder; it
 // never disturbs the supervisor.
@@ -15,7 +15,17 @@ import { nanoid } from "nanoid";
 import type { InspectionEvent } from "xstate";
 import { DEFAULT_LOG_LIMITS, defaultLogDir, logBase, pruneLogDir, segmentPath, type LogLimits } from "./log-files.ts";
 import type { SystemObserver } from "./observe.ts";
-import { compact, eventLine, LOG_FORMAT, LOG_VERSION, ref, TraceEncoder, type HeaderRecord, type LogRecord } from "./trace.ts";
+import { afterResults, resultsPending } from "../lib/after-results.ts";
+import {
+  compact,
+  eventLine,
+  LOG_FORMAT,
+  LOG_VERSION,
+  ref,
+  TraceEncoder,
+  type HeaderRecord,
+  type LogRecord,
+} from "./trace.ts";
 
 export interface RecorderOptions {
   /** Directory of the logs; default `<agent dir>/pi-code-supervisor/logs` (see actors/log-files.ts). */
@@ -32,6 +42,8 @@ export interface RecorderOptions {
 const OUTPUT_FLUSH_MS = 250;
 /** Encoding done in one go before the event loop may read what arrived meanwhile (the rest goes on next turn). */
 export const ENCODE_SLICE_MS = 0.2;
+/** The slice when no tool result is pending (lib/after-results.ts): nothing is waiting on the event loop then. */
+export const QUIET_SLICE_MS = 5;
 /** Queued items past which a turn encodes them all: memory stays bounded when events outpace the slices. */
 export const MAX_QUEUED = 50_000;
 /** Encoded lines wait up to this long after the previous write for more to join them: one write (a thread-pool round
@@ -79,6 +91,9 @@ export class Recorder {
   private lines: string[] = [];
   /** Bytes in `lines`. */
   private pendingBytes = 0;
+  /** Lines encoded in this segment, and how many of them are on disk (in order). */
+  private linesEncoded = 0;
+  private linesLanded = 0;
   /** When the last asynchronous write started, and the timer of a batch waiting to be written. */
   private lastWriteAt = -Infinity;
   private batchTimer: ReturnType<typeof setTimeout> | undefined;
@@ -86,7 +101,7 @@ export class Recorder {
   /** Asynchronous writes started: one per batch of lines. */
   writes = 0;
   /** The asynchronous write in flight (its bytes and position), if any. */
-  private inFlight: { buf: Buffer; at: number; fd: number } | undefined;
+  private inFlight: { buf: Buffer; at: number; fd: number; upTo: number } | undefined;
   /** An fd closed when its write in flight lands (closing under it could let that write hit a reused fd). */
   private closeWhenLanded: number | undefined;
   private flushScheduled = false;
@@ -142,11 +157,11 @@ export class Recorder {
     this.flushSync();
   }
 
-  /** Encodes what is queued and starts writing it: at the end of the event-loop turn, after a run's result. One
+  /** Encodes what is queued and starts writing it: once no tool result is pending (lib/after-results.ts). One
    * slice at a time: what is left waits for the next turn, after the event loop has read what arrived meanwhile. */
   private flushAsync(): void {
     this.flushScheduled = false;
-    const more = this.encodeQueued(ENCODE_SLICE_MS);
+    const more = this.encodeQueued(resultsPending() ? ENCODE_SLICE_MS : QUIET_SLICE_MS);
     this.maybeRotate();
     this.writeNext();
     if (more) this.scheduleFlush();
@@ -155,7 +170,7 @@ export class Recorder {
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => this.flushAsync());
+    afterResults(() => this.flushAsync());
   }
 
   private flushSync(): void {
@@ -170,17 +185,23 @@ export class Recorder {
         writeSync(this.fd, buf, 0, buf.length, this.position);
         this.position += buf.length;
       }
+      this.linesLanded = this.linesEncoded;
     } catch (e) {
       this.fail(e);
     }
   }
 
-  /** Resolves once everything queued so far is on disk. */
+  /** Resolves once everything recorded so far is on disk. What is recorded meanwhile is neither waited for nor
+   * encoded ahead of its turn (the journal awaits this while the next tool call may be running). */
   async drained(): Promise<void> {
-    this.flushAsync();
-    while ((this.inFlight && this.inFlight.fd === this.fd) || this.lines.length || this.queue.length) {
-      this.writeNext(true);
+    this.encodeQueued();
+    this.maybeRotate();
+    const fd = this.fd;
+    const target = this.linesEncoded;
+    this.writeNext(true);
+    while (this.fd !== undefined && this.fd === fd && this.linesLanded < target) {
       await new Promise((r) => setImmediate(r));
+      this.writeNext(true);
     }
   }
 
@@ -221,11 +242,12 @@ export class Recorder {
     this.writes += 1;
     const buf = this.takeLines();
     const fd = this.fd;
-    const flight = { buf, at: this.position, fd };
+    const flight = { buf, at: this.position, fd, upTo: this.linesEncoded };
     this.inFlight = flight;
     this.position += buf.length;
     write(fd, buf, 0, buf.length, flight.at, (err) => {
       if (this.inFlight === flight) this.inFlight = undefined;
+      if (!err && this.fd === fd) this.linesLanded = Math.max(this.linesLanded, flight.upTo);
       if (this.closeWhenLanded === fd) {
         this.closeWhenLanded = undefined;
         this.closeFdNow(fd);
@@ -310,6 +332,7 @@ export class Recorder {
   }
 
   private pushLine(line: string): void {
+    this.linesEncoded += 1;
     this.lines.push(line);
     this.bytes += line.length + 1;
     this.pendingBytes += line.length + 1;
@@ -328,6 +351,8 @@ export class Recorder {
     this.fd = openSync(path, "w", 0o600);
     this.bytes = 0;
     this.position = 0;
+    this.linesEncoded = 0;
+    this.linesLanded = 0;
     this.kept.push(path);
     const header: HeaderRecord = {
       k: "header",

@@ -7,6 +7,7 @@ import { homedir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
 import { COLUMNS, MIGRATIONS, SCHEMA_VERSION } from "./journal-migrations.ts";
 import type { NestedCallRecord, RunRecord, SessionEventRecord, ToolCallRecord } from "./journal-records.ts";
+import { afterResults, whenResultsDone } from "../lib/after-results.ts";
 
 /** Where the journal goes: `$PI_CODE_EXECUTION_JOURNAL` (a path, or `off`), else the XDG data directory. */
 export function journalPath(env: NodeJS.ProcessEnv = process.env): string | undefined {
@@ -187,8 +188,8 @@ export class Journal {
     this.queue.push([table, row]);
     if (this.scheduled) return;
     this.scheduled = true;
-    // Off the hot path: the tool result goes back to Pi first, the write happens on a later turn.
-    setImmediate(() => {
+    // Off the hot path: the tool result goes back to Pi first, the write happens once no result is pending.
+    afterResults(() => {
       this.scheduled = false;
       void this.flush();
     });
@@ -196,7 +197,11 @@ export class Journal {
 
   private async writeBatch(): Promise<void> {
     if (this.queue.length === 0 || this.disabled) return;
-    await this.beforeBatch?.().catch(() => {});
+    if (this.beforeBatch) {
+      await this.beforeBatch().catch(() => {});
+      // The event log's write landed on some later turn, maybe inside the next tool call: the rows wait again.
+      await whenResultsDone();
+    }
     const db = await (this.opening ??= this.open());
     const batch = this.queue;
     this.queue = [];

@@ -9,7 +9,7 @@ import ts from "typescript";
 
 /** What each folder may import. `folders`: project folders (a path such as `host/index.ts` allows that file only);
  * `packages`: npm packages (`*`: any) and whether `node:` modules are allowed; `typesOnly`: folders whose imports
- * must be `import type`. lib/ holds pure helpers: every layer but machines/ may import it, and it imports nothing. */
+ * must be `import type`. lib/ holds helpers without project dependencies: every layer but machines/ may import it, and it imports nothing. */
 const RULES: Record<string, Rule> = {
   machines: { folders: ["machines"], packages: ["xstate"], node: false, pure: true },
   actors: { deny: ["host", "store", "extension", "inspector"] },

@@ -15,6 +15,7 @@ import { resolveSource } from "./source.ts";
 import { createRunTools, outerUsage } from "../calls.ts";
 import { DisplayCollector, type DisplayLimits } from "../display/collector.ts";
 import { withCompletion, type CompletionModels } from "../completion.ts";
+import { afterResults, whenResultsDone } from "../../lib/after-results.ts";
 
 const DESCRIPTION = [
   "Run Python code and get its output.",
@@ -72,7 +73,7 @@ export function registerCodeExecutionTool(
         // script this process saved before is only checked for, after the result (saved again if it was removed).
         const code = p.sourceId !== undefined ? await resolveSource(p.sourceId, ctx) : p.code!;
         const known = p.sourceId === undefined ? knownSourceId(code) : undefined;
-        if (known) setImmediate(() => saveSource(code).catch(() => undefined));
+        if (known) afterResults(() => void saveSource(code).catch(() => undefined));
         const saving: Promise<string | undefined> =
           p.sourceId !== undefined || known
             ? Promise.resolve(p.sourceId ?? known)
@@ -85,7 +86,10 @@ export function registerCodeExecutionTool(
           options.completionModels ?? (() => ({ smol: undefined, slow: undefined })),
         );
         // The sourceId is the script's digest: known before the file is saved, so every update can name it.
-        const tags = { sourceId: p.sourceId ?? known ?? sourceIdOf(code), ...(p.session ? { session: p.session } : {}) };
+        const tags = {
+          sourceId: p.sourceId ?? known ?? sourceIdOf(code),
+          ...(p.session ? { session: p.session } : {}),
+        };
         const live = onUpdate ? liveUpdates(onUpdate, tags) : undefined;
         const display = new DisplayCollector(options.display?.() ?? { maxImages: 8, maxImageBytes: 5 * 1024 * 1024 });
         const result = await supervisor.run(
@@ -124,7 +128,7 @@ export function registerCodeExecutionTool(
           const writing = saveInBackground(
             root,
             artifact.ref.outputId,
-            failing ? write : () => new Promise((r) => setImmediate(r)).then(write),
+            failing ? write : () => whenResultsDone().then(write),
           );
           const error = failing ? await writing : undefined;
           const saved: ArtifactOutcome = error === undefined ? { ok: true, ref: artifact.ref } : { ok: false, error };
