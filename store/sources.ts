@@ -40,8 +40,21 @@ export function sha256Hex(data: string | Uint8Array): string {
   return createHash("sha256").update(data).digest("hex");
 }
 
+/** Recent short sources' IDs: the same script is hashed on every run of it and, for redaction, on every model
+ * call that shows it (extension/context.ts). Bounded in entries and size; the oldest goes first. */
+const recentIds = new Map<string, string>();
+const RECENT_IDS = 512;
+const RECENT_ID_CHARS = 4096;
+
 export function sourceIdOf(code: string): string {
-  return sha256Hex(Buffer.from(code, "utf8")).slice(0, 12);
+  const seen = recentIds.get(code);
+  if (seen !== undefined) return seen;
+  const id = sha256Hex(Buffer.from(code, "utf8")).slice(0, 12);
+  if (code.length <= RECENT_ID_CHARS) {
+    if (recentIds.size >= RECENT_IDS) recentIds.delete(recentIds.keys().next().value!);
+    recentIds.set(code, id);
+  }
+  return id;
 }
 
 /** Sources this process saved or verified, by path: a repeated script is not written or read again. */

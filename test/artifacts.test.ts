@@ -290,6 +290,13 @@ describe("saved sources", () => {
     assert.equal(statSync(root).mode & 0o777, 0o700);
     assert.equal(await loadSource(id, root), code);
   });
+  test("sourceIdOf answers a repeated script from its memo with the same ID, and scripts past it by hashing", () => {
+    const short = Array.from({ length: 600 }, (_, i) => `v = ${i}  # \u00e9`);
+    const long = "x = 1\n" + "#".repeat(5000);
+    for (let round = 0; round < 2; round++) {
+      for (const code of [...short, long]) assert.equal(sourceIdOf(code), sha256(Buffer.from(code)).slice(0, 12));
+    }
+  });
   test("a different source under an existing ID is a collision and is not overwritten", async () => {
     const root = join(tmp("pcs-src-"), "code-execution");
     const code = "x = 1\n";
