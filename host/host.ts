@@ -27,6 +27,7 @@ import { tapCommands } from "./system.ts";
 import { ExecHost, execLogDir } from "./exec.ts";
 import type { HostOptions, RunCallbacks, RunRequestInput, RunResult, SessionsListener } from "./requests.ts";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
+import { preciseClock } from "../lib/precise-timer.ts";
 
 export type { SessionInfo } from "./selectors.ts";
 export type { HostOptions, RunCallbacks, RunRequestInput, RunResult, SessionsListener } from "./requests.ts";
@@ -110,7 +111,7 @@ export class SupervisorHost {
         ...(options.spareIdleMs !== undefined ? { spareIdleMs: options.spareIdleMs } : {}),
       },
       ...(options.inspect ? { inspect: options.inspect } : {}),
-      ...(options.clock ? { clock: options.clock } : {}),
+      clock: options.clock ?? preciseClock,
     });
     tapCommands(this.actor, options.onCommand, options.onStop);
     this.exec.attach(this.actor);

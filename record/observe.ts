@@ -4,6 +4,7 @@
 // every input in the order the machines received it.
 import type { AnyActorRef, InspectionEvent } from "xstate";
 import type { CommandEvent } from "../machines/events.ts";
+import { clearPreciseTimeout, setPreciseTimeout, type PreciseTimer } from "../lib/precise-timer.ts";
 import { actorName, BOUNDARY_IDS, BoundaryTracker, ref, type InputRecord, type TraceRecord } from "./trace.ts";
 
 /** XState's clock interface (`createActor(logic, {clock})`). */
@@ -36,7 +37,7 @@ export interface ObservedHostOptions {
 
 export class SystemObserver {
   private readonly listeners = new Set<SystemListener>();
-  private readonly pending = new Map<number, ReturnType<typeof setTimeout>>();
+  private readonly pending = new Map<number, PreciseTimer>();
   private next = 1;
   private readonly boundary = new BoundaryTracker();
   /** The root actor of the observed system, once it exists. */
@@ -65,7 +66,8 @@ export class SystemObserver {
   readonly clock: Clock = {
     setTimeout: (fn, ms) => {
       const n = this.next++;
-      const handle = setTimeout(() => {
+      // On time, not up to a couple of milliseconds late (lib/precise-timer.ts): a deadline is an interrupt.
+      const handle = setPreciseTimeout(() => {
         this.pending.delete(n);
         this.emitInput({ k: "timer", n });
         fn();
@@ -77,7 +79,7 @@ export class SystemObserver {
     clearTimeout: (n: number) => {
       const handle = this.pending.get(n);
       if (handle === undefined) return;
-      clearTimeout(handle);
+      clearPreciseTimeout(handle);
       this.pending.delete(n);
       this.emitTimer({ k: "clear", n });
     },
