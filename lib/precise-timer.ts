@@ -4,8 +4,9 @@
 // their due time by EARLY_MS, and the rest is waited out turn by turn (setImmediate, so I/O is still served):
 // at most EARLY_MS of a busy loop, and only for a timer that reaches its end.
 
-/** How far ahead of its due time a timer hands over from Node's timer to the turn-by-turn wait. */
-export const EARLY_MS = 1.5;
+/** How far ahead of its due time a timer hands over from Node's timer (which can fire a millisecond or two late) to
+ * the turn-by-turn wait. */
+export const EARLY_MS = 2;
 
 export interface PreciseTimer {
   timeout: ReturnType<typeof setTimeout> | undefined;
