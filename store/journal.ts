@@ -68,6 +68,10 @@ export class Journal {
   private readonly beforeBatch: (() => Promise<void>) | undefined;
   private queue: [Table, Row][] = [];
   private scheduled = false;
+  /** Settled by close(): the last batches are written at once, not after pending results (Pi may be quitting
+   * mid-call). */
+  private closeNow: () => void = () => {};
+  private readonly closing = new Promise<void>((resolve) => (this.closeNow = resolve));
   private opening: Promise<Database | undefined> | undefined;
   private db: Database | undefined;
   private insert: Partial<Record<Table, Statement>> = {};
@@ -172,6 +176,7 @@ export class Journal {
 
   /** Writes what is queued and closes the database. Later records are dropped. */
   async close(): Promise<void> {
+    this.closeNow();
     await this.flush();
     this.disabled = true;
     this.queue = [];
@@ -200,7 +205,7 @@ export class Journal {
     if (this.beforeBatch) {
       await this.beforeBatch().catch(() => {});
       // The event log's write landed on some later turn, maybe inside the next tool call: the rows wait again.
-      await whenResultsDone();
+      await Promise.race([whenResultsDone(), this.closing]);
     }
     const db = await (this.opening ??= this.open());
     const batch = this.queue;

@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import { afterEach, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { Journal, journalPath } from "../store/journal.ts";
+import { holdResult, MAX_DEFER_MS } from "../lib/after-results.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "../store/journal-migrations.ts";
 import { EXTENSION_PATH, startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 
@@ -262,7 +263,14 @@ describe("journal off and journal failures never break a run", () => {
     await pi.callTools([{ code: "1" }]);
     pi.faux.setResponses([
       fauxAssistantMessage(
-        [fauxToolCall("eval", { cells: [{ language: "js", code: "1 + 1" }, { language: "py", code: "2 + 2" }] })],
+        [
+          fauxToolCall("eval", {
+            cells: [
+              { language: "js", code: "1 + 1" },
+              { language: "py", code: "2 + 2" },
+            ],
+          }),
+        ],
         { stopReason: "toolUse" },
       ),
       fauxAssistantMessage("done"),
@@ -372,6 +380,35 @@ describe("the Journal itself", () => {
     assert.equal(db.prepare("SELECT count(*) n FROM tool_calls").get().n, 101);
     assert.equal(db.pragma("user_version", { simple: true }), SCHEMA_VERSION);
     db.close();
+  });
+
+  test("rows wait while a tool result is pending, after the event log holds them; close() writes them at once", async () => {
+    const path = join(tmp("pcs-journal-"), "j.sqlite");
+    let logWrites = 0;
+    const j = new Journal(path, { beforeBatch: async () => void (logWrites += 1) });
+    j.toolCall(row(0));
+    await j.flush(); // opened: later batches take a millisecond
+    const count = () => {
+      const db = new Database(path, { readonly: true });
+      const n = db.prepare("SELECT count(*) n FROM tool_calls").get().n as number;
+      db.close();
+      return n;
+    };
+    const release = holdResult();
+    const keep = setTimeout(() => {}, 10_000);
+    try {
+      j.toolCall(row(1));
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+      assert.equal(count(), 1, "the row waits for the pending result");
+      const t0 = performance.now();
+      await j.close();
+      assert.ok(performance.now() - t0 < MAX_DEFER_MS - 10, "close() did not wait for the pending result");
+      assert.equal(count(), 2);
+      assert.ok(logWrites >= 2, "the event log was asked to hold the rows' runs first");
+    } finally {
+      clearTimeout(keep);
+      release();
+    }
   });
 
   test("a version 2 journal is migrated: its session ordinals were incarnations, and are kept as such", async () => {
