@@ -162,6 +162,7 @@ async function execute(msg) {
     exitCode: error === null ? 0 : error === "interrupt" ? 130 : 1,
     displayedValue: run.displayed,
     error,
+    out: outSoFar(),
   };
   if (run.asValue && run.value !== undefined) done.value = run.value;
   if (run.asValue && run.errorText) done.exception = run.errorText;
@@ -199,7 +200,7 @@ function show(run, value) {
 }
 
 function display(run, item) {
-  send({ type: "display", id: run.id, ...item });
+  send({ type: "display", id: run.id, ...item, out: outSoFar() });
 }
 
 /** An error no code of the cell caught (a timer's throw, a rejection nobody handled). */
@@ -262,9 +263,31 @@ function build() {
   return rt;
 }
 
+/** Bytes written through process.stdout and process.stderr so far: `display` and `done` carry them (`out`), and the
+ * host decodes such a frame only once that much output has arrived (the sockets are read in no fixed order). */
+const written = { stdout: 0, stderr: 0 };
+
+/** What `display` and `done` say was written before them. */
+function outSoFar() {
+  return [written.stdout, written.stderr];
+}
+
 function blockingWhenOpened(name) {
   const block = (stream) => {
     if (stream && stream._handle && typeof stream._handle.setBlocking === "function") stream._handle.setBlocking(true);
+    if (stream && typeof stream.write === "function") {
+      const write = stream.write;
+      stream.write = function countedWrite(chunk, encoding, cb) {
+        const ok = write.call(this, chunk, encoding, cb);
+        if (typeof chunk === "string") {
+          written[name] += Buffer.byteLength(
+            chunk,
+            typeof encoding === "string" && Buffer.isEncoding(encoding) ? encoding : "utf8",
+          );
+        } else if (chunk && typeof chunk.byteLength === "number") written[name] += chunk.byteLength;
+        return ok;
+      };
+    }
     return stream;
   };
   const d = Object.getOwnPropertyDescriptor(process, name);

@@ -5,6 +5,7 @@ import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
+import { OutputOrder } from "./output-order.ts";
 import { fail, ok, type Result } from "../../lib/result.ts";
 import { signalGroup as signalTracked, stopTracked, track } from "./registry.ts";
 import { forkRunner } from "./fork-server.ts";
@@ -14,8 +15,8 @@ export interface RunnerSpec {
   args: string[];
   cwd: string;
   env: NodeJS.ProcessEnv;
-  /** Decode control frames one event-loop turn after they arrive, once the output already readable was read: for
-   * a runner whose blocking writes put its output in the pipes before each frame (docs/protocol-js.md). */
+  /** Decode control frames one event-loop turn after they arrive, and hold a frame whose `out` names output not
+   * read yet: for a runner whose blocking writes put its output in the pipes before each frame (docs/protocol-js.md). */
   settleOutput?: boolean;
   /** What the runner leaves behind when it exits gets SIGTERM, then SIGKILL after this many ms. */
   killMs: number;
@@ -183,14 +184,23 @@ function wrap(
     protocol: [] as ((m: string) => void)[],
     exit: [] as ((e: RunnerExit) => void)[],
   };
-  const decoder = new FrameDecoder(
-    (f) => listeners.frame.forEach((fn) => fn(f)),
-    (m) => listeners.protocol.forEach((fn) => fn(m)),
+  const emit = (f: Frame) => listeners.frame.forEach((fn) => fn(f));
+  // settleOutput: a frame that says how much output its runner wrote before it (`out`, the JS runner's display and
+  // done) waits until that much has arrived, and the frames after it wait behind it (output.ts: frame order).
+  const held = settleOutput ? new OutputOrder(emit) : undefined;
+  const decoder = new FrameDecoder(held ? (f) => held.frame(f) : emit, (m) =>
+    listeners.protocol.forEach((fn) => fn(m)),
   );
-  stdout.on("data", (c: Buffer) => listeners.stdout.forEach((fn) => fn(c)));
-  stderr.on("data", (c: Buffer) => listeners.stderr.forEach((fn) => fn(c)));
-  // libuv reads every readable descriptor of one poll before the next turn: a frame decoded then comes after the
-  // output that was in the pipes before it.
+  stdout.on("data", (c: Buffer) => {
+    listeners.stdout.forEach((fn) => fn(c));
+    held?.output(0, c.length);
+  });
+  stderr.on("data", (c: Buffer) => {
+    listeners.stderr.forEach((fn) => fn(c));
+    held?.output(1, c.length);
+  });
+  // libuv reads the readable descriptors of one poll in no fixed order: frames are decoded in the next turn, and one
+  // that names output not yet read waits for it.
   let settling: Buffer[] = [];
   const settle = () => {
     const chunks = settling;
@@ -212,6 +222,7 @@ function wrap(
     if (reported || !exit) return;
     reported = true;
     settle();
+    held?.release(); // the process is gone and its output drained: nothing more will come
     control.destroy();
     listeners.exit.forEach((fn) => fn(exit!));
   };

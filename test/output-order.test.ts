@@ -1,0 +1,113 @@
+// Output lands before the frames that follow it (actors/process/output-order.ts), with real processes and sockets:
+// a scripted runner sends a frame naming output it writes only later, as a busy host can read a `done` before the
+// stdout bytes written ahead of it (the three sockets are read in no fixed order). And the JS runner's frames say
+// how much it wrote before them.
+import { test, describe } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { localOperations, type RunnerHandle } from "../actors/process/operations.ts";
+import { OUTPUT_WAIT_MS } from "../actors/process/output-order.ts";
+import type { Frame } from "../actors/process/framing.ts";
+import { runCell, startJs } from "./helpers/js-runner.ts";
+
+const cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-order-")));
+
+/** A runner that sends `frames` on fd 3 first, then writes `stdout` after `delayMs`, then exits. */
+function scripted(frames: object[], stdout: string, delayMs: number): string {
+  const path = join(cwd, `scripted-${Math.random().toString(36).slice(2)}.cjs`);
+  writeFileSync(
+    path,
+    [
+      "const fs = require('node:fs');",
+      `for (const f of ${JSON.stringify(frames)}) {`,
+      "  const body = Buffer.from(JSON.stringify(f));",
+      "  const head = Buffer.alloc(4); head.writeUInt32BE(body.length);",
+      "  fs.writeSync(3, Buffer.concat([head, body]));",
+      "}",
+      `setTimeout(() => { fs.writeSync(1, ${JSON.stringify(stdout)}); setTimeout(() => process.exit(0), 300); }, ${delayMs});`,
+    ].join("\n"),
+  );
+  return path;
+}
+
+async function start(script: string, settleOutput = true): Promise<RunnerHandle> {
+  const r = await localOperations.start({
+    executable: process.execPath,
+    args: [script],
+    cwd,
+    env: { PATH: process.env.PATH ?? "" },
+    settleOutput,
+    killMs: 500,
+  });
+  assert.ok(r.ok, r.ok ? "" : r.error.message);
+  return r.value;
+}
+
+/** What the host saw, in order, until the runner exited. */
+async function observe(handle: RunnerHandle): Promise<{ order: string[]; at: Record<string, number> }> {
+  const order: string[] = [];
+  const at: Record<string, number> = {};
+  const t0 = performance.now();
+  handle.onStdout((c) => {
+    order.push(`stdout:${c.toString()}`);
+    at.stdout = performance.now() - t0;
+  });
+  handle.onFrame((f: Frame) => {
+    order.push(`frame:${String(f.type)}`);
+    at[String(f.type)] = performance.now() - t0;
+  });
+  await new Promise<void>((resolve) => handle.onExit(() => resolve()));
+  return { order, at };
+}
+
+describe("output before the frames after it", () => {
+  test("a frame naming output not yet read waits for it, and the frames behind it wait too", async () => {
+    const h = await start(scripted([{ type: "done", id: "r", out: [5, 0] }, { type: "ready" }], "late\n", 40));
+    const { order } = await observe(h);
+    assert.deepEqual(order, ["stdout:late\n", "frame:done", "frame:ready"]);
+  });
+
+  test("a frame without `out`, or whose output has arrived, is not held", async () => {
+    const h = await start(
+      scripted(
+        [
+          { type: "started", id: "r" },
+          { type: "done", id: "r", out: [0, 0] },
+        ],
+        "x\n",
+        60,
+      ),
+    );
+    const { order, at } = await observe(h);
+    assert.deepEqual(order, ["frame:started", "frame:done", "stdout:x\n"]);
+    assert.ok(at.done! < at.stdout!);
+  });
+
+  test("output that never comes holds the frame for OUTPUT_WAIT_MS at most", async () => {
+    const h = await start(scripted([{ type: "done", id: "r", out: [1000, 0] }], "short\n", 2000));
+    const t0 = performance.now();
+    let doneAt = 0;
+    h.onFrame(() => (doneAt = performance.now() - t0));
+    await new Promise((r) => setTimeout(r, OUTPUT_WAIT_MS + 300));
+    assert.ok(doneAt >= OUTPUT_WAIT_MS - 20 && doneAt < OUTPUT_WAIT_MS + 250, `done after ${doneAt.toFixed(0)} ms`);
+    h.signalGroup("SIGKILL");
+  });
+
+  test("the JS runner's display and done say how many bytes it wrote before them", async () => {
+    const d = await startJs({ cwd });
+    try {
+      const r = await runCell(
+        d,
+        "console.log('out')\nprocess.stderr.write('e\u00e9')\ndisplay('shown')\nprint('after')",
+      );
+      assert.equal(r.stdout, "out\nafter\n");
+      const display = r.displays[0]!;
+      assert.deepEqual(display.out, [4, 3], "written before the display: 'out\\n' and 'e\u00e9' (3 bytes)");
+      assert.deepEqual(r.done.out, [10, 3]);
+    } finally {
+      await d.close();
+    }
+  });
+});
