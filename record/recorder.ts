@@ -3,10 +3,10 @@
 // them; the trace (actors created, events delivered, snapshots, timers armed) is reduced by record/trace.ts. Both
 // are queued as they happen (snapshots and events are immutable) and encoded once no tool result is pending
 // (lib/after-results.ts: after Pi has the result, or after a bounded wait), in slices that let the event loop read
-// what arrived in between (a runner's next frame, a nested call's next request), then written asynchronously, one write in flight, at explicit file
-// positions: on exit whatever is queued or still in flight is written synchronously (rewriting an in-flight range
-// at its position is idempotent), so logs stay complete and ordered. A failing disk disables the recorder; it
-// never disturbs the supervisor.
+// what arrived in between (a runner's next frame, a nested call's next request), then written asynchronously, one
+// write in flight, at explicit file positions: on exit whatever is queued or still in flight is written
+// synchronously (rewriting an in-flight range at its position is idempotent), so logs stay complete and ordered. A
+// failing disk disables the recorder; it never disturbs the supervisor.
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, write, writeSync } from "node:fs";
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
