@@ -16,7 +16,8 @@ export interface RunnerSpec {
   cwd: string;
   env: NodeJS.ProcessEnv;
   /** Decode control frames one event-loop turn after they arrive, and hold a frame whose `out` names output not
-   * read yet: for a runner whose blocking writes put its output in the pipes before each frame (docs/protocol-js.md). */
+   * read yet: for a runner whose blocking writes put its output in the pipes before each frame
+   * (docs/protocol-js.md). */
   settleOutput?: boolean;
   /** What the runner leaves behind when it exits gets SIGTERM, then SIGKILL after this many ms. */
   killMs: number;
