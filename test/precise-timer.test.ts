@@ -19,7 +19,7 @@ test("a timer fires once its time has passed, never before, and soon after", asy
   assert.ok(Math.min(...late) >= 0, `fired ${(-Math.min(...late)).toFixed(3)} ms early`);
   late.sort((a, b) => a - b);
   const median = late[late.length >> 1]!;
-  assert.ok(median < 1, `median lateness ${median.toFixed(3)} ms`);
+  assert.ok(median < 2, `median lateness ${median.toFixed(3)} ms`);
 });
 
 test("a cleared timer never fires, in either phase of its wait", async () => {
