@@ -76,6 +76,8 @@ function expire(): void {
 }
 
 function drain(): void {
+  // Nothing pending: whatever waited has its turn now, and the next pending result gets its own bounded wait.
+  if (pending === 0) overdue = false;
   if (timer) clearTimeout(timer);
   timer = undefined;
   if (immediate) clearImmediate(immediate);
