@@ -35,7 +35,7 @@ export function holdResult(): () => void {
 export function afterResults(task: Task): void {
   tasks.push(task);
   if (pending === 0 || overdue) schedule();
-  else timer ??= setTimeout(expire, MAX_DEFER_MS).unref();
+  else armTimer();
 }
 
 /** A promise that settles when deferred work would run (for async work: `await whenResultsDone()`). */
@@ -64,9 +64,14 @@ function schedule(): void {
   immediate ??= setImmediate(() => {
     immediate = undefined;
     // A result became pending meanwhile: its release schedules again, and the wait stays bounded.
-    if (pending > 0 && !overdue) return void (timer ??= setTimeout(expire, MAX_DEFER_MS).unref());
+    if (pending > 0 && !overdue) return armTimer();
     drain();
   });
+}
+
+/** The bound on the wait: it does not keep the process alive (Pi's exit is not held up by deferred work). */
+function armTimer(): void {
+  timer ??= setTimeout(expire, MAX_DEFER_MS).unref();
 }
 
 function expire(): void {
@@ -93,5 +98,5 @@ function drain(): void {
   }
   if (tasks.length === 0) overdue = false;
   else if (overdue || pending === 0) schedule();
-  else timer ??= setTimeout(expire, MAX_DEFER_MS).unref();
+  else armTimer();
 }

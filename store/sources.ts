@@ -72,8 +72,7 @@ export function knownSourceId(code: string, root = sourceRoot()): string | undef
  * one this process saved before costs one asynchronous lstat (no temp file, no directory check), and is saved
  * again when it was removed meanwhile. */
 export async function saveSource(code: string, root = sourceRoot()): Promise<string> {
-  const bytes = Buffer.from(code, "utf8");
-  const sourceId = sha256Hex(bytes).slice(0, 12);
+  const sourceId = sourceIdOf(code);
   const path = join(root, `${sourceId}.py`);
   if (known.has(path)) {
     const st = await lstat(path).catch(() => undefined);
@@ -81,6 +80,7 @@ export async function saveSource(code: string, root = sourceRoot()): Promise<str
     known.delete(path);
     checkedDirs.delete(root);
   }
+  const bytes = Buffer.from(code, "utf8");
   if (!checkedDirs.has(root)) {
     await ensurePrivateDir(root);
     checkedDirs.add(root);

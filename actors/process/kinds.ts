@@ -69,8 +69,8 @@ export function pythonKind(deps: KindDeps): RunnerKind {
 /** `runtime-js/runner.js` under the Node that runs Pi (docs/protocol-js.md), on this machine or in the sandbox
  * (the remote backend ships a Python runtime only). The interrupt is a frame: a signal handler runs no sooner than
  * a frame is read, and user code can neither catch nor ignore a frame. Frames wait for the output they say was
- * written before them (`settleOutput`, the frames' `out`), which is how the runner's output precedes its `done`. Of the resource limits, `memoryMiB`
- * becomes V8's heap limit (Node cannot set rlimits on itself); `outputMiB` is the runner actor's, as for Python. */
+ * written before them (`settleOutput`, the frames' `out`), which is how the runner's output precedes its `done`.
+ * Of the resource limits, `memoryMiB` becomes V8's heap limit (Node cannot set rlimits on itself); `outputMiB` is the runner actor's, as for Python. */
 export function jsKind(deps: Pick<KindDeps, "env">): RunnerKind {
   return {
     async start(input, limits, backend) {

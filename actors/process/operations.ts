@@ -187,7 +187,7 @@ function wrap(
   };
   const emit = (f: Frame) => listeners.frame.forEach((fn) => fn(f));
   // settleOutput: a frame that says how much output its runner wrote before it (`out`, the JS runner's display and
-  // done) waits until that much has arrived, and the frames after it wait behind it (output.ts: frame order).
+  // done) waits until that much has arrived, and the frames after it wait behind it (output-order.ts).
   const held = settleOutput ? new OutputOrder(emit) : undefined;
   const decoder = new FrameDecoder(held ? (f) => held.frame(f) : emit, (m) =>
     listeners.protocol.forEach((fn) => fn(m)),
