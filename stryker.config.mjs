@@ -56,7 +56,7 @@ export const GROUPS = {
     ],
   },
   output: {
-    mutate: ["actors/process/output.ts"],
+    mutate: ["lib/run-output.ts"],
     tests: ["test/output.test.ts", "test/preview.test.ts"],
   },
   artifacts: {

@@ -1,6 +1,7 @@
 // Per-run overhead of a warm session locally, in the sandbox and over ssh on loopback (an established master
 // connection), session start over ssh, and output throughput. Starts its own sshd (test/helpers/sshd.ts); needs root
 // for that. Usage: node bench/backends.ts [runs=200]
+import "../test/helpers/agent-dir.ts";
 import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -8,7 +9,7 @@ import { SupervisorHost } from "../host/host.ts";
 import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
 import { remoteOperations } from "../actors/process/remote.ts";
 import { sandboxOperations } from "../actors/process/sandbox.ts";
-import { RUNNER_PATH } from "../actors/process/runner.ts";
+import { RUNNER_PATH } from "../actors/runner/runner.ts";
 import { startSshd } from "../test/helpers/sshd.ts";
 
 const N = Number(process.argv[2] ?? 200);

@@ -2,6 +2,7 @@
 // `source scripts/env.sh && node bench/calls.ts [--quick]`. Python times each `await tool(...)` itself
 // (time.perf_counter), so a figure is the whole round trip: runner frame, runner fact, the run spawning a tool-call
 // actor, the dispatch lifecycle, the answer frame. Printed beside the raw Node<->Python pipe echo of the same run.
+import "../test/helpers/agent-dir.ts";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";

@@ -3,13 +3,14 @@
 // - creating a runner's cgroup and moving a process into it, and removing it;
 // - a fresh run's result latency (`1`, spare runner claimed) with cgroup tracking and with session tracking,
 //   and the time until the run's leftovers (a `process_group=0` child) are gone after its result.
+import "../test/helpers/agent-dir.ts";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { SupervisorHost } from "../host/host.ts";
-import { CONTAINMENT_ENV, contain, containmentMode, scanSessions } from "../actors/process/containment.ts";
+import { CONTAINMENT_ENV, contain, containmentMode, scanSessions } from "../actors/registry/containment.ts";
 import { line } from "./run.ts";
 import { pidAlive } from "../test/helpers/procs.ts";
 

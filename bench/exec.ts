@@ -10,7 +10,7 @@ import { spans } from "./pi-spans.ts";
 import { echoTimes, line } from "./run.ts";
 
 /** Spawn to `close` (exit and both pipes drained) of `bash -c true`, as exec_command must wait for. */
-async function bareBash(): Promise<number> {
+export async function bareBash(): Promise<number> {
   const t0 = performance.now();
   await new Promise<void>((resolve, reject) => {
     const p = spawn("/bin/bash", ["-c", "true"], { stdio: ["pipe", "pipe", "pipe"], detached: true });

@@ -1,6 +1,7 @@
 // JavaScript cells (issue 15), run on demand: `source scripts/env.sh && node bench/js.ts [--quick]`. The first cell
 // of a session (the runtime's start) beside a bare `node -e 0` spawn of the same Node in the same run, and a warm
 // trivial cell, both through the supervisor host; the warm figure through Pi's `eval` tool is in bench/pi.ts.
+import "../test/helpers/agent-dir.ts";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -2,6 +2,7 @@
 // 1. Host memory over many runs (children pruned, buffers released): heap and RSS after warm-up vs after N runs.
 // 2. An idle session's cost: the Python process's RSS, and what one more idle session adds to the host's heap.
 // 3. 64 live sessions: all responsive, warm-run latency with the others idle.
+import "../test/helpers/agent-dir.ts";
 import { readFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

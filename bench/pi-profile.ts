@@ -1,5 +1,5 @@
 // One Pi case under the CPU profiler, on demand: `node --cpu-prof --cpu-prof-dir=/tmp/prof bench/pi-profile.ts
-// [session|fresh|mib|interrupt|nested] [n] [gap ms]`. Times each call as bench/pi.ts does (journal and event log on, in
+// [session|fresh|mib|interrupt|python|evalpy|evaljs|exec|nested] [n] [gap ms]`. Times each call as bench/pi.ts does (journal and event log on, in
 // scratch places) and prints the p50, so a profile and its figure come from the same run. `interrupt` prints the
 // overrun past its 1 s timeout; `nested` makes n nested calls of a no-op Pi tool from one run, timed in Python. Each
 // case also prints Node's CPU time per call (the whole process: Pi, the extension, the supervisor, the recorder).
@@ -22,6 +22,7 @@ const n = Number(count);
 const scratch = mkdtempSync(join(tmpdir(), "pcs-bench-prof-"));
 process.env.PI_CODE_EXECUTION_JOURNAL ??= join(scratch, "journal.sqlite");
 process.env.PI_CODE_EXECUTION_LOG_DIR ??= join(scratch, "logs");
+process.env.PI_CODE_EXECUTION_TOOLS ??= "code_execution,python,eval,exec";
 
 const pi = await startPi({ extensionPaths: [resolve(import.meta.dirname, "..")], extensionFactories: [noopExtension] });
 // PCS_PROFILE_SPANS=file: each call's span on the profiler's clock (monotonic microseconds), to keep only the samples
@@ -43,11 +44,18 @@ try {
       "ts = sorted(ts[20:])",
       "print(json.dumps([len(ts), ts[len(ts) // 2], ts[len(ts) * 9 // 10]]))",
     ].join("\n");
-  const cases: Record<string, Record<string, unknown>> = {
-    session: { code: "x = 1", session: "p" },
-    fresh: { code: "pass" },
-    mib: { code: "import sys\nsys.stdout.buffer.write(b'x' * (1 << 20))\nsys.stdout.flush()", session: "p" },
-    interrupt: { code: "while True: pass", session: "p", timeout: 1 },
+  const cases: Record<string, [string, Record<string, unknown>]> = {
+    session: ["code_execution", { code: "x = 1", session: "p" }],
+    fresh: ["code_execution", { code: "pass" }],
+    mib: [
+      "code_execution",
+      { code: "import sys\nsys.stdout.buffer.write(b'x' * (1 << 20))\nsys.stdout.flush()", session: "p" },
+    ],
+    interrupt: ["code_execution", { code: "while True: pass", session: "p", timeout: 1 }],
+    python: ["python", { cells: [{ code: "x = 1" }] }],
+    evalpy: ["eval", { cells: [{ language: "py", code: "x = 1" }] }],
+    evaljs: ["eval", { cells: [{ language: "js", code: "x = 1" }] }],
+    exec: ["exec_command", { cmd: "true" }],
   };
   if (kind === "nested") {
     await spans(pi, [["code_execution", { code: nested(50), session: "p" }]]);
@@ -60,17 +68,17 @@ try {
       `nested n=${count} p50 ${p50!.toFixed(3)} ms p90 ${p90!.toFixed(3)} ms (timed in Python); Node CPU ${cpu.toFixed(3)} ms a call`,
     );
   } else {
-    const args = cases[kind];
-    if (!args) throw new Error(`unknown case ${kind}; one of ${[...Object.keys(cases), "nested"].join(", ")}`);
+    const call = cases[kind];
+    if (!call) throw new Error(`unknown case ${kind}; one of ${[...Object.keys(cases), "nested"].join(", ")}`);
     const warm = kind === "interrupt" ? 2 : 20;
     await spans(
       pi,
-      Array.from({ length: warm }, () => ["code_execution", args] as [string, Record<string, unknown>]),
+      Array.from({ length: warm }, () => call),
     );
     const cpu0 = process.cpuUsage();
     const run = await spans(
       pi,
-      Array.from({ length: n }, () => ["code_execution", args] as [string, Record<string, unknown>]),
+      Array.from({ length: n }, () => call),
       gapMs,
     );
     const cpu = cpuMs(cpu0) / n;

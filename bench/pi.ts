@@ -4,6 +4,9 @@
 // baselines measured in the same run (a Pi tool that does nothing, a bare interpreter start with the runner's flags,
 // a pipe round trip to an idle Python process). Other benches' Pi cases join the same session with `--with exec` (bench/exec.ts),
 // `--with notebook` (bench/pi-notebook.ts) and `--with js` (bench/pi-js.ts); all use one harness, bench/pi-spans.ts.
+// `--peer DIR` (repeatable) loads another Pi extension by its manifest, each in a Pi session of its own, and measures
+// the same calls on it and on ours in alternating batches, printing ratios (bench/pi-peers.ts; `--only-peers` skips
+// the figures above and keeps the baselines).
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -13,14 +16,25 @@ import { bareStart } from "../test/helpers/procs.ts";
 import { noopExtension, spans } from "./pi-spans.ts";
 import { validateInterpreter } from "../actors/interpreter/interpreter.ts";
 import { line, pipeEcho, stats } from "./run.ts";
+import { peerCases, peerManifest, type PeersReport } from "./pi-peers.ts";
 
 const { values: flags } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
     json: { type: "string" },
     with: { type: "string", multiple: true, default: [] },
+    peer: { type: "string", multiple: true, default: [] },
+    "only-peers": { type: "boolean", default: false },
+    "peer-rounds": { type: "string" },
   },
 });
+const peers = flags.peer ?? [];
+if (flags["only-peers"] && peers.length === 0) throw new Error("--only-peers needs at least one --peer DIR");
+// Refused before anything runs: a directory that is not a Pi package.
+for (const d of peers) peerManifest(d);
+const peerRounds = flags["peer-rounds"] === undefined ? undefined : Number(flags["peer-rounds"]);
+if (peerRounds !== undefined && !(Number.isInteger(peerRounds) && peerRounds >= 1))
+  throw new Error(`--peer-rounds must be a positive integer (got ${flags["peer-rounds"]})`);
 const quick = flags.quick;
 const N = (full: number) => (quick ? Math.max(10, Math.floor(full / 5)) : full);
 const PACKAGE_DIR = resolve(import.meta.dirname, "..");
@@ -32,6 +46,8 @@ const report: {
   baselines: Record<string, Stats>;
   figures: Record<string, Stats & { goal?: string; met?: boolean; ratios?: Record<string, number> }>;
   throughput?: Record<string, number>;
+  /** Ratios against other extensions measured in this run (`--peer`). */
+  peers?: PeersReport;
 } = { machine: {}, baselines: {}, figures: {} };
 
 const textOf = (r: ToolResultMessage) => r.content.map((c) => c.text ?? "").join("");
@@ -73,6 +89,8 @@ async function main() {
   const tools = [
     "code_execution",
     ...(flags.with ?? []).map((w) => (w === "notebook" ? "python,eval" : w === "js" ? "eval" : w)),
+    // The peers' calls need our notebook and shell tools.
+    ...(peers.length ? ["python,eval,exec"] : []),
   ];
   if (tools.length > 1) process.env.PI_CODE_EXECUTION_TOOLS ??= tools.join(",");
   report.machine = {
@@ -109,7 +127,26 @@ async function main() {
     report.baselines.noop = line("baseline: Pi no-op tool", noop.ms);
     const floor = report.baselines.noop.p50 + report.baselines.pipe.p50;
     console.log();
+    if (!flags["only-peers"]) await figures(pi, floor);
+    if (peers.length)
+      report.peers = await peerCases(pi, peers, { quick, ...(peerRounds ? { rounds: peerRounds } : {}) });
+  } finally {
+    await pi.dispose();
+  }
 
+  const missed = Object.entries(report.figures).filter(([, f]) => f.met === false);
+  if (report.throughput && report.throughput.mibPerSecondNet < 300) missed.push(["mib", report.figures.mib!]);
+  for (const [k, c] of Object.entries(report.peers?.comparisons ?? {}))
+    if (!c.met) missed.push([`peer:${k}`, c as never]);
+  console.log(`\ngoals missed: ${missed.length ? missed.map(([k]) => k).join(", ") : "none"}`);
+  const out = flags.json ?? join(scratch, "bench-pi.json");
+  writeFileSync(out, JSON.stringify(report, null, 2) + "\n");
+  console.log(`JSON: ${out}`);
+}
+
+/** This package's own figures, beside the baselines (`floor`: no-op + pipe round trip). */
+async function figures(pi: Awaited<ReturnType<typeof startPi>>, floor: number) {
+  {
     // Session runs.
     mustSucceed("session start", (await spans(pi, [code({ code: "x = 0", session: "b" })])).results);
     await spans(
@@ -242,16 +279,7 @@ async function main() {
       else if (name === "js") await (await import("./pi-js.ts")).jsCases(pi, { quick });
       else throw new Error(`--with ${name}: unknown (exec, notebook, js)`);
     }
-  } finally {
-    await pi.dispose();
   }
-
-  const missed = Object.entries(report.figures).filter(([, f]) => f.met === false);
-  if (report.throughput && report.throughput.mibPerSecondNet < 300) missed.push(["mib", report.figures.mib!]);
-  console.log(`\ngoals missed: ${missed.length ? missed.map(([k]) => k).join(", ") : "none"}`);
-  const out = flags.json ?? join(scratch, "bench-pi.json");
-  writeFileSync(out, JSON.stringify(report, null, 2) + "\n");
-  console.log(`JSON: ${out}`);
 }
 
 await main();

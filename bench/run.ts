@@ -1,5 +1,6 @@
 // Benchmarks, run on demand (not in CI): `bash bench/run.sh [--quick]`.
 // Each figure is printed beside a physical baseline measured in the same run, as a ratio.
+import "../test/helpers/agent-dir.ts";
 import { spawn, type ChildProcessByStdio } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,5 +1,6 @@
 // The package's entry point for other extensions: what another Pi extension needs to expose its tools to
-// code_execution's Python, own their nested-call policy, or observe nested calls (README.md, "Nested tool calls").
+// code_execution's Python, own their nested-call policy, or observe nested calls (docs/code-execution.md, "Calling
+// Pi tools from Python").
 // Its package subpath is `pi-code-supervisor/host`, a name kept so existing imports go on working; everywhere else
 // "host" means the supervisor host (host/).
 //

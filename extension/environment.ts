@@ -31,6 +31,8 @@ export class CodeEnvironment {
     this.pi = pi;
     this.env = env;
     this.interpreter = new InterpreterResolver({
+      // Probes run on this Pi session's backend (a sandbox's or a remote's interpreter is checked there).
+      ops: () => this.operations(),
       env,
       venv: () => this.settings().values.venvDiscovery,
       flag: () => this.flag(),
@@ -42,9 +44,10 @@ export class CodeEnvironment {
     return this.stringFlag(PYTHON_FLAG);
   }
 
-  /** The settings in force (read for Pi's working directory once a session started, else the process's). */
+  /** The settings in force (read for Pi's working directory once a session started, else the process's, whose
+   * project files are not read: Pi has not said yet whether it trusts them). */
   settings(): ResolvedSettings {
-    this.store ??= this.newStore(process.cwd());
+    this.store ??= this.newStore(process.cwd(), false);
     return this.store.get();
   }
 
@@ -53,12 +56,13 @@ export class CodeEnvironment {
     return () => this.listeners.delete(fn);
   }
 
-  /** Pi's session started in `cwd`: settings are read for it and both files are watched. */
-  async start(cwd: string): Promise<void> {
+  /** Pi's session started in `cwd`: settings are read for it (its project files only when `trusted`, Pi's
+   * `ctx.isProjectTrusted()`) and the files are watched. */
+  async start(cwd: string, trusted: boolean): Promise<void> {
     this.cwd = cwd;
     const before = this.store?.get();
     await this.store?.close();
-    this.store = this.newStore(cwd);
+    this.store = this.newStore(cwd, trusted);
     await this.store.watch();
     if (before && JSON.stringify(before.values) !== JSON.stringify(this.store.get().values))
       this.changed(this.store.get());
@@ -81,7 +85,8 @@ export class CodeEnvironment {
     }
   }
 
-  /** Where runs execute: `--ssh` and `--sandbox` over the `backend` setting. Built once per Pi session. */
+  /** Where runs execute: `--ssh` and `--sandbox` over the `backend` setting. Built once per Pi session: a settings
+   * reload never changes it (and the settings it reads come from no project file: `boundaryOf`). */
   operations(): ProcessOperations {
     if (this.ops) return this.ops;
     let sandbox = false;
@@ -153,8 +158,8 @@ export class CodeEnvironment {
     if (selected !== this.interpreter.selection) this.interpreter.select(selected);
   }
 
-  private newStore(cwd: string): SettingsStore {
-    const store = new SettingsStore(cwd, this.env);
+  private newStore(cwd: string, trusted: boolean): SettingsStore {
+    const store = new SettingsStore(cwd, this.env, { trusted });
     store.onChange((s) => this.changed(s));
     return store;
   }

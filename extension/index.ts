@@ -1,25 +1,27 @@
 // Pi entry point. Thin: creates the supervisor host lazily, registers the tools, and ties the host's life to Pi's
 // session, so every Python process ends at session_shutdown (quit, reload, new, resume, fork).
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { getAgentDir, type ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { useAgentDir } from "../store/agent-dir.ts";
 import { Observability, type HostOptions, type ObservabilitySettings, type SupervisorHost } from "../host/index.ts";
-import { registerCodeExecutionTool } from "./tools/code-execution.ts";
-import { registerOutputTool } from "./tools/output.ts";
-import { registerSourceTool } from "./tools/source.ts";
-import { registerContextHook } from "./context.ts";
-import { registerExposedToolsMessage } from "./exposed-tools.ts";
+import { registerCodeExecutionTool } from "./code-execution/code-execution-tool.ts";
+import { registerOutputTool } from "./code-execution/output-tool.ts";
+import { registerSourceTool } from "./code-execution/source-tool.ts";
+import { registerContextHook } from "./code-execution/context-hook.ts";
+import { registerExposedToolsMessage } from "./code-execution/exposed-tools.ts";
 import { JournalLink, type JournalSettings } from "./journal.ts";
 import { registerInspect } from "./commands/inspect.ts";
 import { CodeEnvironment } from "./environment.ts";
 import { registerLifecycle } from "./lifecycle.ts";
-import { SessionStatus } from "./status.ts";
+import { SessionStatus } from "./session-status.ts";
+import { Footer } from "./footer.ts";
 import { CODE_TOOLS_FLAG, chooseSurfaces, Surfaces } from "./surfaces.ts";
-import { registerSetInterpreterTool } from "./tools/set-interpreter.ts";
-import { registerPythonTool } from "./tools/python.ts";
-import { registerPythonCommands } from "./commands/python.ts";
-import { registerEvalTool } from "./tools/eval.ts";
-import { pythonBackend } from "./eval/python.ts";
-import { jsBackend } from "./eval/js.ts";
-import { registerExec } from "./exec/register.ts";
+import { registerSetInterpreterTool } from "./python/set-interpreter-tool.ts";
+import { registerPythonTool } from "./python/python-tool.ts";
+import { registerPythonCommands } from "./python/commands.ts";
+import { registerEvalTool } from "./eval/eval-tool.ts";
+import { pythonBackend } from "./eval/python-backend.ts";
+import { jsBackend } from "./eval/js-backend.ts";
+import { registerExec } from "./shell/register.ts";
 import { runDeferred } from "../lib/after-results.ts";
 
 export interface CodeExecutionOptions {
@@ -32,10 +34,13 @@ export interface CodeExecutionOptions {
 
 export function createCodeExecutionExtension(options: CodeExecutionOptions = {}) {
   return function codeExecution(pi: ExtensionAPI): void {
+    useAgentDir(getAgentDir); // Where every file we keep lives, as Pi names it (store/agent-dir.ts).
     let host: SupervisorHost | undefined;
     // Settings (files + environment, hot-reloaded) and the interpreter selection: extension/environment.ts.
     const environment = new CodeEnvironment(pi);
-    const status = new SessionStatus();
+    // One footer item for the code sessions, shells, backend and inspector (extension/footer.ts).
+    const footer = new Footer();
+    const status = new SessionStatus(footer, () => environment.settings().values.notebookSession);
     const journalPath = environment.settings().values.journal;
     const journal = new JournalLink({ ...(journalPath ? { path: journalPath } : {}), ...options.journal });
     const observability = new Observability(options.observability);
@@ -90,8 +95,9 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
           environment,
           journal,
           backends: { py: pythonBackend({ getHost, environment }), js: jsBackend({ getHost, environment }) },
+          backend: () => getHost().backend(),
         }),
-      // The exec tools are always registered and enter or leave the active set (extension/exec/register.ts follows
+      // The exec tools are always registered and enter or leave the active set (extension/shell/register.ts follows
       // `surfaces.isActive("exec")`).
       exec: () => {},
     });
@@ -143,8 +149,15 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
     });
     registerContextHook(pi);
     registerExposedToolsMessage(pi);
-    registerInspect(pi, observability, getHost);
-    registerExec(pi, { getHost, peekHost: () => host, journal, environment, enabled: () => surfaces.isActive("exec") });
+    registerInspect(pi, observability, getHost, footer);
+    registerExec(pi, {
+      getHost,
+      peekHost: () => host,
+      journal,
+      environment,
+      footer,
+      enabled: () => surfaces.isActive("exec"),
+    });
 
     pi.on("session_shutdown", async () => {
       const h = host;

@@ -6,7 +6,7 @@ import type { SupervisorHost } from "../host/index.ts";
 import { registerCodeStatusCommand, type StatusPlaces, type SurfaceReport } from "./commands/code-status.ts";
 import { registerSessionCommands } from "./commands/code-sessions.ts";
 import { PYTHON_FLAG, SANDBOX_FLAG, SSH_FLAG, type CodeEnvironment } from "./environment.ts";
-import type { SessionStatus } from "./status.ts";
+import type { SessionStatus } from "./session-status.ts";
 import { savesLanded } from "../store/artifact-saves.ts";
 
 export interface LifecycleLinks {
@@ -22,6 +22,25 @@ export interface LifecycleLinks {
   places?: () => StatusPlaces;
   /** Opens the live inspector (the `inspector.autoStart` setting; `--code-inspect` does the same). */
   startInspector?: (ctx: ExtensionContext, port: number) => Promise<void>;
+}
+
+/** Pi's trust decision for the session's project; a Pi without it (or failing to say) counts as untrusted. */
+export function projectTrusted(ctx: ExtensionContext): boolean {
+  try {
+    return typeof ctx.isProjectTrusted === "function" && ctx.isProjectTrusted() === true;
+  } catch {
+    return false;
+  }
+}
+
+/** Start-up warnings in Pi's UI (one notice), or on stderr where Pi has no UI (print and JSON modes). */
+function sayAtStart(ctx: ExtensionContext, warnings: string[]): void {
+  const text =
+    warnings.length === 1
+      ? `pi-code-supervisor: ${warnings[0]}`
+      : ["pi-code-supervisor:", ...warnings.map((w) => `- ${w}`)].join("\n");
+  if (ctx.hasUI) ctx.ui.notify(text, "warning");
+  else process.stderr.write(`${text}\n`);
 }
 
 export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void {
@@ -41,7 +60,7 @@ export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void
     description: "Run code_execution on user@host[:remote-cwd] over your OpenSSH client (settings `remote.*`)",
   });
   registerCodeStatusCommand(pi, environment, peekHost, links.places, links.surfaces?.report);
-  registerSessionCommands(pi, links.getHost, peekHost);
+  registerSessionCommands(pi, links.getHost, peekHost, () => environment.settings().values.notebookSession);
 
   let timeouts = JSON.stringify(environment.timeouts());
   environment.onChange(() => {
@@ -52,9 +71,17 @@ export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void
     links.reregisterTool(next);
   });
 
+  // Unknown names (a surface, a setting key, a backend) are said once at start-up, each with the closest known name:
+  // a typo such as `--code-tools pyhton` would otherwise leave Pi without code tools until /code-status.
+  const said = new Set<string>();
   pi.on("session_start", async (_event, ctx) => {
-    await environment.start(ctx.cwd);
+    await environment.start(ctx.cwd, projectTrusted(ctx));
     links.surfaces?.choose();
+    const fresh = [...(links.surfaces?.report().warnings ?? []), ...environment.settings().unknown].filter(
+      (w) => !said.has(w),
+    );
+    for (const w of fresh) said.add(w);
+    if (fresh.length) sayAtStart(ctx, fresh);
     environment.restoreSelection(ctx);
     status.setUI(ctx);
     status.update(peekHost());

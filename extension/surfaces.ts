@@ -3,6 +3,7 @@
 // `python_set_interpreter` comes with code_execution or python. All surfaces share one supervisor per Pi session.
 // Pi cannot unregister a tool: one that is no longer chosen is registered again hidden.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { didYouMean } from "../lib/closest.ts";
 import { SURFACES, type ResolvedSettings } from "../store/settings.ts";
 
 export { SURFACES };
@@ -13,7 +14,8 @@ export interface SurfaceChoice {
   active: SurfaceName[];
   /** Where the list came from: the flag, or the setting's source. */
   from: string;
-  /** Names that are no surface, and surfaces this version does not have: warnings in /code-status. */
+  /** Names that are no surface, and surfaces this version does not have: warnings in /code-status, and said once at
+   * start-up (extension/lifecycle.ts). */
   warnings: string[];
 }
 
@@ -42,7 +44,9 @@ export function chooseSurfaces(
     if (!(SURFACES as readonly string[]).includes(name)) {
       // Names from the settings are warned about where the settings are read (store/settings.ts).
       if (flag !== undefined)
-        warnings.push(`tools (${from}): "${name}" is not a surface (known: ${SURFACES.join(", ")}); ignored`);
+        warnings.push(
+          `tools (${from}): "${name}" is not a surface (known: ${SURFACES.join(", ")}); ignored${didYouMean(name, SURFACES)}`,
+        );
     } else if (!available.has(name as SurfaceName)) {
       warnings.push(`tools (${from}): the "${name}" surface is not available in this version; ignored`);
     } else if (!active.includes(name as SurfaceName)) active.push(name as SurfaceName);

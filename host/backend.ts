@@ -1,9 +1,11 @@
 // Where a host's runners start: one backend (this machine, a bubblewrap sandbox, or a remote transport) for the
 // host's whole life, chosen from the settings and Pi's `--ssh`/`--sandbox` flags (actors/process/backends.ts).
-import type { BackendSettings } from "../actors/process/backend-settings.ts";
+import type { BackendSettings } from "../lib/setting-types.ts";
 import { failingOperations, operationsFor, parseSshFlag } from "../actors/process/backends.ts";
 import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
-import { defaultEnvRoot, defaultSessionRoot } from "../actors/deps/install-targets.ts";
+import { defaultSessionRoot } from "../actors/deps/install-targets.ts";
+import { join } from "node:path";
+import { agentDir } from "../store/agent-dir.ts";
 import { loadSettings } from "../store/settings.ts";
 
 export interface BackendChoice {
@@ -16,6 +18,11 @@ export interface BackendChoice {
   sandbox?: boolean;
   /** Where PEP 723 environments and session packages go (a sandboxed runner must read them). */
   packages?: { envRoot?: string; sessionRoot?: string };
+}
+
+/** Where fresh runs' dependency environments are cached: in Pi's agent directory (store/agent-dir.ts). */
+export function defaultEnvRoot(): string {
+  return join(agentDir(), "pi-code-execution", "envs");
 }
 
 /** The backend for these settings and flags: `--ssh` over `--sandbox` over the `backend` setting. A malformed

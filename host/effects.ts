@@ -4,10 +4,10 @@
 import { createHash } from "node:crypto";
 import type { AnyActorLogic } from "xstate";
 import type { BoundaryActors } from "../machines/system.ts";
-import { createRunnerLogic } from "../actors/process/runner.ts";
+import { createRunnerLogic } from "../actors/runner/runner.ts";
 import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
-import type { Channel } from "../actors/process/output.ts";
-import { watchModules } from "../actors/process/module-watch.ts";
+import type { Channel } from "../lib/run-output.ts";
+import { watchModules } from "../actors/runner/module-watch.ts";
 import {
   knownInterpreter,
   runnerEnv,
@@ -17,11 +17,12 @@ import {
 import { createInstallLogic, type InstallProgress } from "../actors/deps/dependencies.ts";
 import { createDispatchLogic } from "../actors/calls/dispatch.ts";
 import type { RunTools } from "../actors/calls/contract.ts";
-import { createPrepareLogic } from "../actors/prepare/prepare.ts";
+import { createPrepareLogic, prepareAtDoor, type PrepareDeps } from "../actors/prepare/prepare.ts";
 import type { Result } from "../lib/result.ts";
-import type { RunShown } from "../actors/process/display-frames.ts";
+import type { RunShown } from "../actors/runner/display-frames.ts";
 import { withPlotBackend } from "./run-extras.ts";
-import type { ResourceLimits } from "../actors/process/backend-settings.ts";
+import { defaultEnvRoot } from "./backend.ts";
+import type { ResourceLimits } from "../lib/setting-types.ts";
 
 export interface EffectOptions {
   ops?: ProcessOperations;
@@ -46,14 +47,34 @@ export interface EffectOptions {
   tools: (runId: string) => RunTools | undefined;
   /** Things a user should know that no single run reports. */
   warn: (warning: string) => void;
+  /** Runner starts in flight, so shutdown can wait for them and stop what they started. */
+  starts?: Set<Promise<unknown>>;
 }
 
-export function hostEffects(o: EffectOptions): { runner: AnyActorLogic; boundary: BoundaryActors } {
+/** `ops` whose runner starts are added to `starts` until they settle. */
+function trackingStarts(ops: ProcessOperations, starts: Set<Promise<unknown>>): ProcessOperations {
+  const tracked: ProcessOperations = Object.create(ops);
+  tracked.start = (spec) => {
+    const p = ops.start(spec);
+    starts.add(p);
+    void p.finally(() => starts.delete(p));
+    return p;
+  };
+  return tracked;
+}
+
+export function hostEffects(o: EffectOptions): {
+  runner: AnyActorLogic;
+  boundary: BoundaryActors;
+  /** Settles a request at once when nothing needs waiting for (actors/prepare/ `prepareAtDoor`). */
+  prepareAtDoor: (request: Parameters<typeof prepareAtDoor>[1]) => ReturnType<typeof prepareAtDoor>;
+} {
+  const ops = o.ops ?? localOperations;
   const runner = createRunnerLogic({
-    ops: o.ops ?? localOperations,
+    ops: o.starts ? trackingStarts(ops, o.starts) : ops,
     ...(o.resourceLimits ? { resourceLimits: o.resourceLimits } : {}),
     python: o.python ?? ((cwd) => o.interpreter.resolve(cwd)),
-    env: (input) => withPlotBackend(envFor(o.env(), input.python, o.warn)),
+    env: (input) => withPlotBackend(envFor(o.env(), input.python, o.warn, o.ops ?? localOperations)),
     watchModules: (cwd) => ((o.moduleReload?.() ?? true) ? watchModules(cwd) : undefined),
     output: o.output,
     shown: o.shown,
@@ -72,15 +93,29 @@ export function hostEffects(o: EffectOptions): { runner: AnyActorLogic; boundary
     progress: o.progress,
     ...(o.ops ? { backend: () => o.ops! } : {}),
     ...o.packages,
+    // Read at each install, so a host that never installs never needs Pi's agent directory.
+    get envRoot() {
+      return o.packages?.envRoot ?? defaultEnvRoot();
+    },
   });
   const dispatch = createDispatchLogic({ toolsFor: o.tools, now: o.now });
-  const prepare = createPrepareLogic({
-    ...(o.python ? {} : { interpreter: (cwd: string) => o.interpreter.resolve(cwd) }),
+  const prepareDeps: PrepareDeps = {
+    ...(o.python
+      ? {}
+      : {
+          interpreter: (cwd: string) => o.interpreter.resolveForRun(cwd),
+          interpreterNow: (cwd: string) => o.interpreter.resolvedNow(cwd),
+        }),
     spareKey: (python, cwd) =>
       o.spareRunners() ? spareKey(o.env(), python, cwd, o.resourceLimits?.() ?? {}) : undefined,
     now: o.now,
-  });
-  return { runner, boundary: { install, dispatch, prepare } };
+  };
+  const prepare = createPrepareLogic(prepareDeps);
+  return {
+    runner,
+    boundary: { install, dispatch, prepare },
+    prepareAtDoor: (request) => prepareAtDoor(prepareDeps, request),
+  };
 }
 
 /** What a spare runner must share with a fresh run to serve it: resource limits, interpreter, cwd and the whole
@@ -102,8 +137,13 @@ function spareKey(env: NodeJS.ProcessEnv, python: string | undefined, cwd: strin
 
 /** The runner's environment: a PYTHONPATH built for another interpreter is left out (and said so), and a virtual
  * environment's interpreter gets its bin/ first on PATH. */
-function envFor(base: NodeJS.ProcessEnv, python: string | undefined, warn: (w: string) => void): NodeJS.ProcessEnv {
-  const info = python ? knownInterpreter(python) : undefined;
+function envFor(
+  base: NodeJS.ProcessEnv,
+  python: string | undefined,
+  warn: (w: string) => void,
+  ops: ProcessOperations,
+): NodeJS.ProcessEnv {
+  const info = python ? knownInterpreter(python, ops) : undefined;
   if (!info) return base;
   const { env, dropped } = runnerEnv(base, info);
   if (dropped) {

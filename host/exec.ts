@@ -5,18 +5,24 @@
 import { statSync } from "node:fs";
 import type { Actor, AnyActorRef } from "xstate";
 import { fail, ok, type Result } from "../lib/result.ts";
-import { EXEC_POOL_ID, type ExecCommand, type ExecEmitted, type ExecRecord } from "../machines/exec-pool.ts";
+import {
+  EXEC_POOL_ID,
+  poolRecords,
+  type ExecCommand,
+  type ExecEmitted,
+  type ExecRecord,
+} from "../machines/exec-pool.ts";
 import type { ExecSupervisorCommand } from "../machines/supervisor.ts";
 import type { SupervisorLogic } from "../machines/system.ts";
 import type { OnExit, WakeNotice } from "../machines/exec-wake-entry.ts";
 import { createShellLogic } from "../actors/shell/shell-actor.ts";
 import { ExecLogs, type LogQuota } from "../actors/shell/logs.ts";
-import { localShellOperations, type ShellOperations } from "../actors/shell/operations.ts";
-import { loadPty } from "../actors/shell/pty.ts";
+import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
+import { loadPty } from "../actors/process/pty.ts";
 import { resolveShell } from "../actors/shell/shell-path.ts";
 import { SessionIO } from "../actors/shell/session-io.ts";
 import { answeredAfter, settleTurn, waitOn, type WaitOutcome } from "../actors/shell/waits.ts";
-import { liveGroups, stopGroup } from "../actors/process/registry.ts";
+import { liveGroups, stopGroup } from "../actors/registry/registry.ts";
 import { ExecEvents, type Emitted } from "./exec-events.ts";
 import {
   processReport,
@@ -29,6 +35,7 @@ import {
   type StartRequest,
   type WriteRequest,
 } from "./exec-reports.ts";
+import { wakeActorId } from "../machines/actor-ids.ts";
 
 const LIVE = new Set(["starting", "running", "held", "stopping"]);
 
@@ -36,9 +43,10 @@ export interface ExecHostOptions {
   hostId: string;
   env: () => NodeJS.ProcessEnv;
   /** Where log files go (`<agent dir>/pi-code-supervisor/exec-logs`). */
-  logDir: string;
+  logDir: string | (() => string);
   logQuota?: () => LogQuota;
-  ops?: ShellOperations;
+  /** The backend's process port (default: this machine). */
+  ops?: () => Pick<ProcessOperations, "spawn">;
   now?: () => number;
 }
 
@@ -62,7 +70,7 @@ export class ExecHost {
     this.logs = new ExecLogs(options.logDir, options.logQuota);
     this.events = new ExecEvents(this.ios, (command) => this.send(command), this.now);
     this.shellLogic = createShellLogic({
-      ops: options.ops ?? localShellOperations,
+      ops: options.ops ?? (() => localOperations),
       io: (id) => this.ios.get(id),
       env: options.env,
       hostId: options.hostId,
@@ -99,13 +107,14 @@ export class ExecHost {
     return this.pool;
   }
 
+  /** The registry: live sessions read from their own actors, exits not yet observed from the pool. */
   private records(): Record<string, ExecRecord> {
-    const snap = this.pool?.getSnapshot() as { context?: { sessions: Record<string, ExecRecord> } } | undefined;
-    return snap?.context?.sessions ?? {};
+    const snap = this.pool?.getSnapshot() as Parameters<typeof poolRecords>[0] | undefined;
+    return snap?.context ? poolRecords(snap) : {};
   }
 
   private wakeArmed(id: number): boolean {
-    const s = this.actor?.system.get(`wake:${id}`)?.getSnapshot() as
+    const s = this.actor?.system.get(wakeActorId(id))?.getSnapshot() as
       { status: string; value: unknown; context: { armed: boolean } } | undefined;
     return !!s && s.status === "active" && s.context.armed;
   }
@@ -203,7 +212,7 @@ export class ExecHost {
     if (!r || !io) return fail(unknownSession(req.id, Object.keys(this.records())));
     const began = performance.now();
     this.send({ type: "exec.observe", at: this.now(), id: req.id, callId: req.callId });
-    let writeFailure: string | undefined;
+    let writeFailure = io.takeHeldFailure();
     let answered: (() => boolean) | undefined;
     if (req.bytes && req.bytes.length > 0) {
       const cursor = io.totalBytes;
@@ -304,10 +313,11 @@ export class ExecHost {
     return { live, exited };
   }
 
-  /** Pi finalized a tool result (`tool_execution_end`). */
-  finalize(callId: string, ok: boolean): void {
-    if (!this.observers.delete(callId)) return;
+  /** Pi finalized a tool result (`tool_execution_end`). False when the call was not one of the shell tools'. */
+  finalize(callId: string, ok: boolean): boolean {
+    if (!this.observers.delete(callId)) return false;
     this.actor?.send({ type: "exec.finalize", at: this.now(), callId, ok });
+    return true;
   }
 
   agentSettled(): void {

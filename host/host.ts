@@ -3,7 +3,7 @@
 // limits, warnings) and change events out. The root actor stays inside.
 import { nanoid } from "nanoid";
 import { createActor, type Actor } from "xstate";
-import { DEFAULT_LIMITS, type Limits, type RunOutcome } from "../machines/events.ts";
+import { DEFAULT_LIMITS, type Limits, type RunOutcome, type RunStartEvent } from "../machines/events.ts";
 import type { SessionEntry } from "../machines/supervisor.ts";
 import { refusal, requestOutcome } from "../machines/run-outcome.ts";
 import { supervisorWith, type SupervisorLogic } from "../machines/system.ts";
@@ -12,21 +12,22 @@ import type { RunTools } from "../actors/calls/contract.ts";
 import { removeSessionPackages, type InstallProgress } from "../actors/deps/dependencies.ts";
 import { InterpreterResolver } from "../actors/interpreter/interpreter.ts";
 import type { BackendInfo, ProcessOperations } from "../actors/process/operations.ts";
-import { RunOutput } from "../actors/process/output.ts";
-import { liveGroups, stopGroup } from "../actors/process/registry.ts";
+import { RunOutput } from "../lib/run-output.ts";
+import { liveGroups, stopGroup } from "../actors/registry/registry.ts";
 import type { Result } from "../lib/result.ts";
 import { hostEffects } from "./effects.ts";
+import { backendHint } from "../actors/process/backend-hints.ts";
 import { defaultOperations } from "./backend.ts";
 import { withOutputHints } from "./output-hints.ts";
 import { limitsFor, plainDisplay, requestFields } from "./run-extras.ts";
-import type { RunShown } from "../actors/process/display-frames.ts";
+import type { RunShown } from "../actors/runner/display-frames.ts";
 import { sessionInfos, spareList, type SessionInfo } from "./selectors.ts";
 import { ToolSets } from "./tool-sets.ts";
 import { SessionBook } from "./session-book.ts";
 import { tapCommands } from "./system.ts";
 import { ExecHost, execLogDir } from "./exec.ts";
 import type { HostOptions, RunCallbacks, RunRequestInput, RunResult, SessionsListener } from "./requests.ts";
-import { getAgentDir } from "@earendil-works/pi-coding-agent";
+import { agentDir } from "../store/agent-dir.ts";
 import { preciseClock } from "../lib/precise-timer.ts";
 
 export type { SessionInfo } from "./selectors.ts";
@@ -66,6 +67,9 @@ export class SupervisorHost {
   readonly exec: ExecHost;
   /** Where this host's runners start: one backend for the host's whole life. */
   readonly ops: ProcessOperations;
+  private readonly prepareAtDoor: ReturnType<typeof hostEffects>["prepareAtDoor"];
+  /** Runner starts in flight: one that settles after shutdown began registers a process shutdown must stop. */
+  private readonly starts = new Set<Promise<unknown>>();
 
   constructor(options: HostOptions = {}) {
     this.options = options;
@@ -73,9 +77,10 @@ export class SupervisorHost {
     this.initialLimits = this.limits;
     this.now = options.now ?? Date.now;
     const env = options.env ?? (() => process.env);
-    this.interpreter = options.interpreter ?? new InterpreterResolver({ env });
+    // Interpreters are probed where runs start (this.ops, set below).
+    this.interpreter = options.interpreter ?? new InterpreterResolver({ env, ops: () => this.ops });
     this.ops = options.ops ?? defaultOperations(env(), options.packages);
-    const { runner, boundary } = hostEffects({
+    const { runner, boundary, prepareAtDoor } = hostEffects({
       ops: this.ops,
       ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
       env,
@@ -95,12 +100,16 @@ export class SupervisorHost {
       shown: (runId, item) => this.shown(runId, item),
       tools: (runId) => this.runs.get(runId)?.tools,
       warn: (w) => this.warnings.add(w),
+      starts: this.starts,
     });
+    this.prepareAtDoor = prepareAtDoor;
     this.exec = new ExecHost({
       hostId: this.id,
       env,
       now: this.now,
-      logDir: options.exec?.logDir ?? execLogDir(getAgentDir()),
+      logDir: options.exec?.logDir ?? (() => execLogDir(agentDir())),
+      // Shells run where runners run: the backend the user chose.
+      ops: () => this.ops,
       ...options.exec,
     });
     this.actor = createActor(supervisorWith(runner, { ...boundary, shell: this.exec.shellLogic }), {
@@ -137,6 +146,14 @@ export class SupervisorHost {
       const outcome = refusal(ref, "The code_execution supervisor has shut down.", incarnation ? { incarnation } : {});
       return Promise.resolve({ outcome, ...new RunOutput().collect() });
     }
+    if (request.chdir && this.ops.mapCwd && this.ops.mapCwd(request.chdir) === undefined) {
+      const ref = { runId, at: requestedAt, ...(request.session !== undefined ? { session: request.session } : {}) };
+      const message =
+        `${request.chdir} is outside Pi's working directory: no directory on the ${this.ops.backend.label} backend ` +
+        "maps to it (remote.cwd maps Pi's working directory and its subfolders); nothing was run.";
+      const outcome = refusal(ref, message, { hints: [backendHint("remote_cwd")] });
+      return Promise.resolve({ outcome, ...new RunOutput().collect() });
+    }
     const output = new RunOutput();
     if (callbacks.onOutput) output.onWrite(() => callbacks.onOutput!(output));
     const { tools, signal } = callbacks;
@@ -153,8 +170,9 @@ export class SupervisorHost {
     );
     const cancel = () => this.actor.send({ type: "run.cancel", at: this.now(), runId });
     signal?.addEventListener("abort", cancel, { once: true });
-    // Preparation (interpreter, PEP 723, spare key) happens in the actor system, one request at a time in call order.
-    this.actor.send({
+    // Preparation (interpreter, PEP 723, spare key) is settled here when nothing needs waiting for (the interpreter
+    // is known); otherwise it happens in the actor system, one request at a time in call order.
+    const start: RunStartEvent = {
       type: "run.start",
       at: requestedAt,
       runId,
@@ -167,7 +185,8 @@ export class SupervisorHost {
       ...limitsFor(request, this.limits, this.initialLimits),
       backend: this.ops.backend.label,
       ...requestFields(request),
-    });
+    };
+    this.actor.send({ ...start, ...this.prepareAtDoor(start) });
     if (signal?.aborted) cancel();
     return finished.then((outcome) => {
       signal?.removeEventListener("abort", cancel);
@@ -298,6 +317,8 @@ export class SupervisorHost {
       this.exec.shutdown(2500),
     ]);
     this.actor.stop();
+    // A start still in flight (a loaded machine) registers its process once it settles: wait, then stop it too.
+    await Promise.allSettled([...this.starts]);
     await this.killEverything();
     await this.ops.close().catch(() => {});
     await removeSessionPackages(this.id, this.options.packages?.sessionRoot);

@@ -26,11 +26,12 @@ export {
 } from "../actors/interpreter/interpreter.ts";
 
 // A run's output and installation progress, as the live updates and the result text read them.
-export type { ChannelCapture, CollectedOutput, RunOutput } from "../actors/process/output.ts";
-export type { RunShown } from "../actors/process/display-frames.ts";
+export type { ChannelCapture, CollectedOutput, RunOutput } from "../lib/run-output.ts";
+export type { RunShown } from "../actors/runner/display-frames.ts";
 export type { InstallProgress } from "../actors/deps/dependencies.ts";
 // Where a host keeps what it installs (/code-status lists the folders).
-export { defaultEnvRoot, defaultSessionRoot, sessionPackagesDir } from "../actors/deps/install-targets.ts";
+export { defaultSessionRoot, sessionPackagesDir } from "../actors/deps/install-targets.ts";
+export { defaultEnvRoot } from "./backend.ts";
 
 // Nested tool calls: what a run's caller provides (the Pi tools and how they run) and what other extensions see.
 export {

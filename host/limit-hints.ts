@@ -2,7 +2,7 @@
 // are set are named: a MemoryError without `limits.memoryMiB` is the machine's, not a setting's.
 import { backendHint } from "../actors/process/backend-hints.ts";
 import type { Hint, RunOutcome } from "../machines/events.ts";
-import type { ResourceLimits } from "../actors/process/backend-settings.ts";
+import type { ResourceLimits } from "../lib/setting-types.ts";
 
 /** SIGXCPU as an exit status: bwrap and the remote relay report a signalled child as 128 + signal. */
 const SIGXCPU_STATUS = 128 + 24;

@@ -120,6 +120,16 @@ export class Observability {
     await inspector?.close();
   }
 
+  /** `/code-inspect stop`: closes the inspector and the Stately link (its relay with it); says which were running. */
+  async stopInspection(): Promise<{ inspector: boolean; stately: boolean }> {
+    const was = { inspector: this.inspector !== undefined, stately: this.stately !== undefined };
+    await this.closeInspector();
+    const stately = this.stately;
+    this.stately = undefined;
+    await stately?.close();
+    return was;
+  }
+
   /** After the host shut down: the log gets its last records, the servers close. */
   async shutdown(): Promise<void> {
     this.recorder?.close("shutdown");

@@ -2,7 +2,7 @@
 // ended it), added to its outcome.
 import type { RunOutcome } from "../machines/events.ts";
 import { runHints } from "../actors/deps/hints.ts";
-import type { ResourceLimits } from "../actors/process/backend-settings.ts";
+import type { ResourceLimits } from "../lib/setting-types.ts";
 import { limitHints } from "./limit-hints.ts";
 
 /** The outcome with the run-time hints read from its stderr tail (and the resource limits in force). */

@@ -2,14 +2,14 @@
 // callbacks, a run's result, and the listener of session changes.
 import type { InspectionEvent, Observer } from "xstate";
 import type { CellRef, CommandEvent, Language, Limits, RunOutcome, Surface } from "../machines/events.ts";
-import type { RunShown } from "../actors/process/display-frames.ts";
+import type { RunShown } from "../actors/runner/display-frames.ts";
 import type { SessionEntry } from "../machines/supervisor.ts";
 import type { RunTools } from "../actors/calls/contract.ts";
 import type { InstallProgress } from "../actors/deps/dependencies.ts";
 import type { InterpreterResolver, Probe } from "../actors/interpreter/interpreter.ts";
-import type { ResourceLimits } from "../actors/process/backend-settings.ts";
+import type { ResourceLimits } from "../lib/setting-types.ts";
 import type { ProcessOperations } from "../actors/process/operations.ts";
-import type { CollectedOutput, RunOutput } from "../actors/process/output.ts";
+import type { CollectedOutput, RunOutput } from "../lib/run-output.ts";
 import type { Clock } from "../record/observe.ts";
 import type { Result } from "../lib/result.ts";
 import type { ExecHostOptions } from "./exec.ts";

@@ -2,7 +2,7 @@
 // machines carry, a surface's own escalation bounds, and how a run's displays and plots reach its caller.
 import type { Limits, RunRequest } from "../machines/events.ts";
 import { requestExtras } from "../machines/run-context.ts";
-import type { RunShown } from "../actors/process/display-frames.ts";
+import type { RunShown } from "../actors/runner/display-frames.ts";
 import type { RunRequestInput } from "./requests.ts";
 
 /** The request fields a run takes over as they are (the surface, the cell, its directory, result and budget). */

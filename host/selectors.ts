@@ -3,8 +3,10 @@
 import type { AnyActorRef, SnapshotFrom } from "xstate";
 import type { SessionEntry } from "../machines/supervisor.ts";
 import { sessionPhase } from "../machines/session.ts";
+import { spareIsReady } from "../machines/spare.ts";
 import type { SupervisorLogic } from "../machines/system.ts";
 import type { SessionBook, SessionHistory } from "./session-book.ts";
+import { isActor, runActorId, sessionActorId } from "../machines/actor-ids.ts";
 
 export type RootSnapshot = SnapshotFrom<SupervisorLogic>;
 
@@ -26,15 +28,14 @@ export function sessionInfos(root: RootSnapshot, book: SessionBook): SessionInfo
   return Object.entries(root.context.sessions)
     .filter(([, entry]) => entry.status === "alive")
     .map(([name, entry]) => {
-      const session = root.children[`session:${name}`] as AnyActorRef | undefined;
+      const session = root.children[sessionActorId(name)] as AnyActorRef | undefined;
       const s = snapshotOf(session);
       const context = s?.context as
-        | { activeRunId?: string; runner?: { pid: number; python: string }; backend?: string }
-        | undefined;
+        { activeRunId?: string; runner?: { pid: number; python: string }; backend?: string } | undefined;
       const run = context?.activeRunId
         ? snapshotOf(
             (session?.getSnapshot() as { children: Record<string, AnyActorRef> }).children[
-              `run:${context.activeRunId}`
+              runActorId(context.activeRunId)
             ],
           )
         : undefined;
@@ -50,10 +51,16 @@ export function sessionInfos(root: RootSnapshot, book: SessionBook): SessionInfo
     });
 }
 
-/** The live spare runners (`spare:<n>`), the key each serves, and whether each is ready to serve a fresh run. */
+/** The live spare runners (`spare:<n>`), the key each serves, and whether each is ready to serve a fresh run (its
+ * own state). */
 export function spareList(root: RootSnapshot): { id: string; key?: string; ready: boolean }[] {
   const { spares } = root.context;
-  return Object.keys(root.children)
-    .filter((id) => id.startsWith("spare:"))
-    .map((id) => ({ id, ...(spares[id] ? { key: spares[id].key } : {}), ready: spares[id]?.ready === true }));
+  const children = root.children as Record<string, AnyActorRef | undefined>;
+  return Object.keys(children)
+    .filter((id) => isActor(id, "spare"))
+    .map((id) => ({
+      id,
+      ...(spares[id] ? { key: spares[id].key } : {}),
+      ready: spareIsReady(snapshotOf(children[id])),
+    }));
 }

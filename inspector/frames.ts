@@ -143,16 +143,50 @@ export function frameOf(ev: InspectionEvent, at = Date.now()): Frame | undefined
   }
 }
 
-/** `@xstate.actor` frames for the live tree, parents first, each with its current snapshot: what a client that
- * connects late needs to show the present. */
-export function treeFrames(root: AnyActorRef | undefined, at = Date.now()): ActorFrame[] {
-  const frames: ActorFrame[] = [];
+/** The cause a present-state snapshot carries (no event of the system: the state as the inspector found it). */
+export const PRESENT_EVENT = "inspector.present";
+
+/** An actor the page meets after its creation (created before the inspector started, or its creation frame gone
+ * from the history): its creation at its true time, without state, then its present snapshot at `now`, so the page
+ * neither shows the connect time as "created" nor claims a state for the time before it knew one. */
+export function lateFrames(actor: AnyActorRef, created: number | undefined, now = Date.now()): Frame[] {
+  const snapshot = actor.getSnapshot() as { status?: string; value?: unknown } | undefined;
+  const frames: Frame[] = [actorFrame(actor, created ?? now)];
+  if (snapshot && (snapshot.value !== undefined || snapshot.status !== "active")) {
+    frames.push({
+      type: "@xstate.snapshot",
+      event: { type: PRESENT_EVENT },
+      snapshot: serializeSnapshot(snapshot),
+      sessionId: actorName(actor),
+      ...base(now),
+    });
+  }
+  return frames;
+}
+
+/** When an actor was created, if known (record/observe.ts keeps it); frames of an actor without one carry `now`. */
+export type CreatedAt = (actor: AnyActorRef) => number | undefined;
+
+/** `@xstate.actor` frames for the live tree, parents first, each with its current snapshot and its creation time:
+ * what a client that connects late needs to show the present (the Stately Inspector's form; our page gets
+ * `lateFrames` per actor instead). */
+export function treeFrames(
+  root: AnyActorRef | undefined,
+  createdAt: CreatedAt = () => undefined,
+  now = Date.now(),
+): ActorFrame[] {
+  return liveActors(root).map((actor) => actorFrame(actor, createdAt(actor) ?? now, actor.getSnapshot()));
+}
+
+/** The live tree's actors, parents first (stopped ones left out). */
+export function liveActors(root: AnyActorRef | undefined): AnyActorRef[] {
+  const out: AnyActorRef[] = [];
   const visit = (actor: AnyActorRef) => {
     const snapshot = actor.getSnapshot() as { status?: string; children?: Record<string, AnyActorRef> } | undefined;
     if (snapshot?.status === "stopped") return;
-    frames.push(actorFrame(actor, at, snapshot));
+    out.push(actor);
     for (const child of Object.values(snapshot?.children ?? {})) visit(child);
   };
   if (root) visit(root);
-  return frames;
+  return out;
 }

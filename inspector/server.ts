@@ -5,18 +5,22 @@
 // not percent-encoding, bytes Node's parser refuses, CONNECT, invalid WebSocket frames, a socket reset mid-answer)
 // gets 403 or a closed connection, never an exception.
 // The WebSocket streams @statelyai/inspect frames (inspector/frames.ts): recent history, the live tree, then
-// every frame as it happens.
+// every frame as it happens. Every actor a page hears of comes with its creation frame first, at the actor's true
+// creation time and under its parent, even when it was created before the inspector started or its creation frame
+// has left the history (a spare retired later would otherwise appear at the root, created when the page connected).
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
+import type { AnyActorRef } from "xstate";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { SystemObserver } from "../record/observe.ts";
 import { parseLog, replayRecords } from "../record/replay.ts";
 import { CLI_COMMAND } from "../record/log-files.ts";
 import { fail, ok, type Result } from "../lib/result.ts";
-import { frameOf, treeFrames } from "./frames.ts";
+import { actorName, ref } from "../record/trace.ts";
+import { frameOf, lateFrames, liveActors, type Frame } from "./frames.ts";
 import { chartAsset } from "./charts.ts";
 
 export interface InspectorOptions {
@@ -116,8 +120,12 @@ export async function startInspector(options: InspectorOptions = {}): Promise<Re
   const bindHost = requested.toLowerCase() === "localhost" ? "127.0.0.1" : requested.replace(/^\[|\]$/g, "");
   const token = options.token ?? randomBytes(32).toString("base64url");
   const readOnly = !options.stopSession;
-  const history: { text: string; actor?: string }[] = [];
+  /** Recent frames: `id` the actor it is about, `created` when it is that actor's creation frame. */
+  const history: { text: string; id: string; created: boolean }[] = [];
   const historyLimit = options.historyFrames ?? 5000;
+  /** Per actor with frames in the history: its creation frame and its parent, sent ahead of the actor's first
+   * frame to a page that connects after the history lost the creation. */
+  const origins = new Map<string, { text: string; parent?: string }>();
   const sockets = new Set<Socket>();
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   let port = 0;
@@ -152,10 +160,33 @@ export async function startInspector(options: InspectorOptions = {}): Promise<Re
     return sameToken(given, token) ? m[2] : undefined;
   };
 
-  const broadcast = (text: string, actor?: string) => {
-    history.push({ text, ...(actor ? { actor } : {}) });
-    if (history.length > historyLimit) history.splice(0, history.length - historyLimit);
+  const broadcast = (frame: Frame) => {
+    const text = JSON.stringify(frame);
+    const created = frame.type === "@xstate.actor";
+    if (created) origins.set(frame.sessionId, { text, ...(frame.parentId ? { parent: frame.parentId } : {}) });
+    history.push({ text, id: frame.sessionId, created });
+    // Trimmed by a tenth at a time, so the origins are pruned once per batch rather than on every frame.
+    if (history.length > historyLimit) trim(history.length - Math.floor(historyLimit * 0.9));
     for (const client of wss.clients) send(client, text);
+  };
+  /** Drops the oldest frames, and the origins of actors neither live nor named by the history (a named actor keeps
+   * its ancestors'; a live actor keeps its own, or its next frame would announce it again as a new incarnation). */
+  const trim = (count: number) => {
+    history.splice(0, count);
+    const named = new Set(liveActors(options.observer?.root).map(actorName));
+    for (const h of history) {
+      for (let id: string | undefined = h.id; id && !named.has(id); id = origins.get(id)?.parent) named.add(id);
+    }
+    for (const id of origins.keys()) if (!named.has(id)) origins.delete(id);
+  };
+  /** An actor created before the inspector started: its creation frame (true time, under its parent, parents
+   * first) and its present snapshot before its first frame here; `withState` false when that frame is the actor's
+   * own snapshot. */
+  const introduce = (actor: AnyActorRef, withState: boolean) => {
+    if (origins.has(actorName(actor))) return;
+    if (actor._parent) introduce(actor._parent, true);
+    const frames = lateFrames(actor, options.observer?.createdAt(actor));
+    for (const frame of withState ? frames : frames.slice(0, 1)) broadcast(frame);
   };
   const send = (client: WebSocket, text: string) => {
     if (client.readyState !== client.OPEN) return;
@@ -166,7 +197,10 @@ export async function startInspector(options: InspectorOptions = {}): Promise<Re
     inspection: (ev) => {
       // Every frame goes to the history (from the inspector's start) and to each connected page.
       const frame = frameOf(ev);
-      if (frame) broadcast(JSON.stringify(frame), frame.type === "@xstate.actor" ? frame.sessionId : undefined);
+      if (!frame) return;
+      if (frame.type !== "@xstate.actor") introduce(ref(ev.actorRef), frame.type === "@xstate.event");
+      else if (ref(ev.actorRef)._parent) introduce(ref(ev.actorRef)._parent!, true);
+      broadcast(frame);
     },
   });
 
@@ -261,15 +295,31 @@ export async function startInspector(options: InspectorOptions = {}): Promise<Re
       client.on("error", () => {
         // Invalid frames: ws has already answered with the protocol's close code (1002, 1007, 1009) and closes.
       });
-      // History first, then the actors of the live tree whose creation the history no longer holds (with their
-      // current snapshot), then live frames. An `@xstate.actor` frame for a known id thus always means a new actor.
+      // History first (each actor's creation ahead of its first frame, parents first), then each actor of the live
+      // tree: its creation if the history did not name it, and its present snapshot (the history may have lost
+      // its last one); then live frames. An `@xstate.actor` frame for a known id thus always means a new actor.
       const created = new Set<string>();
+      const origin = (id: string | undefined) => {
+        const o = id === undefined || created.has(id) ? undefined : origins.get(id);
+        if (!o) return;
+        created.add(id!);
+        origin(o.parent);
+        send(client, o.text);
+      };
       for (const h of history) {
-        send(client, h.text);
-        if (h.actor) created.add(h.actor);
+        if (h.created) {
+          origin(origins.get(h.id)?.parent);
+          created.add(h.id);
+          send(client, h.text);
+        } else {
+          origin(h.id);
+          send(client, h.text);
+        }
       }
-      for (const frame of treeFrames(options.observer?.root)) {
-        if (!created.has(frame.sessionId)) send(client, JSON.stringify(frame));
+      for (const actor of liveActors(options.observer?.root)) {
+        const [creation, present] = lateFrames(actor, options.observer?.createdAt(actor));
+        if (!created.has(actorName(actor))) send(client, JSON.stringify(creation));
+        if (present) send(client, JSON.stringify(present));
       }
       client.on("message", () => {
         // The stream is one-way; messages from the page are ignored.

@@ -37,7 +37,7 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-/** Connects, retrying until the deadline (a relay just started may not listen yet) or until `gone` says stop. */
+/** Connects, retrying until the deadline (a server given by URL may be starting) or until `gone` says stop. */
 function connect(url: string, deadline: number, gone: () => string | undefined = () => undefined) {
   return new Promise<Result<WebSocket>>((resolve) => {
     const ws = new WebSocket(url);
@@ -55,8 +55,11 @@ function connect(url: string, deadline: number, gone: () => string | undefined =
   });
 }
 
-/** Starts inspector/stately-relay.js on `port`. `gone` says why it is no longer running, if it is not. */
-function startRelay(port: number): Result<{ stop: () => Promise<void>; gone: () => string | undefined }> {
+/** Starts inspector/stately-relay.js on `port`. `listening` settles once it accepts connections (or with why it
+ * never will); `gone` says why it is no longer running, if it is not. */
+function startRelay(
+  port: number,
+): Result<{ stop: () => Promise<void>; gone: () => string | undefined; listening: Promise<Result<void>> }> {
   try {
     createRequire(import.meta.url).resolve("@statelyai/inspect/server");
   } catch {
@@ -65,15 +68,25 @@ function startRelay(port: number): Result<{ stop: () => Promise<void>; gone: () 
     );
   }
   const child = spawn(process.execPath, [fileURLToPath(new URL("./stately-relay.js", import.meta.url)), String(port)], {
-    stdio: ["pipe", "ignore", "pipe"],
+    stdio: ["pipe", "pipe", "pipe"],
   });
   let stderr = "";
   let gone: string | undefined;
+  let said: ((r: Result<void>) => void) | undefined;
+  const listening = new Promise<Result<void>>((resolve) => (said = resolve));
+  let stdout = "";
+  child.stdout!.on("data", (d) => {
+    stdout += d;
+    if (stdout.includes("listening\n")) said?.(ok(undefined));
+  });
   child.stderr!.on("data", (d) => (stderr = (stderr + d).slice(-2000)));
   child.stdin!.on("error", () => {
     // The relay already exited; `gone` says why.
   });
-  const ended = (why: string) => (gone ??= why);
+  const ended = (why: string) => {
+    gone ??= why;
+    said?.(fail(gone));
+  };
   child.on("error", (e) => ended(`the Stately relay could not start: ${e.message}`));
   child.on("exit", (code) =>
     ended(
@@ -92,7 +105,7 @@ function startRelay(port: number): Result<{ stop: () => Promise<void>; gone: () 
       });
       child.stdin!.end();
     });
-  return ok({ stop, gone: () => gone });
+  return ok({ stop, gone: () => gone, listening });
 }
 
 export async function startStatelyLink(options: StatelyOptions): Promise<Result<StatelyLink>> {
@@ -107,6 +120,20 @@ export async function startStatelyLink(options: StatelyOptions): Promise<Result<
     const relay = startRelay(port);
     if (!relay.ok) return relay;
     ({ stop: stopServer, gone } = relay.value);
+    // A hang guard only: the relay says when it listens, or exits with why it cannot.
+    let guard: ReturnType<typeof setTimeout> | undefined;
+    const listening = await Promise.race([
+      relay.value.listening,
+      new Promise<Result<void>>(
+        (resolve) =>
+          (guard = setTimeout(() => resolve(fail("the Stately relay did not start listening within 60 s")), 60_000)),
+      ),
+    ]);
+    clearTimeout(guard);
+    if (!listening.ok) {
+      await stopServer();
+      return listening;
+    }
     wsUrl = `ws://127.0.0.1:${port}`;
     pageUrl = `http://localhost:${port}`;
   }
@@ -120,7 +147,7 @@ export async function startStatelyLink(options: StatelyOptions): Promise<Result<
     if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
   };
   // The relay replays its last 200 frames to a page that connects later; the tree comes first.
-  for (const frame of treeFrames(options.observer.root)) send(frame);
+  for (const frame of treeFrames(options.observer.root, (actor) => options.observer.createdAt(actor))) send(frame);
   const unsubscribe = options.observer.on({
     inspection: (ev) => {
       const frame = frameOf(ev);

@@ -68,6 +68,9 @@ export interface RunRequest {
   spareKey?: string;
   /** Notices for the result (PEP 723 keys without effect in a session, ...). */
   notes?: string[];
+  /** The sender settled preparation itself (nothing to wait for: the interpreter was known), so no prepare actor
+   * runs: the fields above are the preparation, or `failed` says why the request cannot run. */
+  prepared?: { failed?: { message: string; hints?: Hint[] } };
 }
 
 // ---- commands (extension -> supervisor) ----

@@ -1,9 +1,12 @@
-// What the shell-session pool keeps and decides on (machines/exec-pool.ts wires these into actions): its records,
-// the commands it takes and the events it emits, and the least-recently-used order that picks whom to evict.
+// What the shell-session pool keeps and decides on (machines/exec-pool.ts wires these into actions): the commands it
+// takes and the events it emits, the least-recently-used order that picks whom to evict, and each session's record.
+// A live session's record is read from its actor's snapshot (the pool copies no child's state); the pool keeps only
+// the sessions whose actor is gone but whose exit no call has observed yet.
 import type { DoneActorEvent } from "xstate";
 import {
   DEFAULT_EXEC_LIMITS,
   type ExecLimits,
+  type ExecSessionContext,
   type ExecSessionEnd,
   type ExecSessionNotice,
   type ExecSessionOutput,
@@ -13,6 +16,7 @@ import {
 } from "./exec-session.ts";
 import type { WakeNoticeOut } from "./exec-wake.ts";
 import type { OnExit, SetOnExitStatus, WakeNotice } from "./exec-wake-entry.ts";
+import { execActorId } from "./actor-ids.ts";
 
 export interface ExecPoolInput {
   maxSessions: number;
@@ -50,8 +54,10 @@ export interface ExecRecord {
 }
 
 export interface ExecPoolContext extends ExecPoolInput {
-  sessions: Record<string, ExecRecord>;
-  /** Session ids by use, least recently used first (kept apart from the records: a use changes only this). */
+  /** Sessions whose process is gone (exited, or never started) and whose actor with it, kept until a call observes
+   * the exit: what their actor reported. A live session is the child `exec:<id>`, read from its snapshot. */
+  ended: Record<string, ExecRecord>;
+  /** The registered sessions' ids (live, or ended and not yet observed) by use, least recently used first. */
   lru: number[];
 }
 
@@ -106,6 +112,33 @@ export type ExecPoolEvent = ExecCommand | ExecSessionNotice | WakeNoticeOut | Do
 
 export const LIVE: readonly ExecStatus[] = ["starting", "running", "held"];
 
+/** The sessions the cap counts: every record but those being stopped (they leave the registry once their process
+ * is gone, SIGKILL at most 1 s later). A session still starting counts: its process may already run. */
+export function counted(sessions: Readonly<Record<string, ExecRecord>>): number {
+  let n = 0;
+  for (const r of Object.values(sessions)) if (r.status !== "stopping") n += 1;
+  return n;
+}
+
+/** At the cap, whom a new start evicts; `full` when nothing can go (every candidate is still starting or among the
+ * most recently used), and the start is refused rather than exceed the cap. */
+export function capDecision(
+  records: Readonly<Record<string, ExecRecord>>,
+  context: Pick<ExecPoolContext, "lru" | "maxSessions" | "protectedCount">,
+): { kind: "room" } | { kind: "evict"; victim: ExecRecord } | { kind: "full"; reason: string } {
+  if (counted(records) < context.maxSessions) return { kind: "room" };
+  const victim = lruVictim(records, context.lru, context.protectedCount);
+  if (victim) return { kind: "evict", victim };
+  const starting = Object.values(records).filter((r) => r.status === "starting").length;
+  return {
+    kind: "full",
+    reason:
+      `the cap of ${context.maxSessions} shell sessions is reached and none can be evicted ` +
+      `(${starting} still starting, the ${context.protectedCount} most recently used are protected); ` +
+      "kill one with kill_session or wait for one to exit",
+  };
+}
+
 /** The session to evict at the cap: not among the `protectedCount` most recently used, exited before running,
  * least recently used first; none while stopping. */
 export function lruVictim(
@@ -125,22 +158,72 @@ export function lruVictim(
 
 export const used = (lru: number[], id: number) => [...lru.filter((x) => x !== id), id];
 
-export const sessionId = (id: number) => `exec:${id}`;
+export const sessionId = (id: number) => execActorId(id);
 
-export function patch(context: ExecPoolContext, id: number, change: Partial<ExecRecord>): ExecPoolContext["sessions"] {
-  const r = context.sessions[id];
-  return r ? { ...context.sessions, [id]: { ...r, ...change } } : context.sessions;
+/** What the pool reads of a shell session's actor (machines/exec-session.ts). */
+export interface SessionSnapshot {
+  value: unknown;
+  context: ExecSessionContext;
 }
 
-export function drop(context: ExecPoolContext, ids: number[]): ExecPoolContext["sessions"] {
-  const sessions = { ...context.sessions };
-  for (const id of ids) delete sessions[id];
-  return sessions;
+/** A live session's status from its own state: a stop asked for while it starts already counts as `stopping`. */
+export function statusOf(s: SessionSnapshot): ExecStatus {
+  const [top, sub] = typeof s.value === "string" ? [s.value] : Object.entries(s.value as object)[0]!;
+  if (top === "starting") return s.context.stop ? "stopping" : "starting";
+  if (top === "running") return sub === "held" ? "held" : "running";
+  if (top === "exited" || top === "failed") return top;
+  // `stopping`, or `killed`/`evicted` for the moment before the pool lets the ended actor go.
+  return "stopping";
 }
 
-/** The use order without sessions that left the registry. */
-export function prune(context: Pick<ExecPoolContext, "lru">, sessions: ExecPoolContext["sessions"]): number[] {
-  return context.lru.every((id) => String(id) in sessions)
-    ? context.lru
-    : context.lru.filter((id) => String(id) in sessions);
+/** A live session's record, read from its actor's snapshot. */
+export function liveRecord(s: SessionSnapshot): ExecRecord {
+  const c = s.context;
+  return {
+    id: c.id,
+    command: c.command,
+    shell: c.shell,
+    cwd: c.cwd,
+    tty: c.tty,
+    startedAt: c.startedAt,
+    status: statusOf(s),
+    ...(c.pid !== undefined ? { pid: c.pid } : {}),
+    ...(c.stop ? { stop: c.stop.reason } : {}),
+  };
+}
+
+/** Every registered session's record by id: a live one from its actor (`child` reads its snapshot), an ended one as
+ * the pool kept it. */
+export function records(
+  context: Pick<ExecPoolContext, "ended" | "lru">,
+  child: (id: number) => SessionSnapshot | undefined,
+): Record<string, ExecRecord> {
+  const out: Record<string, ExecRecord> = {};
+  for (const id of context.lru) {
+    const ended = context.ended[id];
+    const live = ended ? undefined : child(id);
+    if (ended) out[id] = ended;
+    else if (live) out[id] = liveRecord(live);
+  }
+  return out;
+}
+
+/** The records as a reader of the pool's snapshot sees them (the host's door, tests). */
+export function poolRecords(snapshot: {
+  context: Pick<ExecPoolContext, "ended" | "lru">;
+  children: Record<string, { getSnapshot(): unknown } | undefined>;
+}): Record<string, ExecRecord> {
+  return records(snapshot.context, (id) => snapshot.children[sessionId(id)]?.getSnapshot() as SessionSnapshot);
+}
+
+/** The use order without `ids`. */
+export const without = (lru: number[], ids: readonly number[]) =>
+  ids.some((id) => lru.includes(id)) ? lru.filter((id) => !ids.includes(id)) : lru;
+
+/** The ended records without `ids`. */
+export function forgetEnded(ended: ExecPoolContext["ended"], ids: readonly number[]): ExecPoolContext["ended"] {
+  if (!ids.some((id) => String(id) in ended)) return ended;
+  const out = { ...ended };
+  for (const id of ids) delete out[id];
+  return out;
 }

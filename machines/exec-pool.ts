@@ -1,29 +1,40 @@
 // The shell sessions of one supervisor (`exec:pool`, a child of the supervisor, spawned on first use): a registry of
 // sessions by numeric id, each a child actor `exec:<id>` (machines/exec-session.ts), and the wake coordinator
-// `wake` (machines/exec-wake.ts). It keeps at most `maxSessions` (64): at the cap the least recently used
-// unprotected session is evicted (the `protectedCount` most recently used never are; exited ones go first). An
-// exited session stays registered, drainable, until a call observes its exit. The host reads the registry from the
-// snapshot and hears what happened through emitted events.
-import { assertEvent, assign, emit, enqueueActions, setup } from "xstate";
+// `wake` (machines/exec-wake.ts). It keeps at most `maxSessions` (64), starting ones included: at the cap the least
+// recently used unprotected session is evicted (the `protectedCount` most recently used never are; exited ones go
+// first; one still starting never is), and a start with nothing to evict is refused. An
+// exited session stays registered, drainable, until a call observes its exit. A live session's status is its
+// actor's own state, read from its snapshot (`records`), never copied here; the pool keeps the use order and the
+// exits not yet observed. The host reads the registry from the snapshot (`poolRecords`) and hears what happened
+// through emitted events.
+import { assertEvent, emit, enqueueActions, setup } from "xstate";
+import type { AnyActorRef } from "xstate";
 import { execSessionMachine, type ExecSessionCommand, type ExecSessionNotice } from "./exec-session.ts";
 import { wakeMachine, type WakeCommand } from "./exec-wake.ts";
 import {
   LIVE,
-  drop,
-  lruVictim,
-  patch,
-  prune,
+  capDecision,
+  forgetEnded,
+  liveRecord,
+  records,
   sessionId,
   used,
+  without,
   type ExecCommand,
   type ExecEmitted,
   type ExecPoolContext,
   type ExecPoolEvent,
   type ExecPoolInput,
-  type ExecStartEvent,
+  type ExecRecord,
+  type SessionSnapshot,
 } from "./exec-pool-context.ts";
 
 export * from "./exec-pool-context.ts";
+
+/** A child session's snapshot, read through the pool itself (`self`): its children as of this event. */
+const childOf = (self: AnyActorRef) => (id: number) =>
+  (self.getSnapshot().children as Record<string, AnyActorRef | undefined>)[sessionId(id)]?.getSnapshot() as
+    SessionSnapshot | undefined;
 
 export const execPoolMachine = setup({
   types: {
@@ -35,26 +46,34 @@ export const execPoolMachine = setup({
   actors: { session: execSessionMachine, wake: wakeMachine },
   actions: {
     toWake: enqueueActions(({ enqueue }, command: WakeCommand) => enqueue.sendTo("wake", command)),
-    start: enqueueActions(({ context, enqueue }, e: ExecStartEvent) => {
-      let sessions = context.sessions;
-      if (Object.keys(sessions).length >= context.maxSessions) {
-        const victim = lruVictim(sessions, context.lru, context.protectedCount);
-        if (victim && !LIVE.includes(victim.status)) {
-          // Exited: only the record goes; its wake entry stays as the tombstone that still delivers.
-          sessions = drop(context, [victim.id]);
-          enqueue.emit({ type: "exec.evicting", id: victim.id, running: false });
-        } else if (victim) {
-          enqueue.sendTo("wake", { type: "entry.suppress", id: victim.id } satisfies WakeCommand);
-          const stop = {
-            type: "session.stop",
-            at: e.at,
-            reason: "evict",
-            signal: "SIGTERM",
-          } satisfies ExecSessionCommand;
-          enqueue.sendTo(sessionId(victim.id), stop);
-          sessions = { ...sessions, [victim.id]: { ...victim, status: "stopping", stop: "evict" } };
-          enqueue.emit({ type: "exec.evicting", id: victim.id, running: true });
-        }
+    /** A start under a free id: refused at the cap when nothing can be evicted (the sessions' states decide, read
+     * from their actors), else started, evicting the victim the cap names. */
+    start: enqueueActions(({ context, event, enqueue, self }) => {
+      assertEvent(event, "exec.start");
+      const e = event;
+      // At the cap with nothing to evict the start is refused rather than exceed it.
+      const cap = capDecision(records(context, childOf(self)), context);
+      if (cap.kind === "full") {
+        enqueue.emit({ type: "exec.refused", id: e.id, reason: cap.reason });
+        return;
+      }
+      const victim = cap.kind === "evict" ? cap.victim : undefined;
+      let { lru, ended } = context;
+      if (victim && !LIVE.includes(victim.status)) {
+        // Exited: only the record goes; its wake entry stays as the tombstone that still delivers.
+        lru = without(lru, [victim.id]);
+        ended = forgetEnded(ended, [victim.id]);
+        enqueue.emit({ type: "exec.evicting", id: victim.id, running: false });
+      } else if (victim) {
+        enqueue.sendTo("wake", { type: "entry.suppress", id: victim.id } satisfies WakeCommand);
+        const stop = {
+          type: "session.stop",
+          at: e.at,
+          reason: "evict",
+          signal: "SIGTERM",
+        } satisfies ExecSessionCommand;
+        enqueue.sendTo(sessionId(victim.id), stop);
+        enqueue.emit({ type: "exec.evicting", id: victim.id, running: true });
       }
       enqueue.sendTo("wake", {
         type: "wake.track",
@@ -86,43 +105,27 @@ export const execPoolMachine = setup({
           limits: context.limits,
         },
       });
-      enqueue.assign({
-        lru: used(prune(context, sessions), e.id),
-        sessions: {
-          ...sessions,
-          [e.id]: {
-            id: e.id,
-            command: e.command,
-            shell: e.shell,
-            cwd: e.cwd,
-            tty: e.tty,
-            startedAt: e.at,
-            status: "starting",
-          },
-        },
-      });
+      enqueue.assign({ lru: used(lru, e.id), ended });
     }),
-    touch: assign({
-      lru: ({ context }, id: number) =>
-        context.sessions[id] && context.lru[context.lru.length - 1] !== id ? used(context.lru, id) : context.lru,
+    touch: enqueueActions(({ context, enqueue }, id: number) => {
+      if (context.lru.includes(id) && context.lru[context.lru.length - 1] !== id)
+        enqueue.assign({ lru: used(context.lru, id) });
     }),
     /** The record leaves; the call whose result carries the exit has it reported to the wake entry. */
     forget: enqueueActions(({ context, enqueue }, e: Extract<ExecCommand, { type: "exec.forget" }>) => {
-      const sessions = drop(context, [e.id]);
-      enqueue.assign({ sessions, lru: prune(context, sessions) });
+      enqueue.assign({ lru: without(context.lru, [e.id]), ended: forgetEnded(context.ended, [e.id]) });
       if (e.callId !== undefined)
         enqueue.sendTo("wake", { type: "entry.report", id: e.id, callId: e.callId } satisfies WakeCommand);
     }),
-    kill: enqueueActions(({ context, enqueue }, e: Extract<ExecCommand, { type: "exec.kill" }>) => {
-      const r = context.sessions[e.id];
+    kill: enqueueActions(({ context, enqueue, self }, e: Extract<ExecCommand, { type: "exec.kill" }>) => {
+      const r = records(context, childOf(self))[e.id];
       if (!r || !LIVE.includes(r.status)) return;
       // The wake is suppressed before any signal, so the induced exit can never prompt.
       enqueue.sendTo("wake", { type: "entry.suppress", id: e.id } satisfies WakeCommand);
       const stop = { type: "session.stop", at: e.at, reason: "kill", signal: e.signal } satisfies ExecSessionCommand;
       enqueue.sendTo(sessionId(e.id), stop);
-      enqueue.assign({ sessions: patch(context, e.id, { status: "stopping", stop: "kill" }) });
     }),
-    shutdownAll: enqueueActions(({ context, enqueue, event }) => {
+    shutdownAll: enqueueActions(({ context, enqueue, event, self }) => {
       assertEvent(event, "exec.shutdown");
       const stop = {
         type: "session.stop",
@@ -131,59 +134,49 @@ export const execPoolMachine = setup({
         signal: "SIGTERM",
       } satisfies ExecSessionCommand;
       enqueue.sendTo("wake", { type: "wake.stop" } satisfies WakeCommand);
-      let sessions = context.sessions;
-      for (const r of Object.values(context.sessions)) {
-        if (!LIVE.includes(r.status) && r.status !== "stopping") continue;
-        enqueue.sendTo(sessionId(r.id), stop);
-        sessions = { ...sessions, [r.id]: { ...r, status: "stopping", stop: "shutdown" } };
+      for (const r of Object.values(records(context, childOf(self)))) {
+        if (LIVE.includes(r.status) || r.status === "stopping") enqueue.sendTo(sessionId(r.id), stop);
       }
-      enqueue.assign({ sessions });
     }),
-    running: enqueueActions(({ context, enqueue }, e: Extract<ExecSessionNotice, { type: "session.running" }>) => {
-      const r = context.sessions[e.id];
-      enqueue.assign({
-        sessions: patch(context, e.id, { pid: e.pid, ...(r?.status === "starting" ? { status: "running" } : {}) }),
+    running: emit((_, e: Extract<ExecSessionNotice, { type: "session.running" }>) => ({
+      type: "exec.started" as const,
+      id: e.id,
+      pid: e.pid,
+    })),
+    held: emit((_, e: Extract<ExecSessionNotice, { type: "session.held" }>) => ({
+      type: "exec.held" as const,
+      id: e.id,
+    })),
+    stopFailed: enqueueActions(({ enqueue }, e: Extract<ExecSessionNotice, { type: "session.stop_failed" }>) => {
+      // The process is still ours and alive: its wake is as it was before the kill.
+      enqueue.sendTo("wake", { type: "entry.restore", id: e.id } satisfies WakeCommand);
+      enqueue.emit({
+        type: "exec.stop_failed",
+        id: e.id,
+        reason: e.reason,
+        escalated: e.escalated,
+        message: e.message,
       });
-      enqueue.emit({ type: "exec.started", id: e.id, pid: e.pid });
     }),
-    held: enqueueActions(({ context, enqueue }, e: Extract<ExecSessionNotice, { type: "session.held" }>) => {
-      if (context.sessions[e.id]?.status === "running")
-        enqueue.assign({ sessions: patch(context, e.id, { status: "held" }) });
-      enqueue.emit({ type: "exec.held", id: e.id });
-    }),
-    stopFailed: enqueueActions(
-      ({ context, enqueue }, e: Extract<ExecSessionNotice, { type: "session.stop_failed" }>) => {
-        const r = context.sessions[e.id];
-        if (r) {
-          const { stop: _s, ...rest } = r;
-          enqueue.assign({ sessions: { ...context.sessions, [e.id]: { ...rest, status: "running" } } });
-        }
-        // The process is still ours and alive: its wake is as it was before the kill.
-        enqueue.sendTo("wake", { type: "entry.restore", id: e.id } satisfies WakeCommand);
-        enqueue.emit({
-          type: "exec.stop_failed",
-          id: e.id,
-          reason: e.reason,
-          escalated: e.escalated,
-          message: e.message,
-        });
-      },
-    ),
-    ended: enqueueActions(({ context, enqueue, event }) => {
+    ended: enqueueActions(({ context, enqueue, event, self }) => {
       assertEvent(event, "xstate.done.actor.*");
-      enqueue.stopChild(event.actorId);
       const o = event.output;
+      // The ended actor's last snapshot: what its record was, for the exit kept until a call observes it.
+      const last = childOf(self)(o.id);
+      enqueue.stopChild(event.actorId);
       const exit = { at: o.at, code: o.code, signal: o.signal, end: o.end };
       // A natural exit (or a failed start) stays registered until a call observes it; a stop we made leaves now.
-      const keep = o.end === "exited" || o.end === "failed";
-      const sessions = keep
-        ? patch(context, o.id, {
-            status: o.end === "failed" ? "failed" : "exited",
-            exit,
-            ...(o.failure ? { failure: o.failure } : {}),
-          })
-        : drop(context, [o.id]);
-      enqueue.assign({ sessions, lru: prune(context, sessions) });
+      const keep = (o.end === "exited" || o.end === "failed") && context.lru.includes(o.id) && last;
+      if (keep) {
+        const { stop: _s, ...record } = liveRecord(last);
+        const kept: ExecRecord = {
+          ...record,
+          status: o.end === "failed" ? "failed" : "exited",
+          exit,
+          ...(o.failure ? { failure: o.failure } : {}),
+        };
+        enqueue.assign({ ended: { ...context.ended, [o.id]: kept } });
+      } else enqueue.assign({ lru: without(context.lru, [o.id]) });
       enqueue.sendTo("wake", {
         type: "entry.exit",
         id: o.id,
@@ -207,13 +200,12 @@ export const execPoolMachine = setup({
     /** list_sessions reported these exited sessions: observed and reported by that call, they leave. */
     listed: enqueueActions(({ context, enqueue, event }) => {
       assertEvent(event, "exec.listed");
-      const ids = event.ids.filter((id) => String(id) in context.sessions);
+      const ids = event.ids.filter((id) => context.lru.includes(id));
       for (const id of ids) {
         enqueue.sendTo("wake", { type: "entry.observe", id, callId: event.callId } satisfies WakeCommand);
         enqueue.sendTo("wake", { type: "entry.report", id, callId: event.callId } satisfies WakeCommand);
       }
-      const sessions = drop(context, ids);
-      enqueue.assign({ sessions, lru: prune(context, sessions) });
+      enqueue.assign({ lru: without(context.lru, ids), ended: forgetEnded(context.ended, ids) });
     }),
     refuseStart: emit(({ event }, reason: string) => {
       assertEvent(event, "exec.start");
@@ -232,12 +224,12 @@ export const execPoolMachine = setup({
   guards: {
     duplicate: ({ context, event }) => {
       assertEvent(event, "exec.start");
-      return String(event.id) in context.sessions;
+      return context.lru.includes(event.id);
     },
   },
 }).createMachine({
   id: "exec",
-  context: ({ input }) => ({ ...input, sessions: {}, lru: [] }),
+  context: ({ input }) => ({ ...input, ended: {}, lru: [] }),
   invoke: {
     src: "wake",
     id: "wake",
@@ -281,7 +273,7 @@ export const execPoolMachine = setup({
           id: event.id,
           onExit: event.onExit,
           requestId: event.requestId,
-          registered: String(event.id) in context.sessions,
+          registered: context.lru.includes(event.id),
         }),
       },
     },
@@ -304,10 +296,9 @@ export const execPoolMachine = setup({
     serving: {
       description: "Sessions start, run and are observed.",
       on: {
-        "exec.start": [
-          { guard: "duplicate", actions: { type: "refuseStart", params: "" } },
-          { actions: { type: "start", params: ({ event }) => event } },
-        ],
+        // The cap is decided in `start`: it reads the sessions' states from their actors, and XState guards see only
+        // the context and the event.
+        "exec.start": [{ guard: "duplicate", actions: { type: "refuseStart", params: "" } }, { actions: "start" }],
         "exec.shutdown": { target: "stopping", actions: "shutdownAll" },
       },
     },

@@ -6,6 +6,7 @@
 // The process is the `shell` boundary actor (actors/shell/shell-actor.ts); this machine only names what happens.
 import { assign, enqueueActions, sendParent, setup } from "xstate";
 import { placeholder } from "./placeholder.ts";
+import { execActorId } from "./actor-ids.ts";
 
 /** Escalation bounds, in ms. */
 export interface ExecLimits {
@@ -156,7 +157,7 @@ export const execSessionMachine = setup({
     id: "shell",
     input: ({ context }) => ({
       id: context.id,
-      owner: `exec:${context.id}`,
+      owner: execActorId(context.id),
       command: context.command,
       shell: context.shell,
       cwd: context.cwd,

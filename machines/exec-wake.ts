@@ -15,6 +15,7 @@ import {
   type WakeEntryOutput,
   type WakeNotice,
 } from "./exec-wake-entry.ts";
+import { wakeActorId } from "./actor-ids.ts";
 
 export interface WakeInput {
   /** Completions due within this window of the first go out in one prompt. */
@@ -52,7 +53,7 @@ export type WakeNoticeOut =
 
 export type WakeEvent = WakeCommand | WakeEntryNotice | DoneActorEvent<WakeEntryOutput>;
 
-const entryId = (id: number) => `wake:${id}`;
+const entryId = (id: number) => wakeActorId(id);
 
 /** A due completion withdrawn (observed or disarmed) while a prompt waits: the last one out leaves none to send. */
 const withdrawing = [

@@ -20,6 +20,7 @@ import {
   type ToolResultCommand,
 } from "./tool-events.ts";
 import { callRecord, preview } from "./tool-records.ts";
+import { runActorId, toolActorId } from "./actor-ids.ts";
 
 /** What a run keeps of a call until it ends: enough to record it if it never reports. */
 export interface OpenCall {
@@ -59,7 +60,7 @@ export type CallStep =
 
 export type RefusalReason = "stopping" | "ended";
 
-const parentOf = (c: CallsContext) => c.calls?.callerId ?? `run:${c.runId}`;
+const parentOf = (c: CallsContext) => c.calls?.callerId ?? runActorId(c.runId);
 
 function inputOf(c: CallsContext, e: CallFact): DispatchInput {
   const seq = (c.callCount ?? 0) + 1;
@@ -68,7 +69,7 @@ function inputOf(c: CallsContext, e: CallFact): DispatchInput {
     runId: c.runId,
     callId: e.callId,
     seq,
-    childId: `tool:${c.runId}:${seq}`,
+    childId: toolActorId(c.runId, seq),
     parentId: parentOf(c),
     name: e.name,
     python: spec?.python ?? e.name,
@@ -124,7 +125,7 @@ export function refuseCall(c: CallsContext, e: CallFact, why: RefusalReason): Ca
   });
 }
 
-const childOf = (c: CallsContext, seq: number) => `tool:${c.runId}:${seq}`;
+const childOf = (c: CallsContext, seq: number) => toolActorId(c.runId, seq);
 
 /** The child id of an open call, by the runner's call id. */
 export function openChild(c: CallsContext, callId: string): string | undefined {

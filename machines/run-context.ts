@@ -18,6 +18,7 @@ import type {
 } from "./events.ts";
 import type { CallsRequest, NestedCallRecord, ToolCallOutput } from "./tool-events.ts";
 import { abandonCalls, type CallsContext } from "./run-calls.ts";
+import { runActorId, sessionActorId } from "./actor-ids.ts";
 
 /** Carried over from the request as is (machines/events.ts): the backend's label (shown by the inspector, never
  * acted on), who asked and for notebook cells which cell, the cell's directory, result and budget modes. */
@@ -51,6 +52,8 @@ export interface RunInput extends Pick<RunRequest, "backend" | "surface" | "cell
   spare?: string;
   /** Notices from preparation (PEP 723 keys without effect in a session, ...), kept on the outcome. */
   notes?: string[];
+  /** A session's process already up when the run starts: the run command goes out at once. */
+  runner?: RunnerInfo;
 }
 
 export interface RunContext extends RunInput {
@@ -60,7 +63,6 @@ export interface RunContext extends RunInput {
   runnerReady: boolean;
   stopReason?: StopReason;
   killed: boolean;
-  runner?: RunnerInfo;
   message?: string;
   outcome?: RunOutcome;
   /** Set once the dependencies are installed. */
@@ -84,24 +86,24 @@ export function initialContext(input: RunInput): RunContext {
     ...input,
     deadlineAt: input.requestedAt + input.timeoutMs,
     now: input.requestedAt,
-    runnerReady: false,
+    runnerReady: input.runner !== undefined,
     killed: false,
   };
 }
 
 /** A fresh run with dependencies starts its process only once they are installed (it runs the environment's
- * interpreter); a session run's runner is its session's link, there from the start. */
+ * interpreter); a session run's runner is its session's, there from the start. */
 export const mustInstall = (c: RunContext) => (c.dependencies?.length ?? 0) > 0 && c.install === undefined;
 
-/** Whether the run spawns its runner on entry: a session run always (the link), a fresh one unless it installs. */
-export const runnerAtStart = (c: RunContext) => Boolean(c.session) || !mustInstall(c);
+/** A fresh run starts its own runner at once unless it installs first; a session run uses its session's. */
+export const runnerAtStart = (c: RunContext) => !c.session && !mustInstall(c);
 
 export function runnerInput(c: RunContext): RunnerInput {
   const python = c.install?.python ?? c.python;
   return {
     mode: c.session ? "session" : "fresh",
     cwd: c.cwd,
-    owner: c.session ? `session:${c.session.name}` : `run:${c.runId}`,
+    owner: c.session ? sessionActorId(c.session.name) : runActorId(c.runId),
     ...(python ? { python } : {}),
     // A spare was started for the run's own interpreter, not for an installed environment's.
     ...(c.spare && !c.install ? { adopt: c.spare } : {}),

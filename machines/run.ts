@@ -1,9 +1,11 @@
 // One execution of a script: from the prepared request to its outcome, which is the run's output (its parent, the
-// supervisor or a session, gets it with the run's done event). A fresh run owns its runner (a new process); a
-// session run talks to its session's runner through `runner` provided as the session link. Either way the run sees
-// the same runner facts and sends the same runner commands, so one machine describes both.
-import { assertEvent, assign, enqueueActions, not, sendTo, setup } from "xstate";
-import type { EventObject } from "xstate";
+// supervisor or a session, gets it with the run's done event). A fresh run owns its runner (a new process, its child
+// `runner`); a session run sends its commands straight to its session's runner (system id
+// `session:<name>/runner`), and the session passes it the runner's facts. Either way the run sees the same runner
+// facts and sends the same runner commands, so one machine describes both.
+import { assertEvent, assign, enqueueActions, not, setup } from "xstate";
+import type { AnyActorRef, EventObject } from "xstate";
+import { isActor, sessionRunnerId } from "./actor-ids.ts";
 import type { InstallInput, RunnerCommand, RunnerInput, RunOutcome, RunStatus, StopReason } from "./events.ts";
 import { toolCallMachine } from "./tool-call.ts";
 import * as calls from "./run-calls.ts";
@@ -37,6 +39,12 @@ export type { RunContext, RunEvent, RunInput } from "./run-context.ts";
 
 const settled = (outcome: RunOutcome) => ({ outcome });
 
+/** Where a run's commands go: a fresh run's own `runner` child, a session run's session process (no relay through
+ * the session: one event, not two). */
+function runnerOf(context: RunContext, system: { get: (id: string) => AnyActorRef | undefined }) {
+  return context.session ? system.get(sessionRunnerId(context.session.name)) : "runner";
+}
+
 /** While user code runs (`running`, and `waiting` for a paused work budget): how it ends, and its nested calls. */
 const userCodeRuns = {
   "runner.done": { guard: "isMine", target: "finished", actions: "settleDone" },
@@ -59,30 +67,41 @@ export const runMachine = setup({
     toolCall: toolCallMachine,
   },
   actions: {
-    /** A session run's runner is its session's link, there from the start; a fresh run's process starts now
-     * unless it installs dependencies first (it then runs the environment's interpreter). */
+    /** A fresh run's process starts now unless it installs dependencies first (it then runs the environment's
+     * interpreter); a session run's runner is its session's, there already. */
     spawnRunnerAtStart: enqueueActions(({ context, enqueue }) => {
       if (runnerAtStart(context)) enqueue.spawnChild("runner", { id: "runner", input: runnerInput(context) });
     }),
     spawnRunnerAfterInstall: enqueueActions(({ context, enqueue }) => {
       if (!context.session) enqueue.spawnChild("runner", { id: "runner", input: runnerInput(context) });
     }),
-    sendRun: sendTo("runner", ({ context }) => runCommand(context)),
+    sendRun: enqueueActions(({ context, enqueue, system }) => {
+      const to = runnerOf(context, system);
+      if (to) enqueue.sendTo(to, runCommand(context));
+    }),
     /** After installation a session's process may already be up: the run goes out at once. */
-    sendRunIfReady: enqueueActions(({ context, enqueue }) => {
-      if (context.runnerReady) enqueue.sendTo("runner", runCommand(context));
+    sendRunIfReady: enqueueActions(({ context, enqueue, system }) => {
+      const to = runnerOf(context, system);
+      if (to && context.runnerReady) enqueue.sendTo(to, runCommand(context));
     }),
-    sendInterrupt: sendTo("runner", ({ context }): RunnerCommand => ({
-      type: "runner.interrupt",
-      runId: context.runId,
-    })),
+    sendInterrupt: enqueueActions(({ context, enqueue, system }) => {
+      const to = runnerOf(context, system);
+      if (to) enqueue.sendTo(to, { type: "runner.interrupt", runId: context.runId } satisfies RunnerCommand);
+    }),
     /** pi-python's escalation: a second SIGINT when the grace period starts (for code that swallowed the first). */
-    secondInterrupt: enqueueActions(({ context, enqueue }) => {
+    secondInterrupt: enqueueActions(({ context, enqueue, system }) => {
+      const to = runnerOf(context, system);
       const interrupt = { type: "runner.interrupt", runId: context.runId } satisfies RunnerCommand;
-      if (context.limits.secondInterrupt) enqueue.sendTo("runner", interrupt);
+      if (to && context.limits.secondInterrupt) enqueue.sendTo(to, interrupt);
     }),
-    terminate: sendTo("runner", { type: "runner.terminate" } satisfies RunnerCommand),
-    kill: sendTo("runner", { type: "runner.kill" } satisfies RunnerCommand),
+    terminate: enqueueActions(({ context, enqueue, system }) => {
+      const to = runnerOf(context, system);
+      if (to) enqueue.sendTo(to, { type: "runner.terminate" } satisfies RunnerCommand);
+    }),
+    kill: enqueueActions(({ context, enqueue, system }) => {
+      const to = runnerOf(context, system);
+      if (to) enqueue.sendTo(to, { type: "runner.kill" } satisfies RunnerCommand);
+    }),
     noteReady: assign(({ event }) => {
       assertEvent(event, "runner.ready");
       return { runnerReady: true, now: event.at, runner: runnerInfo(event) };
@@ -134,13 +153,14 @@ export const runMachine = setup({
       settled(installStoppedOutcome(context, reason, "at" in event ? event.at : 0)),
     ),
     /** A nested tool call while user code runs: its actor is spawned, or it is refused at once. */
-    startCall: enqueueActions(({ context, event, enqueue }) => {
+    startCall: enqueueActions(({ context, event, enqueue, system }) => {
       assertEvent(event, "runner.tool_call");
       const step = calls.startCall(context, event);
       // A work budget needs the call's time to pause from; a wall-clock run's context stays as it was.
       enqueue.assign({ callCount: step.callCount, ...(context.budget === "work" ? { now: event.at } : {}) });
       if (step.kind === "refuse") {
-        enqueue.sendTo("runner", step.reply);
+        const to = runnerOf(context, system);
+        if (to) enqueue.sendTo(to, step.reply);
         enqueue.sendParent(calls.recorded(context, step.record));
         return;
       }
@@ -148,12 +168,13 @@ export const runMachine = setup({
       enqueue.assign({ open: step.open });
     }),
     /** A call while the run is being stopped or has ended: answered as cancelled and recorded, never started. */
-    refuseCall: enqueueActions(({ context, event, enqueue }, why: calls.RefusalReason) => {
+    refuseCall: enqueueActions(({ context, event, enqueue, system }, why: calls.RefusalReason) => {
       assertEvent(event, "runner.tool_call");
       const step = calls.refuseCall(context, event, why);
       enqueue.assign({ callCount: step.callCount });
       if (step.kind !== "refuse") return;
-      enqueue.sendTo("runner", step.reply);
+      const to = runnerOf(context, system);
+      if (to) enqueue.sendTo(to, step.reply);
       enqueue.sendParent(calls.recorded(context, step.record));
     }),
     /** Python stopped waiting for a call (its task was cancelled): the dispatch is aborted. */
@@ -167,13 +188,14 @@ export const runMachine = setup({
       for (const child of calls.openChildren(context)) enqueue.sendTo(child, { type: "tool.cancel", at });
     }),
     /** A call's actor ended: the runner gets the answer, the record goes to the parent. */
-    finishCall: enqueueActions(({ context, event, enqueue }) => {
+    finishCall: enqueueActions(({ context, event, enqueue, system }) => {
       assertEvent(event, "xstate.done.actor.*");
       const output = event.output;
       enqueue.stopChild(event.actorId);
       const { reply, ...rest } = calls.finishCall(context, output);
       enqueue.assign({ ...rest, ...(context.budget === "work" ? { now: Math.max(context.now, endOf(output)) } : {}) });
-      enqueue.sendTo("runner", reply);
+      const to = runnerOf(context, system);
+      if (to) enqueue.sendTo(to, reply);
       enqueue.sendParent(calls.recorded(context, output.record));
     }),
     /** Open calls are recorded as cancelled: after the grace bound, or at once (see `sessionEndsNow`). */
@@ -191,7 +213,7 @@ export const runMachine = setup({
     isMine: ({ context, event }) => concernsRun(context, event),
     isToolCall: ({ event }) => {
       assertEvent(event, "xstate.done.actor.*");
-      return event.actorId.startsWith("tool:");
+      return isActor(event.actorId, "tool");
     },
     runnerReady: ({ context }) => context.runnerReady,
     mustInstall: ({ context }) => mustInstall(context),

@@ -1,8 +1,11 @@
 // A named persistent runner process (Python, or JavaScript for eval's js cells). Its runs are child actors, one at a
 // time; a run's phase (running, interrupted, grace, killed) is the run's own state, which the session does not copy:
-// `sessionPhase` reads it from the run.
+// `sessionPhase` reads it from the run. A run sends its commands to the session's runner directly (system id
+// `session:<name>/runner`); the runner's facts come to the session, which passes a run's to it.
 // Everything a run reports (its outcome, its nested calls' records) goes to the session, which passes it on.
-import { assertEvent, assign, enqueueActions, fromCallback, sendParent, sendTo, setup } from "xstate";
+// What the session itself knows is its state: a close asked for during a run is `running.closeRequested`, and a
+// process gone while a run was active is `ending.lost` or `ending.closed` until that run has reported.
+import { assertEvent, assign, enqueueActions, sendParent, sendTo, setup } from "xstate";
 import type { DoneActorEvent } from "xstate";
 import type {
   Language,
@@ -17,6 +20,7 @@ import type {
   SessionReplacement,
 } from "./events.ts";
 import { runMachine, type RunInput } from "./run.ts";
+import { runActorId, sessionActorId, sessionRunnerId } from "./actor-ids.ts";
 import { requestExtras, runnerInfo, type RunCancel } from "./run-context.ts";
 import { refusal } from "./run-outcome.ts";
 import type { NestedCallEvent } from "./run-calls.ts";
@@ -45,19 +49,11 @@ export interface SessionInput {
 export interface SessionContext extends SessionInput {
   activeRunId?: string;
   runCount: number;
-  closeRequested: boolean;
   runner?: RunnerInfo;
-  /** The process ended while a run was active: the session ends so once that run has reported. */
-  ending?: "lost" | "closed";
 }
 
 export type SessionEvent =
-  | RunnerFact
-  | RunnerCommand
-  | RunStartEvent
-  | NestedCallEvent
-  | { type: "session.close"; at: number }
-  | DoneActorEvent<RunOutcome>;
+  RunnerFact | RunStartEvent | NestedCallEvent | { type: "session.close"; at: number } | DoneActorEvent<RunOutcome>;
 
 export interface SessionOutput {
   name: string;
@@ -65,20 +61,18 @@ export interface SessionOutput {
   end: "lost" | "closed";
 }
 
-/** The runner of a session run: forwards the run's runner commands to the session that owns the process. */
-export const sessionLink = fromCallback<RunnerCommand, RunnerInput>(({ input, receive, system }) => {
-  receive((command) => system.get(input.owner)?.send(command));
-});
-
-/** A session's run: the run machine whose runner is the session link (the process stays the session's). */
-export const sessionRun = runMachine.provide({ actors: { runner: sessionLink } });
-
-/** A session's phase as people name it: its own state, except that while its run is being stopped the run's step
- * (`interrupted`, `grace`, `killed`) shows through. `run` is the active run's state value, if any. */
+/** A session's phase as people name it: its own top-level state (`running` for any of its substates; a session
+ * `ending` already has the end it will have, `lost` or `closed`), except that while its run is being stopped the
+ * run's step (`interrupted`, `grace`, `killed`) shows through, until the session lets the run go when its process
+ * was lost; a session closing (or ending closed) shows that. `run` is the active run's state value, if any. */
 export function sessionPhase(session: unknown, run: unknown): string {
-  const own = typeof session === "string" ? session : JSON.stringify(session);
+  const [top, sub] =
+    typeof session === "string" ? [session] : session && typeof session === "object" ? Object.entries(session)[0]! : [];
+  const own =
+    top === "ending" && typeof sub === "string" ? sub : typeof top === "string" ? top : JSON.stringify(session);
   const step = run && typeof run === "object" ? (run as { stopping?: unknown }).stopping : undefined;
-  return (own === "running" || own === "starting") && typeof step === "string" ? step : own;
+  const shows = top === "running" || top === "starting" || (top === "ending" && sub === "lost");
+  return shows && typeof step === "string" ? step : own;
 }
 
 function runInput(context: SessionContext, e: RunStartEvent): RunInput {
@@ -110,16 +104,18 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     ...requestExtras(e),
     ...(e.notes?.length ? { notes: e.notes } : {}),
     ...((e.backend ?? context.backend) ? { backend: e.backend ?? context.backend } : {}),
+    // A run started while the process is up sends its command at once; the first run waits for `runner.ready`.
+    ...(context.runner ? { runner: context.runner } : {}),
   };
 }
 
 const releaseAndReport = ["reportRun", "releaseRun"] as const;
 
-/** The process is gone: an active run gets the fact and reports first, then the session ends `end`; with no run
- * active it ends at once. */
+/** The process is gone: an active run gets the fact and the session is `ending` until it reported; with no run
+ * active the session ends `end` at once. */
 const processGone = (end: "lost" | "closed") =>
   [
-    { guard: "hasActiveRun", actions: ["forwardToRun", { type: "markEnding", params: end }] },
+    { guard: "hasActiveRun", target: `#session.ending.${end}`, actions: "forwardToRun" },
     { target: `#session.${end}` },
   ] as const;
 
@@ -132,22 +128,22 @@ export const sessionMachine = setup({
   },
   actors: {
     runner: placeholder<RunnerCommand, RunnerInput>("session", "runner"),
-    run: sessionRun,
+    run: runMachine,
   },
   actions: {
     startProcess: enqueueActions(({ context, enqueue }) => {
       const input: RunnerInput = {
         mode: "session",
         cwd: context.cwd,
-        owner: `session:${context.name}`,
+        owner: sessionActorId(context.name),
         ...(context.python ? { python: context.python } : {}),
         ...(context.language ? { language: context.language } : {}),
       };
-      enqueue.spawnChild("runner", { id: "runner", input });
+      enqueue.spawnChild("runner", { id: "runner", systemId: sessionRunnerId(context.name), input });
     }),
     spawnRun: enqueueActions(({ context, enqueue }, e: RunStartEvent | undefined) => {
       if (!e) return;
-      const id = `run:${e.runId}`;
+      const id = runActorId(e.runId);
       enqueue.spawnChild("run", { id, systemId: id, input: runInput(context, e) });
       enqueue.assign({ activeRunId: e.runId, runCount: context.runCount + 1 });
     }),
@@ -155,20 +151,9 @@ export const sessionMachine = setup({
       assertEvent(event, "runner.ready");
       return { runner: runnerInfo(event) };
     }),
-    /** A run started while the runner is up learns it at once. */
-    tellReady: enqueueActions(({ context, enqueue }, at: number) => {
-      if (context.runner && context.activeRunId) {
-        const ready = { type: "runner.ready", at, ...context.runner } satisfies RunnerFact;
-        enqueue.sendTo(`run:${context.activeRunId}`, ready);
-      }
-    }),
     /** Runner facts belong to the active run; with none (between runs) they are the session's alone. */
     forwardToRun: enqueueActions(({ context, event, enqueue }) => {
-      if (context.activeRunId) enqueue.sendTo(`run:${context.activeRunId}`, event);
-    }),
-    toRunner: sendTo("runner", ({ event }) => {
-      assertEvent(event, ["runner.run", "runner.interrupt", "runner.terminate", "runner.kill", "runner.tool_result"]);
-      return event;
+      if (context.activeRunId) enqueue.sendTo(runActorId(context.activeRunId), event);
     }),
     shutdownRunner: sendTo("runner", { type: "runner.shutdown" } satisfies RunnerCommand),
     killRunner: sendTo("runner", { type: "runner.kill" } satisfies RunnerCommand),
@@ -184,13 +169,11 @@ export const sessionMachine = setup({
         outcome: refusal({ ...event, session: context.name }, message, { incarnation: context.incarnation }),
       };
     }),
-    requestClose: assign({ closeRequested: true }),
     cancelActiveRun: enqueueActions(({ context, event, enqueue }) => {
       const at = "at" in event && typeof event.at === "number" ? event.at : 0;
       const cancel = { type: "run.cancel", at } satisfies RunCancel;
-      if (context.activeRunId) enqueue.sendTo(`run:${context.activeRunId}`, cancel);
+      if (context.activeRunId) enqueue.sendTo(runActorId(context.activeRunId), cancel);
     }),
-    markEnding: assign((_, end: "lost" | "closed") => ({ ending: end })),
     /** The run's outcome (its output) goes to the supervisor. */
     reportRun: sendParent(({ event }): RunFinishedEvent => {
       assertEvent(event, "xstate.done.actor.*");
@@ -208,44 +191,22 @@ export const sessionMachine = setup({
   },
   guards: {
     hasActiveRun: ({ context }) => context.activeRunId !== undefined,
-    processReady: ({ context }) => context.runner !== undefined,
-    closeRequested: ({ context }) => context.closeRequested,
-    endingIs: ({ context }, end: "lost" | "closed") => context.ending === end,
   },
   delays: {
     killBound: ({ context }) => context.limits.killMs,
   },
 }).createMachine({
   id: "session",
-  context: ({ input }) => ({ ...input, runCount: 0, closeRequested: false }),
+  context: ({ input }) => ({ ...input, runCount: 0 }),
   entry: ["startProcess", { type: "spawnRun", params: ({ context }) => context.firstRun }],
   initial: "starting",
   on: {
-    "runner.run": { actions: "toRunner" },
-    "runner.interrupt": { actions: "toRunner" },
-    "runner.terminate": { actions: "toRunner" },
-    "runner.kill": { actions: "toRunner" },
-    "runner.tool_result": { actions: "toRunner" },
     "runner.started": { actions: "forwardToRun" },
     "runner.done": { actions: "forwardToRun" },
     "runner.tool_call": { actions: "forwardToRun" },
     "runner.tool_cancel": { actions: "forwardToRun" },
     "run.nested_call": { actions: "passNestedCall" },
-    // The process is gone: so is every variable in it.
-    "runner.exited": processGone("lost"),
-    "runner.failed": processGone("lost"),
     "run.start": { actions: { type: "rejectRun", params: "busy" } },
-    "session.close": { actions: ["requestClose", "cancelActiveRun"] },
-    "xstate.done.actor.*": [
-      { guard: { type: "endingIs", params: "lost" }, target: ".lost", actions: releaseAndReport },
-      { guard: { type: "endingIs", params: "closed" }, target: ".closed", actions: releaseAndReport },
-      { guard: "closeRequested", target: ".closing", actions: releaseAndReport },
-      { guard: "processReady", target: ".idle", actions: releaseAndReport },
-      {
-        description: "The first run ended before the interpreter was ready: the session still waits for it.",
-        actions: releaseAndReport,
-      },
-    ],
   },
   states: {
     starting: {
@@ -256,8 +217,14 @@ export const sessionMachine = setup({
           { target: "idle", actions: "noteRunner" },
         ],
         "session.close": { target: "closing", actions: "cancelActiveRun" },
+        // The process is gone: so is every variable in it.
+        "runner.exited": processGone("lost"),
         // The interpreter never started (missing, bad cwd): nothing was lost.
         "runner.failed": processGone("closed"),
+        "xstate.done.actor.*": {
+          description: "The first run ended before the interpreter was ready: the session still waits for it.",
+          actions: releaseAndReport,
+        },
       },
     },
     idle: {
@@ -265,18 +232,36 @@ export const sessionMachine = setup({
       on: {
         "run.start": {
           target: "running",
-          actions: [
-            { type: "spawnRun", params: ({ event }) => event },
-            { type: "tellReady", params: ({ event }) => event.at },
-          ],
+          actions: { type: "spawnRun", params: ({ event }) => event },
         },
         "session.close": "closing",
+        "runner.exited": "lost",
+        "runner.failed": "lost",
       },
     },
     running: {
       description:
         "A run is active. How far it is (running, interrupted, grace, killed) is the run's own state; the session " +
         "passes runner facts to it and its commands to the process.",
+      initial: "active",
+      states: {
+        active: {
+          description: "The run goes on; once it reported, the session is idle.",
+          on: { "session.close": { target: "closeRequested", actions: "cancelActiveRun" } },
+        },
+        closeRequested: {
+          description: "Asked to close: the run is cancelled, and the session closes once it reported.",
+          on: {
+            "session.close": { actions: "cancelActiveRun" },
+            "xstate.done.actor.*": { target: "#session.closing", actions: releaseAndReport },
+          },
+        },
+      },
+      on: {
+        "runner.exited": { target: "ending.lost", actions: "forwardToRun" },
+        "runner.failed": { target: "ending.lost", actions: "forwardToRun" },
+        "xstate.done.actor.*": { target: "idle", actions: releaseAndReport },
+      },
     },
     closing: {
       description: "Asked to exit; killed if it does not within the bound.",
@@ -284,14 +269,30 @@ export const sessionMachine = setup({
       on: {
         "runner.exited": processGone("closed"),
         "runner.failed": processGone("closed"),
-        "xstate.done.actor.*": [
-          { guard: { type: "endingIs", params: "closed" }, target: "closed", actions: releaseAndReport },
-          { actions: releaseAndReport },
-        ],
+        "xstate.done.actor.*": {
+          description: "A run cancelled by the close reported: the session still waits for its process to exit.",
+          actions: releaseAndReport,
+        },
         "run.start": { actions: { type: "rejectRun", params: "closing" } },
-        "session.close": {},
       },
       after: { killBound: { actions: "killRunner" } },
+    },
+    ending: {
+      description:
+        "The process is gone while a run was active: the run has the fact and reports, then the session ends.",
+      // Always entered at the end decided (`processGone`); XState requires an initial substate all the same.
+      initial: "lost",
+      states: {
+        lost: {
+          description: "It died or was killed: the session is lost once the run reported.",
+          on: { "xstate.done.actor.*": { target: "#session.lost", actions: releaseAndReport } },
+        },
+        closed: {
+          description: "It exited when asked, or never started: the session is closed once the run reported.",
+          on: { "xstate.done.actor.*": { target: "#session.closed", actions: releaseAndReport } },
+        },
+      },
+      on: { "runner.exited": { actions: "forwardToRun" }, "runner.failed": { actions: "forwardToRun" } },
     },
     lost: {
       type: "final",

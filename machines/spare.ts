@@ -1,7 +1,8 @@
 // A spare runner: a fresh-mode interpreter started ahead of time for one (interpreter, cwd, environment) key, so a
 // fresh run can take it instead of paying an interpreter start. It waits `ready`; a fresh run `claimed` it (its
 // process moves to the run); unused for long enough it is `retired`; a process that dies while waiting is `failed`.
-import { assertEvent, sendParent, sendTo, setup, spawnChild } from "xstate";
+// The supervisor reads whether a spare is ready from its snapshot (`spareIsReady`): it keeps no copy.
+import { assertEvent, sendTo, setup, spawnChild } from "xstate";
 import type { RunnerCommand, RunnerFact, RunnerInput } from "./events.ts";
 import { placeholder } from "./placeholder.ts";
 
@@ -18,13 +19,14 @@ export interface SpareInput {
 export type SpareEvent =
   RunnerFact | { type: "spare.claim"; at: number; runId: string } | { type: "spare.retire"; at: number };
 
-export type SpareNotice = { type: "spare.ready"; key: string; id: string };
-
 export interface SpareOutput {
   id: string;
   key: string;
   end: "claimed" | "retired" | "failed";
 }
+
+/** Whether a spare's snapshot (undefined once it is gone) is `ready` for a fresh run to claim. */
+export const spareIsReady = (snapshot: { value?: unknown } | undefined): boolean => snapshot?.value === "ready";
 
 const end = (how: SpareOutput["end"]) => ({
   type: "final" as const,
@@ -49,11 +51,6 @@ export const spareMachine = setup({
         ...(context.python ? { python: context.python } : {}),
       }),
     }),
-    announceReady: sendParent(({ context }): SpareNotice => ({
-      type: "spare.ready",
-      key: context.key,
-      id: context.id,
-    })),
     /** The process moves to the run: the runner hands its handle over instead of stopping it. */
     handOver: sendTo("runner", ({ event }): RunnerCommand => {
       assertEvent(event, "spare.claim");
@@ -78,7 +75,6 @@ export const spareMachine = setup({
     },
     ready: {
       description: "Started and idle, waiting for a fresh run with the same key.",
-      entry: "announceReady",
       on: { "spare.claim": { target: "claimed", actions: "handOver" } },
       after: { idle: "retired" },
     },

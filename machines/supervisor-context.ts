@@ -15,8 +15,9 @@ import type {
 import type { NestedCallEvent } from "./run-calls.ts";
 import { requestExtras, type RunInput } from "./run-context.ts";
 import type { SessionInput, SessionOutput } from "./session.ts";
-import type { SpareInput, SpareNotice, SpareOutput } from "./spare.ts";
+import type { SpareInput, SpareOutput } from "./spare.ts";
 import type { ExecCommand, ExecPoolInput } from "./exec-pool.ts";
+import { spareActorId } from "./actor-ids.ts";
 
 export interface SupervisorInput {
   limits: Limits;
@@ -29,11 +30,11 @@ export interface SupervisorInput {
 /** Shell sessions: `exec.open` creates the pool (`exec:pool`) on first use; every other `exec.*` command goes to it. */
 export type ExecSupervisorCommand = { type: "exec.open"; at: number } | ExecCommand;
 
-/** A spare runner kept for a key: warming until it reports ready. */
+/** A spare runner started for a key. Whether it is still warming or ready is its own state (machines/spare.ts),
+ * read from its snapshot when a fresh run looks for one. */
 export interface SpareEntry {
   id: string;
   key: string;
-  ready: boolean;
 }
 
 /** The most spares kept per key: fresh runs arriving faster than one spare warms grow the pool up to this. */
@@ -72,12 +73,9 @@ export interface SupervisorContext extends SupervisorInput {
    * back to the pool's size as idle spares retire. */
   spareTarget: Record<string, number>;
   spareSeq: number;
-  /** False once shutdown began: no new spares. */
-  serving: boolean;
 }
 
 export type SupervisorEvent =
-  | SpareNotice
   | CommandEvent
   | ExecSupervisorCommand
   | PrepareFact
@@ -89,7 +87,7 @@ export type SupervisorEvent =
 export type SupervisorEmitted = RunFinishedEvent | NestedCallEvent;
 
 export function initialContext(input: SupervisorInput): SupervisorContext {
-  return { ...input, queue: [], sessions: {}, active: {}, spares: {}, spareTarget: {}, spareSeq: 0, serving: true };
+  return { ...input, queue: [], sessions: {}, active: {}, spares: {}, spareTarget: {}, spareSeq: 0 };
 }
 
 /** The request at the head of the queue with what its preparation settled. */
@@ -98,7 +96,24 @@ export function preparedRequest(
   e: Extract<PrepareFact, { type: "prepare.done" }>,
 ): RunStartEvent {
   const { type: _t, at: _at, runId: _r, ...prepared } = e;
-  return { ...c.queue[0]!, ...prepared };
+  const { prepared: _p, ...request } = c.queue[0]!;
+  return { ...request, ...prepared };
+}
+
+/** The fact a request settled by its sender stands for (RunRequest `prepared`): raised in place of a prepare
+ * actor's, so both roads meet at `prepare.done` / `prepare.failed`. */
+export function factOfPrepared(r: RunStartEvent): PrepareFact {
+  const failed = r.prepared?.failed;
+  if (failed) return { type: "prepare.failed", at: r.at, runId: r.runId, ...failed };
+  return {
+    type: "prepare.done",
+    at: r.at,
+    runId: r.runId,
+    ...(r.python !== undefined ? { python: r.python } : {}),
+    ...(r.dependencies !== undefined ? { dependencies: r.dependencies } : {}),
+    ...(r.spareKey !== undefined ? { spareKey: r.spareKey } : {}),
+    ...(r.notes !== undefined ? { notes: r.notes } : {}),
+  };
 }
 
 export const isQueued = (c: SupervisorContext, runId: string) => c.queue.some((r) => r.runId === runId);
@@ -117,18 +132,17 @@ export function spareTargetAfter(c: SupervisorContext, key: string, claimed: boo
 }
 
 /** After a fresh run of the request's key (which took `claimed`, if any): the spares to start and the pool's new
- * records. Nothing starts during shutdown. */
+ * records. Only a serving supervisor starts fresh runs, so nothing starts during shutdown. */
 export function sparesAfterRun(c: SupervisorContext, request: SpareRequest, claimed: string | undefined, pool: number) {
   const start: SpareInput[] = [];
-  if (!c.serving) return { start, next: {} };
   let { [claimed ?? ""]: _taken, ...spares } = c.spares;
   const target = spareTargetAfter(c, request.key, claimed !== undefined, pool);
   let spareSeq = c.spareSeq;
   for (let n = sparesOf(spares, request.key).length; n < target; n++) {
     spareSeq += 1;
-    const id = `spare:${spareSeq}`;
+    const id = spareActorId(spareSeq);
     start.push(spareInput(c, id, request));
-    spares = { ...spares, [id]: { id, key: request.key, ready: false } };
+    spares = { ...spares, [id]: { id, key: request.key } };
   }
   return { start, next: { spares, spareSeq, spareTarget: { ...c.spareTarget, [request.key]: target } } };
 }

@@ -8,11 +8,12 @@ import type { RunFinishedEvent, RunOutcome, RunStartEvent } from "./events.ts";
 import { runMachine } from "./run.ts";
 import { refusal, requestOutcome } from "./run-outcome.ts";
 import { placeholder } from "./placeholder.ts";
-import { spareMachine, type SpareEvent, type SpareOutput } from "./spare.ts";
+import { spareIsReady, spareMachine, type SpareEvent, type SpareOutput } from "./spare.ts";
 import { sessionMachine, type SessionEvent, type SessionOutput } from "./session.ts";
 import type { RunCancel } from "./run-context.ts";
 import { DEFAULT_EXEC_POOL, EXEC_POOL_ID, execPoolMachine, type ExecCommand } from "./exec-pool.ts";
 import {
+  factOfPrepared,
   freshInput,
   initialContext,
   isCurrentIncarnation,
@@ -35,6 +36,7 @@ import {
   type SupervisorEvent,
   type SupervisorInput,
 } from "./supervisor-context.ts";
+import { isActor, runActorId, sessionActorId } from "./actor-ids.ts";
 
 export * from "./supervisor-context.ts";
 
@@ -74,17 +76,23 @@ export const supervisorMachine = setup({
       const ref = system.get(EXEC_POOL_ID);
       if (ref) enqueue.sendTo(ref, event);
     }),
-    /** A request joins the queue; the first in line is prepared at once. */
+    /** A request joins the queue; the first in line is prepared at once (by a prepare actor, or, when its sender
+     * settled it, by raising the fact it stands for). */
     enqueue: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, "run.start");
-      if (context.queue.length === 0) enqueue.spawnChild("prepare", { id: "prepare", input: event });
+      if (context.queue.length === 0) {
+        if (event.prepared) enqueue.raise(factOfPrepared(event));
+        else enqueue.spawnChild("prepare", { id: "prepare", input: event });
+      }
       enqueue.assign({ queue: [...context.queue, event] });
     }),
     /** The head of the queue is done with (prepared, refused or cancelled): the next one is prepared. */
     next: enqueueActions(({ context, enqueue }) => {
-      enqueue.stopChild("prepare");
-      const [, ...queue] = context.queue;
-      if (queue.length) enqueue.spawnChild("prepare", { id: "prepare", input: queue[0]! });
+      const [head, ...queue] = context.queue;
+      if (head && !head.prepared) enqueue.stopChild("prepare");
+      const following = queue[0];
+      if (following?.prepared) enqueue.raise(factOfPrepared(following));
+      else if (following) enqueue.spawnChild("prepare", { id: "prepare", input: following });
       enqueue.assign({ queue });
     }),
     refuse: emit((_, outcome: RunOutcome): RunFinishedEvent => ({ type: "run.finished", outcome })),
@@ -115,10 +123,10 @@ export const supervisorMachine = setup({
     startFresh: enqueueActions(({ context, event, enqueue, system }) => {
       assertEvent(event, "prepare.done");
       const e = preparedRequest(context, event);
-      const id = `run:${e.runId}`;
+      const id = runActorId(e.runId);
       const key = spareKeyOf(e);
       const pool = key !== undefined ? sparesOf(context.spares, key) : [];
-      const spare = pool.find((s) => s.ready && system.get(s.id));
+      const spare = pool.find((s) => spareIsReady(system.get(s.id)?.getSnapshot()));
       const claimed = spare?.id;
       const spareRef = claimed ? system.get(claimed) : undefined;
       const claim = { type: "spare.claim", at: e.at, runId: e.runId } satisfies SpareEvent;
@@ -140,7 +148,7 @@ export const supervisorMachine = setup({
       assertEvent(event, "prepare.done");
       const e = preparedRequest(context, event);
       const name = e.session!;
-      const id = `session:${name}`;
+      const id = sessionActorId(name);
       const entry = context.sessions[name];
       const alive = entry?.status === "alive" && system.get(id) !== undefined;
       const replaced = alive && !e.reset ? replacementOf(entry!, e) : undefined;
@@ -181,12 +189,6 @@ export const supervisorMachine = setup({
       });
       if (context.queue[0] !== request) enqueue.assign({ queue: context.queue.filter((r) => r !== request) });
     }),
-    spareReady: enqueueActions(({ context, event, enqueue }) => {
-      assertEvent(event, "spare.ready");
-      if (context.spares[event.id]) {
-        enqueue.assign({ spares: { ...context.spares, [event.id]: { id: event.id, key: event.key, ready: true } } });
-      }
-    }),
     /** A run ended: its session is no longer busy, and the outcome goes out. */
     announce: enqueueActions(({ context, enqueue }, outcome: RunOutcome) => {
       const { [outcome.runId]: _gone, ...active } = context.active;
@@ -201,7 +203,7 @@ export const supervisorMachine = setup({
      * end was queued behind the request that started the next one is not: its id names the new incarnation now. */
     release: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, "xstate.done.actor.*");
-      if (event.actorId.startsWith("session:")) {
+      if (isActor(event.actorId, "session")) {
         const out = event.output as SessionOutput;
         if (!isCurrentIncarnation(context, out)) return;
         enqueue.stopChild(event.actorId);
@@ -209,19 +211,19 @@ export const supervisorMachine = setup({
         return;
       }
       enqueue.stopChild(event.actorId);
-      if (event.actorId.startsWith("spare:")) {
+      if (isActor(event.actorId, "spare")) {
         const out = event.output as SpareOutput;
         if (context.spares[out.id]) enqueue.assign(sparesAfterRetire(context, out));
       }
     }),
     cancel: enqueueActions(({ event, enqueue, system }) => {
       assertEvent(event, "run.cancel");
-      const run = system.get(`run:${event.runId}`);
+      const run = system.get(runActorId(event.runId));
       if (run) enqueue.sendTo(run, event);
     }),
     closeSession: enqueueActions(({ context, event, enqueue, system }) => {
       assertEvent(event, "session.stop");
-      const ref = system.get(`session:${event.name}`);
+      const ref = system.get(sessionActorId(event.name));
       if (ref && context.sessions[event.name]?.status === "alive") {
         const close = { type: "session.close", at: event.at } satisfies SessionEvent;
         enqueue.sendTo(ref, close);
@@ -233,11 +235,11 @@ export const supervisorMachine = setup({
       const at = event.at;
       const close = { type: "session.close", at } satisfies SessionEvent;
       for (const [name, entry] of Object.entries(context.sessions)) {
-        const ref = system.get(`session:${name}`);
+        const ref = system.get(sessionActorId(name));
         if (ref && entry.status === "alive") enqueue.sendTo(ref, close);
       }
       for (const [runId, session] of Object.entries(context.active)) {
-        const ref = session === null ? system.get(`run:${runId}`) : undefined;
+        const ref = session === null ? system.get(runActorId(runId)) : undefined;
         const cancel = { type: "run.cancel", at, runId } satisfies RunCancel;
         if (ref) enqueue.sendTo(ref, cancel);
       }
@@ -253,7 +255,7 @@ export const supervisorMachine = setup({
       for (const request of context.queue) {
         enqueue.emit({ type: "run.finished", outcome: refusal(request, SHUTDOWN, { at }) });
       }
-      enqueue.assign({ serving: false, queue: [] });
+      enqueue.assign({ queue: [] });
     }),
   },
   guards: {
@@ -285,21 +287,18 @@ export const supervisorMachine = setup({
     },
     isRun: ({ event }) => {
       assertEvent(event, "xstate.done.actor.*");
-      return event.actorId.startsWith("run:");
+      return isActor(event.actorId, "run");
     },
   },
 }).createMachine({
   id: "supervisor",
   context: ({ input }) => initialContext(input),
   initial: "serving",
+  // What both states do: runs and sessions report, done children are released, a started run can be cancelled, and
+  // the shell-session pool gets its commands.
   on: {
-    "run.cancel": [
-      { guard: "isPreparing", actions: ["cancelQueued", "next"] },
-      { guard: "isQueued", actions: "cancelQueued" },
-      { actions: "cancel" },
-    ],
+    "run.cancel": { actions: "cancel" },
     "run.finished": { actions: { type: "announce", params: ({ event }) => event.outcome } },
-    "spare.ready": { actions: "spareReady" },
     "run.nested_call": { actions: "passNestedCall" },
     "xstate.done.actor.*": [
       {
@@ -309,8 +308,6 @@ export const supervisorMachine = setup({
       },
       { actions: "release" },
     ],
-    "session.stop": { actions: "closeSession" },
-    "exec.open": { actions: { type: "openExec", params: false } },
     "exec.*": { actions: "forwardExec" },
   },
   states: {
@@ -336,11 +333,20 @@ export const supervisorMachine = setup({
           { actions: ["startInSession", "next"] },
         ],
         "prepare.failed": { guard: "forHead", actions: ["refuseUnprepared", "next"] },
+        "run.cancel": [
+          { guard: "isPreparing", actions: ["cancelQueued", "next"] },
+          { guard: "isQueued", actions: "cancelQueued" },
+          { actions: "cancel" },
+        ],
+        "session.stop": { actions: "closeSession" },
+        "exec.open": { actions: { type: "openExec", params: false } },
         "supervisor.shutdown": { target: "stopping", actions: "closeAll" },
       },
     },
     stopping: {
-      description: "Pi is shutting down or reloading: sessions close, runs are cancelled, nothing new starts.",
+      description:
+        "Pi is shutting down or reloading: sessions close, runs are cancelled, nothing new starts (no queue, no " +
+        "spares); a shell-session pool opened now starts stopped.",
       on: {
         "exec.open": { actions: { type: "openExec", params: true } },
         "run.start": { actions: { type: "refuse", params: ({ event }) => refusal(event, SHUTDOWN) } },

@@ -2,9 +2,10 @@
 // log runs exactly the actor tree that recorded it (only the boundary actors differ: effects, or stubs). Each effect
 // is provided here once, to every machine that names it.
 import { fromCallback, type AnyActorLogic, type CallbackActorLogic, type EventObject } from "xstate";
-import type { PrepareFact, RunStartEvent } from "./events.ts";
+import type { RunStartEvent } from "./events.ts";
+import { factOfPrepared } from "./supervisor-context.ts";
 import { runMachine } from "./run.ts";
-import { sessionMachine, sessionRun } from "./session.ts";
+import { sessionMachine } from "./session.ts";
 import { spareMachine } from "./spare.ts";
 import { supervisorMachine } from "./supervisor.ts";
 import { toolCallMachine } from "./tool-call.ts";
@@ -29,16 +30,7 @@ export interface BoundaryActors {
 /** Preparation for requests whose sender settled everything itself (interpreter, dependencies): what the request
  * says is what runs. Pure; answers at once. */
 export const preparedBySender = fromCallback<EventObject, RunStartEvent>(({ input, sendBack }) => {
-  const fact: PrepareFact = {
-    type: "prepare.done",
-    at: input.at,
-    runId: input.runId,
-    ...(input.python !== undefined ? { python: input.python } : {}),
-    ...(input.dependencies !== undefined ? { dependencies: input.dependencies } : {}),
-    ...(input.spareKey !== undefined ? { spareKey: input.spareKey } : {}),
-    ...(input.notes !== undefined ? { notes: input.notes } : {}),
-  };
-  sendBack(fact);
+  sendBack(factOfPrepared(input));
 });
 
 export function supervisorWith(runner: AnyActorLogic, boundary: BoundaryActors = {}) {
@@ -51,7 +43,7 @@ export function supervisorWith(runner: AnyActorLogic, boundary: BoundaryActors =
       prepare: boundary.prepare ?? preparedBySender,
       run: runMachine.provide({ actors: { runner, toolCall, ...install } }),
       session: sessionMachine.provide({
-        actors: { runner, run: sessionRun.provide({ actors: { toolCall, ...install } }) },
+        actors: { runner, run: runMachine.provide({ actors: { toolCall, ...install } }) },
       }),
       spare: spareMachine.provide({ actors: { runner } }),
       ...(boundary.shell

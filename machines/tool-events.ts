@@ -74,6 +74,8 @@ export interface NestedCallRecord {
 export interface ToolReply {
   status: "ok" | "error" | "invalid" | "blocked" | "cancelled";
   text: string;
+  /** `ok` only: the result's structuredContent as JSON, when the text is not JSON (Python's `.json()` falls back). */
+  structured?: string;
 }
 
 // ---- facts (runner actor -> run): the runner asked for a call, or stopped waiting for one ----

@@ -3,7 +3,7 @@
 import { readdirSync, statSync, unlinkSync } from "node:fs";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { getAgentDir } from "@earendil-works/pi-coding-agent";
+import { agentDir } from "../store/agent-dir.ts";
 
 export interface LogLimits {
   /** A segment past this size is rotated at the next point where no timer is pending. */
@@ -28,9 +28,9 @@ export const DEFAULT_LOG_LIMITS: LogLimits = {
 /** How to run this package's command line from wherever it is installed (it is not on PATH, nor on npm yet). */
 export const CLI_COMMAND = `node ${fileURLToPath(new URL("../bin/pi-code-supervisor.js", import.meta.url))}`;
 
-/** `PI_CODE_EXECUTION_LOG_DIR`, else `pi-code-supervisor/logs` in Pi's agent directory (Pi's own `getAgentDir()`). */
+/** `PI_CODE_EXECUTION_LOG_DIR`, else `pi-code-supervisor/logs` in Pi's agent directory (as Pi names it, store/agent-dir.ts). */
 export function defaultLogDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.PI_CODE_EXECUTION_LOG_DIR || join(getAgentDir(), "pi-code-supervisor", "logs");
+  return env.PI_CODE_EXECUTION_LOG_DIR || join(agentDir(), "pi-code-supervisor", "logs");
 }
 
 /** `2025-01-31T12-00-00Z_<session>_<id>` + `.<segment>` for segments after the first + `.jsonl`. */

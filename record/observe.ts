@@ -42,6 +42,13 @@ export class SystemObserver {
   private readonly boundary = new BoundaryTracker();
   /** The root actor of the observed system, once it exists. */
   root: AnyActorRef | undefined;
+  /** Each actor's creation time: the moment of its `@xstate.actor` event, the time its event-log record carries. */
+  private readonly born = new WeakMap<AnyActorRef, number>();
+
+  /** When `actor` was created, if this observer saw it (an inspector started later shows the true time). */
+  createdAt(actor: AnyActorRef): number | undefined {
+    return this.born.get(actor);
+  }
 
   on(listener: SystemListener): () => void {
     this.listeners.add(listener);
@@ -88,7 +95,10 @@ export class SystemObserver {
   hostOptions(): ObservedHostOptions {
     return {
       inspect: (event) => {
-        if (event.type === "@xstate.actor" && !ref(event.actorRef)._parent) this.root = ref(event.actorRef);
+        if (event.type === "@xstate.actor") {
+          this.born.set(ref(event.actorRef), Date.now());
+          if (!ref(event.actorRef)._parent) this.root = ref(event.actorRef);
+        }
         this.boundary.observe(event);
         // A boundary actor's `sendBack` is relayed to its parent right after this event: that is a fact.
         if (event.type === "@xstate.event" && event.sourceRef) {

@@ -1087,6 +1087,8 @@ def _prepare_run():
     try:
         where = msg.get("chdir")
         if type(where) is str and where:
+            # A remote backend names a directory under the remote login directory as `~/...`.
+            where = os.path.expanduser(where)
             # Notebook calls run in a directory of their own: there, and first on sys.path (where it stays).
             try:
                 os.chdir(where)

@@ -31,9 +31,12 @@ def attach(write_frame, pid):
 
 # ---------------------------------------------------------------------------------------------------- results
 class ToolResult(str):
-    """A tool's result text. `json()` parses it: the whole text, or else a trailing `structuredContent:` block."""
+    """A tool's result text, exactly as the model would see it. `json()` parses it: the whole text, else a trailing
+    `structuredContent:` block the text itself carries (MCP adapters write one), else the result's own
+    `structuredContent`, which the host sends beside the text (never inside it)."""
 
     tool = "tool"
+    _structured = None
 
     def json(self):
         """Parse the text as JSON (a new object each call). ValueError names the tool and shows the text's start."""
@@ -45,8 +48,9 @@ class ToolResult(str):
             return json.loads(self)
         except (ValueError, SystemError):
             pass
-        block = _structured_block(self)
-        if block is not None:
+        for block in (_structured_block(self), self._structured):
+            if block is None:
+                continue
             try:
                 return json.loads(block)
             except (ValueError, SystemError):
@@ -136,7 +140,7 @@ async def call(run, name, python, kwargs):
         _pending[cid] = (loop, fut, run)
     try:
         _write(data)
-        status, text = await fut
+        status, text, structured = await fut
     except BaseException:
         # Cancelled (asyncio, or the run's KeyboardInterrupt cancelling its task): the host aborts the dispatch.
         _withdraw(cid, run)
@@ -144,6 +148,8 @@ async def call(run, name, python, kwargs):
     if status == "ok":
         result = ToolResult(text)
         result.tool = python
+        if structured is not None:
+            result._structured = structured
         return result
     if status == "invalid":
         raise TypeError(text)
@@ -213,7 +219,7 @@ def completion(run, prompt, model="default", system=None, schema=None):
         if not isinstance(schema, dict):
             raise TypeError("completion(): schema must be a JSON Schema dict")
         args["schema"] = schema
-    status, text = call_sync(run, COMPLETION_TOOL, "completion", args)
+    status, text, _ = call_sync(run, COMPLETION_TOOL, "completion", args)
     if status == "invalid":
         raise TypeError(text)
     if status != "ok":
@@ -255,9 +261,9 @@ def _quote(s):
     return json.dumps(s)
 
 
-def _settle(fut, status, text):
+def _settle(fut, status, text, structured=None):
     if not fut.done():
-        fut.set_result((status, text))
+        fut.set_result((status, text, structured))
 
 
 def deliver(msg):
@@ -275,11 +281,14 @@ def deliver(msg):
         status = "error"
     if not isinstance(text, str):
         text = ""
+    structured = msg.get("structured")
+    if not isinstance(structured, str):
+        structured = None
     if loop is None:
-        fut.set_result((status, text))
+        fut.set_result((status, text, structured))
         return
     try:
-        loop.call_soon_threadsafe(_settle, fut, status, text)
+        loop.call_soon_threadsafe(_settle, fut, status, text, structured)
     except RuntimeError:  # that loop was closed
         pass
 
@@ -292,7 +301,7 @@ def end(run_id):
             del _pending[cid]
     for _, (loop, fut, _run_id) in gone:
         if loop is None:
-            fut.set_result(("cancelled", _ENDED))
+            fut.set_result(("cancelled", _ENDED, None))
             continue
         try:
             loop.call_soon_threadsafe(_settle, fut, "cancelled", _ENDED)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Offline demo (scripts/demo.ts): a real Pi session driven by a scripted model. Everything it writes (Pi's agent
-# directory with the event log and journal, the working directory, temporary files) goes into one temporary folder,
-# removed at the end, also on failure or interrupt, unless --keep keeps it (and says where).
+# Offline demo (scripts/demo.ts): a real Pi session driven by a scripted model, showing every tool surface once. It
+# sets the checkout up first when needed (scripts/setup.sh). Everything it writes (Pi's agent directory with the
+# event log and journal, the working directory, temporary files) goes into one temporary folder, removed at the end,
+# also on failure or interrupt, unless --keep keeps it (and says where). Also: bash scripts/pi.sh --demo [--keep].
 set -euo pipefail
 usage="usage: bash scripts/demo.sh [--keep]
   --keep      keep the demo's temporary folder (event log, journal, saved scripts) and print where it is
@@ -15,6 +16,7 @@ for arg in "$@"; do
   esac
 done
 cd "$(dirname "$0")/.."
+bash scripts/setup.sh --quiet
 source scripts/env.sh
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/pcs-demo-XXXXXX")"

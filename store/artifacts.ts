@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
 import { lstat } from "node:fs/promises";
 import { join } from "node:path";
-import { getAgentDir } from "@earendil-works/pi-coding-agent";
+import { agentDir } from "./agent-dir.ts";
 import {
   ArtifactUnavailableError,
   checkDir,
@@ -21,7 +21,7 @@ import {
   writeTemp,
   type PageRequest,
 } from "./artifact-fs.ts";
-import { countNewlines, retainedDigest, type ChannelCapture } from "../actors/process/output.ts";
+import { countNewlines, retainedDigest, type ChannelCapture } from "../lib/run-output.ts";
 import { savedBeforeRead } from "./artifact-saves.ts";
 
 export const OUTPUT_DIR = "code-execution-output";
@@ -58,7 +58,7 @@ export class OutputArtifactCollisionError extends Error {
 }
 
 export function outputRoot(): string {
-  return join(getAgentDir(), OUTPUT_DIR);
+  return join(agentDir(), OUTPUT_DIR);
 }
 
 export function outputIdOf(m: OutputMetadata): string {
@@ -108,7 +108,7 @@ export interface OutputArtifact {
 }
 
 /** The reference of the run's retained transcript, without touching the disk. The digest continues the one of
- * stdout's retained bytes hashed while they arrived (actors/process/output.ts); stderr and the line counts are
+ * stdout's retained bytes hashed while they arrived (lib/run-output.ts); stderr and the line counts are
  * added here, so the result path does not read a long stdout again. */
 export function outputArtifact(capture: { stdout: ChannelCapture; stderr: ChannelCapture }): OutputArtifact {
   const { stdout, stderr } = capture;

@@ -1,10 +1,12 @@
-// The settings' keys: each key's type, default, environment variable (and pi-python's name for it, where it has one)
-// and how a raw value is checked (store/settings.ts layers the files and the environment over these). docs/settings.md
-// lists them.
-import type { VenvDiscovery } from "../actors/interpreter/interpreter.ts";
-import type { BackendSettings, RemoteSettings, ResourceLimits } from "../actors/process/backend-settings.ts";
+// The settings' keys: each key's type, default, environment variable (and pi-python's name for it, where it has one),
+// and the JSON Schema (typebox) of the values it takes, with what is expected in words (`errorMessage`). The settings
+// files' schemas are made of these (store/settings-schema.ts): a file is checked with its schema, a variable's text is
+// read into a value and checked with its key's, and the shipped schema.json is the same schema written out.
+// store/settings.ts layers the files and the environment over the defaults; docs/settings.md lists the keys.
+import type { BackendSettings, RemoteSettings, ResourceLimits, VenvDiscovery } from "../lib/setting-types.ts";
+import { Type, type TSchema } from "typebox";
 
-export type { RemoteSettings, ResourceLimits } from "../actors/process/backend-settings.ts";
+export type { RemoteSettings, ResourceLimits } from "../lib/setting-types.ts";
 
 export interface Settings {
   /** Seconds, when a call gives no `timeout`. */
@@ -64,268 +66,328 @@ export interface SettingOrigin {
   where?: string;
 }
 
+/** A value (or a whole file) of a project layer that was not applied, and why (also one of the warnings). */
+export interface IgnoredSetting {
+  /** The project file. */
+  file: string;
+  /** The dotted key; absent when the whole file was ignored (an untrusted project). */
+  key?: string;
+  why: string;
+}
+
 export interface ResolvedSettings {
   values: Settings;
   /** Per key (dotted for nested keys), where its value came from. */
   sources: Record<string, SettingOrigin>;
   warnings: string[];
+  /** The warnings about a name that is not known (a setting key, a tool surface, a value of a fixed set such as the
+   * backend), each naming the closest known one: the extension says these at start-up, not only in /code-status. */
+  unknown: string[];
   files: { global: string; project?: string };
+  /** Whether Pi trusts the project: only then are the project layers read (and even then no boundary key). */
+  trusted: boolean;
+  /** Project values and files that were not applied (untrusted project, boundary keys). */
+  ignored: IgnoredSetting[];
 }
 
-type Parse = (raw: unknown, fromEnv: boolean) => { ok: true; value: unknown } | { ok: false; why: string };
+/** How a variable's text becomes a value for the key's schema (a number, a switch, a list). Text that is no such value
+ * is passed on as it is, so that the schema refuses it with the key's own message. */
+export type EnvForm = (text: string) => unknown;
 
 export interface KeySpec {
   key: string;
   env: string;
   default: unknown;
-  parse: Parse;
+  /** The values a settings file may give (a JSON Schema, built with typebox), its `errorMessage` saying what is
+   * expected in words. The settings files' schemas are made of these (store/settings-schema.ts): they are what a file
+   * is checked with, and what the shipped schema.json says. */
+  schema: TSchema;
+  /** The environment variable's text as a value for `schema`, which then checks it like a file's. */
+  fromEnv: EnvForm;
   /** The same setting in pi-python's files and variables, used when ours is not set (extension compatibility). */
   piPython?: { key: string; env: string };
+  /** The key decides how far the model's code reaches (where it runs, what it sees, which tools exist, which host
+   * files Pi writes): a project file, which a cloned repository or sandboxed code can write, must not set it.
+   * `true`: read only from the global file, flags and the environment (the project's schema has no such key).
+   * `"lower"`: a project may only tighten the value below it (a smaller resource limit; a language of eval turned
+   * off, never on). Keys under `sandbox.` and `remote.` are boundary keys even without it (`boundaryOf`), so a new one
+   * cannot be forgotten. */
+  boundary?: true | "lower";
 }
 
-const num = (raw: unknown, fromEnv: boolean): number =>
-  fromEnv && typeof raw === "string" && raw.trim() !== "" ? Number(raw) : (raw as number);
+/** Key prefixes whose every key is a boundary key, whatever its spec says. */
+export const BOUNDARY_PREFIXES = ["sandbox.", "remote."] as const;
 
-function numberIn(min: number, max: number, unit: string, integer = false): Parse {
-  return (raw, fromEnv) => {
-    const n = num(raw, fromEnv);
-    if (typeof n !== "number" || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n)))
-      return { ok: false, why: `must be ${integer ? "an integer" : "a number"} of ${unit} from ${min} to ${max}` };
-    return { ok: true, value: n };
-  };
+/** How a project layer may set this key: `undefined` freely, `true` never, `"lower"` only to tighten. */
+export function boundaryOf(spec: Pick<KeySpec, "key" | "boundary">): true | "lower" | undefined {
+  if (spec.boundary) return spec.boundary;
+  return BOUNDARY_PREFIXES.some((p) => spec.key.startsWith(p)) ? true : undefined;
 }
 
-const boolean: Parse = (raw, fromEnv) => {
-  if (typeof raw === "boolean") return { ok: true, value: raw };
-  if (fromEnv && typeof raw === "string") {
-    const s = raw.trim().toLowerCase();
-    if (["1", "true", "yes", "on"].includes(s)) return { ok: true, value: true };
-    if (["0", "false", "no", "off"].includes(s)) return { ok: true, value: false };
+// The variables' forms. Each returns text it cannot read as it is, for the schema to refuse.
+const envNumber: EnvForm = (text) => (text.trim() !== "" && !Number.isNaN(Number(text)) ? Number(text) : text);
+const envSwitch: EnvForm = (text) => {
+  const s = text.trim().toLowerCase();
+  if (["1", "true", "yes", "on"].includes(s)) return true;
+  if (["0", "false", "no", "off"].includes(s)) return false;
+  return text;
+};
+const envText: EnvForm = (text) => text.trim();
+/** A name of a fixed set, in any case. */
+const envName: EnvForm = (text) => text.trim().toLowerCase();
+/** Items split at `separator`, trimmed, empty ones and duplicates dropped. */
+const envList =
+  (separator: string, item: EnvForm = envText): EnvForm =>
+  (text) => [...new Set(text.split(separator).map(item).filter(Boolean))];
+const envJson: EnvForm = (text) => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
   }
-  return { ok: false, why: "must be true or false" };
 };
 
-const dirNames: Parse = (raw, fromEnv) => {
-  const list =
-    fromEnv && typeof raw === "string"
-      ? raw
-          .split(",")
-          .map((s) => s.trim())
-          .filter(Boolean)
-      : raw;
-  if (
-    !Array.isArray(list) ||
-    list.some((s) => typeof s !== "string" || !s || s.includes("/") || s === "." || s === "..")
-  )
-    return { ok: false, why: 'must be a list of directory names (no slashes), such as [".venv", "venv"]' };
-  return { ok: true, value: [...new Set(list as string[])] };
-};
+type Form = Pick<KeySpec, "schema" | "fromEnv">;
 
-const surfaceList: Parse = (raw, fromEnv) => {
-  const list = fromEnv && typeof raw === "string" ? raw.split(",") : raw;
-  if (!Array.isArray(list) || list.some((x) => typeof x !== "string"))
-    return { ok: false, why: `must be a list of tool surface names (${SURFACES.join(", ")})` };
-  const names = (list as string[]).map((x) => x.trim().toLowerCase()).filter(Boolean);
-  return { ok: true, value: [...new Set(names)] };
-};
-
-const SESSION_NAME = /^(?!\.+$)[A-Za-z0-9._-]{1,64}$/;
-const sessionName: Parse = (raw) =>
-  typeof raw === "string" && SESSION_NAME.test(raw.trim())
-    ? { ok: true, value: raw.trim() }
-    : { ok: false, why: "must be a session name (1-64 of A-Z a-z 0-9 . _ -, not only dots)" };
-
-const modelId: Parse = (raw) =>
-  typeof raw === "string" && /^[^/\s]+\/\S+$/.test(raw.trim())
-    ? { ok: true, value: raw.trim() }
-    : { ok: false, why: 'must be a model as "provider/model-id"' };
-
-const journal: Parse = (raw) => {
-  if (typeof raw !== "string" || !raw.trim()) return { ok: false, why: 'must be a file path or "off"' };
-  return { ok: true, value: raw.trim() };
-};
-
-function oneOf(...names: string[]): Parse {
-  return (raw) => {
-    const v = typeof raw === "string" ? raw.trim().toLowerCase() : raw;
-    return typeof v === "string" && names.includes(v)
-      ? { ok: true, value: v }
-      : { ok: false, why: `must be one of ${names.join(", ")}` };
+function numberIn(min: number, max: number, unit: string, integer = false): Form {
+  const options = {
+    minimum: min,
+    maximum: max,
+    errorMessage: `must be ${integer ? "an integer" : "a number"} of ${unit} from ${min} to ${max}`,
   };
+  return { schema: integer ? Type.Integer(options) : Type.Number(options), fromEnv: envNumber };
 }
 
-const text: Parse = (raw) =>
-  typeof raw === "string" && raw.trim()
-    ? { ok: true, value: raw.trim() }
-    : { ok: false, why: "must be a non-empty string" };
+const boolean: Form = { schema: Type.Boolean({ errorMessage: "must be true or false" }), fromEnv: envSwitch };
 
-const paths: Parse = (raw, fromEnv) => {
-  const list = fromEnv && typeof raw === "string" ? raw.split(":").filter(Boolean) : raw;
-  if (!Array.isArray(list) || list.some((p) => typeof p !== "string" || !p.startsWith("/")))
-    return { ok: false, why: "must be a list of absolute paths" };
-  return { ok: true, value: [...new Set(list as string[])] };
+/** Something besides white space, and none around it. */
+const TRIMMED = "^\\S(?:[\\s\\S]*\\S)?$";
+
+const dirNames: Form = {
+  schema: Type.Array(Type.String({ pattern: "^(?!\\.\\.?$)[^/]+$" }), {
+    errorMessage: 'must be a list of directory names (no slashes), such as [".venv", "venv"]',
+  }),
+  fromEnv: envList(","),
 };
 
-const strings: Parse = (raw, fromEnv) => {
-  let list = raw;
-  if (fromEnv && typeof raw === "string") {
-    try {
-      list = JSON.parse(raw);
-    } catch {
-      return { ok: false, why: 'must be a JSON list of strings, such as ["-o", "ConnectTimeout=5"]' };
-    }
-  }
-  if (!Array.isArray(list) || list.some((p) => typeof p !== "string"))
-    return { ok: false, why: "must be a list of strings" };
-  return { ok: true, value: list };
+// The schema names the known surfaces (an editor offers them); loading warns about an unknown one and keeps the
+// rest (store/settings-schema.ts, `checkValue`).
+const surfaceList: Form = {
+  schema: Type.Array(Type.Enum([...SURFACES]), {
+    errorMessage: `must be a list of tool surface names (${SURFACES.join(", ")})`,
+  }),
+  fromEnv: envList(",", envName),
 };
 
-const optionalLimit = (max: number, unit: string, min = 1): Parse => numberIn(min, max, unit, true);
+const sessionName: Form = {
+  schema: Type.String({
+    pattern: "^(?!\\.+$)[A-Za-z0-9._-]{1,64}$",
+    errorMessage: "must be a session name (1-64 of A-Z a-z 0-9 . _ -, not only dots)",
+  }),
+  fromEnv: envText,
+};
+
+const modelId: Form = {
+  schema: Type.String({ pattern: "^[^/\\s]+\\/\\S+$", errorMessage: 'must be a model as "provider/model-id"' }),
+  fromEnv: envText,
+};
+
+const journal: Form = {
+  schema: Type.String({ pattern: TRIMMED, errorMessage: 'must be a file path or "off" (no spaces around it)' }),
+  fromEnv: envText,
+};
+
+function oneOf(...names: string[]): Form {
+  return { schema: Type.Enum(names, { errorMessage: `must be one of ${names.join(", ")}` }), fromEnv: envName };
+}
+
+const text: Form = {
+  schema: Type.String({ pattern: TRIMMED, errorMessage: "must be a non-empty string (no spaces around it)" }),
+  fromEnv: envText,
+};
+
+const paths: Form = {
+  schema: Type.Array(Type.String({ pattern: "^/" }), { errorMessage: "must be a list of absolute paths" }),
+  fromEnv: envList(":"),
+};
+
+const envNames: Form = {
+  schema: Type.Array(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$" }), {
+    errorMessage: 'must be a list of environment variable names, such as ["HF_TOKEN", "CUDA_VISIBLE_DEVICES"]',
+  }),
+  fromEnv: envList(","),
+};
+
+const strings: Form = {
+  schema: Type.Array(Type.String(), {
+    errorMessage: 'must be a list of strings (its variable: a JSON list, such as ["-o", "ConnectTimeout=5"])',
+  }),
+  fromEnv: envJson,
+};
+
+const optionalLimit = (max: number, unit: string, min = 1): Form => numberIn(min, max, unit, true);
 
 export const SETTING_KEYS: readonly KeySpec[] = [
   {
     key: "defaultTimeout",
     env: "PI_CODE_EXECUTION_DEFAULT_TIMEOUT",
     default: 60,
-    parse: numberIn(1, 86_400, "seconds"),
+    ...numberIn(1, 86_400, "seconds"),
   },
   {
     key: "maxTimeout",
     env: "PI_CODE_EXECUTION_MAX_TIMEOUT",
     default: 3600,
-    parse: numberIn(1, 86_400, "seconds"),
+    ...numberIn(1, 86_400, "seconds"),
     piPython: { key: "maxTimeoutSeconds", env: "PI_PYTHON_MAX_TIMEOUT_SECONDS" },
   },
   {
     key: "interruptGraceMs",
     env: "PI_CODE_EXECUTION_INTERRUPT_GRACE_MS",
     default: 1000,
-    parse: numberIn(0, 600_000, "milliseconds", true),
+    ...numberIn(0, 600_000, "milliseconds", true),
     piPython: { key: "interruptGraceMs", env: "PI_PYTHON_INTERRUPT_GRACE_MS" },
   },
   {
     key: "killGraceMs",
     env: "PI_CODE_EXECUTION_KILL_GRACE_MS",
     default: 500,
-    parse: numberIn(0, 60_000, "milliseconds", true),
+    ...numberIn(0, 60_000, "milliseconds", true),
   },
-  { key: "venvDiscovery.enabled", env: "PI_CODE_EXECUTION_VENV_DISCOVERY", default: true, parse: boolean },
+  { key: "venvDiscovery.enabled", env: "PI_CODE_EXECUTION_VENV_DISCOVERY", default: true, ...boolean },
   {
     key: "venvDiscovery.parentWalk",
     env: "PI_CODE_EXECUTION_VENV_PARENT_WALK",
     default: true,
-    parse: boolean,
+    ...boolean,
     piPython: { key: "venvParentWalk", env: "PI_PYTHON_VENV_PARENT_WALK" },
   },
   {
     key: "venvDiscovery.dirNames",
     env: "PI_CODE_EXECUTION_VENV_DIRS",
     default: [".venv", "venv"],
-    parse: dirNames,
+    ...dirNames,
     piPython: { key: "venvDirNames", env: "PI_PYTHON_VENV_DIR_NAMES" },
   },
-  { key: "journal", env: "PI_CODE_EXECUTION_JOURNAL", default: undefined, parse: journal },
-  { key: "spareRunners", env: "PI_CODE_EXECUTION_SPARE_RUNNERS", default: true, parse: boolean },
-  { key: "inspector.autoStart", env: "PI_CODE_EXECUTION_INSPECT", default: false, parse: boolean },
+  { key: "journal", env: "PI_CODE_EXECUTION_JOURNAL", default: undefined, ...journal, boundary: true },
+  { key: "spareRunners", env: "PI_CODE_EXECUTION_SPARE_RUNNERS", default: true, ...boolean },
+  { key: "inspector.autoStart", env: "PI_CODE_EXECUTION_INSPECT", default: false, ...boolean },
   {
     key: "inspector.port",
     env: "PI_CODE_EXECUTION_INSPECT_PORT",
     default: 0,
-    parse: numberIn(0, 65_535, "port", true),
+    ...numberIn(0, 65_535, "port", true),
   },
-  { key: "moduleReload", env: "PI_CODE_EXECUTION_MODULE_RELOAD", default: true, parse: boolean },
-  { key: "tools", env: "PI_CODE_EXECUTION_TOOLS", default: DEFAULT_TOOLS, parse: surfaceList },
-  { key: "exec", env: "PI_CODE_EXECUTION_EXEC", default: false, parse: boolean },
+  { key: "moduleReload", env: "PI_CODE_EXECUTION_MODULE_RELOAD", default: true, ...boolean },
+  { key: "tools", env: "PI_CODE_EXECUTION_TOOLS", default: DEFAULT_TOOLS, ...surfaceList, boundary: true },
+  { key: "exec", env: "PI_CODE_EXECUTION_EXEC", default: false, ...boolean, boundary: true },
   {
     key: "execLogs.perLogBytes",
     env: "PI_CODE_EXECUTION_EXEC_LOG_BYTES",
     default: 64 * 1024 * 1024,
-    parse: numberIn(1024, 2 ** 40, "bytes", true),
+    ...numberIn(1024, 2 ** 40, "bytes", true),
   },
   {
     key: "execLogs.totalBytes",
     env: "PI_CODE_EXECUTION_EXEC_LOGS_TOTAL_BYTES",
     default: 512 * 1024 * 1024,
-    parse: numberIn(1024 * 1024, 2 ** 44, "bytes", true),
+    ...numberIn(1024 * 1024, 2 ** 44, "bytes", true),
   },
-  { key: "notebookSession", env: "PI_CODE_EXECUTION_NOTEBOOK_SESSION", default: "notebook", parse: sessionName },
+  { key: "notebookSession", env: "PI_CODE_EXECUTION_NOTEBOOK_SESSION", default: "notebook", ...sessionName },
   {
     key: "display.maxImages",
     env: "PI_CODE_EXECUTION_MAX_IMAGES",
     default: 8,
-    parse: numberIn(0, 64, "images", true),
+    ...numberIn(0, 64, "images", true),
   },
   {
     key: "display.maxImageBytes",
     env: "PI_CODE_EXECUTION_MAX_IMAGE_BYTES",
     default: 5 * 1024 * 1024,
-    parse: numberIn(1024, 32 * 1024 * 1024, "bytes", true),
+    ...numberIn(1024, 32 * 1024 * 1024, "bytes", true),
   },
-  { key: "completionModels.smol", env: "PI_CODE_EXECUTION_SMOL_MODEL", default: undefined, parse: modelId },
-  { key: "completionModels.slow", env: "PI_CODE_EXECUTION_SLOW_MODEL", default: undefined, parse: modelId },
-  { key: "eval.py", env: "PI_CODE_EXECUTION_EVAL_PY", default: true, parse: boolean },
-  { key: "eval.js", env: "PI_CODE_EXECUTION_EVAL_JS", default: true, parse: boolean },
-  { key: "backend", env: "PI_CODE_EXECUTION_BACKEND", default: "local", parse: oneOf("local", "sandbox", "remote") },
-  { key: "sandbox.network", env: "PI_CODE_EXECUTION_SANDBOX_NETWORK", default: false, parse: boolean },
-  { key: "sandbox.writable", env: "PI_CODE_EXECUTION_SANDBOX_WRITABLE", default: [], parse: paths },
-  { key: "sandbox.readable", env: "PI_CODE_EXECUTION_SANDBOX_READABLE", default: [], parse: paths },
+  { key: "completionModels.smol", env: "PI_CODE_EXECUTION_SMOL_MODEL", default: undefined, ...modelId },
+  { key: "completionModels.slow", env: "PI_CODE_EXECUTION_SLOW_MODEL", default: undefined, ...modelId },
+  { key: "eval.py", env: "PI_CODE_EXECUTION_EVAL_PY", default: true, ...boolean, boundary: "lower" },
+  { key: "eval.js", env: "PI_CODE_EXECUTION_EVAL_JS", default: true, ...boolean, boundary: "lower" },
+  {
+    key: "backend",
+    env: "PI_CODE_EXECUTION_BACKEND",
+    default: "local",
+    ...oneOf("local", "sandbox", "remote"),
+    boundary: true,
+  },
+  { key: "sandbox.network", env: "PI_CODE_EXECUTION_SANDBOX_NETWORK", default: false, ...boolean, boundary: true },
+  { key: "sandbox.writable", env: "PI_CODE_EXECUTION_SANDBOX_WRITABLE", default: [], ...paths, boundary: true },
+  { key: "sandbox.readable", env: "PI_CODE_EXECUTION_SANDBOX_READABLE", default: [], ...paths, boundary: true },
+  { key: "sandbox.env", env: "PI_CODE_EXECUTION_SANDBOX_ENV", default: [], ...envNames, boundary: true },
   {
     key: "remote.transport",
     env: "PI_CODE_EXECUTION_REMOTE_TRANSPORT",
     default: "ssh",
-    parse: oneOf("ssh", "kubectl", "docker", "podman", "command"),
+    ...oneOf("ssh", "kubectl", "docker", "podman", "command"),
+    boundary: true,
   },
-  { key: "remote.host", env: "PI_CODE_EXECUTION_REMOTE_HOST", default: undefined, parse: text },
+  { key: "remote.host", env: "PI_CODE_EXECUTION_REMOTE_HOST", default: undefined, ...text, boundary: true },
   {
     key: "remote.port",
     env: "PI_CODE_EXECUTION_REMOTE_PORT",
     default: undefined,
-    parse: numberIn(1, 65_535, "port", true),
+    ...numberIn(1, 65_535, "port", true),
+    boundary: true,
   },
-  { key: "remote.user", env: "PI_CODE_EXECUTION_REMOTE_USER", default: undefined, parse: text },
-  { key: "remote.identityFile", env: "PI_CODE_EXECUTION_REMOTE_IDENTITY_FILE", default: undefined, parse: text },
-  { key: "remote.cwd", env: "PI_CODE_EXECUTION_REMOTE_CWD", default: undefined, parse: text },
-  { key: "remote.python", env: "PI_CODE_EXECUTION_REMOTE_PYTHON", default: undefined, parse: text },
-  { key: "remote.options", env: "PI_CODE_EXECUTION_REMOTE_OPTIONS", default: [], parse: strings },
-  { key: "remote.argv", env: "PI_CODE_EXECUTION_REMOTE_ARGV", default: [], parse: strings },
+  { key: "remote.user", env: "PI_CODE_EXECUTION_REMOTE_USER", default: undefined, ...text, boundary: true },
+  {
+    key: "remote.identityFile",
+    env: "PI_CODE_EXECUTION_REMOTE_IDENTITY_FILE",
+    default: undefined,
+    ...text,
+    boundary: true,
+  },
+  { key: "remote.cwd", env: "PI_CODE_EXECUTION_REMOTE_CWD", default: undefined, ...text, boundary: true },
+  { key: "remote.python", env: "PI_CODE_EXECUTION_REMOTE_PYTHON", default: undefined, ...text, boundary: true },
+  { key: "remote.options", env: "PI_CODE_EXECUTION_REMOTE_OPTIONS", default: [], ...strings, boundary: true },
+  { key: "remote.argv", env: "PI_CODE_EXECUTION_REMOTE_ARGV", default: [], ...strings, boundary: true },
   {
     key: "limits.memoryMiB",
     env: "PI_CODE_EXECUTION_LIMIT_MEMORY_MIB",
     default: undefined,
-    parse: optionalLimit(2 ** 30, "MiB", 32),
+    ...optionalLimit(2 ** 30, "MiB", 32),
+    boundary: "lower",
   },
   {
     key: "limits.cpuSeconds",
     env: "PI_CODE_EXECUTION_LIMIT_CPU_SECONDS",
     default: undefined,
-    parse: optionalLimit(2 ** 30, "seconds"),
+    ...optionalLimit(2 ** 30, "seconds"),
+    boundary: "lower",
   },
   {
     key: "limits.processes",
     env: "PI_CODE_EXECUTION_LIMIT_PROCESSES",
     default: undefined,
-    parse: optionalLimit(2 ** 22, "processes"),
+    ...optionalLimit(2 ** 22, "processes"),
+    boundary: "lower",
   },
   {
     key: "limits.fileSizeMiB",
     env: "PI_CODE_EXECUTION_LIMIT_FILE_SIZE_MIB",
     default: undefined,
-    parse: optionalLimit(2 ** 30, "MiB"),
+    ...optionalLimit(2 ** 30, "MiB"),
+    boundary: "lower",
   },
   {
     key: "limits.openFiles",
     env: "PI_CODE_EXECUTION_LIMIT_OPEN_FILES",
     default: undefined,
-    parse: optionalLimit(2 ** 20, "files", 16),
+    ...optionalLimit(2 ** 20, "files", 16),
+    boundary: "lower",
   },
   {
     key: "limits.outputMiB",
     env: "PI_CODE_EXECUTION_LIMIT_OUTPUT_MIB",
     default: undefined,
-    parse: optionalLimit(2 ** 20, "MiB"),
+    ...optionalLimit(2 ** 20, "MiB"),
+    boundary: "lower",
   },
 ];
-
-export const KNOWN_TOP = new Set(SETTING_KEYS.map((k) => k.key.split(".")[0]));
-
-/** In Pi's agent directory (`$PI_CODING_AGENT_DIR`, `~` expanded, or `~/.pi/agent`), as Pi resolves it. */

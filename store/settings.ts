@@ -1,26 +1,34 @@
 // Settings: defaults, then the global file `<Pi's agent directory>/pi-code-execution/settings.json`,
 // then the project file `<cwd>/.pi/pi-code-execution/settings.json`, then environment variables. Every value
 // reports where it came from; a malformed file or value becomes a warning and the value falls back to the layer
-// below. Both files are watched (chokidar), so edits apply without restarting Pi. docs/settings.md lists the keys.
+// below. Each file is checked with its JSON Schema (store/settings-schema.ts: the shipped schema.json and
+// schema.project.json), each variable with its key's part of it. Both files are watched (chokidar), so edits apply
+// without restarting Pi. docs/settings.md lists the keys.
+// Trust: the project files are read only when Pi trusts the project, and never for a boundary key (backend,
+// sandbox, remote, tools, exec, journal; limits and eval's languages only tightened): a cloned repository or code in
+// the sandbox can write them, and must not move the boundary. docs/settings.md, "Trust and boundary keys".
 import { readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { watch, type FSWatcher } from "chokidar";
-import { getAgentDir } from "@earendil-works/pi-coding-agent";
+import { agentDir } from "./agent-dir.ts";
+import { didYouMean } from "../lib/closest.ts";
 import {
-  KNOWN_TOP,
+  boundaryOf,
   SETTING_KEYS,
   SURFACES,
+  type IgnoredSetting,
   type KeySpec,
   type ResolvedSettings,
   type SettingOrigin,
   type Settings,
   type SettingSource,
 } from "./setting-keys.ts";
+import { checkFile, checkValue, type FileCheck } from "./settings-schema.ts";
 
 export * from "./setting-keys.ts";
 
 export function globalSettingsPath(): string {
-  return join(getAgentDir(), "pi-code-execution", "settings.json");
+  return join(agentDir(), "pi-code-execution", "settings.json");
 }
 
 export function projectSettingsPath(cwd: string): string {
@@ -30,18 +38,9 @@ export function projectSettingsPath(cwd: string): string {
 /** pi-python's own files (global, project): its users' configuration applies where ours says nothing. */
 export function piPythonSettingsPaths(cwd: string | undefined) {
   return {
-    global: join(getAgentDir(), "pi-python", "settings.json"),
+    global: join(agentDir(), "pi-python", "settings.json"),
     ...(cwd ? { project: join(resolve(cwd), ".pi", "pi-python", "settings.json") } : {}),
   };
-}
-
-function get(obj: Record<string, unknown>, dotted: string): unknown {
-  let v: unknown = obj;
-  for (const part of dotted.split(".")) {
-    if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
-    v = (v as Record<string, unknown>)[part];
-  }
-  return v;
 }
 
 function set(obj: Record<string, unknown>, dotted: string, value: unknown): void {
@@ -52,12 +51,7 @@ function set(obj: Record<string, unknown>, dotted: string, value: unknown): void
 }
 
 /** A settings file as an object, or a warning. A missing file is simply no layer. */
-function readLayer(
-  path: string,
-  label: string,
-  warnings: string[],
-  knownKeys: Set<string> | undefined = KNOWN_TOP,
-): Record<string, unknown> | undefined {
+function readJson(path: string, label: string, warnings: string[]): Record<string, unknown> | undefined {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -81,70 +75,112 @@ function readLayer(
     warnings.push(`${label} settings (${path}) must be a JSON object; the whole file is ignored`);
     return undefined;
   }
-  const obj = parsed as Record<string, unknown>;
-  for (const key of Object.keys(obj)) {
-    if (knownKeys && !knownKeys.has(key)) warnings.push(`${label} settings (${path}): unknown key "${key}" is ignored`);
-  }
-  return obj;
+  return parsed as Record<string, unknown>;
 }
 
-/** Reads both files and the environment, in precedence order. Synchronous: two small files. */
-export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = process.env): ResolvedSettings {
+export interface LoadOptions {
+  /** Pi's trust decision for the project (`ctx.isProjectTrusted()`): the project files are read only when true. */
+  trusted?: boolean;
+}
+
+/** A layer's file: pi-python's as read (`data`), ours checked with its schema (`checked`). */
+type Layer = { source: SettingSource; where: string; data?: Record<string, unknown>; checked?: FileCheck };
+
+/** How to trust a project, for the messages that say its files were ignored. */
+export const TRUST_HINT = "/trust in Pi, then restart it; or start Pi with --approve";
+
+const BOUNDARY_WHY = "is a boundary setting and is read only from the global settings, flags or the environment";
+
+/** Reads both files (the project's only for a trusted project) and the environment, in precedence order.
+ * Synchronous: small files. A project never sets a boundary key (`boundaryOf`): what it says there is ignored,
+ * with a warning naming the key, the file and why. */
+export function loadSettings(
+  cwd: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  options: LoadOptions = {},
+): ResolvedSettings {
+  const trusted = options.trusted === true;
   const warnings: string[] = [];
+  const unknown: string[] = [];
+  const ignored: IgnoredSetting[] = [];
   const globalPath = globalSettingsPath();
   const projectPath = cwd ? projectSettingsPath(cwd) : undefined;
-  const layers: { source: SettingSource; where: string; data: Record<string, unknown> | undefined }[] = [
-    { source: "global", where: globalPath, data: readLayer(globalPath, "global", warnings) },
-    ...(projectPath
-      ? [{ source: "project" as const, where: projectPath, data: readLayer(projectPath, "project", warnings) }]
-      : []),
-  ];
-  // pi-python's files: only the keys it shares with us are read (its other keys are its own business).
   const py = piPythonSettingsPaths(cwd);
-  const pyLayers: { source: SettingSource; where: string; data: Record<string, unknown> | undefined }[] = [
-    { source: "global", where: py.global, data: readLayer(py.global, "pi-python global", warnings, undefined) },
-    ...(py.project
-      ? [
-          {
-            source: "project" as const,
-            where: py.project,
-            data: readLayer(py.project, "pi-python project", warnings, undefined),
-          },
-        ]
-      : []),
+  // An untrusted project's files are not even parsed: one line per file that exists says so.
+  const project = (path: string | undefined, label: string, ours: boolean): Layer[] => {
+    if (!path) return [];
+    if (trusted)
+      return [
+        ours ? ourFile("project", path) : { source: "project", where: path, data: readJson(path, label, warnings) },
+      ];
+    if (isFile(path)) {
+      const why = `the project is not trusted (${TRUST_HINT})`;
+      ignored.push({ file: path, why });
+      warnings.push(`${label} settings (${path}) are ignored: ${why}`);
+    }
+    return [];
+  };
+  const layers: Layer[] = [ourFile("global", globalPath), ...project(projectPath, "project", true)];
+  // pi-python's files: only the keys it shares with us are read (its other keys are its own business).
+  const pyLayers: Layer[] = [
+    { source: "global", where: py.global, data: readJson(py.global, "pi-python global", warnings) },
+    ...project(py.project, "pi-python project", false),
   ];
   const values: Record<string, unknown> = {};
   const sources: Record<string, SettingOrigin> = {};
   for (const spec of SETTING_KEYS) {
+    const boundary = boundaryOf(spec);
     let value = spec.default;
     let origin: SettingOrigin = { source: "default" };
     for (const layer of layers) {
-      const raw = layer.data ? get(layer.data, spec.key) : undefined;
-      if (raw === undefined) continue;
-      const r = spec.parse(raw, false);
-      if (r.ok) {
+      // A project's boundary key is not in its schema: said (and ignored) when the file was read.
+      const entry = layer.checked?.values.get(spec.key);
+      if (!entry) continue;
+      const r = entry.verdict;
+      const named = r.ok ? undefined : caseOf(spec, entry.raw);
+      if (named !== undefined) {
+        // "Sandbox" for `backend`: the choice is plain, and falling back to the layer below could loosen a boundary
+        // the user meant to set (local instead of sandbox). Applied, with a warning that the schema wants it exactly.
+        warnings.push(
+          `${layer.source} settings (${layer.where}): ${spec.key} ${JSON.stringify(entry.raw)} is read as ${JSON.stringify(named)}; write it exactly so (the schema and editors accept only that)`,
+        );
+        value = named;
+        origin = { source: layer.source, where: layer.where };
+      } else if (!r.ok) {
+        const w = `${layer.source} settings (${layer.where}): ${spec.key} ${r.why} (got ${JSON.stringify(entry.raw)}); using ${describe(value)} from ${origin.source}`;
+        warnings.push(w);
+        if (r.unknown) unknown.push(w);
+      } else if (layer.source === "project" && boundary === "lower" && !lowers(r.value, value)) {
+        ignore(
+          layer.where,
+          spec.key,
+          `${JSON.stringify(r.value)} would loosen ${JSON.stringify(value)} from ${origin.source}, and a project may only tighten it (lower a limit, turn a switch off)`,
+        );
+      } else {
         value = r.value;
         origin = { source: layer.source, where: layer.where };
-      } else {
-        warnings.push(
-          `${layer.source} settings (${layer.where}): ${spec.key} ${r.why} (got ${JSON.stringify(raw)}); using ${describe(value)} from ${origin.source}`,
-        );
       }
     }
     const fromEnv = env[spec.env];
     if (fromEnv !== undefined && fromEnv.trim() !== "") {
-      const r = spec.parse(fromEnv, true);
+      const r = checkValue(spec.schema, spec.fromEnv(fromEnv));
       if (r.ok) {
         value = r.value;
         origin = { source: "env", where: spec.env };
       } else {
-        warnings.push(
-          `${spec.env}: ${spec.key} ${r.why} (got ${JSON.stringify(fromEnv)}); using ${describe(value)} from ${origin.source}`,
-        );
+        const w = `${spec.env}: ${spec.key} ${r.why} (got ${JSON.stringify(fromEnv)}); using ${describe(value)} from ${origin.source}`;
+        warnings.push(w);
+        if (r.unknown) unknown.push(w);
       }
     }
     if (origin.source === "default" && spec.piPython) {
-      const found = fromPiPython(spec, pyLayers, env, warnings);
+      // A boundary key would come from pi-python's global file or variable only (none is shared today).
+      const found = fromPiPython(
+        spec,
+        boundary ? pyLayers.filter((l) => l.source !== "project") : pyLayers,
+        env,
+        warnings,
+      );
       if (found) {
         value = found.value;
         origin = found.origin;
@@ -158,7 +194,9 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
     if ((SURFACES as readonly string[]).includes(name)) continue;
     const o = sources.tools;
     const where = o.source === "env" ? o.where : `${o.source} settings (${o.where})`;
-    warnings.push(`${where}: tools: unknown surface "${name}" is ignored (known: ${SURFACES.join(", ")})`);
+    const w = `${where}: tools: unknown surface "${name}" is ignored (known: ${SURFACES.join(", ")})${didYouMean(name, SURFACES)}`;
+    warnings.push(w);
+    unknown.push(w);
   }
   if (s.defaultTimeout > s.maxTimeout) {
     warnings.push(
@@ -170,14 +208,55 @@ export function loadSettings(cwd: string | undefined, env: NodeJS.ProcessEnv = p
     values: s,
     sources,
     warnings,
+    unknown,
     files: { global: globalPath, ...(projectPath ? { project: projectPath } : {}) },
+    trusted,
+    ignored,
   };
+
+  function ignore(file: string, key: string, why: string): void {
+    ignored.push({ file, key, why });
+    warnings.push(`project settings (${file}): ${key} ${why}; ignored`);
+  }
+
+  /** One of our files, checked with its schema. What is not a key of it is said here, once: an unknown key (with the
+   * closest known one), a project's boundary key (ignored), a group that is not an object. Each key's value is judged
+   * in the loop above, where a bad one falls back to the layer below. */
+  function ourFile(file: "global" | "project", path: string): Layer {
+    const data = readJson(path, file, warnings);
+    const checked = data ? checkFile(file, data) : undefined;
+    for (const { key, known } of checked?.unknown ?? []) {
+      const prefix = key.slice(0, key.lastIndexOf(".") + 1);
+      const w = `${file} settings (${path}): unknown key "${key}" is ignored${didYouMean(key.slice(prefix.length), known, prefix)}`;
+      warnings.push(w);
+      unknown.push(w);
+    }
+    for (const key of checked?.elsewhere ?? []) ignore(path, key, BOUNDARY_WHY);
+    for (const [key, { raw, verdict }] of checked?.values ?? [])
+      if (!verdict.ok && !SETTING_KEYS.some((spec) => spec.key === key))
+        warnings.push(`${file} settings (${path}): ${key} ${verdict.why} (got ${JSON.stringify(raw)}); ignored`);
+    return { source: file, where: path, checked };
+  }
+}
+
+/** A project's value tightens the one below: a limit where there was none or a smaller one, a switch turned off. */
+function lowers(next: unknown, current: unknown): boolean {
+  if (typeof next === "boolean") return next === false || current === true;
+  return current === undefined || (typeof next === "number" && typeof current === "number" && next <= current);
+}
+
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** pi-python's value for a key we do not set: its environment variable, else its project file, else its global one. */
 function fromPiPython(
   spec: KeySpec,
-  layers: { source: SettingSource; where: string; data: Record<string, unknown> | undefined }[],
+  layers: Layer[],
   env: NodeJS.ProcessEnv,
   warnings: string[],
 ): { value: unknown; origin: SettingOrigin } | undefined {
@@ -185,20 +264,28 @@ function fromPiPython(
   const raw = env[variable];
   if (raw !== undefined && (raw.trim() !== "" || spec.key === "venvDiscovery.dirNames")) {
     // pi-python: an explicitly empty PI_PYTHON_VENV_DIR_NAMES disables directory discovery.
-    const r = spec.parse(raw, true);
+    const r = checkValue(spec.schema, spec.fromEnv(raw));
     if (r.ok) return { value: r.value, origin: { source: "env", where: variable } };
     warnings.push(`${variable}: ${r.why} (got ${JSON.stringify(raw)}); ignored`);
   }
   for (const layer of [...layers].reverse()) {
     const v = layer.data?.[key];
     if (v === undefined) continue;
-    const r = spec.parse(v, false);
+    const r = checkValue(spec.schema, v);
     if (r.ok) return { value: r.value, origin: { source: layer.source, where: layer.where } };
     warnings.push(
       `pi-python ${layer.source} settings (${layer.where}): ${key} ${r.why} (got ${JSON.stringify(v)}); ignored`,
     );
   }
   return undefined;
+}
+
+/** A name of a fixed set (`backend`, `remote.transport`) written with other case or spaces around it: the name. */
+function caseOf(spec: KeySpec, raw: unknown): string | undefined {
+  const names = (spec.schema as { enum?: unknown[] }).enum;
+  if (!names || typeof raw !== "string") return undefined;
+  const folded = raw.trim().toLowerCase();
+  return names.find((n): n is string => typeof n === "string" && n.toLowerCase() === folded);
 }
 
 function describe(v: unknown): string {
@@ -210,14 +297,18 @@ export class SettingsStore {
   private current: ResolvedSettings;
   private readonly cwd: string | undefined;
   private readonly env: () => NodeJS.ProcessEnv;
+  private readonly options: LoadOptions;
   private readonly listeners = new Set<(s: ResolvedSettings) => void>();
   private watcher: FSWatcher | undefined;
+  private poll: ReturnType<typeof setInterval> | undefined;
   private ready: Promise<void> = Promise.resolve();
 
-  constructor(cwd: string | undefined, env: () => NodeJS.ProcessEnv = () => process.env) {
+  /** `options.trusted` is fixed for the store's life (Pi decides trust once per session). */
+  constructor(cwd: string | undefined, env: () => NodeJS.ProcessEnv = () => process.env, options: LoadOptions = {}) {
     this.cwd = cwd;
     this.env = env;
-    this.current = loadSettings(cwd, env());
+    this.options = { ...options };
+    this.current = loadSettings(cwd, env(), this.options);
   }
 
   get(): ResolvedSettings {
@@ -235,7 +326,7 @@ export class SettingsStore {
 
   /** Reads the files again now (the watcher calls this; so may a command). */
   reload(): ResolvedSettings {
-    this.current = loadSettings(this.cwd, this.env());
+    this.current = loadSettings(this.cwd, this.env(), this.options);
     for (const fn of this.listeners) {
       try {
         fn(this.current);
@@ -246,7 +337,13 @@ export class SettingsStore {
     return this.current;
   }
 
-  /** Starts watching both files, including their directories being created later. Resolves once watching. */
+  /** Starts watching the files, including their directories being created later. Resolves once watching. An
+   * untrusted project's files are watched too, only so that the warning saying they are ignored stays current.
+   * Only a settings file's own directory is ever watched (depth 0, every other entry ignored): a directory that does
+   * not exist yet is noticed by a stat of its own path every POLL_MS, never by watching an ancestor (the nearest
+   * existing one can be the system's temp directory, where every change would make the watcher look at each of its
+   * entries). A watched directory that goes away is polled again. Each POLL_MS the files are also stat'ed, so a change
+   * the watcher missed is read within POLL_MS. */
   watch(): Promise<void> {
     if (this.watcher) return this.ready;
     const py = piPythonSettingsPaths(this.cwd);
@@ -256,45 +353,82 @@ export class SettingsStore {
       py.global,
       ...(py.project ? [py.project] : []),
     ];
-    // chokidar does not notice a file whose directory does not exist yet: watch the nearest existing ancestor,
-    // ignoring everything that is not on the way to a settings file.
-    const pairs = files.map((f) => [f, nearestExisting(f)] as const);
-    const roots = [...new Set(pairs.map(([, root]) => root))];
-    const onPath = (p: string) => files.some((f) => f === p || f.startsWith(p.endsWith("/") ? p : `${p}/`));
-    const depth = Math.max(...pairs.map(([f, root]) => f.split("/").length - root.split("/").length));
-    const watcher = watch(roots, {
+    const dirs = [...new Set(files.map((f) => dirname(f)))];
+    const watched = new Set<string>();
+    const watcher = watch([], {
       ignoreInitial: true,
-      depth: Math.max(1, depth),
-      ignored: (p: string) => !onPath(p),
+      depth: 0,
+      ignored: (p: string) => !(watched.has(p) || files.includes(p)),
     });
     this.watcher = watcher;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    watcher.on("all", (_event, path) => {
-      if (!files.includes(path)) return;
+    const reloadSoon = () => {
       // Editors write in bursts: one reload per burst.
       clearTimeout(timer);
       timer = setTimeout(() => this.reload(), 50);
+    };
+    const isDir = (d: string) => {
+      try {
+        return statSync(d).isDirectory();
+      } catch {
+        return false;
+      }
+    };
+    /** Each file as a stat sees it: the backstop for a change the watcher did not report (one written while the
+     * watcher was still setting up a directory that had just appeared: under load the second of two quick writes
+     * was missed, and the settings stayed stale until the next change). */
+    const seen = new Map<string, string>();
+    const signature = (f: string) => {
+      try {
+        const st = statSync(f);
+        return `${st.ino}:${st.size}:${st.mtimeMs}`;
+      } catch {
+        return "missing";
+      }
+    };
+    /** Directories that appeared are watched (and read at once: the file may have come with them); watched ones
+     * that went away are polled again; a file whose stat changed unreported is read again. */
+    const check = (initial: boolean) => {
+      let changed = false;
+      for (const f of files) {
+        const now = signature(f);
+        if (!initial && seen.get(f) !== now) changed = true;
+        seen.set(f, now);
+      }
+      for (const d of dirs) {
+        const exists = isDir(d);
+        if (exists && !watched.has(d)) {
+          watched.add(d);
+          watcher.add(d);
+          changed = !initial;
+        } else if (!exists && watched.has(d)) {
+          watched.delete(d);
+          watcher.unwatch(d);
+          changed = true;
+        }
+      }
+      if (changed) reloadSoon();
+    };
+    check(true);
+    this.poll = setInterval(() => check(false), POLL_MS);
+    this.poll.unref();
+    watcher.on("all", (_event, path) => {
+      if (files.includes(path)) reloadSoon();
     });
     watcher.on("error", () => {});
-    this.ready = new Promise((done) => watcher.once("ready", () => done()));
+    this.ready = watched.size ? new Promise((done) => watcher.once("ready", () => done())) : Promise.resolve();
     return this.ready;
   }
 
   async close(): Promise<void> {
     const w = this.watcher;
     this.watcher = undefined;
+    clearInterval(this.poll);
+    this.poll = undefined;
     this.listeners.clear();
     await w?.close();
   }
 }
 
-function nearestExisting(file: string): string {
-  for (let d = dirname(file); ; d = dirname(d)) {
-    try {
-      if (statSync(d).isDirectory()) return d;
-    } catch {
-      // keep climbing
-    }
-    if (dirname(d) === d) return d;
-  }
-}
+/** How often a settings directory that does not exist (or went away) is looked for: one stat of its path. */
+const POLL_MS = 500;

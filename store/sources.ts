@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import { lstat } from "node:fs/promises";
 import { join } from "node:path";
-import { getAgentDir } from "@earendil-works/pi-coding-agent";
+import { agentDir } from "./agent-dir.ts";
 import {
   ArtifactUnavailableError,
   checkDir,
@@ -20,7 +20,7 @@ import {
 
 export const SOURCE_DIR = "code-execution";
 export const SOURCE_ID_PATTERN = /^[0-9a-f]{12}$/;
-/** Larger than any accepted script (params.ts allows 8 MiB). */
+/** Larger than any accepted script (extension/code-execution/params.ts allows 8 MiB). */
 const MAX_SOURCE_BYTES = 16 * 1024 * 1024;
 
 export class CodeArtifactCollisionError extends Error {
@@ -33,7 +33,7 @@ export class CodeArtifactCollisionError extends Error {
 }
 
 export function sourceRoot(): string {
-  return join(getAgentDir(), SOURCE_DIR);
+  return join(agentDir(), SOURCE_DIR);
 }
 
 export function sha256Hex(data: string | Uint8Array): string {
@@ -41,7 +41,7 @@ export function sha256Hex(data: string | Uint8Array): string {
 }
 
 /** Recent short sources' IDs: the same script is hashed on every run of it and, for redaction, on every model
- * call that shows it (extension/context.ts). Bounded in entries and size; the oldest goes first. */
+ * call that shows it (extension/code-execution/context-hook.ts). Bounded in entries and size; the oldest goes first. */
 const recentIds = new Map<string, string>();
 const RECENT_IDS = 512;
 const RECENT_ID_CHARS = 4096;

@@ -1,6 +1,7 @@
 // Work put off while a tool result is pending (lib/after-results.ts): the scheduler itself with real timers, the
 // event-log recorder under a pending result, and the extension in a real Pi session (loaded as a factory, so it
 // shares this module's scheduler), where Pi starts the next call of a turn without an event-loop turn in between.
+import "./helpers/agent-dir.ts";
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -31,12 +32,19 @@ describe("after-results scheduler", () => {
   test("a task waits while a result is pending and runs on a later turn after its release", async () => {
     const release = holdResult();
     let ran = 0;
-    afterResults(() => (ran += 1));
-    for (let i = 0; i < 5; i++) await turn();
-    assert.equal(ran, 0, "not while the result is pending");
-    release();
-    assert.equal(ran, 0, "not inside the release");
-    await turn();
+    try {
+      const t0 = performance.now();
+      afterResults(() => (ran += 1));
+      for (let i = 0; i < 5; i++) await turn();
+      // Unless the turns themselves outlasted the bound (a loaded machine), when it rightly runs anyway.
+      if (performance.now() - t0 < MAX_DEFER_MS) assert.equal(ran, 0, "not while the result is pending");
+    } finally {
+      release();
+    }
+    if (ran === 0) {
+      assert.equal(ran, 0, "not inside the release");
+      await turn();
+    }
     assert.equal(ran, 1);
     assert.equal(deferredCount(), 0);
   });
@@ -75,10 +83,12 @@ describe("after-results scheduler", () => {
     // Once nothing waits, the wait is bounded again.
     let late = false;
     const again = holdResult();
+    const t1 = performance.now();
     afterResults(() => (late = true));
     await turn();
     await turn();
-    assert.equal(late, false, "a new wait starts after the queue emptied");
+    // (Unless two turns outlasted the bound on a loaded machine: then it rightly ran.)
+    if (performance.now() - t1 < MAX_DEFER_MS) assert.equal(late, false, "a new wait starts after the queue emptied");
     again();
     await turn();
     assert.equal(late, true);

@@ -9,17 +9,35 @@ import ts from "typescript";
 
 /** What each folder may import. `folders`: project folders (a path such as `host/index.ts` allows that file only);
  * `packages`: npm packages (`*`: any) and whether `node:` modules are allowed; `typesOnly`: folders whose imports
- * must be `import type`. lib/ holds helpers without project dependencies: every layer but machines/ may import it, and it imports nothing. */
+ * must be `import type`. lib/ holds helpers without project dependencies: every layer but machines/ may import it, and it
+ * imports nothing of the project (of npm, the TOML parser that reads PEP 723 metadata, lib/pep723.ts). */
 const RULES: Record<string, Rule> = {
   machines: { folders: ["machines"], packages: ["xstate"], node: false, pure: true },
   actors: { deny: ["host", "store", "extension", "inspector"] },
-  store: { deny: ["extension", "host", "inspector"] },
+  store: { deny: ["extension", "host", "inspector", "actors"] },
   record: { deny: ["extension", "host", "inspector"] },
   inspector: { deny: ["extension", "host", "actors", "store"] },
   extension: { folders: ["extension", "host/index.ts", "store", "lib"], typesOnly: ["machines"] },
   host: { deny: ["extension"] },
-  lib: { folders: ["lib"], packages: [], node: true },
+  lib: { folders: ["lib"], packages: ["smol-toml"], node: true },
 };
+
+/** The extension's tool surfaces, one folder each: none imports another's files. What two surfaces share lives in a
+ * folder that serves them all (`SERVING`), which imports no surface; the extension's root files (registration and
+ * wiring) may import any. */
+const SURFACES = ["code-execution", "python", "eval", "shell"].map((s) => `extension/${s}`);
+const SERVING = ["extension/shared", "extension/commands"];
+/** Every folder of extension/: a new one must be named here, as a surface or not, so no surface escapes the rule. */
+const EXTENSION_FOLDERS = [...SURFACES, ...SERVING, "extension/pi-code-supervisor"];
+
+/** Inside actors/: the floors every job stands on, bottom first (the process-group registry, the process port and its
+ * backends, the interpreters). A floor imports only the floors below it; any other folder is a job (calls, deps,
+ * prepare, runner, shell: each an actor's effects), which imports floors and never another job (what two jobs share
+ * moves down to a floor or lib/, or the host passes it in). */
+const ACTOR_FLOORS = ["registry", "process", "interpreter"];
+
+/** Pi's packages: only the extension (and bin/, the CLI) import them; everything below is handed what it needs. */
+const PI_SCOPE = "@earendil-works/";
 
 interface Rule {
   /** Allowed project folders (when given, anything else is forbidden). */
@@ -140,13 +158,33 @@ export function violations(files: Map<string, string>): string[] {
       const where = `${path}:${line} imports ${specifier}`;
       const t = target(path, specifier);
       if (t.kind === "package") {
-        if (t.name.startsWith("node:")) {
+        if (t.name.startsWith(PI_SCOPE) && folder !== "extension") {
+          out.push(`${where}: Pi's packages are imported by extension/ only (hand what Pi knows down)`);
+        } else if (t.name.startsWith("node:")) {
           if (rule.node === false) out.push(`${where}: ${folder}/ may not use node: modules`);
         } else if (specifier === "<computed>") {
           out.push(`${where}: imports must name their module`);
         } else if (rule.packages && !rule.packages.includes(t.name)) {
           out.push(`${where}: ${folder}/ may import ${rule.packages.join(", ") || "no package"} only`);
         }
+        continue;
+      }
+      const surface = SURFACES.find((s) => within(path, s));
+      const reached = SURFACES.find((s) => within(t.path, s));
+      if (reached && surface && reached !== surface) {
+        out.push(
+          `${where}: ${surface}/ may not import another surface's files (${reached}/); shared ones go to extension/shared/`,
+        );
+        continue;
+      }
+      const serving = SERVING.find((s) => within(path, s));
+      if (reached && serving) {
+        out.push(`${where}: ${serving}/ serves every surface and may not import one (${reached}/)`);
+        continue;
+      }
+      if (folder === "actors" && within(t.path, folder)) {
+        const problem = actorArrow(path.split("/")[1]!, t.path.split("/")[1]!);
+        if (problem) out.push(`${where}: ${problem}`);
         continue;
       }
       if (within(t.path, folder)) continue;
@@ -162,6 +200,16 @@ export function violations(files: Map<string, string>): string[] {
       for (const { what, line } of impure) out.push(`${path}:${line} uses ${what}: ${folder}/ reads no clock`);
   }
   return out;
+}
+
+/** What is wrong with an import from `actors/<from>/` into `actors/<to>/`, if anything. */
+function actorArrow(from: string, to: string): string | undefined {
+  if (from === to) return undefined;
+  const floor = ACTOR_FLOORS.indexOf(to);
+  if (floor < 0) return `actors/${from}/ may not import another job (actors/${to}/)`;
+  const own = ACTOR_FLOORS.indexOf(from);
+  if (own >= 0 && own < floor) return `actors/${from}/ is a floor below actors/${to}/`;
+  return undefined;
 }
 
 function sourceFiles(): Map<string, string> {
@@ -184,6 +232,13 @@ describe("architecture", () => {
     assert.deepEqual(violations(files), []);
   });
 
+  test("every folder of the extension is a surface or serves them", () => {
+    const folders = [...sourceFiles().keys()]
+      .filter((p) => p.startsWith("extension/") && p.split("/").length > 2)
+      .map((p) => p.split("/").slice(0, 2).join("/"));
+    assert.deepEqual([...new Set(folders)].sort(), [...EXTENSION_FOLDERS].sort());
+  });
+
   test("each rule catches a deliberately bad file", () => {
     const bad = new Map<string, string>([
       ["machines/a.ts", 'import { readFileSync } from "node:fs";\nimport { ok } from "../lib/result.ts";'],
@@ -193,15 +248,33 @@ describe("architecture", () => {
       ["actors/x/b.ts", 'export const later = () => import("../../extension/index.ts");'],
       ["actors/x/c.ts", 'const where = "../../inspector/server.ts";\nexport const late = () => import(where);'],
       ["store/a.ts", 'import type { JournalLink } from "../extension/journal.ts";'],
-      ["record/a.ts", 'export { x } from "../extension/status.ts";'],
+      ["record/a.ts", 'export { x } from "../extension/session-status.ts";'],
       ["inspector/a.ts", 'import { SupervisorHost } from "../host/index.ts";\nimport "../extension/index.ts";'],
-      ["extension/a.ts", 'import { createRunnerLogic } from "../actors/process/runner.ts";'],
+      ["extension/a.ts", 'import { createRunnerLogic } from "../actors/runner/runner.ts";'],
       [
         "extension/b.ts",
         'import { Recorder } from "../record/recorder.ts";\nimport { tapCommands } from "../host/system.ts";',
       ],
       ["extension/c.ts", 'import { runMachine } from "../machines/run.ts";'],
+      ["extension/python/a.ts", 'import { jsBackend } from "../eval/js-backend.ts";'],
+      [
+        "extension/shell/a.ts",
+        'import type { LiveDetails } from "../code-execution/render.ts";\nexport const later = () => import("../python/result.ts");',
+      ],
+      ["extension/eval/a.ts", 'export { EXEC_TOOLS } from "../shell/register.ts";'],
+      ["extension/shared/a.ts", 'import { resultText } from "../code-execution/result.ts";'],
+      ["extension/commands/a.ts", 'import { ExecStatus } from "../shell/status.ts";'],
       ["lib/a.ts", 'import { placeholder } from "../machines/placeholder.ts";'],
+      ["store/b.ts", 'import { countNewlines } from "../actors/process/output.ts";'],
+      ["host/a.ts", 'import { getAgentDir } from "@earendil-works/pi-coding-agent";'],
+      ["record/b.ts", 'import type { Theme } from "@earendil-works/pi-tui";'],
+      [
+        "actors/deps/a.ts",
+        'import { knownVersion } from "../interpreter/interpreter.ts";\nimport "../prepare/prepare.ts";',
+      ],
+      ["actors/process/a.ts", 'import type { Job } from "../deps/installer.ts";'],
+      ["actors/registry/a.ts", 'import { localOperations } from "../process/operations.ts";'],
+      ["actors/interpreter/a.ts", 'import { getAgentDir } from "@earendil-works/pi-coding-agent";'],
     ]);
     const found = violations(bad);
     const expect = [
@@ -218,14 +291,27 @@ describe("architecture", () => {
       "actors/x/b.ts:1 imports ../../extension/index.ts",
       "actors/x/c.ts:2 imports ../../inspector/server.ts",
       "store/a.ts:1 imports ../extension/journal.ts",
-      "record/a.ts:1 imports ../extension/status.ts",
+      "record/a.ts:1 imports ../extension/session-status.ts",
       "inspector/a.ts:1 imports ../host/index.ts",
       "inspector/a.ts:2 imports ../extension/index.ts",
-      "extension/a.ts:1 imports ../actors/process/runner.ts",
+      "extension/a.ts:1 imports ../actors/runner/runner.ts",
       "extension/b.ts:1 imports ../record/recorder.ts",
       "extension/b.ts:2 imports ../host/system.ts",
       "extension/c.ts:1 imports ../machines/run.ts",
+      "extension/python/a.ts:1 imports ../eval/js-backend.ts",
+      "extension/shell/a.ts:1 imports ../code-execution/render.ts",
+      "extension/shell/a.ts:2 imports ../python/result.ts",
+      "extension/eval/a.ts:1 imports ../shell/register.ts",
+      "extension/shared/a.ts:1 imports ../code-execution/result.ts",
+      "extension/commands/a.ts:1 imports ../shell/status.ts",
       "lib/a.ts:1 imports ../machines/placeholder.ts",
+      "store/b.ts:1 imports ../actors/process/output.ts",
+      "host/a.ts:1 imports @earendil-works/pi-coding-agent",
+      "record/b.ts:1 imports @earendil-works/pi-tui",
+      "actors/deps/a.ts:2 imports ../prepare/prepare.ts",
+      "actors/process/a.ts:1 imports ../deps/installer.ts",
+      "actors/registry/a.ts:1 imports ../process/operations.ts",
+      "actors/interpreter/a.ts:1 imports @earendil-works/pi-coding-agent",
     ];
     for (const e of expect)
       assert.ok(
@@ -243,10 +329,31 @@ describe("architecture", () => {
         "extension/d.ts",
         'import { SupervisorHost } from "../host/index.ts";\nimport type { RunOutcome } from "../machines/events.ts";\nimport { ok } from "../lib/result.ts";\nimport { saveSource } from "../store/sources.ts";',
       ],
+      // A surface reaches its own files, what is shared, the extension's root and the door; the root reaches surfaces.
+      [
+        "extension/eval/d.ts",
+        'import { evalRenderers } from "../shared/notebook/render.ts";\nimport type { JournalLink } from "../journal.ts";\nimport { LANGUAGE_NAMES } from "./backend.ts";\nimport { show } from "../commands/show.ts";\nimport type { RunResult } from "../../host/index.ts";',
+      ],
+      [
+        "extension/e.ts",
+        'import { registerExec } from "./shell/register.ts";\nimport { jsBackend } from "./eval/js-backend.ts";',
+      ],
       [
         "actors/y/a.ts",
         'import type { RunnerFact } from "../../machines/events.ts";\nimport { fail } from "../../lib/result.ts";',
       ],
+      // A job stands on the floors; a floor on the floors below it; Pi is the extension's.
+      [
+        "actors/shell/a.ts",
+        'import { registerGroup } from "../registry/registry.ts";\nimport type { ProcessOperations } from "../process/operations.ts";\nimport { findVenv } from "../interpreter/interpreter.ts";',
+      ],
+      ["actors/interpreter/b.ts", 'import { findProgram } from "../process/children.ts";'],
+      [
+        "actors/runner/b.ts",
+        'import type { Probe } from "../interpreter/interpreter.ts";\nimport { RUNNER_PATH } from "../process/runtimes.ts";',
+      ],
+      ["actors/process/b.ts", 'import { stopGroup } from "../registry/registry.ts";'],
+      ["extension/e.ts", 'import { getAgentDir, type ExtensionAPI } from "@earendil-works/pi-coding-agent";'],
     ]);
     assert.deepEqual(violations(good), []);
   });

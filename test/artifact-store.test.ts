@@ -2,6 +2,7 @@
 // output buffers (no Python), real files in temporary directories. Exact metadata for every shape of transcript,
 // every malformed sidecar refused, pages on character boundaries, and the file rules (modes, symlinks, create once).
 // Transcripts from real runs and through Pi are in test/artifacts.test.ts; races in test/hostile-artifacts.test.ts.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
@@ -21,7 +22,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { RunOutput } from "../actors/process/output.ts";
+import { RunOutput } from "../lib/run-output.ts";
 import {
   ArtifactUnavailableError,
   charEnd,

@@ -1,6 +1,7 @@
 // Output and source artifacts: the canonical transcript from real Python output, paging that reconstructs it
 // exactly, verification that rejects tampered, symlinked and over-permissive files, collisions that never
 // overwrite, and the whole path through a real Pi session (preview, outputId, rerun by sourceId).
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
@@ -30,6 +31,7 @@ import {
   type OutputRef,
 } from "../store/artifacts.ts";
 import { PAGE_BYTES } from "../store/artifact-fs.ts";
+import { savesLanded } from "../store/artifact-saves.ts";
 import { CodeArtifactCollisionError, loadSource, readSourcePage, saveSource, sourceIdOf } from "../store/sources.ts";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
 import { waitUntil } from "./helpers/procs.ts";
@@ -168,7 +170,7 @@ describe("output artifacts from real runs", () => {
 
   test("output past the retention limit is counted exactly; the artifact says it is truncated", async () => {
     // The host's limit is 64 MiB (test/output-1gib.test.ts); a RunOutput with a small limit stands in for it here.
-    const { RunOutput } = await import("../actors/process/output.ts");
+    const { RunOutput } = await import("../lib/run-output.ts");
     const out = new RunOutput(1000);
     out.write("stdout", Buffer.from("a".repeat(999) + "\n" + "b\n".repeat(500)));
     out.write("stderr", Buffer.from("Traceback...\nValueError: x\n"));
@@ -473,7 +475,9 @@ describe("code_execution output and sources in a Pi session", () => {
     assert.equal(page.isError, false, textOf(page));
     assert.match(textOf(page), /a{1000}/);
     // The output folder cannot be made: the first result names its outputId, whose read says why it is missing;
-    // the next result waits for its save and says it could not be saved.
+    // the next result waits for its save and says it could not be saved. Saves of the tests before this one land
+    // first: one still in flight under load failed against the replaced folder, so `b` already waited for its own.
+    await savesLanded();
     const aside = `${outputDir()}.aside`;
     renameSync(outputDir(), aside);
     writeFileSync(outputDir(), "not a folder");

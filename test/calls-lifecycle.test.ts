@@ -19,6 +19,7 @@ import {
   PreviewBudget,
   previewOf,
   resultText,
+  structuredText,
   RUN_PREVIEW_BUDGET,
   usageOf,
 } from "../actors/calls/tool-results.ts";
@@ -614,22 +615,21 @@ describe("what Python receives from a tool", () => {
     );
   });
 
-  test("structured content follows text that is not JSON already", async () => {
+  test("the text is the model's text; structured content goes beside it when the text is not JSON already", async () => {
     const content = (t: string) => [{ type: "text", text: t }];
-    assert.equal(
-      resultText({ content: content("found 2"), structuredContent: { n: 2 } }),
-      'found 2\n\nstructuredContent:\n{"n":2}',
-    );
-    assert.equal(resultText({ content: [], structuredContent: [1] }), "structuredContent:\n[1]");
+    assert.equal(resultText({ content: content("found 2"), structuredContent: { n: 2 } }), "found 2");
+    assert.equal(structuredText({ content: content("found 2"), structuredContent: { n: 2 } }, "found 2"), '{"n":2}');
+    assert.equal(resultText({ content: [], structuredContent: [1] }), "");
+    assert.equal(structuredText({ content: [], structuredContent: [1] }, ""), "[1]");
     for (const json of ['{"n": 2}', " [1, 2] ", "-3", "0.5", "true", "false", "null", '"s"'])
-      assert.equal(resultText({ content: content(json), structuredContent: { n: 2 } }), json, json);
+      assert.equal(structuredText({ content: content(json), structuredContent: { n: 2 } }, json), undefined, json);
     for (const notJson of ["{broken", "nope", "t", "12abc", "  "])
-      assert.match(resultText({ content: content(notJson), structuredContent: 1 }), /structuredContent:\n1$/, notJson);
+      assert.equal(structuredText({ content: content(notJson), structuredContent: 1 }, notJson), "1", notJson);
     const circular: Record<string, unknown> = {};
     circular.self = circular;
-    assert.equal(resultText({ content: content("x"), structuredContent: circular }), "x", "unserializable: text only");
-    assert.equal(resultText({ content: content("x"), structuredContent: () => 1 }), "x", "stringifies to undefined");
-    assert.equal(resultText({ content: content("x") }), "x");
+    assert.equal(structuredText({ content: content("x"), structuredContent: circular }, "x"), undefined, "unserializable");
+    assert.equal(structuredText({ content: content("x"), structuredContent: () => 1 }, "x"), undefined, "no JSON");
+    assert.equal(structuredText({ content: content("x") }, "x"), undefined);
   });
 
   test("usage only as a plain object; error messages; previews within a budget", async () => {

@@ -1,6 +1,7 @@
 // Nested tool calls in a real Pi session driven by the scripted model: Python awaits Pi tools registered by a helper
 // extension (test/fixtures/pi-tools.ts), a second extension blocks one call in its tool_call hook
 // (test/fixtures/call-blocker.ts), and every nested call goes through Pi's hooked dispatch.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -59,8 +60,11 @@ describe("calling Pi tools from Python", () => {
       assert.equal(c.tools.filter((t) => (t as { name: string }).name === "__completion__").length, 1);
       assert.ok(!JSON.stringify(c).includes("signature"), "signatures stay with the host");
     }
+    // A request settled at the door (the interpreter known) carries its interpreter's path and `prepared`: that is
+    // the only difference allowed; the size does not grow with the session.
     const sizes = starts().map((l) => l.length);
-    assert.ok(Math.max(...sizes) - Math.min(...sizes) < 64, `run.start records of one size: ${sizes.join(", ")}`);
+    assert.ok(Math.max(...sizes) - Math.min(...sizes) < 160, `run.start records of one size: ${sizes.join(", ")}`);
+    assert.ok(Math.abs(sizes[3]! - sizes[2]!) < 16, `run.start records do not grow: ${sizes.join(", ")}`);
   });
 
   test("available_tools() lists the callable tools by Python name, never code_execution's own", async () => {
@@ -120,12 +124,29 @@ describe("calling Pi tools from Python", () => {
     assert.equal(r.details.nestedCalls[0].status, "invalid");
   });
 
-  test("images become a short note; structured content is a trailing block json() reads", async () => {
-    const r = await run("res = await rich_tool()\nprint(res)\nprint(res.json())");
+  test("images become a short note; the string is the model's text and json() reads the structured content", async () => {
+    const r = await run("res = await rich_tool()\nprint(repr(res))\nprint(res.json())");
     assert.match(
       textOf(r),
-      /^Found 2 items\.\n\[image: image\/png, about \d+ bytes; not shown to Python\]\n\nstructuredContent:\n\{"items":\[1,2\]\}\n\{'items': \[1, 2\]\}\n$/,
+      /^'Found 2 items\.\\n\[image: image\/png, about \d+ bytes; not shown to Python\]'\n\{'items': \[1, 2\]\}\n$/,
     );
+  });
+
+  test("Pi's own read and bash give exactly the model's text (their structuredContent never enters the string)", async () => {
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(join(pi.cwd, "a.txt"), "alpha\nbeta\n");
+    const r = await run(
+      [
+        "text = await read(path='a.txt')",
+        "print(repr(str(text)))",
+        "print((await bash(command=\"printf 'x\\\\ny\\\\n'\")).splitlines())",
+      ].join("\n"),
+    );
+    assert.equal(r.isError, false, textOf(r));
+    assert.doesNotMatch(textOf(r), /structuredContent/, textOf(r));
+    const [readLine, bashLine] = textOf(r).split("\n");
+    assert.match(readLine!, /^'alpha\\nbeta(\\n)?'$/, readLine);
+    assert.equal(bashLine, "['x', 'y']");
   });
 
   test("a call blocked by a tool_call hook raises RuntimeError, and the run is a policy_error even though the script caught it", async () => {

@@ -102,15 +102,25 @@ describe("sessions: footer status, /code-status, /code-restart, /code-sessions, 
       { code: "x = 1", session: "alpha" },
       { code: "import time\ntime.sleep(0.3)\ny = 2", session: "beta" },
     ]);
-    assert.equal(ui.statuses.get("code-execution"), "2 Python sessions · idle");
-    assert.ok(ui.statusHistory.includes("1 Python session · busy: alpha"), ui.statusHistory.join(" | "));
-    assert.ok(ui.statusHistory.includes("2 Python sessions · busy: beta"), ui.statusHistory.join(" | "));
+    // Each runtime is named by its language and surface (a JavaScript runtime is never counted as Python).
+    assert.equal(ui.statuses.get("code-execution"), "2 sessions: 2 Python (code_execution) · idle");
+    assert.ok(
+      ui.statusHistory.includes("1 session: Python (code_execution) · busy: alpha"),
+      ui.statusHistory.join(" | "),
+    );
+    assert.ok(
+      ui.statusHistory.includes("2 sessions: 2 Python (code_execution) · busy: beta"),
+      ui.statusHistory.join(" | "),
+    );
   });
 
   test("/code-status lists each live session with state, pid, cwd, age and last run", async () => {
     const text = await command("/code-status");
     assert.match(text, /Live sessions \(2\):/);
-    assert.match(text, /  alpha +idle +pid \d+ +Python 3\.\d+\.\d+ +up \d+s +last run \d+s ago: success\n    cwd \//);
+    assert.match(
+      text,
+      /  alpha +idle +pid \d+ +Python 3\.\d+\.\d+ \(code_execution\) +up \d+s +last run \d+s ago: success\n    cwd \//,
+    );
     assert.match(text, /  beta +idle +pid \d+/);
   });
 
@@ -135,7 +145,7 @@ describe("sessions: footer status, /code-status, /code-restart, /code-sessions, 
     await pi.session.navigateTree(firstUser.id);
     const widget = ui.widgets.get("code-execution-sessions") as string[] | undefined;
     assert.ok(Array.isArray(widget), "widget shown");
-    assert.match(widget[0], /Python sessions did not rewind with the conversation/);
+    assert.match(widget[0], /Code sessions did not rewind with the conversation/);
     assert.ok(widget.some((l) => /alpha +idle +pid \d+/.test(l)));
     assert.ok(widget.some((l) => /beta +idle/.test(l)));
     await pi.callTools([{ code: "1" }]);
@@ -145,20 +155,27 @@ describe("sessions: footer status, /code-status, /code-restart, /code-sessions, 
   test("/code-sessions picks one session to stop, then all", async () => {
     ui.selects.push((_title, options) => options.find((o) => o.startsWith("beta")));
     const one = await command("/code-sessions");
-    assert.match(ui.selectCalls.at(-1)!.title, /Stop which Python session\?/);
+    assert.match(ui.selectCalls.at(-1)!.title, /^Stop which session\?/);
+    assert.ok(
+      ui.selectCalls
+        .at(-1)!
+        .options.slice(0, 2)
+        .every((o) => / Python 3\.\d+\.\d+ \(code_execution\) /.test(o)),
+      ui.selectCalls.at(-1)!.options.join("\n"),
+    );
     assert.deepEqual(
       ui.selectCalls.at(-1)!.options.map((o) => o.split(" ")[0]),
       ["alpha", "beta", "all"],
     );
     assert.match(one, /^Stopped session "beta": its state is gone/);
-    assert.equal(ui.statuses.get("code-execution"), "1 Python session · idle");
+    assert.equal(ui.statuses.get("code-execution"), "1 session: Python (code_execution) · idle");
     await pi.callTools([{ code: "z = 3", session: "gamma" }]);
     ui.selects.push((_title, options) => options.find((o) => o.startsWith("all")));
     const all = await command("/code-sessions");
     assert.match(all, /^Stopped sessions "alpha", "gamma": their state is gone/);
     assert.equal(ui.statuses.get("code-execution"), undefined, "the footer clears with the last session");
     const none = await command("/code-sessions");
-    assert.equal(none, "No Python sessions are running.");
+    assert.equal(none, "No code sessions (Python or JavaScript) are running.");
   });
 
   test("a cancelled pick changes nothing", async () => {

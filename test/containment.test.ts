@@ -3,15 +3,17 @@
 // started outlives Pi, even when Pi exits without shutting down. Where cgroup v2 is writable (here: as root) even
 // a `setsid()` child is contained; with session tracking (forced by PI_CODE_EXECUTION_CONTAINMENT=session, or
 // where cgroups are unavailable) it escapes, as the README says.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { CONTAINMENT_ENV, containmentMode } from "../actors/process/containment.ts";
+import { CONTAINMENT_ENV, contain, containmentMode } from "../actors/registry/containment.ts";
+import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { cgroupPeers, parentOf, pidAlive, processesMatching, sessionMembers, waitUntil } from "./helpers/procs.ts";
+import { cgroupDir, cgroupPeers, parentOf, pidAlive, processesMatching, sessionMembers, waitUntil } from "./helpers/procs.ts";
 
 /** Starts every kind of escape and prints, as JSON, the runner's pid and each escape's [pid, pgid, sid]. Each
  * child reports only once it has moved, so the run cannot end before the escape happened. */
@@ -232,4 +234,89 @@ process.exit(0);`;
       await assertAllDie(found, "Pi's exit", !forced && containmentMode().kind === "cgroup");
       assert.ok(!pidAlive(found.runner), "the runner died too");
     });
+});
+
+/** The cgroup v2 path of a live process ("/" is the root cgroup). */
+function cgroupOf(pid: number): string {
+  return /^0::(.*)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, "utf8"))?.[1] ?? "";
+}
+
+describe("shells (exec_command) start inside their cgroup", () => {
+  // The daemon is the command's first action, so a shell moved into its cgroup only after it started would have
+  // forked it outside (the audit's `setsid sleep 600 &` left in the root cgroup, outliving Pi's quit).
+  const DAEMON = "setsid sleep 600 >/dev/null 2>&1 < /dev/null & echo $!";
+
+  test("a setsid daemon started first thing is in the shell's cgroup and dies when Pi quits", async (t) => {
+    if (containmentMode().kind !== "cgroup") return t.skip(`no cgroups here: ${containmentMode().reason}`);
+    process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,exec";
+    const pi = await startPi();
+    delete process.env.PI_CODE_EXECUTION_TOOLS;
+    let disposed = false;
+    t.after(() => (disposed ? undefined : pi.dispose()));
+    pi.faux.setResponses([
+      fauxAssistantMessage([fauxToolCall("exec_command", { cmd: DAEMON })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("done"),
+    ]);
+    await pi.session.prompt("go");
+    const [r] = pi.toolResults().slice(-1);
+    const daemon = Number(textOf(r).split("\n---\n")[1]?.trim());
+    assert.ok(daemon > 0 && pidAlive(daemon), textOf(r));
+    // `setsid` runs in the background job after `$!` was printed: the result can come first.
+    assert.ok(
+      await waitUntil(() => !sessionMembers(r.details.pid).includes(daemon), 3000),
+      "it left the shell's session",
+    );
+    const where = cgroupOf(daemon);
+    assert.match(where, /\/pi-code-supervisor\.\d+\/c\d+$/, `the daemon is in a shell's cgroup, not ${where}`);
+    disposed = true;
+    await pi.dispose();
+    assert.ok(await waitUntil(() => !pidAlive(daemon), 3000), `the daemon (pid ${daemon}) died with Pi`);
+  });
+
+  test("Pi exiting without a shutdown: the exit handler kills a shell's setsid daemon", async (t) => {
+    if (containmentMode().kind !== "cgroup") return t.skip(`no cgroups here: ${containmentMode().reason}`);
+    const host = new URL("../host/host.ts", import.meta.url).pathname;
+    const logDir = mkdtempSync(join(tmpdir(), "pcs-exec-logs-"));
+    const script = `import { SupervisorHost } from ${JSON.stringify(host)};
+const h = new SupervisorHost({ exec: { logDir: ${JSON.stringify(logDir)} } });
+const r = await h.exec.start({ command: ${JSON.stringify(DAEMON)}, cwd: process.cwd(), tty: false, cols: 80, rows: 24,
+  yieldMs: 5000, onExit: "none", callId: "c" });
+console.log(Buffer.from(r.value.output).toString().trim());
+process.exit(0);`;
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    const code = await new Promise((r) => child.once("exit", r));
+    assert.equal(code, 0);
+    const daemon = Number(out.trim());
+    assert.ok(daemon > 0, out);
+    assert.ok(await waitUntil(() => !pidAlive(daemon), 3000), `the daemon (pid ${daemon}) died with Pi's exit`);
+  });
+});
+
+describe("a cgroup let go while a member is still exiting", () => {
+  // unregisterGroup removes the cgroup off the event loop; rmdir fails with EBUSY while anything is inside, and a
+  // single try left empty directories behind until Pi quit (about one a minute under bench/soak.ts).
+  test("is removed once the member is gone, not left behind", async (t) => {
+    if (containmentMode().kind !== "cgroup") return t.skip(`no cgroup tracking here: ${containmentMode().reason}`);
+    const child = spawn("sleep", ["30"], { stdio: "ignore" });
+    const box = await contain(child.pid!);
+    assert.ok(box, "the child was moved into a cgroup of its own");
+    const dir = cgroupDir(child.pid!);
+    assert.ok(dir && existsSync(dir), `the child's cgroup: ${dir}`);
+    const released = box.releaseLater();
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(existsSync(dir), "control: busy while its member lives");
+    child.kill("SIGKILL");
+    // The retries hold nothing of the event loop (in Pi, Pi does); here the test holds it.
+    const hold = setInterval(() => {}, 1000);
+    try {
+      assert.equal(await released, true);
+    } finally {
+      clearInterval(hold);
+    }
+    assert.equal(existsSync(dir), false, `${dir} is gone`);
+  });
 });

@@ -1,5 +1,7 @@
-// scripts/demo.sh as a user runs it: its output quotes each result line once, and its temporary folder goes away
-// at the end, on Ctrl-C and on a kill, with no process left behind, unless --keep keeps it and says where.
+// scripts/demo.sh as a user runs it: every surface shows once (code_execution's session, interrupt and kill; a python
+// cell; eval's Python and JS cells with a display; a shell session; the inspector's URL, which answers), its output
+// quotes each result line once, and its temporary folder goes away at the end, on Ctrl-C and on a kill, with no
+// process left behind, unless --keep keeps it and says where. `scripts/pi.sh --demo` is the same demo.
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
@@ -8,6 +10,7 @@ import { join, resolve } from "node:path";
 import { after, describe, test } from "node:test";
 
 const DEMO = resolve(import.meta.dirname, "../scripts/demo.sh");
+const PI = resolve(import.meta.dirname, "../scripts/pi.sh");
 const CLI = resolve(import.meta.dirname, "../bin/pi-code-supervisor.js");
 
 interface Demo {
@@ -23,10 +26,10 @@ interface Demo {
  * Runs the demo in its own process group (as a terminal runs a command). `interrupt`, once the first result is
  * printed (a Python session is running then), sends SIGINT to the group, as Ctrl-C does, or SIGTERM to the script.
  */
-function runDemo(args: string[], interrupt?: "ctrl-c" | "kill"): Promise<Demo> {
+function runDemo(args: string[], interrupt?: "ctrl-c" | "kill", script = DEMO): Promise<Demo> {
   const tmp = mkdtempSync(join(tmpdir(), "pcs-demo-test-"));
   after(() => rmSync(tmp, { recursive: true, force: true }));
-  const child = spawn("bash", [DEMO, ...args], {
+  const child = spawn("bash", [script, ...args], {
     detached: true,
     env: { ...process.env, TMPDIR: tmp },
     stdio: ["ignore", "pipe", "pipe"],
@@ -64,13 +67,39 @@ function processesUsing(dir: string): string[] {
 }
 
 describe("scripts/demo.sh", () => {
-  test("quotes each result line once, no empty quoted lines, and removes its temporary folder", async () => {
+  test("shows every surface once, quotes each result line once, and removes its temporary folder", async () => {
     const r = await runDemo([]);
     assert.equal(r.status, 0, r.stderr);
-    assert.equal(r.stdout.match(/^## /gm)?.length, 6, r.stdout);
+    assert.equal(r.stdout.match(/^## /gm)?.length, 11, r.stdout);
+    const calls = r.stdout.match(/^> \S+/gm)?.map((c) => c.slice(2));
+    assert.deepEqual(
+      [...new Set(calls)],
+      ["code_execution", "python", "eval", "exec_command", "write_stdin", "/code-inspect"],
+      "each surface, in this order",
+    );
+    // code_execution: state across calls, kept after an interrupt, lost after a kill.
     assert.match(r.stdout, /^ {2}\| 42$/m);
-    const empty = r.stdout.split("\n").filter((l) => /^\s*\|\s*$/.test(l));
-    assert.deepEqual(empty, [], "no empty quoted line after a result");
+    assert.match(r.stdout, /^ {2}\| \[session "demo" kept its state\]$/m);
+    assert.match(r.stdout, /^ {2}\| \[session "demo" lost its state/m);
+    assert.match(r.stdout, /^ {2}\| False$/m);
+    // python: the cells ran in the notebook session; eval: its Python cell sees them and displays, then a JS cell.
+    assert.match(r.stdout, /^isError=false cells=\["ok","ok"\] session=\{"name":"notebook"/m);
+    assert.match(r.stdout, /^ {2}\| => 3\.875$/m);
+    assert.match(r.stdout, /^isError=false languages=\["py","js"\] cells=\["complete","complete"\]$/m);
+    assert.match(r.stdout, /^ {2}\| {3}"max": 9$/m, "the Python cell's display");
+    assert.match(r.stdout, /^ {2}\| {3}"squares": \[$/m, "the JS cell's display");
+    // The shell session: running when exec_command returns, answering and exiting after write_stdin.
+    assert.match(r.stdout, /^status=running isError=false session_id=\d+$/m);
+    assert.match(r.stdout, /^status=exited isError=false exit_code=0$/m);
+    assert.match(r.stdout, /^ {2}\| hello, demo$/m);
+    // The inspector: its loopback URL, which answered, and the CLI for the recorded log.
+    assert.match(r.stdout, /^the page answered HTTP 200$/m);
+    assert.match(r.stdout, /^ {2}\| Inspector: http:\/\/127\.0\.0\.1:\d+\/\S+\/ \(read-only/m);
+    assert.match(r.stdout, /node bin\/pi-code-supervisor\.js inspect \S+\.jsonl/);
+    // Blank lines inside a result (between cells) are quoted as they are; none is added after its last line.
+    const all = r.stdout.split("\n");
+    const endsEmpty = all.filter((l, i) => /^\s*\|\s*$/.test(l) && !/^ {2}\|/.test(all[i + 1] ?? ""));
+    assert.deepEqual(endsEmpty, [], "no empty quoted line after a result");
     assert.deepEqual(readdirSync(r.tmp), [], "nothing left in TMPDIR");
     assert.deepEqual(processesUsing(r.tmp), []);
   });
@@ -111,5 +140,15 @@ describe("scripts/demo.sh", () => {
     const help = await runDemo(["--help"]);
     assert.equal(help.status, 0);
     assert.match(help.stdout, /^usage: bash scripts\/demo\.sh \[--keep\]/);
+  });
+
+  test("scripts/pi.sh --demo is the demo, with its arguments and their errors", async () => {
+    const help = await runDemo(["--demo", "--help"], undefined, PI);
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout, /^usage: bash scripts\/demo\.sh \[--keep\]/);
+    const bad = await runDemo(["--frob", "--demo"], undefined, PI);
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /^demo\.sh: unknown argument '--frob'/);
+    assert.deepEqual(readdirSync(bad.tmp), []);
   });
 });

@@ -3,6 +3,7 @@
 // block parser (against tomllib), cached environments for fresh runs (shared, built once under concurrency),
 // session package directories, failures as setup_error with stable hint ids, the uv path (a stand-in uv that
 // delegates to pip, fails on certificates, or hangs past the deadline), run-time hints, and the journal's hint ids.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
@@ -15,7 +16,7 @@ import { SystemObserver } from "../record/observe.ts";
 import { Recorder } from "../record/recorder.ts";
 import { formatReport, replayFile } from "../record/replay.ts";
 import { environmentKey, packageOf } from "../actors/deps/dependencies.ts";
-import { normalizeDependencies, parseScriptMetadata, satisfiesRequiresPython } from "../actors/deps/pep723.ts";
+import { normalizeDependencies, parseScriptMetadata, satisfiesRequiresPython } from "../lib/pep723.ts";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
 import { buildWheel } from "./helpers/wheels.ts";
@@ -492,5 +493,76 @@ describe("replay", () => {
     const report = replayFile(recorder.path);
     assert.ok(report.identical, formatReport(report, true));
     assert.ok(report.inputs > 10);
+  });
+});
+
+describe("under the sandbox: what may be installed, and how", () => {
+  test("local paths, archives, file:// and VCS requirements are refused; names and remote URLs are not", async () => {
+    const { sandboxRequirementProblem, sandboxRefusal, wheelsOnly } = await import("../actors/deps/sandbox-policy.ts");
+    for (const [req, why] of [
+      ["evil @ file:///work/evil", "file URL"],
+      ["evil@file:./x", "file URL"],
+      ["evil @ git+https://example.org/evil.git", "git+https URL"],
+      ["evil @ hg+ssh://h/r", "hg+ssh URL"],
+      ["./evil", "a local path"],
+      ["evil/sub", "a local path"],
+      ["~/evil", "a local path"],
+      ["evil-1.0.tar.gz", "a local archive"],
+      ["evil-1.0-py3-none-any.whl", "a local archive"],
+      ["evil @ ./local", "a local path"],
+    ] as const)
+      assert.equal(sandboxRequirementProblem(req), why, req);
+    for (const req of [
+      "requests",
+      "rich>=13,<14",
+      "a[extra]==1.0 ; python_version >= '3.9'",
+      "pkg @ https://example.org/pkg-1.0-py3-none-any.whl",
+    ])
+      assert.equal(sandboxRequirementProblem(req), undefined, req);
+    const refusal = sandboxRefusal(["ok", "evil @ file:///x"]);
+    assert.equal(refusal?.hint.id, "sandbox_local_requirement");
+    assert.match(refusal?.message ?? "", /"evil @ file:\/\/\/x" \(file URL\)/);
+    assert.equal(sandboxRefusal(["ok"]), undefined);
+    assert.deepEqual(wheelsOnly({ kind: "pip" }, true), ["--only-binary", ":all:"]);
+    assert.deepEqual(wheelsOnly({ kind: "uv", uv: "uv" }, true), ["--no-build"]);
+    assert.deepEqual(wheelsOnly({ kind: "pip" }, false), []);
+  });
+});
+
+describe("under the sandbox: a wheel installs inside bwrap, writing only its environment", () => {
+  let host: SupervisorHost;
+  let root: string;
+  let cwd: string;
+  let wheelDir: string;
+  before(async () => {
+    const { chooseOperations } = await import("../host/backend.ts");
+    const { loadSettings } = await import("../store/settings.ts");
+    root = tmp("pcs-deps-sbx-");
+    cwd = tmp("pcs-deps-sbx-cwd-");
+    // Outside $HOME and the temporary directory (both hidden in the sandbox): the find-links folder stays readable.
+    wheelDir = realpathSync(mkdtempSync("/var/tmp/pcs-wheels-"));
+    buildWheel(wheelDir, "tinypkg", "1.0");
+    const packages = { envRoot: join(root, "envs"), sessionRoot: join(root, "sessions") };
+    const env = () => ({ ...process.env, ...offline, PIP_FIND_LINKS: wheelDir, UV_FIND_LINKS: wheelDir });
+    host = new SupervisorHost({
+      env,
+      packages,
+      ops: chooseOperations(loadSettings(undefined, env()).values, { cwd, env: env(), sandbox: true, packages }),
+    });
+  });
+  after(async () => {
+    await host?.shutdown();
+    const { rmSync } = await import("node:fs");
+    rmSync(wheelDir, { recursive: true, force: true });
+  });
+
+  test("the install runs in the sandbox (another pid namespace) and the run imports the package", async () => {
+    const code = `${block("tinypkg==1.0")}import os, sys, tinypkg\nprint(tinypkg.VERSION, os.getpid())\nsys.prefix`;
+    const r = await host.run({ code, cwd, timeoutMs: 120_000 });
+    assert.equal(r.outcome.status, "success", r.stderr + r.outcome.message);
+    const [line, prefix] = r.stdout.trim().split("\n");
+    assert.match(line!, /^1\.0 \d$/, "a small pid: the sandbox's own pid namespace");
+    assert.ok(prefix!.startsWith(join(root, "envs")), prefix);
+    assert.equal(r.outcome.install?.installer, "pip");
   });
 });

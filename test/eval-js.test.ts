@@ -32,7 +32,7 @@ async function evalCells(...cells: Record<string, unknown>[]) {
 /** The pid of the JavaScript runtime, from /code-sessions' listing. */
 async function runtimePid(): Promise<number | undefined> {
   const printed = await commandOutput("/code-sessions");
-  const m = /^\s*js\s+\S+\s+pid (\d+)\s+Node /m.exec(printed);
+  const m = /^\s*js\s+\S+\s+pid (\d+)\s+JavaScript Node \d+\.\d+\.\d+ \(eval\) /m.exec(printed);
   return m ? Number(m[1]) : undefined;
 }
 async function commandOutput(command: string): Promise<string> {
@@ -246,7 +246,10 @@ describe("eval js cells", () => {
     await pi.session.prompt("/code-inspect stop");
     const session = frames.filter((f) => f.sessionId === "session:js");
     assert.ok(session.length > 0, "session:js is in the tree");
-    const states = session.filter((f) => f.type === "@xstate.snapshot").map((f) => f.snapshot.value);
+    // A session's state value is its top state's name, or `{ running: "active" }` and the like for a nested one.
+    const states = session
+      .filter((f) => f.type === "@xstate.snapshot")
+      .map((f) => (typeof f.snapshot.value === "string" ? f.snapshot.value : Object.keys(f.snapshot.value)[0]));
     assert.ok(states.includes("running") && states.includes("idle"), states.join(" "));
     const runs = frames.filter(
       (f) => f.type === "@xstate.actor" && f.parentId === "session:js" && /^run:/.test(f.sessionId),

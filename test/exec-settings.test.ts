@@ -1,5 +1,6 @@
 // The `tools` setting (a list of surface names; unknown ones are warnings), `exec: true`, the log quotas, and
-// turning the exec surface on and off in a running Pi session by editing the settings file.
+// turning the exec surface on and off in a running Pi session by editing the user's global settings file.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -32,7 +33,8 @@ describe("the tools setting", () => {
     assert.equal(execEnabled(none.values), false);
     assert.deepEqual(none.values.execLogs, { perLogBytes: 64 * 1024 * 1024, totalBytes: 512 * 1024 * 1024 });
 
-    write(projectSettingsPath(cwd), { exec: true });
+    // From the user's global file (a project's never turns it on: test/settings-trust.test.ts).
+    write(globalSettingsPath(), { exec: true });
     assert.equal(execEnabled(loadSettings(cwd, env).values), true);
 
     const fromEnv = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_TOOLS: " Exec , code_execution,exec" });
@@ -55,21 +57,29 @@ describe("the tools setting", () => {
     assert.ok(!s.warnings.some((w) => /"eval"/.test(w)), "eval is a surface (issue 14)");
     assert.ok(s.warnings.some((w) => /execLogs\.perLogBytes must be an integer of bytes from 1024/.test(w)));
     assert.equal(s.values.execLogs.perLogBytes, 64 * 1024 * 1024);
+    // A trusted project's value is not even parsed: tools is a boundary key.
     write(projectSettingsPath(cwd), { tools: "exec" });
+    const fromProject = loadSettings(cwd, env, { trusted: true });
+    assert.ok(
+      fromProject.warnings.some((w) => /: tools is a boundary setting/.test(w)),
+      fromProject.warnings.join("\n"),
+    );
+    assert.deepEqual(fromProject.values.tools, ["code_execution", "exec", "shell", "eval"], "the global layer's value");
+    write(globalSettingsPath(), { tools: "exec" });
     const bad = loadSettings(cwd, env);
     assert.ok(bad.warnings.some((w) => /tools must be a list of tool surface names/.test(w)));
-    assert.deepEqual(bad.values.tools, ["code_execution", "exec", "shell", "eval"], "the global layer's value");
+    assert.deepEqual(bad.values.tools, ["code_execution"], "the default");
   });
 });
 
 describe("enabling while Pi runs", () => {
-  test("editing the settings file turns the surface on (bash leaves) and off (bash returns)", async () => {
+  test("editing the global settings file turns the surface on (bash leaves) and off (bash returns)", async () => {
     const pi = await startPi();
     try {
       const active = () => pi.session.getActiveToolNames();
       assert.ok(!active().includes("exec_command"));
       assert.ok(active().includes("bash"));
-      const file = projectSettingsPath(pi.cwd);
+      const file = globalSettingsPath();
       write(file, { exec: true });
       assert.ok(await waitUntil(() => active().includes("exec_command"), 10_000), "turned on");
       assert.ok(!active().includes("bash"));

@@ -1,14 +1,15 @@
 // What the user sees of shell sessions in Pi's terminal: the footer while processes are alive, the widget after
 // /tree, /exec-sessions stopping one or all without the model, the tools setting in /code-status, and the five
 // tools' renderers (banner, five-line tail expanding with Pi's expand key, live elapsed, [wake] marks).
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
 import { scriptedUI, type ScriptedUI } from "./helpers/scripted-ui.ts";
-import { execRenderers, PREVIEW_LINES } from "../extension/exec/render.ts";
-import type { RenderContext } from "../extension/render.ts";
+import { execRenderers, PREVIEW_LINES } from "../extension/shell/render.ts";
+import type { RenderContext } from "../extension/shared/render-kit.ts";
 
 let pi: PiHarness;
 let ui: ScriptedUI;
@@ -33,7 +34,12 @@ async function call(name: string, args: Record<string, unknown>): Promise<ToolRe
   return pi.toolResults()[before];
 }
 
-const status = () => ui.statuses.get("exec-sessions");
+/** The extension's one footer item (extension/footer.ts), and its shells part. */
+const footer = () => ui.statuses.get("code-execution");
+const status = () =>
+  footer()
+    ?.split(" │ ")
+    .find((p) => p.startsWith("exec: "));
 
 describe("footer, /tree widget, /exec-sessions", () => {
   test("the footer counts running sessions and armed wakes, and clears when none is left", async () => {
@@ -46,6 +52,21 @@ describe("footer, /tree widget, /exec-sessions", () => {
     assert.equal(status(), "exec: 1 session running · 1 [wake]");
     await call("kill_session", { session_id: a.details.session_id });
     assert.equal(status(), undefined);
+  });
+
+  test("the footer's parts are separated: code sessions named by runtime, then shells", async () => {
+    const shell = await call("exec_command", { cmd: "sleep 30", yield_time_ms: 250 });
+    const code = await call("code_execution", { code: "x = 1", session: "footer" });
+    assert.equal(code.isError, false);
+    const notebook = await call("python", { cells: [{ code: "y = 2" }] });
+    assert.equal(notebook.isError, false);
+    assert.equal(
+      footer(),
+      "2 sessions: 1 Python (code_execution), 1 Python (python/eval notebook) · idle │ exec: 1 session running",
+    );
+    await pi.session.prompt("/code-sessions all");
+    await call("kill_session", { session_id: shell.details.session_id });
+    assert.equal(footer(), undefined, "nothing left: the item is gone");
   });
 
   test("a background exit refreshes the footer at once", async () => {
@@ -70,7 +91,7 @@ describe("footer, /tree widget, /exec-sessions", () => {
 
   test("/exec-sessions: pick one to kill; `all` kills the rest", async () => {
     const extra = await call("exec_command", { cmd: "sleep 30", yield_time_ms: 250 });
-    const live = () => (pi.session.messages.length, ui.statuses.get("exec-sessions"));
+    const live = () => (pi.session.messages.length, status());
     assert.equal(live(), "exec: 2 sessions running · 1 [wake]");
     ui.selects.push((_title, options) => options.find((o) => o.startsWith(`#${extra.details.session_id} `)));
     await pi.session.prompt("/exec-sessions");

@@ -2,14 +2,15 @@
 // printed is lost, that no process is orphaned, and that the supervisor keeps serving the next run.
 // PI_CODE_EXECUTION_BACKEND=sandbox runs them inside bubblewrap: pids reported from inside the sandbox's pid
 // namespace are mapped to host pids among the sandbox's own processes (NSpid) before anything is killed or checked.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, realpathSync, rmdirSync } from "node:fs";
+import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
-import { containmentMode } from "../actors/process/containment.ts";
-import { liveGroups } from "../actors/process/registry.ts";
+import { containmentMode } from "../actors/registry/containment.ts";
+import { liveGroups } from "../actors/registry/registry.ts";
 import { hostPidIn, pidAlive, waitUntil } from "./helpers/procs.ts";
 
 const SANDBOX = process.env.PI_CODE_EXECUTION_BACKEND === "sandbox";
@@ -60,9 +61,12 @@ describe("the runner dies or stops mid-run", () => {
   });
 
   test("SIGSTOP mid-run: the deadline escalates to SIGKILL, the session is lost", async () => {
+    // The session's runner is started first, so the deadline counts the code's time, not a loaded machine's spawn
+    // (under stress-ng a 500 ms deadline passed before a cold runner reached the print).
+    assert.equal((await run("0", { session: "stop" })).outcome.status, "success");
     const r = await run("import os, signal\nprint('stopping', flush=True)\nos.kill(os.getpid(), signal.SIGSTOP)", {
       session: "stop",
-      timeoutMs: 500,
+      timeoutMs: 1500,
     });
     assert.equal(r.outcome.status, "timeout");
     assert.equal(r.outcome.killed, true);
@@ -131,7 +135,9 @@ describe("hostile user code", () => {
   });
 
   test("one 100 MiB line arrives whole and is counted exactly", async () => {
-    const r = await run("import sys\nsys.stdout.write('x' * (100 * 1024 * 1024) + '\\n');");
+    // The deadline is a hang guard: under stress-ng 100 MiB through the pipe took more than 20 s.
+    const r = await run("import sys\nsys.stdout.write('x' * (100 * 1024 * 1024) + '\\n');", { timeoutMs: 120_000 });
+    assert.equal(r.outcome.status, "success", JSON.stringify(r.outcome));
     assert.equal(r.stdoutBytes, 100 * 1024 * 1024 + 1);
   });
 
@@ -216,7 +222,8 @@ describe("hostile user code", () => {
       assert.equal(removed.outcome.status, "runtime_error");
       assert.match(removed.stderr, /Read-only file system|Device or resource busy/);
       assert.ok(existsSync(dir));
-      rmdirSync(dir);
+      // It holds the empty mount points of its read-only .pi/.venv/venv (docs/sandbox.md).
+      rmSync(dir, { recursive: true });
     } else assert.equal(removed.outcome.status, "success");
     const r = await run("import os\nos.path.exists('.')", { session: "rm", cwd: dir });
     assert.equal(r.outcome.status, "success");
@@ -228,21 +235,30 @@ describe("hostile user code", () => {
 
 describe("abort storms", () => {
   test("cancel before spawn, during start, during output and during grace: every run ends truthfully", async () => {
-    const cases: [string, number, string][] = [
+    // "when output" cases are cancelled once the code has written something (it is then running, with its handler
+    // in place), not after a fixed delay: on a loaded machine 150 ms can pass before a runner starts the code, and
+    // the stubborn one was then cancelled before it could swallow the interrupt.
+    const cases: [string, number | "when output", string][] = [
       ["before spawn", -1, "import time\ntime.sleep(30)"],
       ["during start", 2, "import time\ntime.sleep(30)"],
-      ["during output", 150, "import sys\nwhile True:\n    sys.stdout.write('y' * 1000 + '\\n')"],
+      ["during output", "when output", "import sys\nwhile True:\n    sys.stdout.write('y' * 1000 + '\\n')"],
       [
         "during grace",
-        150,
-        "import time\nwhile True:\n    try:\n        time.sleep(30)\n    except KeyboardInterrupt:\n        pass",
+        "when output",
+        "import time\nprint('armed', flush=True)\nwhile True:\n    try:\n        time.sleep(30)\n    except KeyboardInterrupt:\n        pass",
       ],
     ];
     const results = await Promise.all(
-      cases.map(async ([, delay, code], i) => {
+      cases.map(async ([, when, code], i) => {
         const ac = new AbortController();
-        if (delay < 0) ac.abort();
-        else setTimeout(() => ac.abort(), delay);
+        if (when === "when output") {
+          return host.run(
+            { code, cwd, timeoutMs: 20_000, ...(i % 2 ? { session: `storm${i}` } : {}) },
+            { signal: ac.signal, onOutput: () => ac.abort() },
+          );
+        }
+        if (when < 0) ac.abort();
+        else setTimeout(() => ac.abort(), when);
         return run(code, i % 2 ? { session: `storm${i}` } : {}, ac.signal);
       }),
     );

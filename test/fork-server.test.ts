@@ -1,6 +1,7 @@
 // The fork server (actors/process/fork-server.ts, `runner.py --mode zygote`): fresh runners forked from it behave as
 // spawned ones (frames, output, exit statuses, their own session), its end never loses a child's end, and it does
 // not outlive its last child. Real processes throughout.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
@@ -8,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { localOperations, type RunnerExit, type RunnerHandle, type RunnerSpec } from "../actors/process/operations.ts";
-import { RUNNER_PATH } from "../actors/process/kinds.ts";
+import { RUNNER_PATH } from "../actors/runner/kinds.ts";
 import { SLOTS } from "../actors/process/fork-server.ts";
 import { SupervisorHost } from "../host/host.ts";
 import { encodeFrame, FrameDecoder, type Frame } from "../actors/process/framing.ts";
@@ -72,6 +73,9 @@ describe("fork server", { timeout: 30_000 }, () => {
     const [zygote] = zygotesOf(host);
     assert.ok(zygote, "a fork server was started for this command line");
     assert.equal(ppid(a.pid), zygote, "the runner is the fork server's child");
+    // The child makes its own session right after the fork; the server's `forked` frame can come first.
+    const deadline = Date.now() + 5000;
+    while (sid(a.pid) !== a.pid && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     assert.equal(sid(a.pid), a.pid, "and leads its own session, as a spawned runner does");
     const one = await runIn(
       a,

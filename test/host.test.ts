@@ -1,4 +1,5 @@
 // Each semantic of the core issue against real Python processes, through the supervisor host (actors + machines).
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync, realpathSync } from "node:fs";

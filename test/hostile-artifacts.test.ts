@@ -3,6 +3,7 @@
 // window: hooks on the real fs calls (fs/promises, rebound in every module's imports) swap it right after a check,
 // and a separate process swaps it in a loop while reads race it. A read either fails with a reason or returns
 // bytes that were verified: never the swapped-in ones, and it never hangs.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import {
@@ -27,7 +28,7 @@ import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ArtifactUnavailableError, readVerified } from "../store/artifact-fs.ts";
 import { readOutputPage, saveOutputArtifact, type OutputRef } from "../store/artifacts.ts";
-import { RunOutput } from "../actors/process/output.ts";
+import { RunOutput } from "../lib/run-output.ts";
 import { loadSource, saveSource } from "../store/sources.ts";
 import type { PiHarness } from "./helpers/pi-session.ts";
 import { PYTHON } from "./helpers/runner-driver.ts";

@@ -5,6 +5,7 @@
 // recorded log moves the lit state and highlights each transition taken; every charted machine is drawn for its
 // actors; the sequence view shows a fixture log's events between actors in order and follows the log position, and
 // live the events as the system delivered them. Screenshots go to test-artifacts/.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
 import { request } from "node:http";
@@ -69,11 +70,31 @@ const ids = (selector: string) =>
     `[...document.querySelectorAll(${JSON.stringify(selector)})].map((el) => el.dataset.stateId ?? el.dataset.transition).sort()`,
   );
 
+/** The issue's bound: at the default zoom no text of a chart is drawn smaller than this (CSS px). */
+const MIN_TEXT_PX = 10;
+
+/** The smallest rendered size (CSS px) of the shown chart's text: font size times the SVG's scale on screen. The
+ * "i" glyph in a state's description mark is a symbol, not text to read, and is left out. */
+const smallestText = () =>
+  browser.page.evaluate<number>(
+    `Math.min(...[...document.querySelectorAll("#chart svg.chart text:not(.has-description-i)")].map((t) => t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize)))`,
+  );
+
+/** Whether the shown chart's first lit state lies inside the canvas's visible area. */
+const litInView = () =>
+  browser.page.evaluate<boolean>(`(() => {
+    const c = document.querySelector("#chart .chart-canvas").getBoundingClientRect();
+    const r = document.querySelector("#chart g.state.lit").getBoundingClientRect();
+    return r.left >= c.left && r.right <= c.right && r.top >= c.top && r.bottom <= c.bottom;
+  })()`);
+
 /** Shows `actor`'s statechart and checks it is its machine's, drawn whole: every state and every transition. */
 async function assertDrawnWhole(actor: string, charted: ChartedMachine, message?: string): Promise<void> {
   const page = browser.page;
   await show(page, actor, "chart");
   assert.equal(await page.evaluate(`document.querySelector("#chart svg.chart").dataset.machine`), charted.kind);
+  const smallest = await smallestText();
+  assert.ok(smallest >= MIN_TEXT_PX - 0.01, `${charted.kind}: text drawn at ${smallest.toFixed(1)} px`);
   assert.deepEqual(await ids("#chart g.state[data-state-id]"), sorted(stateNodes(charted.machine).map((n) => n.id)));
   assert.deepEqual(
     [...new Set(await ids("#chart svg.chart [data-transition]"))].sort(),
@@ -167,6 +188,22 @@ describe("statechart view in Chromium", () => {
       assert.equal(titles[n.id], n.description ? `${n.id}\n${n.description}` : n.id, `${n.id} tooltip`);
     }
     await page.screenshot(join(ARTIFACTS, "statechart-run-grace.png"));
+
+    // Readable at the default size: no text under 10 px, and the lit state scrolled into view. The whole chart is
+    // one click away (where its text is smaller: the control showing the bound is not met by accident).
+    assert.ok((await smallestText()) >= MIN_TEXT_PX - 0.01, `run chart text at ${await smallestText()} px`);
+    assert.ok(await litInView(), "the lit state is in view");
+    await page.evaluate(`document.querySelector("#chart button.zoom").click()`);
+    assert.ok(
+      await page.evaluate<boolean>(
+        `document.querySelector("#chart svg.chart").getBoundingClientRect().width <= document.querySelector("#chart .chart-canvas").clientWidth`,
+      ),
+      "the whole chart fits the canvas's width",
+    );
+    assert.ok((await smallestText()) < MIN_TEXT_PX, "the whole run chart only fits with smaller text");
+    await page.screenshot(join(ARTIFACTS, "statechart-run-whole.png"));
+    await page.evaluate(`document.querySelector("#chart button.zoom").click()`);
+    assert.ok((await smallestText()) >= MIN_TEXT_PX - 0.01);
 
     // Clicking a state lists the transitions that leave it (its own, and those of its enclosing states).
     await page.evaluate(

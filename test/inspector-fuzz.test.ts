@@ -24,6 +24,7 @@ import {
   type Exchange,
   type ExchangeOptions,
 } from "./helpers/inspector-wire.ts";
+import { prng, type Rng } from "./helpers/prng.ts";
 
 const SEED = Number(process.env.PCS_FUZZ_SEED ?? 20261101);
 const SCALE = Number(process.env.PCS_FUZZ_SCALE ?? 1);
@@ -42,27 +43,6 @@ function expectation(then: ExchangeOptions["then"], bytes: Buffer, token: string
   if (!bytes.includes(`/${token}/`)) return "403";
   return then === "end" ? "answer or close" : "answer";
 }
-
-/** mulberry32: small, fast, and the same sequence for the same seed on every platform. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  return {
-    next,
-    int,
-    chance: (p: number) => next() < p,
-    pick: <T>(xs: readonly T[]): T => xs[int(xs.length)],
-    bytes: (n: number) => Buffer.from(Array.from({ length: n }, () => int(256))),
-  };
-}
-type Rng = ReturnType<typeof prng>;
 
 const B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 

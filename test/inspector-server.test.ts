@@ -1,6 +1,7 @@
 // The inspector server's guarantees (loopback only, token in every URL, own Host/Origin only, read-only by
 // default), its @statelyai/inspect-compatible frames read by a local WebSocket client, logs in the page model, the
 // CLI's inspect command, and the online mode feeding @statelyai/inspect's own server.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { request } from "node:http";

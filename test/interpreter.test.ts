@@ -1,6 +1,7 @@
 // Interpreter discovery and validation against real interpreters and a real `python -m venv`; a PYTHONPATH for
 // another interpreter left out; sessions never shared across interpreters or working directories (in the machine
 // and with real processes); the python_set_interpreter tool in a real Pi session.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import {
@@ -416,3 +417,52 @@ function onPath(command: string): string {
 function dirname312(): string {
   return PY312.replace(/\/bin\/python3$/, "");
 }
+
+describe("probes per backend", () => {
+  test("a probe on this machine never validates the same path in the sandbox, nor the other way round", async () => {
+    const { sandboxOperations } = await import("../actors/process/sandbox.ts");
+    const { localOperations } = await import("../actors/process/operations.ts");
+    const { knownVersion } = await import("../actors/interpreter/interpreter.ts");
+    const dir = tmp("pcs-probe-backend-");
+    const script = join(dir, "bin", "py");
+    mkdirSync(join(dir, "bin"));
+    // Answers as a Python only in this machine's pid namespace; in any other it fails.
+    const hostNs = execFileSync("readlink", ["/proc/self/ns/pid"], { encoding: "utf8" }).trim();
+    writeFileSync(
+      script,
+      `#!/bin/sh\nif [ "$(readlink /proc/self/ns/pid)" = "${hostNs}" ]; then printf '${dir}/host-python\\n3.11.0\\n\\n'; ` +
+        `else echo "inside another namespace" >&2; exit 3; fi\n`,
+    );
+    chmodSync(script, 0o755);
+    const sandbox = sandboxOperations({ network: false, writable: [], readable: [], support: [] });
+    const local = await validateInterpreter(script, dir, process.env, localOperations);
+    assert.equal(local.ok, true, JSON.stringify(local));
+    assert.equal(knownVersion(`${dir}/host-python`), "3.11.0");
+    const inside = await validateInterpreter(script, dir, process.env, sandbox);
+    assert.equal(inside.ok, false, "the local result did not validate the sandboxed one");
+    if (!inside.ok)
+      assert.match(
+        inside.error,
+        /failed on the sandbox \(bwrap, no network\) backend \(exit code 3\): inside another namespace/,
+      );
+    assert.equal(knownVersion(`${dir}/host-python`, sandbox), undefined);
+    // The other way round: a resolver on the sandbox, then one on this machine, each probes for itself.
+    const other = join(dir, "bin", "py2");
+    writeFileSync(other, `#!/bin/sh\nreadlink /proc/self/ns/pid >> ${dir}/ns\nexec ${SYSTEM} "$@"\n`);
+    chmodSync(other, 0o755);
+    const onSandbox = new InterpreterResolver({
+      ops: () => sandbox,
+      env: () => ({ ...process.env, PI_PYTHON: other }),
+    });
+    const onLocal = new InterpreterResolver({
+      ops: () => localOperations,
+      env: () => ({ ...process.env, PI_PYTHON: other }),
+    });
+    assert.equal((await onSandbox.resolve(dir)).ok, true);
+    assert.equal((await onLocal.resolve(dir)).ok, true);
+    const seen = readFileSync(join(dir, "ns"), "utf8").trim().split("\n");
+    assert.equal(seen.length, 2, "probed once on each backend");
+    assert.notEqual(seen[0], hostNs);
+    assert.equal(seen[1], hostNs);
+  });
+});

@@ -1,5 +1,6 @@
 // JavaScript sessions through the supervisor host: the generic runner actor with the `js` kind, the session and run
 // machines, real Node runners (docs/protocol-js.md).
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,7 +10,7 @@ import { SupervisorHost, type RunRequestInput, type RunCallbacks } from "../host
 import type { RunTools } from "../actors/calls/dispatch.ts";
 import { fail, ok } from "../lib/result.ts";
 import { sandboxOperations } from "../actors/process/sandbox.ts";
-import { JS_RUNNER_PATH, RUNNER_PATH } from "../actors/process/kinds.ts";
+import { JS_RUNNER_PATH, RUNNER_PATH } from "../actors/runner/kinds.ts";
 import type { ProcessOperations } from "../actors/process/operations.ts";
 import { dirname } from "node:path";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
@@ -225,6 +226,10 @@ describe("JavaScript sessions and the process backends", () => {
     const remote: ProcessOperations = {
       backend: { kind: "remote", label: "remote ssh user@example:/srv" },
       start: async () => {
+        started += 1;
+        return fail({ message: "not reached" });
+      },
+      spawn: async () => {
         started += 1;
         return fail({ message: "not reached" });
       },

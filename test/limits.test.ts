@@ -1,5 +1,6 @@
 // Resource limits (settings `limits`) against real processes: applied by the runner before user code (setrlimit),
 // each ends or breaks the run with its hint, the session is told truthfully whether it survived, output is kept.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

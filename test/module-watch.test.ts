@@ -1,6 +1,7 @@
 // Local modules a session imported from its working directory are watched; after an edit on disk the next run
 // reloads them first and says which. The documented limits hold: objects made from the old module keep the old
 // class; a module that no longer compiles stays as it was (and the run says so).
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

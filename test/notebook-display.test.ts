@@ -7,8 +7,10 @@ import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
+import { initTheme } from "@earendil-works/pi-coding-agent";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { callAs } from "./helpers/notebook.ts";
+import { drawnResult } from "./helpers/drawn.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
 
@@ -49,6 +51,50 @@ after(async () => {
 function images(r: { content: { type: string; data?: string; mimeType?: string }[] }) {
   return r.content.filter((c) => c.type === "image") as { type: "image"; data: string; mimeType: string }[];
 }
+
+/** A result as Pi draws it, at 100 columns. */
+const drawn = (tool: string, r: unknown, expanded: boolean) => drawnResult(pi, tool, r, { expanded, width: 100 });
+const count = (text: string, part: string) => text.split(part).length - 1;
+
+describe("each displayed value drawn once", () => {
+  before(() => initTheme("dark", false));
+
+  test("display({...}) in eval (Python and JavaScript cells) and python: one tree where the text was", async () => {
+    const [ev, py] = await callAs(pi, [
+      [
+        "eval",
+        {
+          cells: [
+            {
+              language: "py",
+              code: "print('before')\ndisplay({'alpha_key': [1, 2], 'nested': {'x': None}})\nprint('after')",
+            },
+            { language: "js", code: "display({ beta_key: 'b' });\nconsole.log('js after');" },
+          ],
+        },
+      ],
+      ["python", { cells: [{ code: "display({'gamma_key': 3})" }] }],
+    ]);
+    assert.equal(ev.isError, false, textOf(ev));
+    assert.equal(py.isError, false, textOf(py));
+    // The model's copy keeps the values' text; the drawing shows each value once, in its place among the output.
+    assert.match(textOf(ev), /"alpha_key": \[/);
+    for (const expanded of [false, true]) {
+      const shown = drawn("eval", ev, expanded);
+      assert.equal(count(shown, "alpha_key"), 1, shown);
+      assert.equal(count(shown, "beta_key"), 1, shown);
+      assert.ok(shown.indexOf("before") < shown.indexOf("alpha_key"), shown);
+      assert.ok(shown.indexOf("alpha_key") < shown.indexOf("after"), shown);
+      assert.ok(shown.indexOf("beta_key") < shown.indexOf("js after"), shown);
+      const other = drawn("python", py, expanded);
+      assert.equal(count(other, "gamma_key"), 1, other);
+    }
+    // Expanded, the value is the tree (keys and values each on their line), not its JSON text.
+    const full = drawn("eval", ev, true);
+    assert.match(full, /alpha_key: \[ 2 items/);
+    assert.doesNotMatch(full, /"alpha_key"/);
+  });
+});
 
 describe("rich display", () => {
   test("code_execution: display(PNG) lands in order in the text and as image content after it", async () => {

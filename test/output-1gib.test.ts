@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { createReadStream, existsSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { RETAIN_LIMIT } from "../actors/process/output.ts";
+import { RETAIN_LIMIT } from "../lib/run-output.ts";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { waitUntil } from "./helpers/procs.ts";
 

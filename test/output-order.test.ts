@@ -2,6 +2,7 @@
 // a scripted runner sends a frame naming output it writes only later, as a busy host can read a `done` before the
 // stdout bytes written ahead of it (the three sockets are read in no fixed order). And the JS runner's frames say
 // how much it wrote before them.
+import "./helpers/agent-dir.ts";
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
@@ -11,6 +12,7 @@ import { localOperations, type RunnerHandle } from "../actors/process/operations
 import { OUTPUT_WAIT_MS } from "../actors/process/output-order.ts";
 import type { Frame } from "../actors/process/framing.ts";
 import { runCell, startJs } from "./helpers/js-runner.ts";
+import { SupervisorHost } from "../host/host.ts";
 
 const cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-order-")));
 
@@ -43,6 +45,26 @@ async function start(script: string, settleOutput = true): Promise<RunnerHandle>
   });
   assert.ok(r.ok, r.ok ? "" : r.error.message);
   return r.value;
+}
+
+/** A runner that writes `steps` in order, each at once (fd 1 text, or a frame on fd 3), then exits: a later write can
+ * be read before an earlier one (three sockets), or in one chunk with output written before and after a frame. */
+function sequence(steps: (string | object)[]): string {
+  const path = join(cwd, `sequence-${Math.random().toString(36).slice(2)}.cjs`);
+  writeFileSync(
+    path,
+    [
+      "const fs = require('node:fs');",
+      `for (const s of ${JSON.stringify(steps)}) {`,
+      "  if (typeof s === 'string') { fs.writeSync(1, s); continue; }",
+      "  const body = Buffer.from(JSON.stringify(s));",
+      "  const head = Buffer.alloc(4); head.writeUInt32BE(body.length);",
+      "  fs.writeSync(3, Buffer.concat([head, body]));",
+      "}",
+      "setTimeout(() => process.exit(0), 100);",
+    ].join("\n"),
+  );
+  return path;
 }
 
 /** What the host saw, in order, until the runner exited. */
@@ -114,6 +136,37 @@ describe("output before the frames after it", () => {
       assert.deepEqual(r.done.out, [10, 3]);
     } finally {
       await d.close();
+    }
+  });
+
+  test("output written after a frame stays after it, even read first or in one chunk with what came before", async () => {
+    // Three bytes before the display, three after, written back to back: whichever way the host reads them, the
+    // display goes between the two parts (a chunk holding both is cut at the display's count).
+    for (let i = 0; i < 20; i++) {
+      const h = await start(
+        sequence(["ab\n", { type: "display", id: "r", out: [3, 0] }, "cd\n", { type: "done", id: "r", out: [6, 0] }]),
+      );
+      const { order } = await observe(h);
+      assert.deepEqual(
+        order.join("").replace(/stdout:/g, ""),
+        "ab\nframe:displaycd\nframe:done",
+        `round ${i}: ${JSON.stringify(order)}`,
+      );
+    }
+  });
+
+  test("a JS cell's displays and console.log lines come out in the order the cell made them", async () => {
+    const host = new SupervisorHost({ spareRunners: () => false });
+    try {
+      const code = "for (let i = 0; i < 40; i++) { display('d' + i); console.log('l' + i); }";
+      for (let round = 0; round < 3; round++) {
+        const r = await host.run({ code, cwd, timeoutMs: 20_000, session: "js", language: "js" });
+        assert.equal(r.outcome.status, "success", r.stderr);
+        const expected = Array.from({ length: 40 }, (_, i) => `d${i}\nl${i}\n`).join("");
+        assert.equal(r.stdout, expected);
+      }
+    } finally {
+      await host.shutdown();
     }
   });
 });

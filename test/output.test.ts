@@ -1,9 +1,9 @@
-// A run's output buffer (actors/process/output.ts) fed real bytes: the live preview never shows a split or
+// A run's output buffer (lib/run-output.ts) fed real bytes: the live preview never shows a split or
 // repeated character and keeps the newest output, the retained head and tail windows hold the first and last bytes
 // however the writes are cut, and every count is exact.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { completeEnd, countNewlines, RunOutput, tailText, WINDOW_BYTES } from "../actors/process/output.ts";
+import { completeEnd, countNewlines, RunOutput, tailText, WINDOW_BYTES } from "../lib/run-output.ts";
 
 const EURO = Buffer.from("€"); // e2 82 ac
 

@@ -1,17 +1,18 @@
 // The remote backend through a real OpenSSH server on a loopback port (started and stopped here; if it cannot start
 // the test fails with sshd's reason). The core acceptance scenarios run through it; the kubectl/docker/podman/command
 // presets are checked for argv and stream plumbing with a stand-in executable.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
 import { mapCwd, remoteOperations, runtimeBundle } from "../actors/process/remote.ts";
 import { transportArgv, shellQuote } from "../actors/process/transport.ts";
 import { parseSshFlag } from "../actors/process/backends.ts";
-import { liveGroups } from "../actors/process/registry.ts";
+import { liveGroups } from "../actors/registry/registry.ts";
 import type { RunTools } from "../actors/calls/contract.ts";
 import { startSshd, type TestSshd } from "./helpers/sshd.ts";
 import { buildWheel } from "./helpers/wheels.ts";
@@ -26,7 +27,7 @@ const run = (code: string, more: Partial<RunRequestInput> = {}, tools?: RunTools
 
 /** Remote runner processes still alive (they run from the shipped runtime's cache folder). */
 function remoteRunners(): string[] {
-  const out = spawnSync("pgrep", ["-af", `pi-code-supervisor/runtime/${runtimeBundle().hash}`]).stdout.toString();
+  const out = spawnSync("pgrep", ["-af", `${sshd.cache}/pi-code-supervisor/runtime/`]).stdout.toString();
   return out.split("\n").filter((l) => l && !l.includes("pgrep"));
 }
 
@@ -34,8 +35,7 @@ before(async () => {
   sshd = await startSshd();
   local = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-local-")));
   remoteDir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-dir-")));
-  // A fresh cache: the first run must ship the runtime.
-  rmSync(join(homedir(), ".cache", "pi-code-supervisor", "runtime", runtimeBundle().hash), { recursive: true, force: true });
+  // The server's cache folder is new (test/helpers/sshd.ts): the first run must ship the runtime.
   host = new SupervisorHost({
     ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir }), localRoot: local }),
     limits: { graceMs: 300, killMs: 300 },
@@ -58,7 +58,7 @@ describe("remote backend over a real sshd", () => {
     const r = await run("import os\nprint(os.getcwd())\n'done'");
     assert.equal(r.outcome.status, "success", `${r.outcome.message} ${r.stderr}`);
     assert.equal(r.stdout, `${remoteDir}\ndone\n`);
-    assert.ok(existsSync(join(homedir(), ".cache", "pi-code-supervisor", "runtime", runtimeBundle().hash, "relay.py")));
+    assert.ok(existsSync(join(sshd.cache, "pi-code-supervisor", "runtime", runtimeBundle().hash, "relay.py")));
     assert.equal(host.backend().kind, "remote");
     const health = await host.backendHealth();
     assert.equal(health.ok, true);
@@ -147,7 +147,7 @@ describe("remote backend over a real sshd", () => {
     try {
       assert.equal(first.outcome.status, "success", `${first.outcome.message} ${first.stderr}`);
       assert.equal(first.outcome.install?.cached, false);
-      assert.ok(envDir.startsWith(join(homedir(), ".cache", "pi-code-supervisor", "envs")), envDir);
+      assert.ok(envDir.startsWith(join(sshd.cache, "pi-code-supervisor", "envs")), envDir);
       assert.equal(first.stdout, `1.0 ${join(envDir, "remotepkg", "__init__.py")}\n`);
       assert.deepEqual(first.outcome.install?.modules, ["remotepkg"]);
       assert.ok(progress.some((l) => /remotepkg/.test(l)), `progress named the package: ${progress.join(" | ")}`);

@@ -1,6 +1,7 @@
 // Recording and deterministic replay: committed fixtures from real runs replay identical, an altered log reports
 // its first divergence, fresh recordings (real Python, a real Pi session) replay identical, and logs rotate and
 // stay bounded.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
@@ -49,7 +50,8 @@ function statesOf(path: string, actor: string): string[] {
         return {
           own: r.id === actor,
           ...(actor.startsWith("session:") && r.id.startsWith("run:") && r.status === "active" ? { run: r.id } : {}),
-          value: typeof r.value === "string" || r.id !== actor ? r.value : r.status,
+          // A session's own value may be nested (`running.closeRequested`): `sessionPhase` names it.
+          value: r.value !== undefined || r.id !== actor ? r.value : r.status,
           activeRunId: r.id === actor ? (context.activeRunId as string | undefined) : undefined,
         };
       }),

@@ -1,5 +1,6 @@
 // The bubblewrap backend against real processes: each promise of the sandbox is checked from inside Python, and the
 // interrupt reaches the runner without killing the sandbox (a session's state survives it, as locally).
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
@@ -8,8 +9,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
 import { sandboxOperations, bwrapArgv, bwrapExit } from "../actors/process/sandbox.ts";
-import { liveGroups } from "../actors/process/registry.ts";
-import { RUNNER_PATH } from "../actors/process/runner.ts";
+import { liveGroups } from "../actors/registry/registry.ts";
+import { RUNNER_PATH } from "../actors/runner/runner.ts";
 import { dirname } from "node:path";
 
 let cwd: string;
@@ -164,15 +165,18 @@ describe("sandbox backend", () => {
   });
 
   test("bwrap argv: writable paths bound, hidden support folders read-only, the runner last", () => {
-    const argv = bwrapArgv(
+    const built = bwrapArgv(
       { network: false, writable: ["/srv/data"], readable: [join(homedir(), "models")], support: [], home: homedir() },
       { executable: "/usr/bin/python3", args: ["runner.py", "--mode", "fresh"], cwd: "/" },
     );
+    assert.ok(built.ok);
+    const argv = built.value;
     const s = argv.join(" ");
     assert.match(s, /--bind \/srv\/data \/srv\/data/);
     assert.match(s, new RegExp(`--ro-bind-try ${join(homedir(), "models")}`));
     assert.match(s, /--unshare-net/);
     assert.match(s, /--die-with-parent/);
-    assert.deepEqual(argv.slice(-4), ["/usr/bin/python3", "runner.py", "--mode", "fresh"]);
+    // The interpreter runs by its real path (a symlink never decides what is shown).
+    assert.deepEqual(argv.slice(-4), [realpathSync("/usr/bin/python3"), "runner.py", "--mode", "fresh"]);
   });
 });

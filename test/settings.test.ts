@@ -1,8 +1,10 @@
-// Settings: precedence (default < global file < project file < environment) with each value's source, malformed
+// Settings: precedence (default < global file < project file < environment) with each value's source (the project
+// file of a project Pi trusts; test/settings-trust.test.ts covers trust and boundary keys), malformed
 // files and values as warnings with fallback, hot reload of files that do not exist yet, and changes reaching a
 // running Pi session (the tool's timeout bounds, the host's grace) without restarting it.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
@@ -20,6 +22,9 @@ function dirs() {
   return { root, cwd, env: { PI_CODING_AGENT_DIR: agent } as NodeJS.ProcessEnv };
 }
 
+// These projects are trusted: what is tested here is the layering of the files Pi lets us read.
+const trusted = { trusted: true };
+
 function write(path: string, value: unknown): void {
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, typeof value === "string" ? value : JSON.stringify(value));
@@ -28,7 +33,7 @@ function write(path: string, value: unknown): void {
 describe("precedence and sources", () => {
   test("defaults, then the global file, then the project file, then the environment", () => {
     const { cwd, env } = dirs();
-    const none = loadSettings(cwd, env);
+    const none = loadSettings(cwd, env, trusted);
     assert.equal(none.values.defaultTimeout, 60);
     assert.equal(none.values.maxTimeout, 3600);
     assert.equal(none.values.interruptGraceMs, 1000);
@@ -39,7 +44,7 @@ describe("precedence and sources", () => {
 
     write(globalSettingsPath(), { maxTimeout: 600, defaultTimeout: 30, venvDiscovery: { parentWalk: false } });
     write(projectSettingsPath(cwd), { defaultTimeout: 45, interruptGraceMs: 250 });
-    const s = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_INTERRUPT_GRACE_MS: "300" });
+    const s = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_INTERRUPT_GRACE_MS: "300" }, trusted);
     assert.equal(s.values.maxTimeout, 600);
     assert.deepEqual(s.sources.maxTimeout, { source: "global", where: globalSettingsPath() });
     assert.equal(s.values.defaultTimeout, 45);
@@ -76,7 +81,7 @@ describe("malformed settings become warnings and fall back", () => {
     const { cwd, env } = dirs();
     write(globalSettingsPath(), { maxTimeout: 900 });
     write(projectSettingsPath(cwd), "{ maxTimeout: 5, ");
-    const s = loadSettings(cwd, env);
+    const s = loadSettings(cwd, env, trusted);
     assert.equal(s.values.maxTimeout, 900, "falls back to the global value");
     assert.equal(s.warnings.length, 1);
     assert.match(s.warnings[0], /project settings \(.*settings\.json\) are not valid JSON/);
@@ -91,7 +96,7 @@ describe("malformed settings become warnings and fall back", () => {
       venvDiscovery: { dirNames: ["../x"] },
       colour: "red",
     });
-    const s = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_DEFAULT_TIMEOUT: "soon" });
+    const s = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_DEFAULT_TIMEOUT: "soon" }, trusted);
     assert.equal(s.values.killGraceMs, 700);
     assert.equal(s.sources.killGraceMs.source, "global");
     assert.equal(s.values.maxTimeout, 3600);
@@ -108,10 +113,64 @@ describe("malformed settings become warnings and fall back", () => {
     assert.match(all, /PI_CODE_EXECUTION_DEFAULT_TIMEOUT: defaultTimeout must be a number/);
   });
 
+  test('a fixed-set name in another case ("Sandbox") is that name, with a warning: a boundary never falls back to local', () => {
+    const { cwd, env } = dirs();
+    write(globalSettingsPath(), { backend: " Sandbox", remote: { transport: "SSH" } });
+    const s = loadSettings(cwd, env, trusted);
+    assert.equal(s.values.backend, "sandbox");
+    assert.equal(s.sources.backend.source, "global");
+    assert.equal(s.values.remote.transport, "ssh");
+    assert.match(s.warnings.join("\n"), /backend " Sandbox" is read as "sandbox"; write it exactly so/);
+    // Control: a name that is not one of the set still falls back, with the closest one named.
+    write(globalSettingsPath(), { backend: "sandbx" });
+    const bad = loadSettings(cwd, env, trusted);
+    assert.equal(bad.values.backend, "local");
+    assert.match(bad.warnings.join("\n"), /backend must be one of local, sandbox, remote/);
+  });
+
+  test("unknown names (a key, a nested key, a fixed-set value, a surface) name the closest known one and are listed apart", () => {
+    const { cwd, env } = dirs();
+    write(globalSettingsPath(), {
+      maxTimout: 100,
+      inspector: { prot: 8123, autoStart: false },
+      backend: "remoet",
+      tools: ["pyton"],
+      remote: { transport: 42 },
+    });
+    const s = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_REMOTE_TRANSPORT: "dokcer" }, trusted);
+    const expected = [
+      /unknown key "maxTimout" is ignored; did you mean "maxTimeout"\?$/,
+      /unknown key "inspector\.prot" is ignored; did you mean "inspector\.port"\?$/,
+      /backend must be one of local, sandbox, remote; did you mean "remote"\? \(got "remoet"\); using "local" from default$/,
+      /PI_CODE_EXECUTION_REMOTE_TRANSPORT: remote\.transport must be one of .*; did you mean "docker"\? \(got "dokcer"\)/,
+      /tools: unknown surface "pyton" is ignored \(known: .*\); did you mean "python"\?$/,
+    ];
+    assert.equal(s.unknown.length, expected.length, s.unknown.join("\n"));
+    for (const re of expected)
+      assert.ok(
+        s.unknown.some((w) => re.test(w)),
+        `${re}: ${s.unknown.join("\n")}`,
+      );
+    // Each is one of the warnings too; a value of the wrong type (remote.transport: 42) is a warning, not a name.
+    for (const w of s.unknown) assert.ok(s.warnings.includes(w));
+    assert.match(
+      s.warnings.join("\n"),
+      /remote\.transport must be one of ssh, kubectl, docker, podman, command \(got 42\)/,
+    );
+    // The known keys beside them apply.
+    assert.equal(s.values.inspector.autoStart, false);
+    assert.equal(s.sources["inspector.autoStart"].source, "global");
+    // Control: the right names say nothing.
+    write(globalSettingsPath(), { maxTimeout: 100, inspector: { port: 8123 }, backend: "remote", tools: ["python"] });
+    const right = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_REMOTE_TRANSPORT: "docker" }, trusted);
+    assert.deepEqual(right.unknown, []);
+    assert.deepEqual(right.warnings, []);
+  });
+
   test("a default timeout above the maximum is lowered to it, with a warning", () => {
     const { cwd, env } = dirs();
     write(projectSettingsPath(cwd), { defaultTimeout: 120, maxTimeout: 90 });
-    const s = loadSettings(cwd, env);
+    const s = loadSettings(cwd, env, trusted);
     assert.equal(s.values.defaultTimeout, 90);
     assert.match(s.warnings.join("\n"), /defaultTimeout 120 s is above maxTimeout 90 s/);
   });
@@ -120,7 +179,7 @@ describe("malformed settings become warnings and fall back", () => {
 describe("hot reload", () => {
   test("a project file created later, then edited, is picked up by the watcher", async () => {
     const { cwd, env } = dirs();
-    const store = new SettingsStore(cwd, () => env);
+    const store = new SettingsStore(cwd, () => env, trusted);
     const seen: number[] = [];
     store.onChange((s) => seen.push(s.values.maxTimeout));
     await store.watch();
@@ -133,6 +192,40 @@ describe("hot reload", () => {
       write(globalSettingsPath(), { interruptGraceMs: 50 });
       assert.ok(await waitUntil(() => store.values.interruptGraceMs === 50, 10_000), "global file seen");
       assert.ok(seen.includes(111) && seen.includes(222));
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe("what the watcher watches", () => {
+  test("only the settings files' own directories, never an ancestor with other entries; a missing one is polled", async () => {
+    const { root, cwd, env } = dirs();
+    // The root holds many other entries (as the system's temp directory does); no settings directory exists yet.
+    for (let i = 0; i < 300; i++) writeFileSync(join(root, `other-${i}`), "x");
+    const store = new SettingsStore(cwd, () => env, trusted);
+    await store.watch();
+    const watchedDirs = () =>
+      Object.keys((store as unknown as { watcher: { getWatched(): Record<string, string[]> } }).watcher.getWatched());
+    try {
+      assert.deepEqual(watchedDirs(), [], "nothing exists to watch yet: nothing is watched");
+      // Changes among the other entries reach no watcher.
+      for (let i = 0; i < 300; i++) writeFileSync(join(root, `other-${i}`), "y");
+      write(projectSettingsPath(cwd), { maxTimeout: 321 });
+      assert.ok(await waitUntil(() => store.values.maxTimeout === 321, 10_000), "the new directory's file is read");
+      const settingsDir = dirname(projectSettingsPath(cwd));
+      assert.ok(
+        await waitUntil(() => watchedDirs().includes(settingsDir), 5000),
+        `watched: ${watchedDirs().join(", ")}`,
+      );
+      for (const d of watchedDirs())
+        assert.ok(d === settingsDir || d.startsWith(`${settingsDir}/`) || d === dirname(settingsDir), `watched ${d}`);
+      assert.ok(!watchedDirs().includes(root) && !watchedDirs().includes(cwd), "no ancestor is watched");
+      // The directory goes away and comes back: watched again, the file read again.
+      rmSync(settingsDir, { recursive: true });
+      assert.ok(await waitUntil(() => !watchedDirs().includes(settingsDir), 5000), "a removed directory is let go");
+      write(projectSettingsPath(cwd), { maxTimeout: 77 });
+      assert.ok(await waitUntil(() => store.values.maxTimeout === 77, 10_000), "re-created and read");
     } finally {
       await store.close();
     }

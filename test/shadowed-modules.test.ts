@@ -3,6 +3,7 @@
 // the tool bridge, reloads, package paths) never picks them up (docs/protocol.md, "The runner's modules").
 // The shadowed names are not a fixed list: they are every module the runner process loads, read from a probe
 // runner after one run of each kind, per interpreter.
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";

@@ -1,5 +1,7 @@
 // The `tools` setting: which surfaces register (settings files, PI_CODE_EXECUTION_TOOLS, --code-tools); unknown
-// names are warnings in /code-status, never a crash; /code-status lists the active surfaces.
+// names are warnings in /code-status, never a crash; /code-status lists the active surfaces. Unknown names (a surface,
+// a setting key, a backend) are also said once at start-up in Pi's UI, with the closest known name (issue 29).
+import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,6 +9,7 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import { piPrint } from "./helpers/pi-cli.ts";
 import { startPi } from "./helpers/pi-session.ts";
+import { scriptedUI } from "./helpers/scripted-ui.ts";
 import { waitUntil } from "./helpers/procs.ts";
 
 async function printed(run: () => Promise<void>): Promise<string> {
@@ -53,12 +56,13 @@ describe("tool surfaces", () => {
     }
   });
 
-  test("a project settings file chooses surfaces, and an edit applies while Pi runs (dropped tools are hidden)", async () => {
-    const cwd = mkdtempSync(join(tmpdir(), "pcs-surfaces-"));
-    const file = join(cwd, ".pi", "pi-code-execution", "settings.json");
+  test("the global settings file chooses surfaces, and an edit applies while Pi runs (dropped tools are hidden)", async () => {
+    // The user's file: a project's `tools` is never read (a boundary key: test/settings-trust.test.ts).
+    const agentDir = mkdtempSync(join(tmpdir(), "pcs-surfaces-agent-"));
+    const file = join(agentDir, "pi-code-execution", "settings.json");
     mkdirSync(join(file, ".."), { recursive: true });
     writeFileSync(file, JSON.stringify({ tools: ["code_execution", "python"] }));
-    const pi = await startPi({ cwd });
+    const pi = await startPi({ agentDirEnv: agentDir });
     try {
       assert.ok(await waitUntil(() => pi.session.getActiveToolNames().includes("python"), 5000));
       assert.ok(pi.session.getActiveToolNames().includes("code_execution"));
@@ -81,5 +85,88 @@ describe("tool surfaces", () => {
     const out = r.stdout + r.stderr;
     assert.match(out, /^Tool surfaces: python, code_execution, exec \(--code-tools\)/m);
     assert.match(out, /"bogus" is not a surface/);
+  });
+});
+
+describe("start-up warnings: unknown names said once in Pi's UI, with the closest known name", () => {
+  const warningsOf = (notices: { text: string; level?: string }[]) => notices.filter((n) => n.level === "warning");
+
+  test("--code-tools pyhton: one warning naming python; the control, --code-tools python, says nothing", async () => {
+    const typo = scriptedUI();
+    const pi = await startPi({ uiContext: typo.ui, flags: { "code-tools": "pyhton" } });
+    try {
+      // Without the notice nothing would tell: no surface registered.
+      assert.ok(!pi.session.getActiveToolNames().some((n) => n === "python" || n === "code_execution"));
+      const [notice, ...more] = warningsOf(typo.notices);
+      assert.deepEqual(more, []);
+      assert.match(notice.text, /"pyhton" is not a surface .*; did you mean "python"\?/);
+      assert.match(notice.text, /no usable surface is chosen/);
+      // Once: a new Pi session in the same process (session_start again) does not say it again.
+      await (pi.session as any).extensionRunner.emit({ type: "session_start", reason: "new" });
+      assert.equal(warningsOf(typo.notices).length, 1);
+    } finally {
+      await pi.dispose();
+    }
+    const right = scriptedUI();
+    const control = await startPi({ uiContext: right.ui, flags: { "code-tools": "python" } });
+    try {
+      assert.ok(control.session.getActiveToolNames().includes("python"));
+      assert.deepEqual(warningsOf(right.notices), []);
+    } finally {
+      await control.dispose();
+    }
+  });
+
+  test("the settings file: an unknown key, nested key, backend and surface each named with its guess", async () => {
+    const agentDir = mkdtempSync(join(tmpdir(), "pcs-startup-agent-"));
+    const file = join(agentDir, "pi-code-execution", "settings.json");
+    mkdirSync(join(file, ".."), { recursive: true });
+    writeFileSync(
+      file,
+      JSON.stringify({
+        defaultTimout: 30,
+        sandbox: { netwrok: false },
+        backend: "sandbx",
+        tools: ["code_execution", "evall"],
+        colour: "blue",
+      }),
+    );
+    const ui = scriptedUI();
+    const pi = await startPi({ agentDirEnv: agentDir, uiContext: ui.ui });
+    try {
+      const [notice, ...more] = warningsOf(ui.notices);
+      assert.deepEqual(more, []);
+      assert.match(notice.text, /unknown key "defaultTimout" is ignored; did you mean "defaultTimeout"\?/);
+      assert.match(notice.text, /unknown key "sandbox\.netwrok" is ignored; did you mean "sandbox\.network"\?/);
+      assert.match(notice.text, /backend must be one of local, sandbox, remote; did you mean "sandbox"\?/);
+      assert.match(notice.text, /unknown surface "evall" is ignored .*; did you mean "eval"\?/);
+      // A name near nothing known is still said, without a guess.
+      assert.match(notice.text, /unknown key "colour" is ignored$/m);
+      // The known names took effect: code_execution registered, the backend stayed local.
+      assert.ok(pi.session.getActiveToolNames().includes("code_execution"));
+    } finally {
+      await pi.dispose();
+    }
+    writeFileSync(file, JSON.stringify({ defaultTimeout: 30, sandbox: { network: false }, tools: ["eval"] }));
+    const clean = scriptedUI();
+    const control = await startPi({ agentDirEnv: agentDir, uiContext: clean.ui });
+    try {
+      assert.ok(control.session.getActiveToolNames().includes("eval"));
+      assert.deepEqual(warningsOf(clean.notices), []);
+    } finally {
+      await control.dispose();
+    }
+  });
+
+  test("pi -p (no UI): the warning goes to stderr at start-up, before any command", () => {
+    const r = piPrint("extension/index.ts", ["--code-tools", "code_execution,pyhton", "hello"], {
+      PI_CODING_AGENT_DIR: mkdtempSync(join(tmpdir(), "pcs-startup-print-")),
+      PI_CODE_EXECUTION_JOURNAL: "off",
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(
+      r.stderr,
+      /^pi-code-supervisor: tools \(--code-tools\): "pyhton" is not a surface .*did you mean "python"\?$/m,
+    );
   });
 });

@@ -107,7 +107,7 @@ describe(
       assert.match(run, /✓ success · session demo started · Python 3\.11\.\d+ · \d+\.\ds/);
       assert.match(run, /line 0\n +line 1\n +line 2\n +\(3, 11\)/);
       // The footer status.
-      assert.match(run, /1 Python session · idle/);
+      assert.match(run, /1 session: Python \(code_execution\) · idle/);
 
       tmux("send-keys", "-t", SESSION, "/code-status");
       await new Promise((r) => setTimeout(r, 300));

@@ -1,6 +1,6 @@
 // The contract of a nested tool call with the Pi side: the observation and interception events on Pi's bus, what
-// `before`, `after` and a registration's dispatcher receive, and the `RunTools` a run's caller provides (extension/
-// calls.ts builds it from Pi; other extensions see these types through extension/api.ts).
+// `before`, `after` and a registration's dispatcher receive, and the `RunTools` a run's caller provides
+// (extension/shared/calls.ts builds it from Pi; other extensions see these types through extension/api.ts).
 import type { NestedCallRecord, NestedCallStatus, ToolSpec } from "../../machines/tool-events.ts";
 import type { Result } from "../../lib/result.ts";
 import type { ToolResultLike } from "./tool-results.ts";

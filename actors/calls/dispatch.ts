@@ -1,6 +1,6 @@
 // The effect of a nested tool call: the `dispatch` actor each nested call (machines/tool-call.ts) spawns, and the fixed
 // lifecycle it runs. The Pi side (which tools, how they validate, Pi's hooked dispatch, the event bus) comes in a
-// `RunTools` built by the extension for each run (extension/calls.ts); nothing here knows Pi.
+// `RunTools` built by the extension for each run (extension/shared/calls.ts); nothing here knows Pi.
 //
 // Lifecycle, in this order: 1 the `nested_tool_start` observation; 2 validation; 3 the legacy `code_execution:tool_call`
 // interception event; 4 the registration's `before`; 5 dispatch (the registration's dispatcher, else Pi's hooked
@@ -22,6 +22,7 @@ import {
   MAX_RESULT_BYTES,
   PreviewBudget,
   resultText,
+  structuredText,
   usageOf,
   utf8Bytes,
   type ToolResultLike,
@@ -136,13 +137,15 @@ export async function runNestedCall(
       signal.aborted || e instanceof Aborted ? { status: "cancelled" } : { status: "failed", text: errorMessage(e) };
   }
   let text = end.status === "succeeded" || end.status === "failed" ? resultText(end.result) : "";
-  if (end.status === "succeeded" && utf8Bytes(text) > MAX_RESULT_BYTES) {
+  let structured = end.status === "succeeded" ? structuredText(end.result, text) : undefined;
+  if (end.status === "succeeded" && utf8Bytes(text) + (structured ? utf8Bytes(structured) : 0) > MAX_RESULT_BYTES) {
     end = {
       ...end,
       status: "failed",
       text: `${input.python}: the result is ${utf8Bytes(text)} bytes; the bridge passes at most ${MAX_RESULT_BYTES >> 20} MiB. Ask the tool for less.`,
     };
     text = "";
+    structured = undefined;
   }
   const errorText =
     end.status === "succeeded"
@@ -181,7 +184,7 @@ export async function runNestedCall(
   emit(NESTED_TOOL_FINISH_EVENT, { ...record });
   const reply: ToolReply =
     end.status === "succeeded"
-      ? { status: "ok", text }
+      ? { status: "ok", text, ...(structured !== undefined ? { structured } : {}) }
       : {
           status: end.status === "failed" ? "error" : end.status,
           text: errorText!,

@@ -1,5 +1,5 @@
-// What Python receives from a tool: its result flattened to text (images as a short note, structured content as a
-// trailing `structuredContent:` block when the text is not JSON already), bounded in size.
+// What code receives from a tool: its result flattened to the text the model sees (images as a short note), with
+// its structured content beside it (for Python's `.json()`) when the text is not JSON already, bounded in size.
 import { PREVIEW_BYTES, preview as boundedPreview } from "../../machines/tool-records.ts";
 import type { Preview } from "../../machines/tool-events.ts";
 
@@ -57,22 +57,25 @@ function blockText(block: unknown): string | undefined {
   return typeof b.type === "string" ? `[${b.type} content; not shown to Python]` : undefined;
 }
 
-/** The text Python gets for a result. */
+/** The text code gets for a result: exactly the text the model would see (Pi 1.6's own `read` and `bash` attach
+ * `structuredContent` too, which must not end up in a script's string). */
 export function resultText(result: ToolResultLike | undefined): string {
   const content = Array.isArray(result?.content) ? result.content : [];
-  const text = content
+  return content
     .map(blockText)
     .filter((t): t is string => t !== undefined)
     .join("\n");
-  if (result?.structuredContent === undefined || isJsonText(text)) return text;
-  let structured: string | undefined;
+}
+
+/** The result's `structuredContent` as JSON, sent beside the text for Python's `.json()` to fall back on when the
+ * text is not JSON; undefined when there is none, the text is JSON already, or it cannot be serialized. */
+export function structuredText(result: ToolResultLike | undefined, text: string): string | undefined {
+  if (result?.structuredContent === undefined || isJsonText(text)) return undefined;
   try {
-    structured = JSON.stringify(result.structuredContent);
+    return JSON.stringify(result.structuredContent);
   } catch {
-    structured = undefined;
+    return undefined;
   }
-  if (structured === undefined) return text;
-  return `${text}${text ? "\n\n" : ""}structuredContent:\n${structured}`;
 }
 
 /** Usage as a plain object, when the tool reported one. */

@@ -8,6 +8,7 @@ export const HINT_IDS = {
   certificateVerification: "certificate_verification",
   moduleNotFound: "module_not_found",
   installerUnavailable: "installer_unavailable",
+  sandboxLocalRequirement: "sandbox_local_requirement",
 } as const;
 
 const RESOLUTION =

@@ -1,7 +1,9 @@
 // Where dependencies go. Fresh runs: a virtual environment cached under the agent dir, keyed by the normalized
 // dependency set and the interpreter, built once even when processes race for it (proper-lockfile: a builder keeps
 // its lock fresh, and one that died or froze is taken over once its lock is stale). Sessions: a `--target` package
-// directory per session incarnation, removed when the host shuts down.
+// directory per session incarnation, removed when the host shuts down. Under the sandbox the installer may write only
+// the directory being built (created here first), takes wheels only, and builds environments of their own (keyed
+// apart from this machine's, so a run on the local backend never picks up what a sandboxed install wrote).
 import { createHash } from "node:crypto";
 import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -12,8 +14,8 @@ import type { InstallSummary } from "../../machines/events.ts";
 import { HINT_IDS } from "./hints.ts";
 import { failure, run, runPip, venvPython, type Job, type Outcome } from "./installer.ts";
 import { knownVersion, rememberInterpreter } from "../interpreter/interpreter.ts";
-import { getAgentDir } from "@earendil-works/pi-coding-agent";
-import { normalizeDependencies } from "./pep723.ts";
+import { normalizeDependencies } from "../../lib/pep723.ts";
+import { wheelsOnly } from "./sandbox-policy.ts";
 import { fail, ok, type Result } from "../../lib/result.ts";
 
 // Loaded with Node's own require, once per process: Pi loads this module afresh for every Pi session, and
@@ -23,11 +25,6 @@ const lockfile = createRequire(import.meta.url)("proper-lockfile") as typeof Pro
 /** A builder's lock older than this (not refreshed) is stale: its builder died or froze, and a waiter takes over.
  * proper-lockfile refreshes a held lock every half of it. */
 export const LOCK_STALE_MS = 10_000;
-
-/** In Pi's agent directory, as Pi resolves it (`getAgentDir()`). */
-export function defaultEnvRoot(): string {
-  return join(getAgentDir(), "pi-code-execution", "envs");
-}
 
 export function defaultSessionRoot(): string {
   return join(tmpdir(), `pi-code-execution-${process.getuid?.() ?? "user"}`);
@@ -58,12 +55,12 @@ interface ReadyMarker {
 export async function freshEnvironment(job: Job): Promise<Outcome> {
   const { input } = job;
   const python = input.python ?? "python3";
-  const root = job.deps.envRoot ?? defaultEnvRoot();
-  const key = environmentKey(python, knownVersion(python), input.dependencies);
+  const root = job.deps.envRoot;
+  const version = knownVersion(python, job.ops);
+  const key = environmentKey(sandboxed(job) ? `${python} (sandbox)` : python, version, input.dependencies);
   const dir = join(root, key);
   const installer = job.installer!.kind;
-  const version = knownVersion(python);
-  if (version) rememberInterpreter(venvPython(dir), { version, venv: dir });
+  if (version) rememberInterpreter(venvPython(dir), { version, venv: dir }, job.ops);
   const cached = await readMarker(dir);
   if (cached) return { ok: true, value: summary(cached, true, { python: venvPython(dir) }) };
   await mkdir(root, { recursive: true, mode: 0o700 });
@@ -93,6 +90,9 @@ export async function freshEnvironment(job: Job): Promise<Outcome> {
     const again = await readMarker(dir);
     if (again) return { ok: true, value: summary(again, true, { python: venvPython(dir) }) };
     await rm(dir, { recursive: true, force: true });
+    // Created here, so that it exists to be the one writable path of a sandboxed installer.
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    job.writable = [dir];
     const made = await createVenv(job, python, dir);
     if (!made.ok) return made;
     const installed = await installInto(job, python, dir);
@@ -156,6 +156,8 @@ async function readMarker(dir: string): Promise<ReadyMarker | undefined> {
   }
 }
 
+const sandboxed = (job: Job) => job.ops?.backend.kind === "sandbox";
+
 function summary(m: ReadyMarker, cached: boolean, where: { python?: string; sysPath?: string }): InstallSummary {
   return { installer: m.installer, requirements: m.requirements, cached, modules: m.modules, ...where };
 }
@@ -172,7 +174,7 @@ async function createVenv(job: Job, python: string, dir: string): Promise<Outcom
 
 async function installInto(job: Job, python: string, dir: string): Promise<Outcome | { ok: true }> {
   const inst = job.installer!;
-  const deps = job.input.dependencies;
+  const deps = [...wheelsOnly(inst, sandboxed(job)), ...job.input.dependencies];
   if (inst.kind === "uv") {
     const ran = await run(job, inst.uv, ["pip", "install", "--python", venvPython(dir), ...deps]);
     return ran.code === 0 ? { ok: true } : failure(job, "installing the dependencies failed", ran);
@@ -214,6 +216,7 @@ export async function sessionPackages(job: Job): Promise<Outcome> {
   const session = input.session ?? { name: "session", incarnation: 0 };
   const target = join(sessionPackagesDir(root, job.deps.hostId), `${session.name}-${session.incarnation}`);
   await mkdir(target, { recursive: true, mode: 0o700 });
+  job.writable = [target];
   const installer = job.installer!.kind;
   // Requirements installed before in this incarnation need no second install.
   const record = join(target, INSTALLED);
@@ -227,10 +230,11 @@ export async function sessionPackages(job: Job): Promise<Outcome> {
   }
   const before = new Set(await distInfos(target));
   const inst = job.installer!;
+  const deps = [...wheelsOnly(inst, sandboxed(job)), ...input.dependencies];
   const ran =
     inst.kind === "uv"
-      ? await run(job, inst.uv, ["pip", "install", "--python", python, "--target", target, ...input.dependencies])
-      : await runPip(job, python, ["install", "--upgrade", "--target", target, ...input.dependencies]);
+      ? await run(job, inst.uv, ["pip", "install", "--python", python, "--target", target, ...deps])
+      : await runPip(job, python, ["install", "--upgrade", "--target", target, ...deps]);
   if (ran.code !== 0) return failure(job, "installing the dependencies failed", ran);
   const fresh = (await distInfos(target)).filter((d) => !before.has(d));
   const modules = await topLevelModules(target, fresh);

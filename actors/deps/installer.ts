@@ -1,12 +1,14 @@
 // Running an installer: which one (uv when PI_CODE_EXECUTION_UV names it or it is on PATH, else pip), its
 // environment (the user's, which both honour: UV_*, PIP_*), one command in its own process group with its lines
-// streamed as progress, and a failure explained with the installer's last lines and a hint id.
-import { spawn } from "node:child_process";
+// streamed as progress, and a failure explained with the installer's last lines and a hint id. Installers start
+// through the backend's `spawn` (purpose "install"): under the sandbox they run inside bwrap with only the
+// environment being built writable, and from wheels only (sandbox-policy.ts).
 import { constants } from "node:fs";
 import { access, readFile } from "node:fs/promises";
 import { delimiter, dirname, join } from "node:path";
 import type { Hint, InstallInput, InstallSummary } from "../../machines/events.ts";
 import { installHint } from "./hints.ts";
+import { localOperations, type ProcessOperations } from "../process/operations.ts";
 
 export interface InstallProgress {
   installer: "uv" | "pip";
@@ -60,13 +62,18 @@ export interface Job {
   deps: {
     hostId: string;
     progress?: (runId: string, progress: InstallProgress) => void;
-    envRoot?: string;
+    /** Cached fresh-run environments (the host's default: host/backend.ts `defaultEnvRoot`). */
+    envRoot: string;
     sessionRoot?: string;
     /** When a dead builder's environment lock counts as stale (default LOCK_STALE_MS in install-targets.ts). */
     lockStaleMs?: number;
   };
   env: NodeJS.ProcessEnv;
   installer?: Installer;
+  /** Where the installer runs (default: this machine). */
+  ops?: ProcessOperations;
+  /** The only paths an install may write inside a sandbox (the environment being built). */
+  writable?: string[];
   stopped: () => boolean;
   track: (pid: number) => void;
   untrack: (pid: number) => void;
@@ -101,36 +108,37 @@ export interface Ran {
 const RUN_MODULE =
   "import sys\nif sys.path and sys.path[0] == '':\n    del sys.path[0]\nimport runpy\nrunpy._run_module_as_main(sys.argv.pop(1))";
 
-/** Runs one installer command in its own process group, streaming its lines as progress. */
-export function run(job: Job, command: string, args: string[]): Promise<Ran> {
+/** Runs one installer command in its own process group on the job's backend, streaming its lines as progress. */
+export async function run(job: Job, command: string, args: string[]): Promise<Ran> {
   const argv = args[0] === "-m" ? ["-c", RUN_MODULE, ...args.slice(1)] : args;
-  return new Promise((done) => {
-    if (job.stopped()) return done({ code: null, signal: "SIGKILL", output: "" });
-    const child = spawn(command, argv, {
-      env: job.env,
-      cwd: job.input.cwd,
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-    });
-    const progress = installerProgress(job, job.installer!.kind);
-    const onData = (chunk: Buffer) => progress.feed(chunk);
-    // Tracked at once, with everything it starts (its cgroup, where cgroups apply, follows within milliseconds).
-    if (child.pid) job.track(child.pid);
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("error", (e: NodeJS.ErrnoException) =>
-      done({
-        code: null,
-        signal: null,
-        output: progress.output(),
-        error: `${command} could not be started (${e.code ?? e.message})`,
-      }),
-    );
-    child.once("close", (code, signal) => {
-      if (child.pid) job.untrack(child.pid);
-      done({ code, signal, output: progress.output() });
-    });
+  if (job.stopped()) return { code: null, signal: "SIGKILL", output: "" };
+  const ops = job.ops ?? localOperations;
+  const progress = installerProgress(job, job.installer!.kind);
+  const started = await ops.spawn({
+    file: command,
+    args: argv,
+    cwd: job.input.cwd,
+    env: job.env,
+    purpose: "install",
+    ...(job.writable ? { writable: job.writable } : {}),
   });
+  if (!started.ok) {
+    const m = started.error.message;
+    const why = /: (E[A-Z]+)$/.exec(m)?.[1] ?? m;
+    return { code: null, signal: null, output: "", error: `${command} could not be started (${why})` };
+  }
+  const child = started.value;
+  // Tracked at once, with everything it starts (a wrapper's pid, bwrap's, leads the group: SIGKILL to it stops the
+  // sandbox and everything inside).
+  job.track(child.pid);
+  if (job.stopped()) child.signalGroup("SIGKILL");
+  child.onData((chunk) => progress.feed(chunk));
+  return new Promise((done) =>
+    child.onClose(({ code, signal }) => {
+      job.untrack(child.pid);
+      done({ code, signal, output: progress.output() });
+    }),
+  );
 }
 
 /** An installer's output as it streams: each non-empty line goes out as progress (with the package it names), and

@@ -5,12 +5,13 @@
 // match (a JavaScript request needs neither: Node runs it). The `prepare` actor the supervisor spawns for each
 // request, one at a time (machines/supervisor.ts).
 import { fromCallback, type EventObject } from "xstate";
-import type { Hint, PrepareFact, RunStartEvent } from "../../machines/events.ts";
+import type { Hint, PrepareFact, Prepared, RunStartEvent } from "../../machines/events.ts";
 import { MAX_FRAME_BYTES } from "../process/framing.ts";
-import { describeSource, type Interpreter } from "../interpreter/interpreter.ts";
-import { parseScriptMetadata, satisfiesRequiresPython } from "../deps/pep723.ts";
+import { describeSource, type Interpreter, type InterpreterFailure } from "../interpreter/interpreter.ts";
+import { parseScriptMetadata, satisfiesRequiresPython, type ScriptMetadata } from "../../lib/pep723.ts";
 import { fail, ok, type Result } from "../../lib/result.ts";
 import { errorMessage } from "../../lib/errors.ts";
+import { backendHint } from "../process/backend-hints.ts";
 
 export interface PreparedRun {
   interpreter?: Interpreter;
@@ -25,20 +26,42 @@ export interface PrepareFailure {
 }
 
 /** Session names: 1-64 of A-Z a-z 0-9 . _ -, not only dots. A name becomes part of a path (the session's package
- * directory), so the host checks it too, not only the tool's parameters (extension/params.ts uses this pattern). */
+ * directory), so the host checks it too, not only the tool's parameters (extension/code-execution/params.ts uses this pattern). */
 export const SESSION_NAME_PATTERN = "^(?!\\.+$)[A-Za-z0-9._-]{1,64}$";
 
+type PrepareRequest = { code: string; cwd: string; session?: string; timeoutMs: number; language?: "python" | "js" };
+type Found = Result<Interpreter, string | InterpreterFailure> | undefined;
+
 export async function prepareRun(
-  request: { code: string; cwd: string; session?: string; timeoutMs: number; language?: "python" | "js" },
-  interpreter: ((cwd: string) => Promise<Result<Interpreter>>) | undefined,
+  request: PrepareRequest,
+  interpreter: ((cwd: string) => Promise<Result<Interpreter, string | InterpreterFailure>>) | undefined,
 ): Promise<Result<PreparedRun, PrepareFailure>> {
+  const checked = checkRequest(request);
+  if (!checked.ok || checked.value === "js") return checked.ok ? ok({ notes: [] }) : checked;
+  return prepareWith(request, checked.value, interpreter ? await interpreter(request.cwd) : undefined);
+}
+
+/** Preparation without waiting, when the interpreter is already known (`interpreterNow` answers from its cache;
+ * undefined from it: not known yet). Undefined when it cannot be settled at once: the prepare actor does it. */
+export function prepareNow(
+  request: PrepareRequest,
+  interpreterNow: ((cwd: string) => Found | "pending") | undefined,
+): Result<PreparedRun, PrepareFailure> | undefined {
+  const checked = checkRequest(request);
+  if (!checked.ok || checked.value === "js") return checked.ok ? ok({ notes: [] }) : checked;
+  const found = interpreterNow ? interpreterNow(request.cwd) : undefined;
+  return found === "pending" ? undefined : prepareWith(request, checked.value, found);
+}
+
+/** What needs no interpreter: the request's bounds and its PEP 723 block (a JavaScript request has none). */
+function checkRequest(request: PrepareRequest): Result<ScriptMetadata | undefined | "js", PrepareFailure> {
   // A timer cannot wait longer than 2^31-1 ms: a longer deadline would fire at once and report a false timeout.
   if (!(request.timeoutMs > 0 && request.timeoutMs <= MAX_TIMER_MS)) {
     return fail({
       message: `timeoutMs must be more than 0 and at most ${MAX_TIMER_MS} ms (got ${request.timeoutMs}); the code did not run`,
     });
   }
-  if (request.session !== undefined && !new RegExp(SESSION_NAME_PATTERN).test(request.session)) {
+  if (request.session !== undefined && !SESSION_NAME.test(request.session)) {
     return fail({
       message: `session name ${JSON.stringify(request.session)} is not valid (1-64 of A-Z a-z 0-9 . _ -, not only dots); the code did not run`,
     });
@@ -50,7 +73,7 @@ export async function prepareRun(
       message: `the code is ${frameBytes} bytes as a run frame, more than the runner's control channel takes (${MAX_FRAME_BYTES >> 20} MiB); the code did not run`,
     });
   }
-  if (request.language === "js") return ok({ notes: [] }); // no interpreter, no PEP 723
+  if (request.language === "js") return ok("js"); // no interpreter, no PEP 723
   const meta = parseScriptMetadata(request.code);
   if (!meta.ok) {
     return fail({
@@ -63,11 +86,21 @@ export async function prepareRun(
       ],
     });
   }
-  const found = interpreter ? await interpreter(request.cwd) : undefined;
-  if (found && !found.ok) return fail({ message: found.error });
+  return ok(meta.value);
+}
+
+/** The rest, once the interpreter is known: requires-python, and notices about keys without effect. */
+function prepareWith(
+  request: PrepareRequest,
+  m: ScriptMetadata | undefined,
+  found: Found,
+): Result<PreparedRun, PrepareFailure> {
+  if (found && !found.ok) {
+    const { message, hint } = typeof found.error === "string" ? { message: found.error, hint: undefined } : found.error;
+    return fail({ message, ...(hint ? { hints: [backendHint(hint, message)] } : {}) });
+  }
   const py = found?.ok ? found.value : undefined;
   const notes: string[] = [];
-  const m = meta.value;
   if (m?.requiresPython !== undefined) {
     if (request.session !== undefined) {
       notes.push(
@@ -98,6 +131,7 @@ export async function prepareRun(
   });
 }
 
+const SESSION_NAME = new RegExp(SESSION_NAME_PATTERN);
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Room in a run frame for everything but the code (ids, file name, tools, paths). */
@@ -112,10 +146,37 @@ function runFrameBytes(code: string): number {
 
 export interface PrepareDeps {
   /** Interpreter discovery for a working directory; absent: the runner starts the host's default interpreter. */
-  interpreter?: (cwd: string) => Promise<Result<Interpreter>>;
+  interpreter?: (cwd: string) => Promise<Result<Interpreter, string | InterpreterFailure>>;
+  /** The same, answered at once from what is already known ("pending": it is not). */
+  interpreterNow?: (cwd: string) => Result<Interpreter, string | InterpreterFailure> | "pending";
   /** The key a spare runner must match to serve a fresh run (interpreter, cwd, environment); absent: spares off. */
   spareKey?: (python: string | undefined, cwd: string) => string | undefined;
   now: () => number;
+}
+
+/** A request's prepared fields (machines/events.ts `Prepared`) from its preparation. */
+function preparedFields(deps: PrepareDeps, input: PrepareRequest, p: PreparedRun): Prepared {
+  const python = p.interpreter?.executable;
+  const spareKey = input.session === undefined ? deps.spareKey?.(python, input.cwd) : undefined;
+  return {
+    ...(python ? { python } : {}),
+    ...(p.dependencies ? { dependencies: p.dependencies } : {}),
+    ...(spareKey !== undefined ? { spareKey } : {}),
+    ...(p.notes.length ? { notes: p.notes } : {}),
+  };
+}
+
+/** Preparation at the door: when nothing needs waiting for (the interpreter is known), the host settles a request
+ * before it sends it, and the supervisor routes it without a prepare actor (RunRequest `prepared`). Undefined: the
+ * prepare actor does it. */
+export function prepareAtDoor(
+  deps: PrepareDeps,
+  input: PrepareRequest,
+): ({ prepared: { failed?: PrepareFailure } } & Prepared) | undefined {
+  const interpreterNow = deps.interpreterNow;
+  const p = prepareNow(input, deps.interpreter ? (cwd) => (interpreterNow ? interpreterNow(cwd) : "pending") : undefined);
+  if (!p) return undefined;
+  return p.ok ? { prepared: {}, ...preparedFields(deps, input, p.value) } : { prepared: { failed: p.error } };
 }
 
 /** The `prepare` actor: one request in, one `prepare.done` or `prepare.failed` fact out. Stopped early (the request
@@ -130,17 +191,7 @@ export function createPrepareLogic(deps: PrepareDeps) {
       (p) => {
         const at = deps.now();
         if (!p.ok) return send({ type: "prepare.failed", at, runId: input.runId, ...p.error });
-        const python = p.value.interpreter?.executable;
-        const spareKey = input.session === undefined ? deps.spareKey?.(python, input.cwd) : undefined;
-        send({
-          type: "prepare.done",
-          at,
-          runId: input.runId,
-          ...(python ? { python } : {}),
-          ...(p.value.dependencies ? { dependencies: p.value.dependencies } : {}),
-          ...(spareKey !== undefined ? { spareKey } : {}),
-          ...(p.value.notes.length ? { notes: p.value.notes } : {}),
-        });
+        send({ type: "prepare.done", at, runId: input.runId, ...preparedFields(deps, input, p.value) });
       },
       (e: unknown) => send({ type: "prepare.failed", at: deps.now(), runId: input.runId, message: errorMessage(e) }),
     );

@@ -7,6 +7,11 @@ export const BACKEND_HINTS = {
     "The bubblewrap sandbox could not start (is `bwrap` installed and are user namespaces allowed?). Install it " +
     "(Debian: apt-get install bubblewrap) or choose another backend (setting `backend`, PI_CODE_EXECUTION_BACKEND). " +
     "Nothing ran; runs never fall back to this machine unsandboxed.",
+  sandbox_interpreter_root:
+    "The interpreter's installation (or virtual environment) is rooted at or above $HOME or /tmp, so the sandbox " +
+    "would have to show all of it. Choose an interpreter installed in its own directory (a venv, pyenv, /usr/bin/" +
+    "python3) with python_set_interpreter, --python or PI_PYTHON. A symlink is followed first: ~/bin/python3 -> " +
+    "/usr/bin/python3 is fine. Nothing ran.",
   remote_unreachable:
     "The remote host could not be reached (name, port, network or a firewall). Check `remote.host`/`remote.port` " +
     "or the transport (ssh, kubectl, docker, podman) by hand. Nothing ran.",

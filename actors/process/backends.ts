@@ -1,11 +1,11 @@
 // Chooses the process backend from the settings (`backend`, `sandbox`, `remote`): one per Pi session, behind the
 // operations slot, so machines and tool surfaces never know where their processes run.
 import { dirname } from "node:path";
-import type { BackendSettings, RemoteSettings } from "./backend-settings.ts";
+import type { BackendSettings, RemoteSettings } from "../../lib/setting-types.ts";
 import { fail } from "../../lib/result.ts";
 import { localOperations, type ProcessOperations, type StartFailure } from "./operations.ts";
 import { remoteOperations } from "./remote.ts";
-import { JS_RUNNER_PATH, RUNNER_PATH } from "./kinds.ts";
+import { JS_RUNNER_PATH, RUNNER_PATH } from "./runtimes.ts";
 import { sandboxOperations } from "./sandbox.ts";
 
 export interface BackendContext {
@@ -57,6 +57,7 @@ export function failingOperations(kind: "sandbox" | "remote", failure: StartFail
   return {
     backend: { kind, label: `${kind} (unusable: ${failure.message})` },
     start: async () => fail(failure),
+    spawn: async () => fail(failure),
     health: async () => fail(failure),
     close: async () => {},
   };

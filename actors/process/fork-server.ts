@@ -4,7 +4,7 @@
 // directory, environment: what a spare's key holds) a `runner.py --mode zygote` process is kept, and a fresh runner
 // is a fork of it. The server is spawned with SLOTS sets of three socket pairs (the same kind of descriptors a
 // spawned runner gets for fds 1, 2 and 3): each fork takes one set, so nothing listens and no other process can
-// reach a runner's channels. The child leads its own session and is contained like a spawned runner (registry.ts);
+// reach a runner's channels. The child leads its own session and is contained like a spawned runner (actors/registry/registry.ts);
 // its exit status comes from the fork server, its parent. A server running out of slots is followed by a new one;
 // whatever cannot be forked (no server ready, a server that died) is spawned.
 import { spawn } from "node:child_process";
@@ -12,7 +12,7 @@ import { readFileSync } from "node:fs";
 import type { Socket } from "node:net";
 import { constants } from "node:os";
 import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
-import { registerGroup, stopGroup, track } from "./registry.ts";
+import { registerGroup, stopGroup, track } from "../registry/registry.ts";
 import type { RunnerExit, RunnerSpec } from "./operations.ts";
 
 /** Runners one fork server can start (3 descriptors each, on both sides). */
@@ -225,8 +225,9 @@ function watchLost(pid: number, record: Child): void {
   }, LOST_POLL_MS);
 }
 
-/** No such process, or a zombie that its new parent has not reaped yet. */
-function exited(pid: number): boolean {
+/** No such process, or a zombie that its new parent has not reaped yet (a server that died left its children to
+ * init: their end is noticed by polling). */
+export function exited(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
     return stat[stat.lastIndexOf(")") + 2] === "Z";

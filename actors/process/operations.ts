@@ -1,14 +1,15 @@
-// The process boundary. Machines and tools never touch child processes: they go through this small interface so
-// that other backends (SSH, a bubblewrap sandbox) can plug in. Failures are values.
-import type { Job, Outcome } from "../deps/installer.ts";
+// The process port. Machines and tools never touch child processes: every child (runners and spares here; shells,
+// PTYs, interpreter probes and installers through `spawn`, children.ts) goes through this small interface, which
+// each backend (this machine, a bubblewrap sandbox, a remote transport) implements. Failures are values.
 import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
 import { OutputOrder } from "./output-order.ts";
 import { fail, ok, type Result } from "../../lib/result.ts";
-import { signalGroup as signalTracked, stopTracked, track } from "./registry.ts";
+import { signalGroup as signalTracked, stopTracked, track } from "../registry/registry.ts";
 import { forkRunner } from "./fork-server.ts";
+import { spawnLocalChild, type ChildHandle, type ChildSpec } from "./children.ts";
 
 export interface RunnerSpec {
   executable: string;
@@ -32,6 +33,8 @@ export interface BackendInfo {
   kind: "local" | "sandbox" | "remote";
   /** `local`, `sandbox (bwrap, no network)`, `remote ssh user@host:/srv/work`, ... */
   label: string;
+  /** A remote backend's default interpreter there (`remote.python`, else python3 on its PATH). */
+  python?: string;
 }
 
 /** A backend that could not start a runner: its own message, and a stable hint id (actors/process/backend-hints.ts). */
@@ -58,7 +61,7 @@ export interface RunnerHandle {
   send(frame: Frame): Result<void>;
   /** Signal the runner process itself (the interrupt). */
   signal(signal: NodeJS.Signals): Result<void>;
-  /** Signal the runner and everything it started, whatever process group it moved to (registry.ts). */
+  /** Signal the runner and everything it started, whatever process group it moved to (actors/registry/registry.ts). */
   signalGroup(signal: NodeJS.Signals): Result<void>;
   /** Drop every listener (the handle moves to a new owner, which attaches its own). */
   detach(): void;
@@ -67,12 +70,30 @@ export interface RunnerHandle {
 export interface ProcessOperations {
   readonly backend: BackendInfo;
   start(spec: RunnerSpec): Promise<Result<RunnerHandle, StartFailure>>;
+  /** A remote backend's directory for a local one (`remote.cwd` and the same subfolders; relative ones start with
+   * `~`), undefined when none maps to it. Absent: paths are the same where code runs. Every surface that names a
+   * directory to the far side (a run's cwd, a notebook cell's `chdir`) goes through it. */
+  mapCwd?(cwd: string): string | undefined;
+  /** Any other child (a shell, a PTY, an interpreter probe, an installer), where this backend runs code. */
+  spawn(spec: ChildSpec): Promise<Result<ChildHandle, StartFailure>>;
   /** Whether the backend can start runners now (for /code-status); a short description of what it checked. */
   health(): Promise<Result<string, StartFailure>>;
   /** Releases what the backend holds (an SSH master connection); runners are stopped by their owners. */
   close(): Promise<void>;
-  /** PEP 723 installs where the runner runs (remote); absent: they happen on this machine. */
-  install?(job: Job): Promise<Outcome>;
+  /** A remote backend's far side, where PEP 723 installs happen too (actors/deps/remote-install.ts); absent: they
+   * happen on this machine. */
+  remote?: RemoteSide;
+}
+
+/** What a remote backend tells an installer about its far side. */
+export interface RemoteSide {
+  /** The argv that runs a command on the remote side (through the ssh master when there is one). */
+  argvFor(command: string[]): Promise<Result<string[], StartFailure>>;
+  /** The remote's default interpreter (`remote.python`, else python3). */
+  python: string;
+  label: string;
+  /** The remote directory for a local one (undefined: no rule maps it). */
+  mapCwd(cwd: string): string | undefined;
 }
 
 /** After the runner exits, output still in flight is read until EOF, but a descendant that keeps the pipes open
@@ -100,6 +121,7 @@ export const localOperations: ProcessOperations = {
     for (const stream of [forked.stdout, forked.stderr, forked.control]) stream.resume();
     return ok(handle);
   },
+  spawn: (spec) => spawnLocalChild(spec),
   health: async () => ok("runs start on this machine"),
   close: async () => {},
 };
@@ -186,31 +208,68 @@ function wrap(
     exit: [] as ((e: RunnerExit) => void)[],
   };
   const emit = (f: Frame) => listeners.frame.forEach((fn) => fn(f));
+  const deliver = (channel: 0 | 1, c: Buffer) =>
+    (channel === 0 ? listeners.stdout : listeners.stderr).forEach((fn) => fn(c));
   // settleOutput: a frame that says how much output its runner wrote before it (`out`, the JS runner's display and
-  // done) waits until that much has arrived, and the frames after it wait behind it (output-order.ts).
-  const held = settleOutput ? new OutputOrder(emit) : undefined;
+  // done) waits until that much has arrived, the frames after it wait behind it, and output written after it waits
+  // for it (output-order.ts).
+  const held = settleOutput ? new OutputOrder(emit, deliver) : undefined;
   const decoder = new FrameDecoder(held ? (f) => held.frame(f) : emit, (m) =>
     listeners.protocol.forEach((fn) => fn(m)),
   );
-  stdout.on("data", (c: Buffer) => {
-    listeners.stdout.forEach((fn) => fn(c));
-    held?.output(0, c.length);
-  });
-  stderr.on("data", (c: Buffer) => {
-    listeners.stderr.forEach((fn) => fn(c));
-    held?.output(1, c.length);
-  });
-  // libuv reads the readable descriptors of one poll in no fixed order: frames are decoded in the next turn, and one
-  // that names output not yet read waits for it.
-  let settling: Buffer[] = [];
-  const settle = () => {
-    const chunks = settling;
-    settling = [];
+  // libuv reads the readable descriptors of one poll in no fixed order, and one read of stdout can take bytes written
+  // after a frame that is only read in the next poll (it was not readable yet when the poll began). So frames are
+  // decoded in the turn after they are read, and output waits one poll longer: by then every frame written before
+  // it has been read and decoded, and output-order.ts puts each byte on its side of each frame.
+  let frames: Buffer[] = [];
+  /** Output read before the latest poll, and output read since. */
+  let older: { channel: 0 | 1; chunk: Buffer }[] = [];
+  let newer: { channel: 0 | 1; chunk: Buffer }[] = [];
+  let scheduled = false;
+  const schedule = () => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(settle);
+  };
+  const decode = () => {
+    const chunks = frames;
+    frames = [];
     for (const c of chunks) decoder.push(c);
   };
+  const pour = (items: { channel: 0 | 1; chunk: Buffer }[]) => {
+    for (const { channel, chunk } of items) held!.output(channel, chunk);
+  };
+  const settle = () => {
+    scheduled = false;
+    decode();
+    const ready = older;
+    older = newer;
+    newer = [];
+    pour(ready);
+    if (older.length) schedule();
+  };
+  /** Everything read goes now, in order (the runner is gone). */
+  const settleAll = () => {
+    decode();
+    const items = [...older, ...newer];
+    older = [];
+    newer = [];
+    pour(items);
+  };
+  stdout.on("data", (c: Buffer) => {
+    if (!held) return deliver(0, c);
+    newer.push({ channel: 0, chunk: c });
+    schedule();
+  });
+  stderr.on("data", (c: Buffer) => {
+    if (!held) return deliver(1, c);
+    newer.push({ channel: 1, chunk: c });
+    schedule();
+  });
   control.on("data", (c: Buffer) => {
-    if (!settleOutput) return decoder.push(c);
-    if (settling.push(c) === 1) setImmediate(settle);
+    if (!held) return decoder.push(c);
+    frames.push(c);
+    schedule();
   });
   control.on("error", () => {});
   stdout.on("error", () => {});
@@ -222,7 +281,7 @@ function wrap(
   const report = () => {
     if (reported || !exit) return;
     reported = true;
-    settle();
+    if (held) settleAll();
     held?.release(); // the process is gone and its output drained: nothing more will come
     control.destroy();
     listeners.exit.forEach((fn) => fn(exit!));

@@ -1,61 +1,104 @@
-// Output before the frames that follow it. A runner's stdout, stderr and control channel are three sockets, and
-// libuv reads the readable ones of one poll in no fixed order (a `done` can be read before the stdout bytes
-// written ahead of it, and in a later poll than them). A frame that says how much its runner wrote before it
-// (`out: [stdoutBytes, stderrBytes]`, counted since the runner started) waits here until that much output has been
-// read, and the frames after it wait behind it, so output lands in the run that wrote it. The wait is bounded:
-// bytes the runner counted but that never come (a write that failed) hold frames back for OUTPUT_WAIT_MS at most.
+// Output and frames in the order the runner wrote them. A runner's stdout, stderr and control channel are three
+// sockets, and libuv reads the readable ones of one poll in no fixed order: a `done` can be read before the stdout
+// bytes written ahead of it, and a display's frame after the stdout bytes written behind it (`display(x);
+// console.log("after")` must show x first). A frame that says how much its runner wrote before it (`out:
+// [stdoutBytes, stderrBytes]`, counted since the runner started) waits here until that much output has been read,
+// and the frames after it wait behind it; output goes out up to the first waiting frame's count on its channel (a
+// chunk is cut there) and the rest waits behind that frame. The wait is bounded: bytes the runner counted but that
+// never come (a write that failed) hold frames back for OUTPUT_WAIT_MS at most.
 import type { Frame } from "./framing.ts";
 
 /** The longest a frame waits for the output it names. */
 export const OUTPUT_WAIT_MS = 250;
 
+type Channel = 0 | 1;
+
 export class OutputOrder {
   private readonly emit: (frame: Frame) => void;
+  private readonly deliver: (channel: Channel, chunk: Buffer) => void;
   private readonly waitMs: number;
-  private readonly read: [number, number] = [0, 0];
-  private queue: Frame[] = [];
+  /** Bytes delivered on stdout (0) and stderr (1). */
+  private readonly delivered: [number, number] = [0, 0];
+  /** Output read but not delivered yet, per channel, in order. */
+  private readonly pending: [Buffer[], Buffer[]] = [[], []];
+  private frames: Frame[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(emit: (frame: Frame) => void, waitMs = OUTPUT_WAIT_MS) {
+  /** `deliver`: output in its place among the frames (before the frames that count it, after those that do not). */
+  constructor(
+    emit: (frame: Frame) => void,
+    deliver: (channel: Channel, chunk: Buffer) => void,
+    waitMs = OUTPUT_WAIT_MS,
+  ) {
     this.emit = emit;
+    this.deliver = deliver;
     this.waitMs = waitMs;
   }
 
-  /** Bytes read on stdout (0) or stderr (1), after their listeners had them. */
-  output(channel: 0 | 1, bytes: number): void {
-    this.read[channel] += bytes;
-    if (this.queue.length) this.flush(false);
-  }
-
-  frame(frame: Frame): void {
-    this.queue.push(frame);
+  /** Bytes read on stdout (0) or stderr (1). */
+  output(channel: Channel, chunk: Buffer): void {
+    if (this.frames.length === 0 && this.pending[channel].length === 0) return this.send(channel, chunk);
+    this.pending[channel].push(chunk);
     this.flush(false);
   }
 
-  /** Everything held goes out now (the runner exited and its output was drained). */
+  frame(frame: Frame): void {
+    this.frames.push(frame);
+    this.flush(false);
+  }
+
+  /** Everything held goes out now, in order (the runner exited and its output was drained). */
   release(): void {
     this.flush(true);
+  }
+
+  private send(channel: Channel, chunk: Buffer): void {
+    this.delivered[channel] += chunk.length;
+    this.deliver(channel, chunk);
+  }
+
+  /** Delivers what is pending on `channel` up to `limit` bytes delivered in all (a chunk is cut at it). */
+  private pour(channel: Channel, limit: number): void {
+    const queue = this.pending[channel];
+    while (queue.length && this.delivered[channel] < limit) {
+      const chunk = queue[0]!;
+      const room = limit - this.delivered[channel];
+      if (chunk.length <= room) {
+        queue.shift();
+        this.send(channel, chunk);
+      } else {
+        queue[0] = chunk.subarray(room);
+        this.send(channel, chunk.subarray(0, room));
+      }
+    }
   }
 
   private flush(force: boolean): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    let i = 0;
-    for (; i < this.queue.length; i++) {
-      if (!force && !this.arrived(this.queue[i]!)) break;
+    while (this.frames.length) {
+      const head = this.frames[0]!;
+      // A frame that names no output keeps the order things were read in: what was read before it goes first.
+      const [stdout, stderr] = counts(head) ?? [Infinity, Infinity];
+      this.pour(0, stdout);
+      this.pour(1, stderr);
+      const arrived = counts(head) === undefined || (this.delivered[0] >= stdout && this.delivered[1] >= stderr);
+      if (!force && !arrived) break;
+      this.frames.shift();
+      this.emit(head);
     }
-    const ready = i === this.queue.length ? this.queue : this.queue.slice(0, i);
-    this.queue = i === this.queue.length ? [] : this.queue.slice(i);
-    for (const f of ready) this.emit(f);
-    if (this.queue.length) this.timer = setTimeout(() => this.flush(true), this.waitMs);
+    if (this.frames.length === 0) {
+      this.pour(0, Infinity);
+      this.pour(1, Infinity);
+    } else this.timer = setTimeout(() => this.flush(true), this.waitMs);
   }
+}
 
-  private arrived(frame: Frame): boolean {
-    const out = (frame as { out?: unknown }).out;
-    if (!Array.isArray(out)) return true;
-    const [stdout, stderr] = out as unknown[];
-    return (
-      (typeof stdout !== "number" || this.read[0] >= stdout) && (typeof stderr !== "number" || this.read[1] >= stderr)
-    );
-  }
+/** What a frame says was written before it, per channel (0 for a channel it does not count); undefined when it
+ * names no output at all. */
+function counts(frame: Frame): [number, number] | undefined {
+  const out = (frame as { out?: unknown }).out;
+  if (!Array.isArray(out)) return undefined;
+  const [stdout, stderr] = out as unknown[];
+  return [typeof stdout === "number" ? stdout : 0, typeof stderr === "number" ? stderr : 0];
 }

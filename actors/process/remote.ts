@@ -3,17 +3,19 @@
 // (actors/process/mux.ts), so user output still cannot reach the control channel. The runtime is shipped on first
 // use to a content-addressed, verified cache folder on the remote side. Interrupts and kills travel as relay
 // messages; a dropped connection makes the runner `lost` (hint remote_disconnected) and the relay kills the remote
-// process group when its stdin ends. Artifacts, journal and logs stay on this machine.
+// process group when its stdin ends. Shells and other children run under their own wrapper (remote-shell.ts).
+// Artifacts, journal and logs stay on this machine.
 import { spawn, type ChildProcess } from "node:child_process";
 import { relative, resolve, sep } from "node:path";
 import { fail, ok, type Result } from "../../lib/result.ts";
-import type { RemoteSettings } from "./backend-settings.ts";
+import type { RemoteSettings } from "../../lib/setting-types.ts";
 import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
 import { MUX, MuxDecoder, muxFrame } from "./mux.ts";
 import type { ProcessOperations, RunnerExit, RunnerHandle, RunnerSpec, StartFailure } from "./operations.ts";
-import { classifyFailure, remoteLabel, transportArgv } from "./transport.ts";
-import { stopGroup } from "./registry.ts";
-import { remoteInstall } from "./remote-install.ts";
+import { classifyFailure, remoteLabel, transportArgv, withRemoteTty } from "./transport.ts";
+import { spawnLocalChild, type ChildHandle, type ChildSpec } from "./children.ts";
+import { killCommand, remoteChild, remoteExit, runKill, WRAP } from "./remote-shell.ts";
+import { stopGroup } from "../registry/registry.ts";
 
 import { BOOT, runtimeBundle, START_TIMEOUT_MS } from "./remote-runtime.ts";
 import { SshMaster } from "./ssh-master.ts";
@@ -46,7 +48,10 @@ export function remoteOperations(options: RemoteOptions): ProcessOperations {
   const ssh = remote.transport === "ssh" ? new SshMaster(remote, options.runtimeDir) : undefined;
   let lastHealth: Result<string, StartFailure> | undefined;
 
-  const start = async (spec: RunnerSpec): Promise<Result<RunnerHandle, StartFailure>> => {
+  /** What every start checks first: a target, the remote directory for `localCwd`, the ssh master (its socket). */
+  const preflight = async (
+    localCwd: string,
+  ): Promise<Result<{ cwd: string; master: string | undefined }, StartFailure>> => {
     if (!remote.host && remote.transport !== "command")
       return fail({
         message: `remote.host is not set for the ${remote.transport} transport`,
@@ -54,27 +59,74 @@ export function remoteOperations(options: RemoteOptions): ProcessOperations {
       });
     if (remote.transport === "command" && remote.argv.length === 0)
       return fail({ message: "remote.argv is empty for the command transport", hint: "remote_unreachable" });
-    const cwd = mapCwd(options.localRoot, remote.cwd, spec.cwd);
+    const cwd = mapCwd(options.localRoot, remote.cwd, localCwd);
     if (cwd === undefined)
       return fail({
-        message: `${spec.cwd} is outside Pi's working directory ${options.localRoot}: no remote directory maps to it`,
+        message: `${localCwd} is outside Pi's working directory ${options.localRoot}: no remote directory maps to it`,
         hint: "remote_cwd",
       });
     const master = ssh ? await ssh.ensure() : ok(undefined);
-    if (!master.ok) return master;
+    return master.ok ? ok({ cwd, master: master.value }) : master;
+  };
+
+  const start = async (spec: RunnerSpec): Promise<Result<RunnerHandle, StartFailure>> => {
+    const ready = await preflight(spec.cwd);
+    if (!ready.ok) return ready;
+    const { cwd, master } = ready.value;
     const mode = spec.args[spec.args.indexOf("--mode") + 1] ?? "fresh";
     const li = spec.args.indexOf("--limits");
     const limits = li >= 0 ? spec.args[li + 1]! : "";
-    const python = remote.python ?? "python3";
-    const argv = transportArgv(remote, [python, "-c", BOOT, bundle.hash, mode, cwd, limits], master.value);
-    const r = await connect(argv, bundle.files);
+    // The interpreter the run resolved on the remote side (actors/interpreter: probed there), else remote.python.
+    const python = spec.executable || remote.python || "python3";
+    const argv = transportArgv(remote, [python, "-c", BOOT, bundle.hash, mode, cwd, limits], master);
+    const r = await connect(argv, bundle.files, options.localRoot);
     lastHealth = r.ok ? ok(`connected (Python ${r.value.python})`) : r;
     return r.ok ? ok(r.value.handle) : r;
   };
 
+  /** Another child (a shell, a probe) through the transport, in the mapped working directory, under the wrapper
+   * that keeps its process group on the far side signalable and dead once the connection goes (remote-shell.ts). */
+  const spawnChild = async (spec: ChildSpec): Promise<Result<ChildHandle, StartFailure>> => {
+    const ready = await preflight(spec.cwd);
+    if (!ready.ok) return ready;
+    const { cwd, master } = ready.value;
+    const python = remote.python ?? "python3";
+    // ssh hands the command to the login shell: `exec` makes the wrapper the session's leader (the controlling
+    // process of a PTY, which a hangup reaches). Other transports start the argv as it is.
+    const command = [
+      ...(remote.transport === "ssh" ? ["exec"] : []),
+      python,
+      "-c",
+      WRAP,
+      cwd,
+      spec.tty ? "pty" : "pipe",
+      spec.file,
+      ...spec.args,
+    ];
+    let argv = transportArgv(remote, command, master);
+    // A PTY on the far side too, so the program sees a terminal (and a dropped connection hangs it up).
+    if (spec.tty) argv = withRemoteTty(remote, argv);
+    // The transport runs in Pi's working directory, with Pi's environment (the remote side has its own; a PTY's
+    // TERM travels with ssh's terminal request).
+    const env = { ...process.env, ...(spec.tty ? { TERM: spec.env.TERM || "xterm-256color" } : {}) };
+    const started = await spawnLocalChild({ ...spec, cwd: options.localRoot, env }, { argv, exit: remoteExit });
+    if (!started.ok) return started;
+    const sendKill = async (signal: string, pgid: number) => {
+      const m = ssh ? await ssh.ensure() : ok(undefined);
+      return m.ok ? runKill(transportArgv(remote, killCommand(signal, pgid), m.value)) : fail(m.error.message);
+    };
+    return ok(remoteChild(started.value, sendKill));
+  };
+
   return {
-    backend: { kind: "remote", label },
+    backend: { kind: "remote", label, python: remote.python ?? "python3" },
     start,
+    mapCwd: (cwd) => {
+      const mapped = mapCwd(options.localRoot, remote.cwd, cwd);
+      // Relative to the remote login directory: `~`, for the runner to expand there.
+      return mapped === undefined ? undefined : mapped.startsWith("/") ? mapped : mapped ? `~/${mapped}` : "~";
+    },
+    spawn: spawnChild,
     async health() {
       if (ssh) {
         const m = await ssh.ensure();
@@ -84,29 +136,30 @@ export function remoteOperations(options: RemoteOptions): ProcessOperations {
       return lastHealth ?? ok("not used yet (the first run connects)");
     },
     close: async () => ssh?.close(),
-    install: (job) =>
-      remoteInstall(
-        {
-          python: remote.python ?? "python3",
-          label,
-          mapCwd: (cwd) => mapCwd(options.localRoot, remote.cwd, cwd),
-          argvFor: async (command) => {
-            const master = ssh ? await ssh.ensure() : ok(undefined);
-            return master.ok ? ok(transportArgv(remote, command, master.value)) : master;
-          },
-        },
-        job,
-      ),
+    remote: {
+      python: remote.python ?? "python3",
+      label,
+      mapCwd: (cwd) => mapCwd(options.localRoot, remote.cwd, cwd),
+      argvFor: async (command) => {
+        const master = ssh ? await ssh.ensure() : ok(undefined);
+        return master.ok ? ok(transportArgv(remote, command, master.value)) : master;
+      },
+    },
   };
 }
 
-/** Starts the transport, ships the runtime when asked, and waits for the relay's hello. */
+/** Starts the transport (in Pi's working directory, like every other child of the remote backend), ships the
+ * runtime when asked, and waits for the relay's hello. */
 function connect(
   argv: string[],
   files: Record<string, string>,
+  cwd: string,
 ): Promise<Result<{ handle: RunnerHandle; python: string }, StartFailure>> {
   const [program, ...args] = argv;
-  const child = spawn(program!, args, { stdio: ["pipe", "pipe", "pipe"], detached: true });
+  const child = spawn(program!, args, { cwd, stdio: ["pipe", "pipe", "pipe"], detached: true });
+  // The transport's own exit, for a failure before the relay said hello (the handle's exit is the runner's).
+  let transportExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  child.once("exit", (code, signal) => (transportExit = { code, signal }));
   return new Promise((resolveStart) => {
     let settled = false;
     let stderr = "";
@@ -148,12 +201,15 @@ function connect(
           }),
         );
     });
-    handle.onExit((exit) => {
-      const why = stderr.trim().split("\n").slice(-5).join("\n") || `exit code ${exit.code}`;
+    handle.beforeOwner((exit) => {
+      const code = transportExit?.code ?? exit.code;
+      const signal = transportExit?.signal ?? exit.signal;
+      const status = signal ? `killed by ${signal}` : `exit code ${code}`;
+      const said = stderr.trim().split("\n").slice(-5).join("\n");
       settle(
         fail({
-          message: `${program} failed before the runner started: ${why}`,
-          hint: classifyFailure(stderr, exit.code),
+          message: `${program} failed before the runner started (${status})${said ? `: ${said}` : ""}`,
+          hint: classifyFailure(stderr, code),
         }),
       );
     });
@@ -174,22 +230,32 @@ class RemoteHandle implements RunnerHandle {
   private relayExit: RunnerExit | undefined;
   private exited = false;
   private transportStderr = "";
+  /** What arrived while no owner listened (before the first `onFrame`, or after `detach`), in order: the relay's
+   * hello settles the start inside the same read that may carry the runner's `ready` frame and output, before the
+   * owner has attached its listeners; dropping them left a session `starting` for ever. */
+  private held: (() => void)[] | undefined = [];
+  private ended: ((exit: RunnerExit) => void) | undefined;
+
+  private deliver(event: () => void): void {
+    if (this.held) this.held.push(event);
+    else event();
+  }
 
   constructor(child: ChildProcess) {
     this.child = child;
     this.pid = child.pid!;
     const frames = new FrameDecoder(
-      (f) => this.listeners.frame.forEach((fn) => fn(f)),
-      (m) => this.listeners.protocol.forEach((fn) => fn(m)),
+      (f) => this.deliver(() => this.listeners.frame.forEach((fn) => fn(f))),
+      (m) => this.deliver(() => this.listeners.protocol.forEach((fn) => fn(m))),
     );
     const mux = new MuxDecoder(
       (stream, payload) => {
-        if (stream === MUX.stdout) this.listeners.stdout.forEach((fn) => fn(payload));
-        else if (stream === MUX.stderr) this.listeners.stderr.forEach((fn) => fn(payload));
+        if (stream === MUX.stdout) this.deliver(() => this.listeners.stdout.forEach((fn) => fn(payload)));
+        else if (stream === MUX.stderr) this.deliver(() => this.listeners.stderr.forEach((fn) => fn(payload)));
         else if (stream === MUX.control) frames.push(payload);
         else this.relayMessage(payload);
       },
-      (m) => this.listeners.protocol.forEach((fn) => fn(`relay stream: ${m}`)),
+      (m) => this.deliver(() => this.listeners.protocol.forEach((fn) => fn(`relay stream: ${m}`))),
     );
     child.stdout!.on("data", (c: Buffer) => mux.push(c));
     child.stderr!.on("data", (c: Buffer) => {
@@ -213,7 +279,8 @@ class RemoteHandle implements RunnerHandle {
           hint: "remote_disconnected",
         },
       };
-      this.listeners.exit.forEach((fn) => fn(exit));
+      this.ended?.(exit);
+      this.deliver(() => this.listeners.exit.forEach((fn) => fn(exit)));
     };
     child.stdout!.once("close", () => {
       closed = true;
@@ -231,6 +298,12 @@ class RemoteHandle implements RunnerHandle {
       }, DRAIN_AFTER_EXIT_MS).unref();
       report();
     });
+  }
+
+  /** The transport ended (start-up's watch: it hears the end at once, unlike an owner's `onExit`, which waits
+   * behind what is held). */
+  beforeOwner(fn: (exit: RunnerExit) => void): void {
+    this.ended = fn;
   }
 
   relayMessages(fn: (m: Record<string, unknown>) => void): void {
@@ -255,12 +328,22 @@ class RemoteHandle implements RunnerHandle {
 
   onStdout = (fn: (c: Buffer) => void) => void this.listeners.stdout.push(fn);
   onStderr = (fn: (c: Buffer) => void) => void this.listeners.stderr.push(fn);
-  onFrame = (fn: (f: Frame) => void) => void this.listeners.frame.push(fn);
+  onFrame = (fn: (f: Frame) => void) => {
+    this.listeners.frame.push(fn);
+    // The owner attaches its listeners together: what was held goes to all of them, in order, once they are there.
+    if (this.held && this.listeners.frame.length === 1)
+      queueMicrotask(() => {
+        const held = this.held ?? [];
+        this.held = undefined;
+        for (const event of held) event();
+      });
+  };
   onProtocolError = (fn: (m: string) => void) => void this.listeners.protocol.push(fn);
   onExit = (fn: (e: RunnerExit) => void) => void this.listeners.exit.push(fn);
 
   detach(): void {
     for (const list of Object.values(this.listeners)) list.length = 0;
+    this.held ??= [];
   }
 
   private write(stream: number, payload: Buffer): Result<void> {

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fail, ok, type Result } from "../../lib/result.ts";
-import type { RemoteSettings } from "./backend-settings.ts";
+import type { RemoteSettings } from "../../lib/setting-types.ts";
 import type { StartFailure } from "./operations.ts";
 import { START_TIMEOUT_MS } from "./remote-runtime.ts";
 import { classifyFailure, sshBase } from "./transport.ts";

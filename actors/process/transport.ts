@@ -1,7 +1,7 @@
 // Transport presets of the remote backend: the argv that runs a program on the other side with its stdin, stdout
 // and stderr (ssh, kubectl exec -i, docker/podman exec -i, or any argv prefix), and what a transport's failure
 // means (hint ids in actors/process/backend-hints.ts).
-import type { RemoteSettings } from "./backend-settings.ts";
+import type { RemoteSettings } from "../../lib/setting-types.ts";
 
 /** POSIX shell quoting: ssh hands its command to the remote user's shell as one string. */
 export function shellQuote(arg: string): string {
@@ -43,6 +43,20 @@ export function transportArgv(remote: RemoteSettings, command: string[], control
       return [remote.transport, "exec", "-i", ...remote.options, target, ...command];
     case "command":
       return [...remote.argv, ...command];
+  }
+}
+
+/** The same transport argv asking for a terminal on the far side (ssh -tt, kubectl/docker exec -t). */
+export function withRemoteTty(remote: RemoteSettings, argv: string[]): string[] {
+  switch (remote.transport) {
+    case "ssh":
+      return argv.map((a) => (a === "-T" ? "-tt" : a));
+    case "kubectl":
+    case "docker":
+    case "podman":
+      return argv.map((a, i) => (i <= 2 && a === "-i" ? "-it" : a));
+    case "command":
+      return argv;
   }
 }
 

@@ -123,30 +123,57 @@ function recordRemoval(path: string, entry: object): void {
   }
 }
 
+/** A new log file, never one that exists or a symlink. */
+const openLog = (path: string) =>
+  openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+
 export class ExecLogs {
-  readonly dir: string;
+  /** The folder, or how to find it when it is first needed (a host that opens no shell never asks). */
+  private where: string | (() => string);
   private readonly quota: () => LogQuota;
   private readonly live = new Set<string>();
   /** Bytes in the folder, as far as this process knows (rescanned when it says the total is passed). */
   private tally: number | undefined;
+  /** The folder was made and checked (once, not on every command: each check is syscalls on the call's path). */
+  private dirReady = false;
 
-  constructor(dir: string, quota: () => LogQuota = () => DEFAULT_LOG_QUOTA) {
-    this.dir = dir;
+  constructor(dir: string | (() => string), quota: () => LogQuota = () => DEFAULT_LOG_QUOTA) {
+    this.where = dir;
     this.quota = quota;
+  }
+
+  get dir(): string {
+    if (typeof this.where === "function") this.where = this.where();
+    return this.where;
   }
 
   /** A new log file `name` (a plain file name), after making room for it. */
   open(name: string): Result<LogWriter> {
-    const ready = this.ensureDir();
-    if (!ready.ok) return ready;
+    if (!this.dirReady) {
+      const ready = this.ensureDir();
+      if (!ready.ok) return ready;
+      this.dirReady = true;
+    }
     const q = this.quota();
     this.makeRoom(q);
     const path = join(this.dir, name);
     let fd: number;
     try {
-      fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+      fd = openLog(path);
     } catch (e) {
-      return fail(`cannot create the log ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      // The folder was checked once; removed or replaced since, it is checked (and made) again.
+      const code = (e as NodeJS.ErrnoException).code;
+      const again = code === "ENOENT" || code === "ENOTDIR" ? this.ensureDir() : undefined;
+      if (again && !again.ok) {
+        this.dirReady = false;
+        return again;
+      }
+      try {
+        if (!again) throw e;
+        fd = openLog(path);
+      } catch (e2) {
+        return fail(`cannot create the log ${path}: ${(e2 as NodeJS.ErrnoException).code ?? (e2 as Error).message}`);
+      }
     }
     this.live.add(path);
     return ok(new LogWriter(path, fd, q.perLogBytes, this));

@@ -2,9 +2,9 @@
 // every byte, a rolling tail for live previews, totals, stdin, and a change signal that waiting calls listen to
 // (output arrived, the process started, the session ended). The machines decide what happened; this only carries.
 import type { Result } from "../../lib/result.ts";
-import { fail } from "../../lib/result.ts";
+import { fail, ok } from "../../lib/result.ts";
 import type { LogWriter } from "./logs.ts";
-import type { ShellHandle } from "./operations.ts";
+import type { ChildHandle } from "../process/children.ts";
 import { OutputWindow, RollingTail, type Drained } from "./window.ts";
 
 export interface SessionEnd {
@@ -26,10 +26,13 @@ export class SessionIO {
   logProblem: string | undefined;
   /** Every byte the session wrote. */
   totalBytes = 0;
-  handle: ShellHandle | undefined;
+  handle: ChildHandle | undefined;
   pid: number | undefined;
   ended: SessionEnd | undefined;
   private readonly listeners = new Set<() => void>();
+  /** Stdin written before the process started. */
+  private readonly held: Uint8Array[] = [];
+  private heldFailure: string | undefined;
 
   constructor(id: number, log: Result<LogWriter>) {
     this.id = id;
@@ -52,10 +55,22 @@ export class SessionIO {
     this.changed();
   }
 
+  /** Stdin. Bytes written while the process is still being spawned (a loaded machine can take longer than the
+   * start call's window) are held and delivered, in order, the moment it starts. */
   input(bytes: Uint8Array): Result<void> {
     if (this.ended) return fail("stdin write failed: the process has exited; the bytes were not delivered");
-    if (!this.handle) return fail("stdin write failed: the process has not started");
+    if (!this.handle) {
+      this.held.push(bytes);
+      return ok(undefined);
+    }
     return this.handle.write(bytes);
+  }
+
+  /** Why held input could not be delivered when the process started (once). */
+  takeHeldFailure(): string | undefined {
+    const failure = this.heldFailure;
+    this.heldFailure = undefined;
+    return failure;
   }
 
   drain(): Drained {
@@ -69,9 +84,14 @@ export class SessionIO {
     return fresh <= 0 ? Buffer.alloc(0) : tail.subarray(Math.max(0, tail.length - fresh));
   }
 
-  started(handle: ShellHandle): void {
+  started(handle: ChildHandle): void {
     this.handle = handle;
     this.pid = handle.pid;
+    for (const bytes of this.held.splice(0)) {
+      const written = handle.write(bytes);
+      // That write's call already returned; the next call on this session says it (takeHeldFailure).
+      if (!written.ok) this.heldFailure ??= `input written before the process started was not delivered: ${written.error}`;
+    }
     this.changed();
   }
 

@@ -1,15 +1,18 @@
-// The `shell` boundary actor of a shell session (machines/exec-session.ts): starts the process through the shell
-// operations, registers its process group (so nothing outlives Pi, whatever happens to the actors), pours its
-// output into the session's I/O, and tells its session the facts: spawned, process exited, closed, a signal that
-// could not be sent. Signals arrive as `shell.signal`. Stopped while the process lives, it kills the group.
+// The `shell` boundary actor of a shell session (machines/exec-session.ts): starts the process through the process
+// port of the backend the user chose (local, sandbox, remote), which tracks it from before it ran (its own cgroup,
+// actors/registry/registry.ts); names itself the owner of that group (so nothing outlives Pi, whatever happens to the actors), pours
+// its output into the session's I/O, and tells its session the facts: spawned, process exited, closed, a signal
+// that could not be sent. Signals arrive as `shell.signal`. Stopped while the process lives, it kills the group.
 import { fromCallback } from "xstate";
 import type { ShellCommand, ShellFact, ShellInput } from "../../machines/exec-session.ts";
-import { groupAlive, killGroup, registerGroup, unregisterGroup } from "../process/registry.ts";
-import type { ShellHandle, ShellOperations } from "./operations.ts";
+import { groupAlive, registerGroup, stopTracked, unregisterGroup } from "../registry/registry.ts";
+import type { ChildHandle } from "../process/children.ts";
+import type { ProcessOperations } from "../process/operations.ts";
 import type { SessionIO } from "./session-io.ts";
 
 export interface ShellPorts {
-  ops: ShellOperations;
+  /** The backend's process port (its `spawn`). */
+  ops: () => Pick<ProcessOperations, "spawn">;
   /** The session's I/O, created by the host before it asks for the session. */
   io(id: number): SessionIO | undefined;
   env(): NodeJS.ProcessEnv;
@@ -20,27 +23,29 @@ export interface ShellPorts {
 export function createShellLogic(ports: ShellPorts) {
   return fromCallback<ShellCommand, ShellInput>(({ input, sendBack, receive }) => {
     const send = (fact: ShellFact) => sendBack(fact);
-    let handle: ShellHandle | undefined;
+    let handle: ChildHandle | undefined;
     let closed = false;
     let stopped = false;
     const io = ports.io(input.id);
-    void ports.ops
-      .start({
+    void ports
+      .ops()
+      .spawn({
         file: input.shell,
         args: ["-c", input.command],
         cwd: input.cwd,
         env: ports.env(),
-        tty: input.tty,
-        cols: input.cols,
-        rows: input.rows,
+        purpose: "shell",
+        ...(input.tty ? { tty: { cols: input.cols, rows: input.rows } } : {}),
       })
       .then((started) => {
-        if (!started.ok) return send({ type: "shell.spawn_failed", at: ports.now(), message: started.error });
+        if (!started.ok) return send({ type: "shell.spawn_failed", at: ports.now(), message: started.error.message });
         const h = started.value;
         registerGroup(h.pid, { host: ports.hostId, owner: input.owner });
         if (stopped) {
           // The session went away while the process was starting.
-          killGroup(h.pid, "SIGKILL");
+          h.signalGroup("SIGKILL");
+          h.destroy();
+          void stopTracked(h.pid, 0);
           return;
         }
         handle = h;
@@ -68,6 +73,8 @@ export function createShellLogic(ports: ShellPorts) {
       if (handle && !closed) {
         handle.signalGroup("SIGKILL");
         handle.destroy();
+        // Whatever is left goes too, and the registry lets go of the group once it is empty.
+        void stopTracked(handle.pid, 0);
       }
     };
   });

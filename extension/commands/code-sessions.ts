@@ -1,11 +1,13 @@
 // `/code-restart [name|all]` starts sessions again empty; `/code-sessions` picks a session (or all) and stops it.
-// Both act on the supervisor directly, without going through the model.
+// Both act on the supervisor directly, without going through the model. Sessions are Python or JavaScript
+// runtimes of several surfaces: each row names its runtime (extension/session-status.ts, runtimeLabel).
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import type { SessionInfo, SupervisorHost } from "../../host/index.ts";
-import { sessionLines } from "../status.ts";
+import { sessionLines } from "../session-status.ts";
 import { show } from "./show.ts";
 
 const ALL = "all";
+const NONE = "No code sessions (Python or JavaScript) are running.";
 
 function completions(peekHost: () => SupervisorHost | undefined) {
   return (prefix: string) => {
@@ -21,8 +23,9 @@ async function pick(
   sessions: SessionInfo[],
   arg: string,
   title: string,
+  notebook: string,
 ): Promise<SessionInfo[] | string> {
-  if (sessions.length === 0) return "No Python sessions are running.";
+  if (sessions.length === 0) return NONE;
   if (arg === ALL) return sessions;
   if (arg) {
     const found = sessions.find((s) => s.name === arg);
@@ -30,7 +33,7 @@ async function pick(
   }
   if (sessions.length === 1 && !ctx.hasUI) return sessions;
   if (!ctx.hasUI) return `Name a session or "all": ${sessions.map((s) => s.name).join(", ")}.`;
-  const rows = sessionLines(sessions);
+  const rows = sessionLines(sessions, notebook);
   const allRow = `all ${sessions.length} sessions`;
   const choice = await ctx.ui.select(title, [...rows, ...(sessions.length > 1 ? [allRow] : [])]);
   if (choice === undefined) return "Nothing was changed.";
@@ -43,10 +46,11 @@ export function registerSessionCommands(
   pi: ExtensionAPI,
   getHost: () => SupervisorHost,
   peekHost: () => SupervisorHost | undefined,
+  notebook: () => string,
 ): void {
   pi.registerCommand("code-restart", {
     description:
-      "Restart a Python session empty (same name and directory, current interpreter): /code-restart [name|all]",
+      "Restart a code session empty (same name and directory, current interpreter): /code-restart [name|all]",
     getArgumentCompletions: completions(peekHost),
     handler: async (args: string, ctx: ExtensionCommandContext) => {
       const host = peekHost();
@@ -54,7 +58,8 @@ export function registerSessionCommands(
         ctx,
         host?.sessions() ?? [],
         args.trim(),
-        "Restart which Python session? (its variables are lost)",
+        "Restart which session? (its variables are lost)",
+        notebook(),
       );
       if (typeof chosen === "string") return show(ctx, chosen);
       const lines: string[] = [];
@@ -77,7 +82,8 @@ export function registerSessionCommands(
   });
 
   pi.registerCommand("code-sessions", {
-    description: "List the Python sessions and stop one (or all) without asking the model: /code-sessions [name|all]",
+    description:
+      "List the code sessions (Python, JavaScript) and stop one (or all) without asking the model: /code-sessions [name|all]",
     getArgumentCompletions: completions(peekHost),
     handler: async (args: string, ctx: ExtensionCommandContext) => {
       const host = peekHost();
@@ -86,11 +92,11 @@ export function registerSessionCommands(
         return show(
           ctx,
           sessions.length
-            ? ["Python sessions:", ...sessionLines(sessions).map((l) => `  ${l}`)].join("\n")
-            : "No Python sessions are running.",
+            ? ["Code sessions:", ...sessionLines(sessions, notebook()).map((l) => `  ${l}`)].join("\n")
+            : NONE,
         );
       }
-      const chosen = await pick(ctx, sessions, args.trim(), "Stop which Python session? (its variables are lost)");
+      const chosen = await pick(ctx, sessions, args.trim(), "Stop which session? (its variables are lost)", notebook());
       if (typeof chosen === "string") return show(ctx, chosen);
       await Promise.all(chosen.map((s) => host!.stopSession(s.name)));
       const names = chosen.map((s) => `"${s.name}"`).join(", ");

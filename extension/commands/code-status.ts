@@ -1,6 +1,6 @@
 // `/code-status`: the interpreter (version, path, where it came from), each live session with its state, pid,
-// working directory, age and last run, the settings with their sources, every file and folder the extension uses,
-// and warnings.
+// working directory, age and last run, the settings with their sources (and whether the project's are trusted),
+// every file and folder the extension uses, and warnings (among them each project value that was ignored, and why).
 import { existsSync } from "node:fs";
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import {
@@ -11,12 +11,18 @@ import {
   sessionPackagesDir,
   type SupervisorHost,
 } from "../../host/index.ts";
-import { globalSettingsPath, projectSettingsPath, SETTING_KEYS, type ResolvedSettings } from "../../store/settings.ts";
+import {
+  globalSettingsPath,
+  projectSettingsPath,
+  SETTING_KEYS,
+  TRUST_HINT,
+  type ResolvedSettings,
+} from "../../store/settings.ts";
 import { sourceRoot } from "../../store/sources.ts";
 import { outputRoot } from "../../store/artifacts.ts";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import type { CodeEnvironment } from "../environment.ts";
-import { sessionLines } from "../status.ts";
+import { sessionLines } from "../session-status.ts";
 import { show } from "./show.ts";
 
 function valueAt(values: unknown, dotted: string): unknown {
@@ -27,12 +33,22 @@ function valueAt(values: unknown, dotted: string): unknown {
 
 export function settingsLines(s: ResolvedSettings): string[] {
   const width = Math.max(...SETTING_KEYS.map((k) => k.key.length));
+  // A key whose project value was not applied says so on its row; the warnings say why.
+  const overruled = new Set(s.ignored.flatMap((i) => (i.key ? [i.key] : [])));
   return SETTING_KEYS.map(({ key }) => {
     const v = valueAt(s.values, key);
     const o = s.sources[key];
     const from = o.source === "default" ? "default" : o.source === "env" ? `env ${o.where}` : `${o.source} ${o.where}`;
-    return `  ${key.padEnd(width)}  ${(v === undefined ? "(default)" : JSON.stringify(v)).padEnd(18)}  ${from}`;
+    const note = overruled.has(key) ? " (project value ignored)" : "";
+    return `  ${key.padEnd(width)}  ${(v === undefined ? "(default)" : JSON.stringify(v)).padEnd(18)}  ${from}${note}`;
   });
+}
+
+/** One line: whether the project's settings files are read, and what they may set. */
+export function trustLine(s: ResolvedSettings): string {
+  return s.trusted
+    ? "Project trusted: its settings apply but for boundary keys (only from the global file, flags, environment)"
+    : `Project not trusted: its settings files are ignored (${TRUST_HINT})`;
 }
 
 /** What /code-status says about the tool surfaces: the active ones (and where that came from), and warnings. */
@@ -106,7 +122,7 @@ export async function statusReport(
   if (report) lines.push("", report.line);
   const sessions = host?.sessions() ?? [];
   lines.push("", sessions.length ? `Live sessions (${sessions.length}):` : "Live sessions: none");
-  for (const [i, line] of sessionLines(sessions, now).entries()) {
+  for (const [i, line] of sessionLines(sessions, environment.settings().values.notebookSession, now).entries()) {
     const s = sessions[i];
     lines.push(
       `  ${line}`,
@@ -114,7 +130,7 @@ export async function statusReport(
     );
   }
   const settings = environment.settings();
-  lines.push("", "Settings (value, source):", ...settingsLines(settings));
+  lines.push("", "Settings (value, source):", ...settingsLines(settings), trustLine(settings));
   lines.push("", "Files:", ...placesLines(cwd, places, host));
   const warnings = [
     ...(report?.warnings ?? []),

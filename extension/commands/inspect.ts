@@ -2,9 +2,10 @@
 // event log. The recorder and the servers are the host's (host/observability.ts); this file talks to the user.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { Observability, SupervisorHost } from "../../host/index.ts";
+import type { Footer } from "../footer.ts";
 
 const USAGE =
-  "usage: /code-inspect [port] [actions] | stop | stately [port | ws://host:port] | status — the live inspector of this session's Python supervisor";
+  "usage: /code-inspect [port] [actions] | stop | stately [port | ws://host:port] | status — the live inspector of this session's code supervisor";
 
 function tell(ctx: ExtensionContext, text: string, level: "info" | "error" = "info"): void {
   if (ctx.hasUI) ctx.ui.notify(text, level);
@@ -16,18 +17,19 @@ export function registerInspect(
   pi: ExtensionAPI,
   observability: Observability,
   ensureHost: () => SupervisorHost,
+  footer?: Footer,
 ): void {
   pi.registerFlag("code-inspect", {
     type: "boolean",
     default: false,
-    description: "Start the live inspector of the Python supervisor (prints its loopback URL)",
+    description: "Start the live inspector of the code supervisor (prints its loopback URL)",
   });
 
   const start = async (ctx: ExtensionContext, options: { port?: number; actions?: boolean }) => {
     ensureHost();
     const started = await observability.openInspector(options);
     if (!started.ok) return tell(ctx, `code-inspect: ${started.error}`, "error");
-    if (ctx.hasUI) ctx.ui.setStatus("code-inspect", `inspector ${started.value.url}`);
+    footer?.set("inspect", `inspector ${started.value.url}`);
     tell(ctx, observability.status());
   };
 
@@ -37,7 +39,7 @@ export function registerInspect(
   });
 
   pi.registerCommand("code-inspect", {
-    description: "Open the live inspector of the Python supervisor (actor tree, states, events, timeline)",
+    description: "Open the live inspector of the code supervisor (actor tree, states, events, timeline)",
     getArgumentCompletions: (prefix) =>
       ["stop", "actions", "stately", "status"]
         .filter((v) => v.startsWith(prefix.trim()))
@@ -46,9 +48,13 @@ export function registerInspect(
       const words = args.trim().split(/\s+/).filter(Boolean);
       const port = words.map(Number).find((n) => Number.isInteger(n) && n > 0 && n < 65536);
       if (words[0] === "stop") {
-        await observability.closeInspector();
-        if (ctx.hasUI) ctx.ui.setStatus("code-inspect", undefined);
-        return tell(ctx, "code-inspect: inspector stopped");
+        const was = await observability.stopInspection();
+        footer?.set("inspect", undefined);
+        const stopped = [...(was.inspector ? ["inspector"] : []), ...(was.stately ? ["Stately relay"] : [])];
+        return tell(
+          ctx,
+          stopped.length ? `code-inspect: ${stopped.join(" and ")} stopped` : "code-inspect: no inspector was running",
+        );
       }
       if (words[0] === "status") return tell(ctx, observability.status());
       if (words[0] === "stately") {

@@ -1,12 +1,12 @@
 // The per-language seam of the `eval` tool: one backend per cell language. A backend runs one cell and reports
 // how it went; the tool owns ordering, skipping, the text and details. Python cells run in the notebook session
-// (extension/eval/python.ts), JavaScript cells in the JavaScript session (extension/eval/js.ts); a language disabled
-// in settings is a tool error naming it.
+// (extension/eval/python-backend.ts), JavaScript cells in the JavaScript session (extension/eval/js-backend.ts); a
+// language disabled in settings is a tool error naming it.
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { RunOutput, RunTools } from "../../host/index.ts";
 import type { RunResult } from "../../host/index.ts";
 import type { CellRef } from "../../machines/events.ts";
-import type { DisplayCollector } from "../display/collector.ts";
+import type { DisplayCollector } from "../shared/display/collector.ts";
 
 export type EvalLanguage = "py" | "js";
 

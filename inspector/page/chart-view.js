@@ -8,6 +8,12 @@ import { drawChart } from "./chart-draw.js";
 import { h } from "./dom.js";
 export { Charts } from "./chart-model.js";
 
+/** The smallest text a chart draws (transition labels and the lines inside states) is 11 px at 1:1; the default
+ * zoom never shrinks it below MIN_TEXT_PX. A chart wider than that allows is scrolled to its lit state instead. */
+const SMALLEST_FONT_PX = 11;
+export const MIN_TEXT_PX = 10;
+const MIN_SCALE = MIN_TEXT_PX / SMALLEST_FONT_PX;
+
 /** How long a transition stays highlighted in live mode (in a log, an actor's last transition up to the position
  * stays highlighted). */
 const TAKEN_MS = 1500;
@@ -23,15 +29,17 @@ export class ChartView {
     this.taken = new Set();
     this.takenTimer = undefined;
     this.selectedState = undefined;
-    this.zoom = "fit";
+    /** `readable`: fit the width, but text stays at least MIN_TEXT_PX (scrolled to the lit state); `whole`: the
+     * whole width, however small the text. */
+    this.zoom = "readable";
     this.canvas = h("div", { class: "chart-canvas" });
     this.info = h("aside", { class: "chart-info" });
     this.title = h("span", { class: "chart-title muted" });
     this.note = h("span", { class: "chart-note" });
     this.zoomButton = h(
       "button",
-      { class: "zoom", onclick: () => this.toggleZoom(), title: "Fit the chart / actual size" },
-      "1:1",
+      { class: "zoom", onclick: () => this.toggleZoom(), title: "The whole chart (small text) / readable text" },
+      "whole chart",
     );
     el.replaceChildren(
       h("div", { class: "chart-bar" }, this.title, this.note, h("span", { class: "spacer" }), this.zoomButton),
@@ -54,24 +62,27 @@ export class ChartView {
   }
 
   toggleZoom() {
-    this.zoom = this.zoom === "fit" ? "actual" : "fit";
-    this.zoomButton.textContent = this.zoom === "fit" ? "1:1" : "fit";
+    this.zoom = this.zoom === "readable" ? "whole" : "readable";
+    this.zoomButton.textContent = this.zoom === "readable" ? "whole chart" : "readable";
+    this.el.dataset.zoom = this.zoom;
     this.applyZoom();
     this.reveal();
   }
 
-  /** `fit`: the chart's width fits the canvas (never enlarged); `actual`: 1:1, scrolled. */
+  /** The chart's width fits the canvas (never enlarged); in `readable`, not below the scale that keeps text at
+   * MIN_TEXT_PX. */
   applyZoom() {
     const d = this.current && this.drawn.get(this.current.kind);
     if (!d) return;
     const [, , w, hh] = d.root.getAttribute("viewBox").split(" ").map(Number);
     const avail = Math.max(this.canvas.clientWidth - 6, 200);
-    const scale = this.zoom === "fit" ? Math.min(1, avail / w) : 1;
+    const fit = Math.min(1, avail / w);
+    const scale = this.zoom === "readable" ? Math.max(fit, MIN_SCALE) : fit;
     d.root.setAttribute("width", String(Math.round(w * scale)));
     d.root.setAttribute("height", String(Math.round(hh * scale)));
   }
 
-  /** Scrolls the canvas so the first lit state is in view. */
+  /** Scrolls the canvas so the first lit state is in view (centred when it was not). */
   reveal() {
     const lit = [...this.lit].find(([, cls]) => cls === "lit")?.[0];
     if (!lit) return;

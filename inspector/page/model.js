@@ -30,6 +30,30 @@ export function stateLabel(value) {
   return "";
 }
 
+/** Longest first line of a run's code shown in its label (the whole code is in the Details tab's context). */
+const LABEL_CODE_CHARS = 60;
+
+/** What tells a run apart from the others: its surface (`eval js` for a JavaScript cell) and the first line of its
+ * code that is not blank, read from its context (the run's input). Undefined for other actors, and for a run whose
+ * context has not arrived yet. */
+export function runTitle(a) {
+  const c = a?.context;
+  if (!a?.id.startsWith("run:") || !c || typeof c !== "object" || typeof c.code !== "string") return undefined;
+  const first =
+    c.code
+      .split("\n")
+      .find((l) => l.trim())
+      ?.trim() ?? "(no code)";
+  const code = first.length > LABEL_CODE_CHARS ? `${first.slice(0, LABEL_CODE_CHARS - 1)}…` : first;
+  const surface = typeof c.surface === "string" ? c.surface : "run";
+  return `${surface}${c.language === "js" ? " js" : ""}: ${code}`;
+}
+
+/** The name the tree, the header and the timeline show: a run's title, else the actor's own name. */
+export function displayName(a) {
+  return runTitle(a) ?? (a.id === "supervisor" ? "supervisor" : a.name);
+}
+
 /** The actor's entry; created as a placeholder when a frame names an actor whose creation frame was not seen
  * (a page that connected late, after the server's history lost it). */
 function entry(model, id, at, placeholder = false) {
@@ -77,8 +101,10 @@ function applySnapshot(model, a, snapshot, at, cause) {
   if (!snapshot) return;
   if (snapshot.value !== undefined) {
     a.kind = "machine";
-    // The step the statechart view highlights: the value before, after, and the event that caused it.
-    if (cause) a.step = { from: a.value, to: snapshot.value, event: cause, at, seen: Date.now() };
+    // The step the statechart view highlights: the value before, after, and the event that caused it (none for
+    // the state as the server found it, inspector/frames.ts PRESENT_EVENT).
+    if (cause && cause !== "inspector.present")
+      a.step = { from: a.value, to: snapshot.value, event: cause, at, seen: Date.now() };
     a.value = snapshot.value;
   }
   if (snapshot.context !== undefined) a.context = snapshot.context;

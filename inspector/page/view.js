@@ -1,7 +1,7 @@
 // DOM rendering of the model: the actor tree (updated in place, so a state change is in the DOM as soon as its frame
 // is applied), the selected actor's details, and a timeline of states per actor.
 import { h } from "./dom.js";
-import { childrenOf, roots } from "./model.js";
+import { childrenOf, displayName, roots, runTitle } from "./model.js";
 
 const time = (at, start) => (at === undefined || start === undefined ? "" : `+${((at - start) / 1000).toFixed(3)}s`);
 const clock = (at) => (at ? new Date(at).toISOString().slice(11, 23) : "");
@@ -24,17 +24,18 @@ export class TreeView {
   node(model, id) {
     let n = this.nodes.get(id);
     if (!n) {
-      const a = model.actors.get(id);
       const state = h("span", { class: "state" });
+      // A run's name is its title (surface and first line of code), set once its context arrives.
+      const name = h("span", { class: "name", title: id });
       const row = h(
         "div",
         { class: "row", onclick: () => this.onSelect(id) },
         h("span", { class: "kind" }, kindOf(id)),
-        h("span", { class: "name", title: id }, id === "supervisor" ? "supervisor" : (a?.name ?? id)),
+        name,
         state,
       );
       const li = h("li", { "data-actor": id, "data-kind": kindOf(id) }, row, h("ul"));
-      n = { li, state, row, parent: undefined };
+      n = { li, state, row, name, parent: undefined };
       this.nodes.set(id, n);
     }
     return n;
@@ -49,6 +50,8 @@ export class TreeView {
       const n = this.node(model, id);
       const parent = a.parentId && model.actors.has(a.parentId) ? this.node(model, a.parentId).li.lastChild : this.list;
       if (n.li.parentNode !== parent) parent.append(n.li);
+      const name = displayName(a);
+      if (n.name.textContent !== name) n.name.textContent = name;
       if (n.li.dataset.state !== a.label) n.li.dataset.state = a.label;
       if (n.li.dataset.status !== a.status) n.li.dataset.status = a.status;
       if (n.state.textContent !== a.label) n.state.textContent = a.label;
@@ -88,6 +91,7 @@ export function renderHead(el, model, id, options) {
       "div",
       { class: "details-head" },
       h("h2", {}, a.id),
+      displayName(a) !== a.name ? h("span", { class: "title" }, displayName(a)) : undefined,
       h("span", { class: "pill", "data-status": a.status }, a.label || a.status),
       a.incarnation > 1 ? h("span", { class: "muted" }, `incarnation ${a.incarnation}`) : undefined,
       h("span", { class: "muted" }, `created ${clock(a.createdAt)}`, a.endedAt ? ` · ended ${clock(a.endedAt)}` : ""),
@@ -200,12 +204,22 @@ export class TimelineView {
         const name = h("span", { class: "lane-name", title: id }, a.id);
         name.style.paddingLeft = `${depth * 0.8}em`;
         const bar = h("span", { class: "lane-bar" });
-        lane = { el: h("div", { class: "lane", "data-actor": id }, name, bar), bar, rev: -1, history: -1, open: null };
+        lane = {
+          el: h("div", { class: "lane", "data-actor": id }, name, bar),
+          name,
+          bar,
+          rev: -1,
+          history: -1,
+          open: null,
+        };
         this.kept.set(id, lane);
       }
       if (moved || lane.rev !== a.rev || lane.history !== a.history.length) {
         lane.rev = a.rev;
         lane.history = a.history.length;
+        // A run's lane reads as its title; the id stays in the tooltip.
+        const title = runTitle(a) ?? a.id;
+        if (lane.name.textContent !== title) lane.name.textContent = title;
         lane.open = null;
         lane.bar.replaceChildren(
           ...a.history.map((s, i) => {

@@ -18,13 +18,15 @@ export interface Run {
   stderr: string;
 }
 
-/** Runs the CLI; a command that wrongly starts a server is cut off by the timeout (status null). */
+/** Runs the CLI; a command that wrongly starts a server is cut off by the timeout (status null). The timeout only
+ * guards against a hang, so it is generous: a loaded machine can take more than 15 s to start Node and load the CLI,
+ * and a correct command is never cut off by it. */
 export function cli(args: string[], opts: { node?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Run {
   const r = spawnSync(opts.node ?? process.execPath, [CLI, ...args], {
     encoding: "utf8",
     cwd: opts.cwd ?? scratch,
     env: { ...process.env, ...opts.env },
-    timeout: 15_000,
+    timeout: 120_000,
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }

@@ -3,7 +3,7 @@
 import { SimulatedClock, createActor, fromCallback, type AnyActorRef, type InspectionEvent } from "xstate";
 import type { ShellCommand, ShellFact, ShellInput } from "../../machines/exec-session.ts";
 import type { ExecCommand, ExecEmitted, ExecPoolInput, ExecRecord } from "../../machines/exec-pool.ts";
-import { DEFAULT_EXEC_POOL, EXEC_POOL_ID } from "../../machines/exec-pool.ts";
+import { DEFAULT_EXEC_POOL, EXEC_POOL_ID, poolRecords } from "../../machines/exec-pool.ts";
 import { supervisorWith } from "../../machines/system.ts";
 import { DEFAULT_LIMITS } from "../../machines/events.ts";
 
@@ -82,13 +82,14 @@ export function startExec(config: Partial<ExecPoolInput> = {}, inspect?: (e: Ins
       h.background(id, onExit);
     },
     records(): Record<string, ExecRecord> {
-      return (pool.getSnapshot() as { context: { sessions: Record<string, ExecRecord> } }).context.sessions;
+      return poolRecords(pool.getSnapshot() as Parameters<typeof poolRecords>[0]);
     },
     sessionState(id: number): unknown {
       return actor.system.get(`exec:${id}`)?.getSnapshot().value;
     },
     wakeState(id: number): { value: unknown; armed: boolean } | undefined {
-      const s = actor.system.get(`wake:${id}`)?.getSnapshot() as { value: unknown; context: { armed: boolean } } | undefined;
+      const s = actor.system.get(`wake:${id}`)?.getSnapshot() as
+        { value: unknown; context: { armed: boolean } } | undefined;
       return s ? { value: s.value, armed: s.context.armed } : undefined;
     },
     coordinator(): unknown {

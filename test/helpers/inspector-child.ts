@@ -3,6 +3,7 @@
 // supervisor's frames and the recorded log given by `--log`, under `--token` when given; with `--stately <port>` it
 // also feeds @statelyai/inspect's relay server on that port (the online mode). It prints `{"url": …}` once listening, and each line on stdin makes the
 // supervisor handle one more event, so connected pages receive a live frame.
+import "./agent-dir.ts";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { SupervisorHost } from "../../host/host.ts";

@@ -124,7 +124,10 @@ export function exchange(port: number, options: ExchangeOptions): Promise<Exchan
       else socket.destroy();
       resolveExchange({ ...result, received });
     };
-    const timer = setTimeout(() => finish({ closed: false, timedOut: true }), timeoutMs);
+    // `timeoutMs` is the server's time to answer, counted from the request's last byte; until then only a hang
+    // guard runs (writing hundreds of chunks took seconds on a machine under stress-ng, and was counted as silence).
+    const giveUp = () => finish({ closed: false, timedOut: true });
+    let timer = setTimeout(giveUp, Math.max(timeoutMs, 60_000));
     const answered = (): number | undefined => {
       let rest = received;
       for (;;) {
@@ -154,6 +157,8 @@ export function exchange(port: number, options: ExchangeOptions): Promise<Exchan
         socket.write(chunk);
         if (chunks.length > 1) await new Promise((r) => setImmediate(r));
       }
+      clearTimeout(timer);
+      timer = setTimeout(giveUp, timeoutMs);
       if (then === "end") socket.end();
       else if (then === "destroy") finish({ closed: false, timedOut: false });
       else if (then === "hold") finish({ closed: false, timedOut: false, socket });

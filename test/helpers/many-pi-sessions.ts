@@ -2,6 +2,7 @@
 // another in this process, each running a fresh run and a session run that imports a local module, and prints
 // what the process holds before and after as JSON: listeners on `process` by event name, active resources by type,
 // and the heap after garbage collection. Run with --expose-gc (test/session-leaks.test.ts).
+import "./agent-dir.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { getHeapSpaceStatistics } from "node:v8";

@@ -10,6 +10,8 @@ export function piPrint(
   entry: string,
   args: string[],
   env: { PI_CODING_AGENT_DIR: string } & NodeJS.ProcessEnv,
+  /** Pi's working directory (the project); default: the test process's. */
+  cwd?: string,
 ): SpawnSyncReturns<string> {
   return spawnSync(
     join(ROOT, "node_modules/.bin/pi"),
@@ -29,6 +31,7 @@ export function piPrint(
     ],
     {
       encoding: "utf8",
+      ...(cwd ? { cwd } : {}),
       env: { ...process.env, ...env, PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1", PI_TELEMETRY: "0" },
       timeout: 60_000,
     },

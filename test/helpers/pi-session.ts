@@ -53,6 +53,8 @@ export async function startPi(
     flags?: Record<string, boolean | string>;
     /** Extensions given as factories (Pi's built-ins such as `createCodemodeExtension()`). */
     extensionFactories?: unknown[];
+    /** Pi's trust decision for the project (`ctx.isProjectTrusted()`); the SDK's default, as here, is trusted. */
+    projectTrusted?: boolean;
   } = {},
 ): Promise<PiHarness> {
   const root = mkdtempSync(join(tmpdir(), "pcs-pi-"));
@@ -71,7 +73,10 @@ export async function startPi(
     refreshOnCreate: false,
   });
   modelRuntime.registerNativeProvider(faux.provider);
-  const settingsManager = SettingsManager.inMemory({ compaction: { enabled: false }, retry: { enabled: false } });
+  const settingsManager = SettingsManager.inMemory(
+    { compaction: { enabled: false }, retry: { enabled: false } },
+    { projectTrusted: options.projectTrusted ?? true },
+  );
   const resourceLoader = new DefaultResourceLoader({
     cwd,
     agentDir,

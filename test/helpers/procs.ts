@@ -86,21 +86,31 @@ export function sessionMembers(sid: number): number[] {
 
 /** Live processes in the same cgroup v2 as `pid` (none if it is in the root cgroup or has no v2 cgroup). */
 export function cgroupPeers(pid: number): number[] {
+  const dir = cgroupDir(pid);
+  if (!dir) return [];
   try {
-    const path = /^0::(.+)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, "utf8"))?.[1];
-    if (!path || path === "/") return [];
-    const mount = readFileSync("/proc/self/mountinfo", "utf8")
-      .split("\n")
-      .find((l) => l.split(" - ")[1]?.startsWith("cgroup2 "))
-      ?.split(" ")[4];
-    if (!mount) return [];
-    return readFileSync(`${mount}${path}/cgroup.procs`, "utf8")
+    return readFileSync(`${dir}/cgroup.procs`, "utf8")
       .split("\n")
       .filter(Boolean)
       .map(Number)
       .filter(pidAlive);
   } catch {
     return [];
+  }
+}
+
+/** The cgroup v2 directory `pid` is in (where the unified hierarchy is mounted here), unless it is the root. */
+export function cgroupDir(pid: number): string | undefined {
+  try {
+    const path = /^0::(.+)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, "utf8"))?.[1];
+    if (!path || path === "/") return undefined;
+    const mount = readFileSync("/proc/self/mountinfo", "utf8")
+      .split("\n")
+      .find((l) => l.split(" - ")[1]?.startsWith("cgroup2 "))
+      ?.split(" ")[4];
+    return mount ? `${mount}${path}` : undefined;
+  } catch {
+    return undefined;
   }
 }
 

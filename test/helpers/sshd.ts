@@ -11,6 +11,8 @@ import type { RemoteSettings } from "../../store/settings.ts";
 export interface TestSshd {
   port: number;
   dir: string;
+  /** XDG_CACHE_HOME of every session of this server (the remote runtime and environments go under it). */
+  cache: string;
   proc: ChildProcess;
   /** Remote settings that reach this server with the test's key and known_hosts. */
   remote(extra?: Partial<RemoteSettings>): RemoteSettings;
@@ -64,6 +66,12 @@ export async function startSshd(): Promise<TestSshd> {
       "MaxSessions 100",
       "MaxStartups 100",
       "LogLevel ERROR",
+      // Bash sources ~/.bashrc for a command run by sshd unless it is a nested shell: SHLVL=1 makes it one, so a
+      // user's rc file (here root's `pyenv init`, whose rehash lock, left stale by a killed shell elsewhere, hangs
+      // every login for a minute) never runs in the tests' remote sessions.
+      // Its own cache folder (the shipped runtime, remote environments): test files running at once never share,
+      // or delete, another's.
+      `SetEnv SHLVL=1 XDG_CACHE_HOME=${join(dir, "cache")}`,
     ].join("\n") + "\n",
   );
   const hostPub = spawnSync("cat", [join(dir, "host_key.pub")]).stdout.toString().trim();
@@ -82,6 +90,7 @@ export async function startSshd(): Promise<TestSshd> {
   return {
     port,
     dir,
+    cache: join(dir, "cache"),
     proc,
     remote: (extra = {}) => ({
       transport: "ssh",

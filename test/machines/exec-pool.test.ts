@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { EXEC_POOL_ID, lruVictim, type ExecRecord } from "../../machines/exec-pool.ts";
-import { prune } from "../../machines/exec-pool-context.ts";
+import { without } from "../../machines/exec-pool-context.ts";
 import { startExec } from "../helpers/fake-shell.ts";
 import { execPoolMachine } from "../../machines/exec-pool.ts";
 import { undescribedStates } from "../helpers/machine-states.ts";
@@ -32,9 +32,9 @@ describe("serving: LRU eviction", () => {
   });
 
   test("the use order keeps only sessions in the registry", () => {
-    assert.deepEqual(prune({ lru: [1, 2, 3] }, of(rec(1), rec(3))), [1, 3]);
+    assert.deepEqual(without([1, 2, 3], [2]), [1, 3]);
     const lru = [3, 1];
-    assert.equal(prune({ lru }, of(rec(1), rec(3))), lru, "unchanged: the same order");
+    assert.equal(without(lru, [2]), lru, "unchanged: the same order");
     const h = startExec();
     h.running(1);
     h.send({ type: "exec.observe", at: 0, id: 99, callId: "p" });
@@ -63,6 +63,63 @@ describe("serving: LRU eviction", () => {
     assert.ok(h.emitted.some((e) => e.type === "exec.ended" && e.id === 2 && e.end === "evicted"));
     h.advance(1000);
     assert.equal(h.wakes().length, 0, "an evicted live session never wakes");
+  });
+
+  test("sessions still starting count: 100 sibling starts never leave more than the cap registered", () => {
+    const h = startExec({ maxSessions: 64, protectedCount: 8 });
+    for (let id = 1; id <= 100; id++) h.start(id);
+    const refused = h.emitted.filter((e) => e.type === "exec.refused").map((e) => e.id);
+    assert.equal(Object.keys(h.records()).length, 64, "every one still starting counts");
+    assert.deepEqual(
+      refused,
+      Array.from({ length: 36 }, (_, i) => 65 + i),
+      "the rest are refused, none evicted",
+    );
+    assert.match(
+      (h.emitted.find((e) => e.type === "exec.refused") as { reason: string }).reason,
+      /cap of 64 shell sessions is reached.*64 still starting.*kill_session/,
+    );
+    assert.equal(h.shells.size, 64, "no process was asked for beyond the cap");
+    assert.ok(!h.emitted.some((e) => e.type === "exec.evicting"));
+  });
+
+  test("once the first ones run, a start at the cap evicts the least recently used of them instead", () => {
+    const h = startExec({ maxSessions: 4, protectedCount: 1 });
+    h.running(1);
+    for (const id of [2, 3, 4]) h.start(id);
+    h.start(5);
+    assert.ok(h.emitted.some((e) => e.type === "exec.evicting" && e.id === 1 && e.running));
+    assert.deepEqual(h.shells.get(1)!.signals, ["SIGTERM"]);
+    assert.deepEqual(
+      Object.values(h.records()).map((r) => [r.id, r.status]),
+      [
+        [1, "stopping"],
+        [2, "starting"],
+        [3, "starting"],
+        [4, "starting"],
+        [5, "starting"],
+      ],
+    );
+    h.start(6);
+    assert.ok(
+      h.emitted.some((e) => e.type === "exec.refused" && e.id === 6),
+      "the stopping one does not count, but nothing else can go",
+    );
+    h.closed(1, null, "SIGTERM");
+    assert.equal(h.records()["1"], undefined, "the evicted one leaves once its process is gone");
+    h.advance(1000);
+    assert.equal(Object.keys(h.records()).length, 4);
+  });
+
+  test("a session being stopped does not count: its eviction makes room at once, however long it takes to go", () => {
+    const h = startExec({ maxSessions: 3, protectedCount: 1 });
+    for (const id of [1, 2, 3]) h.running(id);
+    h.send({ type: "exec.kill", at: 0, id: 1, signal: "SIGTERM" });
+    h.start(4);
+    assert.ok(!h.emitted.some((e) => e.type === "exec.evicting"), "the one being killed made room");
+    assert.ok(!h.emitted.some((e) => e.type === "exec.refused"));
+    h.start(5);
+    assert.ok(h.emitted.some((e) => e.type === "exec.evicting" && e.id === 2));
   });
 
   test("an exited session goes first and keeps a tombstone: its one wake still arrives", () => {
@@ -231,11 +288,37 @@ describe("stopping: records", () => {
     assert.deepEqual([h.records()["1"].status, h.records()["1"].pid], ["stopping", 42]);
   });
 
-  test("a session being killed is taken over by the shutdown", () => {
+  test("a session being killed goes on being killed through the shutdown: its record says what its actor does", () => {
     const h = startExec();
     h.running(1);
     h.send({ type: "exec.kill", at: 0, id: 1, signal: "SIGINT" });
     h.send({ type: "exec.shutdown", at: 0 });
-    assert.deepEqual([h.records()["1"].status, h.records()["1"].stop], ["stopping", "shutdown"]);
+    assert.deepEqual([h.records()["1"].status, h.records()["1"].stop], ["stopping", "kill"]);
+    assert.deepEqual(h.shells.get(1)!.signals, ["SIGINT"], "one stop: the shutdown's SIGTERM is not sent on top");
+    h.closed(1, null, "SIGINT");
+    const ended = h.emitted.find((e) => e.type === "exec.ended" && e.id === 1) as { end?: string; reason?: string };
+    assert.deepEqual([ended?.end, ended?.reason], ["killed", "kill"], "the record agreed with the end");
+  });
+
+  test("the pool keeps no copy of a live session's state: its record is read from the session's actor", () => {
+    const h = startExec();
+    h.start(1);
+    const pool = h.actor.system.get(EXEC_POOL_ID)!.getSnapshot().context as Record<string, unknown>;
+    assert.deepEqual(
+      Object.keys(pool).filter((k) => k === "sessions" || k === "ended"),
+      ["ended"],
+    );
+    assert.deepEqual(pool.ended, {});
+    assert.equal(h.records()["1"].status, "starting");
+    h.spawned(1, 7);
+    assert.deepEqual([h.records()["1"].status, h.records()["1"].pid], ["running", 7]);
+    assert.deepEqual(h.sessionState(1), { running: "attached" });
+    h.closed(1, 0);
+    // Its actor is gone: the exit is what the pool keeps until a call observes it.
+    assert.equal(h.sessionState(1), undefined);
+    assert.deepEqual((h.actor.system.get(EXEC_POOL_ID)!.getSnapshot().context as { ended: object }).ended, {
+      1: h.records()["1"],
+    });
+    assert.equal(h.records()["1"].status, "exited");
   });
 });

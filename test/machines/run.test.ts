@@ -347,18 +347,18 @@ describe("installing", () => {
     assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"], "interrupted at 3 s after the request");
   });
 
-  test("a session run keeps its one link to the session's process through installation", () => {
+  test("a session run uses its session's process through installation: no runner of its own", () => {
     const h = harness();
     h.start("s1", { session: "s" });
     const k = h.runner.of("session:s");
     k.ready();
     const run = h.actor.system.get("run:s1")!;
-    const link = run.getSnapshot().children.runner;
-    assert.ok(link, "the link is there from the start");
+    assert.equal(run.getSnapshot().children.runner, undefined, "the run spawns no runner");
     h.installs[0].send({ type: "install.done", at: h.clock.now(), ...FRESH_ENV });
     assert.equal(h.runValue("s1"), "starting");
-    assert.equal(run.getSnapshot().children.runner, link, "no second runner is spawned after installation");
+    assert.equal(run.getSnapshot().children.runner, undefined, "nor after installation");
     assert.equal(h.runner.instances.length, 1);
+    assert.deepEqual(k.types(), ["runner.run"], "the run command goes straight to the session's process");
   });
 
   for (const [how, end] of [

@@ -26,6 +26,23 @@ import {
 
 const CWD = "/work";
 
+/** The session machine's own successive states (`running.closeRequested`), not its phase: what the inspector's
+ * statechart and a replay show. */
+function ownValues(h: ReturnType<typeof startSupervisor>, id: string): string[] {
+  const label = (v: unknown): string =>
+    typeof v === "string"
+      ? v
+      : Object.entries(v as object)
+          .map(([k, sub]) => `${k}.${label(sub)}`)
+          .join(",");
+  const out: string[] = [];
+  for (const t of h.trace) {
+    const v = t.id === id && t.value !== undefined ? label(t.value) : undefined;
+    if (v !== undefined && out[out.length - 1] !== v) out.push(v);
+  }
+  return out;
+}
+
 /** A session started on its own (no supervisor, no first run). */
 function startSession() {
   const clock = new SimulatedClock();
@@ -44,7 +61,15 @@ function startSession() {
 
 // The graph is analysed only (not replayed): a session's facts also drive its real run child, whose done events are
 // independent inputs here.
-const FIRST_RUN: RunStartEvent = { type: "run.start", at: 0, runId: "s1", code: "x = 1", cwd: CWD, timeoutMs: 1000, session: "s" };
+const FIRST_RUN: RunStartEvent = {
+  type: "run.start",
+  at: 0,
+  runId: "s1",
+  code: "x = 1",
+  cwd: CWD,
+  timeoutMs: 1000,
+  session: "s",
+};
 const SESSION_INPUT: SessionInput = { name: "s", incarnation: 1, cwd: CWD, limits: TEST_LIMITS, firstRun: FIRST_RUN };
 const SESSION_EVENTS: Table = {
   "runner.ready": [{ type: "runner.ready", at: 10, ...RUNNER_INFO }],
@@ -161,10 +186,11 @@ describe("starting", () => {
     h.stopSession("s");
     assert.equal(h.value("session:s"), "closing");
     assert.equal(h.value("run:s1"), "killed");
-    assert.deepEqual(k.types(), ["runner.shutdown", "runner.terminate"]);
+    // The run's terminate goes to the process directly, ahead of the session's shutdown (either ends it).
+    assert.deepEqual(k.types(), ["runner.terminate", "runner.shutdown"]);
     h.advance(killMs);
     // Both the session's closing bound and the run's kill bound send runner.kill.
-    assert.deepEqual(k.types(), ["runner.shutdown", "runner.terminate", "runner.kill", "runner.kill"]);
+    assert.deepEqual(k.types(), ["runner.terminate", "runner.shutdown", "runner.kill", "runner.kill"]);
     k.exited({ signal: "SIGKILL" });
     assert.deepEqual(h.outcome("s1"), {
       runId: "s1",
@@ -387,7 +413,14 @@ describe("idle", () => {
     k2.ready();
     k2.started("s2");
     k2.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, incarnation: 2, started: true, replacedLost: true, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, {
+      name: "s",
+      ordinal: 1,
+      incarnation: 2,
+      started: true,
+      replacedLost: true,
+      isLost: false,
+    });
     assertHealthy(h);
   });
 
@@ -505,6 +538,8 @@ describe("running", () => {
       session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
     });
     assert.deepEqual(h.values("session:s"), ["starting", "running", "lost"]);
+    // Its own states: the process gone, it was `ending.lost` until the run reported.
+    assert.deepEqual(ownValues(h, "session:s"), ["starting", "running.active", "ending.lost", "lost"]);
     assert.deepEqual(k.types(), ["runner.run", "stopped"]);
     assert.equal(ctx(h).sessions.s?.status, "lost");
     assert.deepEqual(h.children(), []);
@@ -559,7 +594,15 @@ describe("running", () => {
     const h = startSupervisor();
     const k = sessionRunning(h, "s", "s1");
     // Bypass the supervisor's sessionBusy guard: the session refuses on its own and reports to the supervisor.
-    h.ref("session:s")!.send({ type: "run.start", at: 21, runId: "x1", code: "", cwd: "/work", timeoutMs: 10, session: "s" });
+    h.ref("session:s")!.send({
+      type: "run.start",
+      at: 21,
+      runId: "x1",
+      code: "",
+      cwd: "/work",
+      timeoutMs: 10,
+      session: "s",
+    });
     assert.deepEqual(h.outcome("x1"), {
       runId: "x1",
       status: "setup_error",
@@ -584,6 +627,7 @@ describe("running", () => {
     h.stopSession("s");
     assert.equal(h.value("run:s1"), "interrupted");
     assert.equal(h.value("session:s"), "interrupted");
+    assert.deepEqual(h.ref("session:s")!.getSnapshot().value, { running: "closeRequested" });
     assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]);
     h.advance(5);
     k.done("s1", { exitCode: 130, error: "interrupt" });
@@ -769,7 +813,14 @@ describe("lost", () => {
     k2.ready();
     k2.started("s2");
     k2.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, incarnation: 2, started: true, replacedLost: true, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, {
+      name: "s",
+      ordinal: 1,
+      incarnation: 2,
+      started: true,
+      replacedLost: true,
+      isLost: false,
+    });
     assert.deepEqual(k2.received, [run("s2", 'print("s2")', "script-1.py")]);
     assert.deepEqual(ctx(h).sessions, { s: { incarnation: 2, status: "alive", cwd: "/work" } });
     // Only the first run of the new incarnation carries replacedLost.
@@ -784,25 +835,45 @@ describe("the graph", () => {
   test("every state of the session machine is reachable", () => {
     const sessionFake = createFakeRunner();
     const logic = analysable(sessionMachine.provide({ actors: { runner: sessionFake.logic } }));
-    // A process that ends while a run is active ends the session once that run reported: the context says so.
-    const bySessionState = (s: AnyMachineSnapshot) =>
-      JSON.stringify([s.value, s.context.ending ?? null, s.context.activeRunId !== undefined]);
+    // A process that ends while a run is active ends the session once that run reported: `ending.*` says so.
+    const bySessionState = (s: AnyMachineSnapshot) => JSON.stringify([s.value, s.context.activeRunId !== undefined]);
     const paths = getShortestPaths(logic, {
       input: SESSION_INPUT,
       serializeState: bySessionState,
       events: alphabet(SESSION_EVENTS),
       filterEvents: handled,
     });
+    const label = (v: unknown): string =>
+      typeof v === "string"
+        ? v
+        : Object.entries(v as object)
+            .map(([k, sub]) => `${k}.${label(sub)}`)
+            .join(",");
     const byState = new Map<string, string>();
     for (const p of [...paths].sort((a, b) => a.steps.length - b.steps.length))
-      if (!byState.has(p.state.value as string)) byState.set(p.state.value as string, describePath(p));
+      if (!byState.has(label(p.state.value))) byState.set(label(p.state.value), describePath(p));
     assert.deepEqual(
       [...byState.keys()].sort(),
-      ["starting", "idle", "running", "closing", "lost", "closed"].sort(),
+      [
+        "starting",
+        "idle",
+        "running.active",
+        "running.closeRequested",
+        "closing",
+        "ending.lost",
+        "ending.closed",
+        "lost",
+        "closed",
+      ].sort(),
     );
+    // The flags these states replaced (closeRequested, ending) are each reached by the event that decides them.
+    assert.equal(byState.get("running.closeRequested"), "xstate.init > runner.ready > session.close");
+    assert.equal(byState.get("ending.lost"), "xstate.init > runner.exited");
+    assert.equal(byState.get("ending.closed"), "xstate.init > runner.failed");
     // A first run that ends before the interpreter is ready leaves the session waiting for it (fixed: it went idle
     // with no process info, and its next run waited for a ready that had already gone by).
-    assert.equal(byState.get("idle"), "xstate.init > xstate.done.actor.run:s1 > runner.ready");
+    const waiting = paths.find((p) => p.state.value === "starting" && p.state.context.activeRunId === undefined);
+    assert.equal(waiting && describePath(waiting), "xstate.init > xstate.done.actor.run:s1");
     assert.equal(byState.get("closing"), "xstate.init > session.close");
     assert.equal(sessionFake.instances.length, 0);
   });

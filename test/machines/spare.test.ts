@@ -28,7 +28,7 @@ describe("warming", () => {
     freshRun(h, "r1");
     assert.equal(h.value("spare:1"), "warming");
     assert.deepEqual(h.runner.of("spare:1").input, { mode: "fresh", cwd: "/work", owner: "spare:1" });
-    assert.deepEqual(ctx(h).spares, { "spare:1": { id: "spare:1", key: KEY, ready: false } });
+    assert.deepEqual(ctx(h).spares, { "spare:1": { id: "spare:1", key: KEY } });
     assertHealthy(h);
   });
 
@@ -79,13 +79,14 @@ describe("warming: the runner's input", () => {
 });
 
 describe("ready", () => {
-  test("ready is announced to the supervisor; the next fresh run of the key takes its process", () => {
+  test("ready is the spare's own state, read by the supervisor; the next fresh run of the key takes its process", () => {
     const h = startSupervisor();
     freshRun(h, "r1");
     const spare = h.runner.of("spare:1");
     spare.ready();
     assert.equal(h.value("spare:1"), "ready");
-    assert.deepEqual(ctx(h).spares, { "spare:1": { id: "spare:1", key: KEY, ready: true } });
+    // The supervisor keeps which spares it started for which key, not a copy of their state.
+    assert.deepEqual(ctx(h).spares, { "spare:1": { id: "spare:1", key: KEY } });
     h.start({ runId: "r2", spareKey: KEY });
     assert.deepEqual(spare.types(), ["runner.handover", "stopped"], "the process is handed over, not stopped");
     assert.equal(h.runner.of("run:r2").input.adopt, "spare:1");

@@ -498,6 +498,25 @@ describe("serving: refusals carry the request's place", () => {
 });
 
 describe("stopping", () => {
+  test("what belongs to serving stops with it: a session.stop is not sent on, a cancel still reaches its run", () => {
+    const h = startSupervisor();
+    const kf = freshRunning(h, "r1");
+    const ks = sessionRunning(h, "s", "s1");
+    h.shutdown();
+    assert.deepEqual(h.ref("session:s")!.getSnapshot().value, { running: "closeRequested" });
+    const closes = () => h.eventTypes.filter((t) => t === "session.close").length;
+    const before = closes();
+    h.stopSession("s");
+    assert.equal(closes(), before, "the shutdown already closed every session");
+    const cancels = () => h.eventTypes.filter((t) => t === "run.cancel").length;
+    const sent = cancels();
+    h.cancel("r1");
+    assert.equal(cancels() - sent, 2, "the supervisor got it and passed it to the run");
+    assert.deepEqual(kf.types(), ["runner.run", "runner.interrupt"]);
+    assert.deepEqual(ks.types(), ["runner.run", "runner.interrupt"]);
+    assertHealthy(h);
+  });
+
   test("supervisor.shutdown: cancels fresh runs, closes sessions, refuses new runs", () => {
     const h = startSupervisor();
     const kf = freshRunning(h, "r1");
@@ -611,7 +630,6 @@ describe("the graph", () => {
         "run.cancel": [{ type: "run.cancel", at: 1, runId: "s1" }],
         "run.finished": [],
         "run.nested_call": [],
-        "spare.ready": [],
         "session.stop": [{ type: "session.stop", at: 1, name: "s" }],
         "supervisor.shutdown": [{ type: "supervisor.shutdown", at: 2 }],
         // Opens the shell-session pool (a child of its own; test/machines/exec-pool.test.ts drives it).

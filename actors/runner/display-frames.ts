@@ -1,0 +1,39 @@
+// What a run shows besides its output bytes: the trailing value and error text of a notebook cell (from `done`) and
+// rich displays (`display` frames, docs/protocol.md "Rich display"). They go to the host's record of the run, never
+// through the machines: like output, they are data, not facts that change a run's state.
+import type { Frame } from "../process/framing.ts";
+
+export type RunShown =
+  /** A notebook cell's trailing value, as repr(). */
+  | { kind: "value"; text: string }
+  /** A notebook cell's traceback (or syntax error, or exit message), kept apart from stderr. */
+  | { kind: "exception"; text: string }
+  /** An image: base64 PNG or JPEG, or SVG text. */
+  | { kind: "image"; mime: "image/png" | "image/jpeg" | "image/svg+xml"; data: string }
+  | { kind: "markdown" | "html" | "text"; text: string }
+  /** JSON text (parsed by whoever collects it). */
+  | { kind: "json"; text: string };
+
+const IMAGE_MIMES = new Set(["image/png", "image/jpeg", "image/svg+xml"]);
+
+/** A `display` frame as a RunShown, or undefined when it is malformed (then it is ignored). */
+export function displayOf(frame: Frame): RunShown | undefined {
+  const kind = frame.kind;
+  if (kind === "image") {
+    const mime = frame.mime;
+    if (typeof mime !== "string" || !IMAGE_MIMES.has(mime) || typeof frame.data !== "string") return undefined;
+    return { kind, mime: mime as "image/png", data: frame.data };
+  }
+  if (kind === "markdown" || kind === "html" || kind === "text" || kind === "json") {
+    return typeof frame.text === "string" ? { kind, text: frame.text } : undefined;
+  }
+  return undefined;
+}
+
+/** The value and error text a notebook cell's `done` carries. */
+export function doneShown(frame: Frame): RunShown[] {
+  const out: RunShown[] = [];
+  if (typeof frame.value === "string") out.push({ kind: "value", text: frame.value });
+  if (typeof frame.exception === "string" && frame.exception) out.push({ kind: "exception", text: frame.exception });
+  return out;
+}

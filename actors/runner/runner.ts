@@ -1,0 +1,318 @@
+// The runner actor: one runner process. It turns control frames and process exits into runner facts for the
+// machine that owns it, routes the process's output to the run that is executing, and carries out the machine's
+// commands (run, interrupt, terminate, kill, shutdown). The process handle lives only in this closure. What differs
+// between Python and JavaScript runners (which process, how an interrupt reaches it) is the kind's (kinds.ts).
+import { fromCallback } from "xstate";
+import type { RunnerCommand, RunnerFact, RunnerInput } from "../../machines/events.ts";
+import type { ToolSpec } from "../../machines/tool-events.ts";
+import type { ProcessOperations, RunnerHandle } from "../process/operations.ts";
+import { registerGroup, stopGroup } from "../registry/registry.ts";
+import type { Result } from "../../lib/result.ts";
+import type { Channel } from "../../lib/run-output.ts";
+import { sendToolResult, toolFrameFact } from "./call-frames.ts";
+import type { ModuleWatch } from "./module-watch.ts";
+import { ok } from "../../lib/result.ts";
+import { offer, take, type Handover } from "./handover.ts";
+import { displayOf, doneShown, type RunShown } from "./display-frames.ts";
+import { backendHint } from "../process/backend-hints.ts";
+import type { ResourceLimits } from "../../lib/setting-types.ts";
+import type { Probe } from "../interpreter/interpreter.ts";
+import { kindsFor } from "./kinds.ts";
+import { isActor } from "../../machines/actor-ids.ts";
+
+export { RUNNER_PATH, limitArgs } from "./kinds.ts";
+
+export interface RunnerDeps {
+  ops: ProcessOperations;
+  /** The interpreter of a runner started without one (runs name theirs): discovered from its working directory. */
+  python: (cwd: string) => Promise<Result<Probe>>;
+  /** The runner's environment, for its interpreter (actors/interpreter.ts `runnerEnv`). */
+  env: (input: RunnerInput) => NodeJS.ProcessEnv;
+  /** A session's local-module watcher (actors/module-watch.ts); none when module reload is off. */
+  watchModules?: (cwd: string) => ModuleWatch | undefined;
+  /** Output of the run currently executing; output with no run (between runs) is dropped. */
+  output: (runId: string, channel: Channel, chunk: Buffer) => void;
+  /** What the executing run shows besides output: displays, a notebook cell's value and error text. */
+  shown?: (runId: string, item: RunShown) => void;
+  now: () => number;
+  killMs: number;
+  /** Which host owns the processes (two Pi sessions in one process must not stop each other's). */
+  hostId: string;
+  /** Resource limits for new runners (store/settings.ts `limits`); read when each process starts. */
+  resourceLimits?: () => ResourceLimits;
+  /** The specs (signatures, descriptions) of the tools a run exposes, from its caller. */
+  toolSpecs?: (runId: string) => ToolSpec[] | undefined;
+}
+
+export function createRunnerLogic(deps: RunnerDeps) {
+  const kinds = kindsFor(deps);
+  return fromCallback<RunnerCommand, RunnerInput>(({ input, sendBack, receive }) => {
+    const kind = kinds[input.language ?? "python"];
+    const send = (fact: RunnerFact) => {
+      if (!stopped) sendBack(fact);
+    };
+    let proc: RunnerHandle | undefined;
+    let stopped = false;
+    let ended = false;
+    /** Stop requested before the process existed: it must not start at all. */
+    let abandoned = false;
+    let currentRun: string | undefined;
+    let startedRun: string | undefined;
+    let pendingInterrupt: string | undefined;
+    /** Call ids of the executing run that await an answer. The runner never reuses an id, so a second `tool.call`
+     * with one of them is forged by user code: it is dropped unanswered (an answer would reach the real call). */
+    const waitingCalls = new Set<string>();
+    /** The tool set this process holds: a run with the same set sends its id only (docs/protocol.md). */
+    let sentToolSet: string | undefined;
+    /** What the runner said when it became ready (a spare hands it on with its process). */
+    let readyInfo: Handover["ready"] | undefined;
+    let handedOver = false;
+    /** A `started` not reported yet (see the `started` frame). */
+    let unreported: Extract<RunnerFact, { type: "runner.started" }> | undefined;
+    const reportStarted = () => {
+      const fact = unreported;
+      unreported = undefined;
+      if (fact) send(fact);
+    };
+
+    const end = (fact: RunnerFact) => {
+      if (ended) return;
+      ended = true;
+      send(fact);
+    };
+
+    const modules = input.mode === "session" && kind.watchesModules ? deps.watchModules?.(input.cwd) : undefined;
+
+    void (async () => {
+      const limits = deps.resourceLimits?.();
+      const launch = await kind.start(input, limits, deps.ops.backend);
+      if (stopped) return;
+      if (!launch.ok) return end({ type: "runner.failed", at: deps.now(), message: launch.error });
+      if (abandoned) return end({ type: "runner.exited", at: deps.now(), code: null, signal: null });
+      // A spare replacing a claimed one is started at claim time: its (synchronous) spawn waits one turn, so the
+      // claiming run's frame is written first and the run does not wait for it.
+      if (isActor(input.owner, "spare")) await new Promise((r) => setImmediate(r));
+      if (stopped) return;
+      if (abandoned) return end({ type: "runner.exited", at: deps.now(), code: null, signal: null });
+      // A claimed spare's process, already started and ready; if it has none to give, start one.
+      const adopted = input.adopt ? await take(input.adopt) : undefined;
+      const outputCap = limits?.outputMiB ? limits.outputMiB * 1024 * 1024 : Infinity;
+      if (adopted && (stopped || abandoned)) adopted.handle.signalGroup("SIGKILL");
+      const started = adopted
+        ? ok(adopted.handle)
+        : await deps.ops.start({ ...launch.value.spec, cwd: input.cwd, killMs: deps.killMs, host: deps.hostId });
+      if (!started.ok)
+        return end({
+          type: "runner.failed",
+          at: deps.now(),
+          message: started.error.message,
+          ...(started.error.hint ? { hint: backendHint(started.error.hint, started.error.message) } : {}),
+        });
+      const p = started.value;
+      registerGroup(p.pid, { host: deps.hostId, owner: input.owner });
+      proc = p;
+      if (stopped || abandoned) {
+        void stopGroup(p.pid, deps.killMs);
+        if (abandoned) end({ type: "runner.exited", at: deps.now(), code: null, signal: null });
+        return;
+      }
+      let broken: string | undefined;
+      let brokenHint: string | undefined;
+      const breakWith = (why: string, hint?: string) => {
+        // A corrupt control channel cannot be trusted again: the process tree is killed; its exit (after the
+        // output drained) reports why.
+        if (broken === undefined) brokenHint = hint;
+        broken ??= why;
+        p.signalGroup("SIGKILL");
+      };
+      // limits.outputMiB: a run that writes more loses its process tree (what it wrote so far is kept).
+      let written = 0;
+      let countedRun: string | undefined;
+      const output = (channel: "stdout" | "stderr", chunk: Buffer) => {
+        if (!currentRun) return;
+        if (countedRun !== currentRun) {
+          countedRun = currentRun;
+          written = 0;
+        }
+        written += chunk.length;
+        deps.output(currentRun, channel, chunk);
+        if (written > outputCap)
+          breakWith(`the run wrote more than ${limits!.outputMiB} MiB of output`, "limit_output");
+      };
+      p.onStdout((chunk) => output("stdout", chunk));
+      p.onStderr((chunk) => output("stderr", chunk));
+      p.onProtocolError((message) => breakWith(`the runner broke the control protocol (${message})`));
+      p.onFrame((frame) => {
+        const at = deps.now();
+        switch (frame.type) {
+          case "ready":
+            readyInfo = {
+              python: kind.version(frame) ?? launch.value.version,
+              executable: String(frame.executable ?? launch.value.spec.executable),
+              ...(kind.language ? { language: kind.language } : {}),
+            };
+            return send({ type: "runner.ready", at, pid: p.pid, ...readyInfo });
+          case "started": {
+            const runId = String(frame.id);
+            startedRun = runId;
+            waitingCalls.clear();
+            // Reported once this read's frames are handled: a quick run's `done` in the same read stands for both
+            // (the run goes from starting to its end on one event, not two relayed through its session).
+            unreported = { type: "runner.started", at, runId };
+            queueMicrotask(reportStarted);
+            if (pendingInterrupt === runId) {
+              pendingInterrupt = undefined;
+              kind.interrupt(p, runId);
+            }
+            return;
+          }
+          case "done": {
+            const runId = String(frame.id);
+            if (unreported?.runId === runId) unreported = undefined;
+            if (runId === startedRun) for (const item of doneShown(frame)) deps.shown?.(runId, item);
+            currentRun = undefined;
+            startedRun = undefined;
+            return send({
+              type: "runner.done",
+              at,
+              runId,
+              exitCode: Number(frame.exitCode ?? 1),
+              displayedValue: frame.displayedValue === true,
+              error: (frame.error ?? null) as Extract<RunnerFact, { type: "runner.done" }>["error"],
+              ...doneExtras(frame, modules),
+            });
+          }
+          case "tool.call":
+          case "tool.cancel": {
+            reportStarted();
+            // Nested tool calls: only the executing run may call; other frames are answered without a fact.
+            if (frame.type === "tool.call" && waitingCalls.has(frame.id as string)) return;
+            const fact = toolFrameFact(frame, at, startedRun);
+            if (fact.ok && fact.value.type === "runner.tool_call") waitingCalls.add(fact.value.callId);
+            if (fact.ok) return send(fact.value);
+            if (fact.error) p.send(fact.error);
+            return;
+          }
+          case "display": {
+            // Only the executing run's; the runner drained fd 1 and 2 first, so it lands after the output before it.
+            const item = frame.id === startedRun && startedRun ? displayOf(frame) : undefined;
+            if (item) deps.shown?.(startedRun!, item);
+            return;
+          }
+          case "fatal":
+            return breakWith(`the runner failed: ${String(frame.message ?? "no reason given")}`);
+        }
+      });
+      p.onExit((exit) => {
+        reportStarted();
+        currentRun = undefined;
+        if (broken)
+          end({
+            type: "runner.failed",
+            at: deps.now(),
+            message: `${broken}; its process was killed`,
+            ...(brokenHint ? { hint: backendHint(brokenHint) } : {}),
+          });
+        else if (exit.lost)
+          end({
+            type: "runner.failed",
+            at: deps.now(),
+            message: exit.lost.message,
+            ...(exit.lost.hint ? { hint: backendHint(exit.lost.hint, exit.lost.message) } : {}),
+          });
+        else end({ type: "runner.exited", at: deps.now(), code: exit.code, signal: exit.signal });
+      });
+      if (adopted) {
+        readyInfo = adopted.ready;
+        send({ type: "runner.ready", at: deps.now(), pid: p.pid, ...adopted.ready });
+      }
+    })();
+
+    /** A run frame's tools: the specs the first time this process sees a set, its id alone after that. */
+    const toolsOf = (toolSet: string | undefined) => {
+      if (toolSet === undefined || currentRun === undefined || !proc) return {};
+      if (toolSet === sentToolSet) return { tools_id: toolSet };
+      sentToolSet = toolSet;
+      return { tools: deps.toolSpecs?.(currentRun) ?? [], tools_id: toolSet };
+    };
+    receive((command) => {
+      switch (command.type) {
+        case "runner.run":
+          currentRun = command.runId;
+          proc?.send({
+            type: "run",
+            id: command.runId,
+            code: command.code,
+            filename: command.filename,
+            ...toolsOf(command.toolSet),
+            // The directory where the runner is (a remote's: remote.cwd; host.ts refused one that maps nowhere).
+            ...(command.chdir ? { chdir: deps.ops.mapCwd?.(command.chdir) ?? command.chdir } : {}),
+            ...(command.result ? { result: command.result } : {}),
+            ...runExtras(command, modules),
+          });
+          return;
+        case "runner.tool_result":
+          waitingCalls.delete(command.callId);
+          if (proc) sendToolResult(proc, command);
+          return;
+        case "runner.interrupt":
+          // Only once the runner has taken up this run (Python: installed its SIGINT handler); before, it waits.
+          if (proc && startedRun === command.runId) kind.interrupt(proc, command.runId);
+          else pendingInterrupt = command.runId;
+          return;
+        case "runner.terminate":
+          if (proc) proc.signalGroup("SIGTERM");
+          else abandoned = true;
+          return;
+        case "runner.kill":
+          if (proc) proc.signalGroup("SIGKILL");
+          else abandoned = true;
+          return;
+        case "runner.shutdown":
+          if (proc) proc.send({ type: "shutdown" });
+          else abandoned = true;
+          return;
+        case "runner.handover":
+          // A spare's process moves to the run that claimed it: listeners off, handle offered, nothing stopped.
+          if (proc && readyInfo && !ended) {
+            proc.detach();
+            offer(input.owner, { handle: proc, ready: readyInfo });
+            handedOver = true;
+          }
+          return;
+      }
+    });
+
+    return () => {
+      // The owner ended (run finished, session closed or reset, supervisor stopped): the process tree goes too.
+      stopped = true;
+      modules?.close();
+      if (handedOver) return;
+      // A spare stopped before handing over: whoever waits for its process starts its own.
+      if (isActor(input.owner, "spare")) offer(input.owner, undefined);
+      if (proc && !ended) void stopGroup(proc.pid, deps.killMs);
+    };
+  });
+}
+
+/** Optional run-frame fields: package directories, installed modules to check, changed local modules to reload. */
+function runExtras(command: Extract<RunnerCommand, { type: "runner.run" }>, modules: ModuleWatch | undefined) {
+  const reload = modules?.take() ?? [];
+  return {
+    ...(command.sysPath?.length ? { sysPath: command.sysPath } : {}),
+    ...(command.checkLoaded?.length ? { checkLoaded: command.checkLoaded } : {}),
+    ...(reload.length ? { reload } : {}),
+  };
+}
+
+const strings = (v: unknown): string[] | undefined =>
+  Array.isArray(v) && v.length > 0 ? v.filter((x): x is string => typeof x === "string") : undefined;
+
+/** What `done` says besides the outcome: modules reloaded or already loaded; newly imported local modules are
+ * handed to the watcher. */
+function doneExtras(frame: Record<string, unknown>, modules: ModuleWatch | undefined) {
+  modules?.track(frame.modules);
+  const reloaded = strings(frame.reloaded);
+  const alreadyLoaded = strings(frame.alreadyLoaded);
+  return { ...(reloaded ? { reloaded } : {}), ...(alreadyLoaded ? { alreadyLoaded } : {}) };
+}

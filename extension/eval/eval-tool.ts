@@ -1,0 +1,239 @@
+// The `eval` tool (oh-my-pi compatible): cells in Python or JavaScript, each language with its own persistent
+// state; Python cells run in the notebook session, JavaScript cells through their backend (extension/eval/).
+// Cells run in order; after the first error the rest are skipped. Each cell's timeout is a work budget.
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
+import type { JournalLink } from "../journal.ts";
+import type { CodeEnvironment } from "../environment.ts";
+import { createRunTools, outerUsage } from "../shared/calls.ts";
+import { withCompletion } from "../shared/completion.ts";
+import type { NestedCallRecord } from "../../machines/tool-events.ts";
+import { DisplayCollector } from "../shared/display/collector.ts";
+import { evalRenderers } from "../shared/notebook/render.ts";
+import { throttled } from "../shared/notebook/updates.ts";
+import { truncateForModel } from "../shared/notebook/truncate.ts";
+import type { BackendInfo } from "../../host/index.ts";
+import { backendDetails, type BackendMark } from "../shared/backend-mark.ts";
+import { LANGUAGE_NAMES, type EvalBackend, type EvalCellOutcome, type EvalLanguage } from "./backend.ts";
+
+export const DEFAULT_EVAL_TIMEOUT_S = 30;
+const MAX_EVAL_TIMEOUT_S = 3600;
+
+const DESCRIPTION = [
+  'Run code cells in persistent kernels: `language: "py"` (Python) or `"js"` (JavaScript). State persists per',
+  "language across cells and calls; `reset: true` on a cell wipes only that language's state first. Cells run in",
+  "order; after the first error the rest are skipped (earlier state stays). Top-level `await` works. Each cell's",
+  `\`timeout\` (seconds, default ${DEFAULT_EVAL_TIMEOUT_S}, 1..${MAX_EVAL_TIMEOUT_S}) counts its own work only: time spent awaiting a tool call or`,
+  "completion() is not counted. In Python: `display(obj)` shows images, markdown, HTML and JSON (the last expression too);",
+  "`await <tool>(...)` calls Pi tools; `completion(prompt, schema=...)` asks the model one stateless question.",
+  "In JavaScript (Node): `return` works too and the trailing value shows (objects as JSON); `display(value)`,",
+  "`await read(path)`, `await write(path, content)`, `env(name)`, `await completion(prompt, { schema })` and",
+  "`await tool.<name>({...})` for Pi tools; `import` resolves from the working directory (local files reload each cell).",
+  "Do not shell out to `python -c` or `node -e` for ad-hoc code; use this tool.",
+].join(" ");
+
+export interface EvalToolLinks {
+  environment: CodeEnvironment;
+  journal: JournalLink;
+  backends: Record<EvalLanguage, EvalBackend>;
+  /** Where the cells run (the host's backend), for marking a sandboxed or remote result. */
+  backend?: () => BackendInfo | undefined;
+}
+
+export interface EvalCellDetails {
+  index: number;
+  title?: string;
+  language: EvalLanguage;
+  code: string;
+  status: "pending" | "running" | "complete" | "error";
+  output: string;
+  durationMs: number;
+  exitCode?: number;
+  statusEvents: unknown[];
+  markdown: boolean;
+}
+
+export interface EvalDetails {
+  cells: EvalCellDetails[];
+  language: EvalLanguage;
+  languages: EvalLanguage[];
+  jsonOutputs: unknown[];
+  statusEvents: unknown[];
+  isError: boolean;
+  /** Where the cells ran, when not on this machine. */
+  backend?: BackendMark;
+}
+
+export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
+  pi.registerTool({
+    ...evalRenderers,
+    name: "eval",
+    label: "Eval",
+    description: DESCRIPTION,
+    promptSnippet: "Run Python (or JavaScript) cells in persistent kernels, with display() and completion()",
+    parameters: Type.Object(
+      {
+        cells: Type.Array(
+          Type.Object(
+            {
+              language: Type.Union([Type.Literal("py"), Type.Literal("js")], {
+                description: '"py" for Python, "js" for JavaScript.',
+              }),
+              code: Type.String({ description: "The cell's code, verbatim." }),
+              title: Type.Optional(Type.String({ description: "A short label for the transcript." })),
+              timeout: Type.Optional(
+                Type.Number({
+                  description: `Seconds of work (default ${DEFAULT_EVAL_TIMEOUT_S}; clamped to 1..${MAX_EVAL_TIMEOUT_S}).`,
+                }),
+              ),
+              reset: Type.Optional(Type.Boolean({ description: "Wipe this cell's language state before it runs." })),
+            },
+            { additionalProperties: false },
+          ),
+          { minItems: 1, description: "Cells, run in order." },
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    executionMode: "sequential",
+    async execute(toolCallId, params, signal, onUpdate, ctx) {
+      const summary = {
+        cells: params.cells.map((c) => ({ language: c.language, codeBytes: Buffer.byteLength(c.code) })),
+      };
+      return links.journal.record("eval", toolCallId, summary, ctx, async (note) => {
+        // Every language is checked first: a cell whose backend is missing or disabled runs nothing at all.
+        const missing = [...new Set(params.cells.map((c) => c.language))]
+          .map((l) => [l, links.backends[l]?.unavailable()] as const)
+          .filter(([, why]) => why);
+        if (missing.length)
+          throw new Error(
+            missing.map(([l, why]) => `${LANGUAGE_NAMES[l]} cells (language "${l}") cannot run: ${why}.`).join(" ") +
+              " No cell was run.",
+          );
+        const settings = links.environment.settings();
+        const display = new DisplayCollector(settings.values.display);
+        const n = params.cells.length;
+        const languages = [...new Set(params.cells.map((c) => c.language))];
+        const cells: EvalCellDetails[] = params.cells.map((c, index) => ({
+          index,
+          ...(c.title ? { title: c.title } : {}),
+          language: c.language,
+          code: c.code,
+          status: "pending",
+          output: "",
+          durationMs: 0,
+          statusEvents: [],
+          markdown: false,
+        }));
+        const details: EvalDetails = {
+          cells,
+          language: params.cells[0].language,
+          languages,
+          jsonOutputs: [],
+          statusEvents: [],
+          isError: false,
+          ...backendDetails(links.backend?.()),
+        };
+        const update = onUpdate
+          ? throttled(() =>
+              onUpdate({
+                content: [{ type: "text", text: evalText(cells, 0) }],
+                // A snapshot: the cells go on changing after this update is sent.
+                details: {
+                  ...details,
+                  cells: cells.map((c) => ({ ...c })),
+                  jsonOutputs: display.jsonOutputs(),
+                } as never,
+              }),
+            )
+          : undefined;
+        const tools = withCompletion(createRunTools(pi, ctx, toolCallId), ctx, () => settings.values.completionModels);
+        const nested: NestedCallRecord[] = [];
+        let stop: string | undefined;
+        for (let i = 0; i < n; i++) {
+          const input = params.cells[i];
+          const cell = cells[i];
+          cell.status = "running";
+          update?.now();
+          const outcome: EvalCellOutcome = await links.backends[input.language].runCell(
+            {
+              index: i,
+              count: n,
+              code: input.code,
+              ...(input.title ? { title: input.title } : {}),
+              timeoutMs: clampSeconds(input.timeout ?? DEFAULT_EVAL_TIMEOUT_S) * 1000,
+              reset: input.reset === true,
+            },
+            {
+              ctx,
+              toolCallId,
+              display,
+              tools,
+              ...(signal ? { signal } : {}),
+              ...(update
+                ? {
+                    onOutput: (text: string) => {
+                      cell.output = text;
+                      update();
+                    },
+                  }
+                : {}),
+            },
+          );
+          for (const r of outcome.runs) {
+            nested.push(...(r.outcome.nestedCalls ?? []));
+            note.runId ??= r.outcome.runId;
+            links.journal.run(r, { toolCallId, surface: "eval", ...display.countsOf(i) });
+          }
+          cell.status = outcome.status;
+          cell.output = outcome.output;
+          cell.durationMs = outcome.durationMs;
+          cell.exitCode = outcome.exitCode;
+          cell.markdown = display.markdownIn(i);
+          const label = `cell ${i + 1}/${n}${input.title ? ` (${input.title})` : ""}`;
+          if (outcome.cancelled) stop = `[${label} was cancelled${i + 1 < n ? "; later cells were skipped" : ""}]`;
+          else if (outcome.status === "error")
+            stop = `[${label} failed${i + 1 < n ? "; later cells were skipped" : ""}; state from earlier cells is kept${outcome.lost ? ", except this language's kernel, which was lost" : ""}]`;
+          if (stop) break;
+        }
+        update?.stop();
+        await display.settle();
+        details.jsonOutputs = display.jsonOutputs();
+        details.isError = stop !== undefined;
+        const imageCount = display.imageContent().length;
+        let text = evalText(cells, imageCount);
+        const notes = [...display.trailingNotes(), ...(stop ? [stop] : [])];
+        if (notes.length) text = `${text}\n\n${notes.join("\n")}`;
+        const usage = outerUsage(nested);
+        return {
+          content: [{ type: "text" as const, text: truncateForModel(text) }, ...display.imageContent()],
+          details,
+          ...(usage ? { usage: usage as never } : {}),
+          ...(details.isError ? { isError: true } : {}),
+        };
+      });
+    },
+  });
+}
+
+function clampSeconds(s: number): number {
+  return Number.isFinite(s) ? Math.min(MAX_EVAL_TIMEOUT_S, Math.max(1, s)) : DEFAULT_EVAL_TIMEOUT_S;
+}
+
+/** oh-my-pi's text: each cell's output, prefixed `[i/n] title` when there are several; a note when nothing shows. */
+export function evalText(cells: EvalCellDetails[], images: number): string {
+  const ran = cells.filter((c) => c.status !== "pending");
+  const parts: string[] = [];
+  for (const c of ran) {
+    const out = c.output.trim();
+    if (cells.length > 1)
+      parts.push(`[${c.index + 1}/${cells.length}]${c.title ? ` ${c.title}` : ""}${out ? `\n${out}` : ""}`);
+    else if (out) parts.push(out);
+  }
+  const any = ran.some((c) => c.output.trim());
+  if (!any) {
+    const none = images > 0 ? `(displayed ${images} image(s); no text output)` : "(no output)";
+    return cells.length > 1 ? [...parts, none].join("\n\n") : none;
+  }
+  return parts.join("\n\n");
+}

@@ -1,0 +1,236 @@
+// The `python` tool (pi-python compatible): cells run in order in the notebook session's persistent namespace;
+// a failing cell stops the ones after it; one timeout covers the whole call, escalated as pi-python does
+// (SIGINT, a second SIGINT halfway through the grace, then the kill). The text and details keep pi-python's layout.
+import { statSync } from "node:fs";
+import { resolve } from "node:path";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
+import type { SupervisorHost } from "../../host/index.ts";
+import { backendDetails } from "../shared/backend-mark.ts";
+import type { JournalLink } from "../journal.ts";
+import type { CodeEnvironment } from "../environment.ts";
+import { createRunTools, outerUsage } from "../shared/calls.ts";
+import { withCompletion } from "../shared/completion.ts";
+import type { NestedCallRecord } from "../../machines/tool-events.ts";
+import { graceFor, PYTHON_GRACE_MS, runPyCell, verdictOf } from "../shared/notebook/python-cells.ts";
+import { formatPythonResult, type PythonCellDetails, type PythonDetails } from "./result.ts";
+import { DisplayCollector } from "../shared/display/collector.ts";
+import { pythonRenderers } from "../shared/notebook/render.ts";
+import { throttled } from "../shared/notebook/updates.ts";
+
+export const DEFAULT_PYTHON_TIMEOUT_S = 120;
+
+const DESCRIPTION = [
+  "Run Python cells in a persistent interpreter (a notebook kernel): imports, variables, functions and live objects",
+  "survive across cells and calls. Cells run in order; the value of a cell's last expression is shown as `=> repr`;",
+  "if a cell raises, its traceback is shown and the cells after it do not run (state changed before the error stays).",
+  "`display(obj)` shows images, markdown, HTML and JSON. Top-level `await` works; `await <tool>(...)` calls Pi tools.",
+  `One \`timeout\` (seconds, default ${DEFAULT_PYTHON_TIMEOUT_S}) covers all cells of the call: on timeout the cell gets`,
+  "KeyboardInterrupt (the namespace survives); if it does not stop, the kernel is killed and the namespace is lost (said so).",
+  "`reset: true` starts an empty namespace; `cwd` runs this call in another directory. Use cells: [{code: '...'}].",
+].join(" ");
+
+const GUIDELINES = [
+  "Use python for data transforms, parsing, math and stateful scratch work; split long work into cells so completed setup survives a timeout.",
+  "If a python result says the kernel was killed or reset, re-create what you need before relying on earlier variables.",
+];
+
+export interface PythonToolLinks {
+  getHost: () => SupervisorHost;
+  environment: CodeEnvironment;
+  journal: JournalLink;
+}
+
+export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): void {
+  const maxTimeout = links.environment.settings().values.maxTimeout;
+  pi.registerTool({
+    ...pythonRenderers,
+    name: "python",
+    label: "Python",
+    description: DESCRIPTION,
+    promptSnippet: "Run Python cells in a persistent notebook kernel",
+    promptGuidelines: GUIDELINES,
+    parameters: Type.Object(
+      {
+        cells: Type.Array(
+          Type.Object(
+            {
+              code: Type.String({ description: "Python source of the cell; its last expression's value is shown." }),
+              title: Type.Optional(Type.String({ description: "A short label for the cell." })),
+            },
+            { additionalProperties: false },
+          ),
+          { minItems: 1, description: "Cells to run, in order." },
+        ),
+        timeout: Type.Optional(
+          Type.Number({
+            description: `Seconds for the whole call (default ${DEFAULT_PYTHON_TIMEOUT_S}; clamped to 1..${maxTimeout}).`,
+          }),
+        ),
+        reset: Type.Optional(Type.Boolean({ description: "Start an empty namespace before the first cell." })),
+        cwd: Type.Optional(
+          Type.String({
+            description:
+              "Run this call in this directory (relative to Pi's working directory); it goes first on sys.path.",
+          }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    executionMode: "sequential",
+    async execute(toolCallId, params, signal, onUpdate, ctx) {
+      const args = { cells: params.cells.length, ...(params.timeout !== undefined ? { timeout: params.timeout } : {}) };
+      return links.journal.record(
+        "python",
+        toolCallId,
+        { ...args, reset: params.reset === true },
+        ctx,
+        async (note) => {
+          const settings = links.environment.settings();
+          const max = settings.values.maxTimeout;
+          const timeoutS = clamp(params.timeout ?? DEFAULT_PYTHON_TIMEOUT_S, 1, max);
+          const chdir = params.cwd ? resolve(ctx.cwd, params.cwd) : ctx.cwd;
+          if (params.cwd && !isDirectory(chdir)) throw new Error(`cwd ${chdir} is not a directory; nothing was run.`);
+          const host = links.getHost();
+          const session = settings.values.notebookSession;
+          const display = new DisplayCollector(settings.values.display);
+          const cells: PythonCellDetails[] = params.cells.map((c, index) => ({
+            index,
+            ...(c.title ? { title: c.title } : {}),
+            status: "not_run",
+            stdout: "",
+            stderr: "",
+            durationMs: 0,
+          }));
+          const details: PythonDetails = {
+            cells,
+            timedOut: false,
+            cancelled: false,
+            killed: false,
+            reset: params.reset === true,
+            ...backendDetails(host.backend()),
+          };
+          const titles = params.cells.map((c) => c.title);
+          const update = onUpdate
+            ? throttled(() =>
+                onUpdate({
+                  content: [{ type: "text", text: formatPythonResult(titles, details, true) }],
+                  // A snapshot: the cells go on changing after this update is sent.
+                  details: { ...details, cells: cells.map((c) => ({ ...c })), partial: true } as never,
+                }),
+              )
+            : undefined;
+          const deadline = Date.now() + timeoutS * 1000;
+          const tools = withCompletion(
+            createRunTools(pi, ctx, toolCallId),
+            ctx,
+            () => settings.values.completionModels,
+          );
+          const nested: NestedCallRecord[] = [];
+          const runIds: string[] = [];
+          for (let i = 0; i < params.cells.length; i++) {
+            const left = deadline - Date.now();
+            if (left <= 0) {
+              details.timedOut = true;
+              break;
+            }
+            const cell = cells[i];
+            cell.status = "running" as never;
+            update?.now();
+            const r = await runPyCell(
+              {
+                code: params.cells[i].code,
+                cell: {
+                  index: i + 1,
+                  count: params.cells.length,
+                  ...(params.cells[i].title ? { title: params.cells[i].title } : {}),
+                },
+                timeoutMs: left,
+                reset: i === 0 && params.reset === true,
+              },
+              {
+                host,
+                session,
+                cwd: ctx.cwd,
+                chdir,
+                surface: "python",
+                graceMs: graceFor(settings, PYTHON_GRACE_MS),
+                secondInterrupt: true,
+                budget: "wall",
+                tools,
+                ...(signal ? { signal } : {}),
+                ...(update
+                  ? {
+                      onOutput: (out) => {
+                        const p = out.preview();
+                        cell.stdout = p.stdout;
+                        cell.stderr = p.stderr;
+                        update();
+                      },
+                    }
+                  : {}),
+                onDisplay: display.forCell(i),
+              },
+            );
+            runIds.push(r.outcome.runId);
+            nested.push(...(r.outcome.nestedCalls ?? []));
+            links.journal.run(r, { toolCallId, surface: "python", ...display.countsOf(i) });
+            const v = verdictOf(r);
+            cell.stdout = bounded(r.stdout);
+            cell.stderr = bounded(r.stderr);
+            cell.durationMs = r.outcome.durationMs;
+            cell.status = v.ok ? "ok" : v.cancelled && !v.killed ? "cancelled" : "error";
+            if (v.ok && r.value !== undefined && r.value !== "None") cell.value = r.value;
+            if (!v.ok && v.error) cell.exception = v.error;
+            Object.assign(cell, display.cellDetails(i));
+            if (r.outcome.runner)
+              details.python = { version: r.outcome.runner.python, executable: r.outcome.runner.executable };
+            if (r.outcome.session)
+              details.session = {
+                name: r.outcome.session.name,
+                ordinal: r.outcome.session.ordinal,
+                isLost: r.outcome.session.isLost,
+              };
+            if (v.timedOut) details.timedOut = true;
+            if (v.cancelled) details.cancelled = true;
+            if (v.killed) details.killed = true;
+            if (!v.ok || v.timedOut || v.cancelled) break;
+          }
+          update?.stop();
+          note.runId = runIds[0];
+          await display.settle();
+          const text = formatPythonResult(titles, details, false);
+          const usage = outerUsage(nested);
+          const failed = cells.some((c) => c.status !== "ok") || details.killed; // a cell failed, or never ran
+          return {
+            content: [{ type: "text" as const, text }, ...display.imageContent()],
+            details,
+            ...(usage ? { usage: usage as never } : {}),
+            ...(failed ? { isError: true } : {}),
+          };
+        },
+      );
+    },
+  });
+}
+
+function clamp(n: number, min: number, max: number): number {
+  return Number.isFinite(n) ? Math.min(max, Math.max(min, n)) : min;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Details keep at most this many characters of each channel per cell (head and tail). */
+const DETAIL_CHARS = 256 * 1024;
+
+function bounded(text: string): string {
+  if (text.length <= DETAIL_CHARS) return text;
+  const half = DETAIL_CHARS / 2;
+  return `${text.slice(0, half)}\n[... ${text.length - 2 * half} characters omitted ...]\n${text.slice(-half)}`;
+}

@@ -1,0 +1,118 @@
+// Python cells as runs: every cell of a `python` or `eval` call is one run in the notebook session (setting
+// `notebookSession`, the session `code_execution {session: "notebook"}` reaches too), with the surface and the cell
+// in the run's input so the inspector and the event log show who started it.
+import type { RunTools } from "../../../host/index.ts";
+import type { RunOutput } from "../../../host/index.ts";
+import type { SupervisorHost, RunCallbacks, RunResult } from "../../../host/index.ts";
+import type { CellRef, Surface } from "../../../machines/events.ts";
+import type { ResolvedSettings } from "../../../store/settings.ts";
+
+/** pi-python's grace between the timeout's SIGINT and the kill (a second SIGINT comes halfway). */
+export const PYTHON_GRACE_MS = 30_000;
+/** oh-my-pi's: SIGINT, then the kill 5 s later. */
+export const EVAL_GRACE_MS = 5_000;
+
+/** The grace a surface uses: `interruptGraceMs` when someone set it (ours or pi-python's), else its own default. */
+export function graceFor(settings: ResolvedSettings, surfaceDefault: number): number {
+  return settings.sources.interruptGraceMs?.source === "default" ? surfaceDefault : settings.values.interruptGraceMs;
+}
+
+export interface PyCellRequest {
+  code: string;
+  cell: CellRef;
+  timeoutMs: number;
+  /** A fresh namespace before this cell. */
+  reset: boolean;
+}
+
+export interface PyCellContext {
+  host: SupervisorHost;
+  session: string;
+  /** Pi's working directory: the session's start directory. */
+  cwd: string;
+  /** Where this call's cells run (the call's `cwd`, else Pi's). */
+  chdir: string;
+  surface: Surface;
+  graceMs: number;
+  secondInterrupt: boolean;
+  budget: "wall" | "work";
+  tools?: RunTools;
+  signal?: AbortSignal;
+  onOutput?: (output: RunOutput) => void;
+  onDisplay?: RunCallbacks["onDisplay"];
+}
+
+export function runPyCell(req: PyCellRequest, ctx: PyCellContext): Promise<RunResult> {
+  return ctx.host.run(
+    {
+      code: req.code,
+      cwd: ctx.cwd,
+      timeoutMs: Math.max(1, Math.round(req.timeoutMs)),
+      session: ctx.session,
+      reset: req.reset,
+      surface: ctx.surface,
+      cell: req.cell,
+      chdir: ctx.chdir,
+      result: "value",
+      budget: ctx.budget,
+      escalation: { graceMs: ctx.graceMs, secondInterrupt: ctx.secondInterrupt },
+    },
+    {
+      ...(ctx.tools ? { tools: ctx.tools } : {}),
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+      ...(ctx.onOutput ? { onOutput: ctx.onOutput } : {}),
+      ...(ctx.onDisplay ? { onDisplay: ctx.onDisplay } : {}),
+    },
+  );
+}
+
+/** How a cell's run went, in notebook words. */
+export interface CellVerdict {
+  /** The cell completed (also: it caught the timeout's KeyboardInterrupt and finished). */
+  ok: boolean;
+  cancelled: boolean;
+  timedOut: boolean;
+  /** The kernel was killed or died: its namespace is gone. */
+  killed: boolean;
+  /** The error text: a traceback, or what went wrong around the code. */
+  error?: string;
+}
+
+/** How a cell's run ended, in any language: it completed (also when it caught the timeout's interrupt or the
+ * cancellation and ended by itself, keeping its state), timed out, was cancelled, or lost its session's state. */
+export function cellEnding(o: RunResult["outcome"]): {
+  ok: boolean;
+  lost: boolean;
+  timedOut: boolean;
+  cancelled: boolean;
+} {
+  const lost = o.session?.isLost === true;
+  const timedOut = o.stopReason === "timeout";
+  const cancelled = o.stopReason === "cancelled";
+  const caught = (timedOut || cancelled) && !o.killed && !lost && o.exitCode === 0;
+  return { ok: o.status === "success" || caught, lost, timedOut, cancelled };
+}
+
+export function verdictOf(r: RunResult): CellVerdict {
+  const o = r.outcome;
+  const { ok, lost, timedOut, cancelled } = cellEnding(o);
+  let error = r.exception;
+  if (!ok && !error) {
+    if (o.status === "setup_error") error = o.message ?? "the cell could not be run";
+    else if (lost)
+      error = o.killed
+        ? "the kernel did not stop after the interrupts and was killed; its namespace is gone"
+        : `the kernel died (${o.signal ?? (o.exitCode !== undefined ? `exit code ${o.exitCode}` : (o.message ?? "unknown cause"))}); its namespace is gone`;
+    else if (o.status === "policy_error") error = "a nested tool call was blocked by a policy";
+    else if (o.message) error = o.message;
+  }
+  if (!ok && o.status === "policy_error" && r.exception)
+    error = `${r.exception}\n[a nested tool call was blocked by a policy]`;
+  return {
+    ok,
+    cancelled,
+    timedOut,
+    killed: lost,
+    ...(error ? { error } : {}),
+  };
+}

@@ -1,0 +1,42 @@
+// Drives a host's shell sessions the way the exec tools do (host/exec.ts `start` and `write`), with each test file's
+// own defaults; failures throw with the host's message. Shared by the host-level exec tests.
+import "./agent-dir.ts";
+import type { SupervisorHost } from "../../host/host.ts";
+
+type StartRequest = Parameters<SupervisorHost["exec"]["start"]>[0];
+type WriteRequest = Parameters<SupervisorHost["exec"]["write"]>[0];
+
+export function execDriver(
+  host: () => SupervisorHost,
+  defaults: { cwd: () => string; cols: number; yieldMs: number; durationMs: number; callPrefix: string },
+) {
+  let calls = 0;
+  const callId = () => `${defaults.callPrefix}-${++calls}`;
+  async function start(command: string, more: Partial<StartRequest> = {}) {
+    const r = await host().exec.start({
+      command,
+      cwd: defaults.cwd(),
+      tty: false,
+      cols: defaults.cols,
+      rows: 30,
+      yieldMs: defaults.yieldMs,
+      onExit: "none",
+      callId: callId(),
+      ...more,
+    });
+    if (!r.ok) throw new Error(r.error);
+    return r.value;
+  }
+  async function write(id: number, more: Partial<WriteRequest> = {}) {
+    const r = await host().exec.write({
+      id,
+      until: "full",
+      durationMs: defaults.durationMs,
+      callId: callId(),
+      ...more,
+    });
+    if (!r.ok) throw new Error(r.error);
+    return r.value;
+  }
+  return { start, write, callId };
+}
