@@ -226,16 +226,29 @@ describe("actors created before the inspector started, and run labels", () => {
         if (ev.type === "@xstate.actor") born.set(actorName(ref(ev.actorRef)), Date.now());
       },
     });
-    const spareHost = new SupervisorHost({ ...observer.hostOptions(), spareIdleMs: 1500 });
+    // The spare's idle timer (1500 ms) is held until the inspector has started: on a loaded machine starting it can
+    // take longer than the idle time, and a spare retired before the inspector existed is not in its history.
+    const SPARE_IDLE_MS = 1500;
+    let inspectorStarted = () => {};
+    const started = new Promise<void>((r) => (inspectorStarted = r));
+    const options = observer.hostOptions();
+    const clock = {
+      setTimeout: (fn: (...args: unknown[]) => void, ms: number) =>
+        options.clock.setTimeout(ms === SPARE_IDLE_MS ? () => void started.then(() => fn()) : fn, ms),
+      clearTimeout: (n: number) => options.clock.clearTimeout(n),
+    };
+    const spareHost = new SupervisorHost({ ...options, clock, spareIdleMs: SPARE_IDLE_MS });
     let late: Inspector | undefined;
     try {
       const cwd = tmpdir();
       assert.equal((await spareHost.run({ code: "1", cwd, timeoutMs: 20_000 })).outcome.status, "success");
       assert.ok(await waitUntil(() => spareHost.spares().some((s) => s.ready), 10_000), "a spare is ready");
       const spare = spareHost.spares()[0].id;
-      const started = await startInspector({ observer });
-      assert.ok(started.ok);
-      late = started.value;
+      const inspector = await startInspector({ observer });
+      assert.ok(inspector.ok);
+      late = inspector.value;
+      assert.ok(spareHost.spares().some((s) => s.id === spare), "the spare is alive when the inspector starts");
+      inspectorStarted();
       // The spare retires while the inspector runs, before any page connects: its frames are in the history,
       // its creation is not.
       assert.ok(await waitUntil(() => !spareHost.spares().some((s) => s.id === spare), 10_000), "the spare retired");
