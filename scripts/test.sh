@@ -10,6 +10,9 @@ source scripts/env.sh
 # minute is stale: it goes.
 pyenv_lock="${PYENV_ROOT:-$HOME/.pyenv}/shims/.pyenv-shim"
 if [[ -e "$pyenv_lock" && -n "$(find "$pyenv_lock" -mmin +1 2>/dev/null)" ]]; then rm -f "$pyenv_lock"; fi
+# A shell the tests kill in the middle of that rehash leaves the lock during the run: each later login shell then
+# waits at most this long for it (pyenv's own setting; `pyenv init` hides the rehash's complaint), not 60 s.
+export PYENV_REHASH_TIMEOUT="${PYENV_REHASH_TIMEOUT:-2}"
 npx tsc -p tsconfig.json
 # state-coverage.ts records which tests enter which machine states (the inspector's "tests that cover it").
 # The timeout bounds each test and also each test file as a whole: 300 s, so a file of many real Pi sessions (the
