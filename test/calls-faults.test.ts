@@ -269,18 +269,30 @@ describe("10 000 calls at once", () => {
   test("through the runner: 1024 wait, the rest fail at once with a clear error; every answer correlates", async () => {
     const probe = makeProbe();
     const t0 = performance.now();
-    const pending = run(
-      [
-        "import asyncio",
-        "rs = await asyncio.gather(*(hold(i=i) for i in range(10_000)), return_exceptions=True)",
-        "ok = [(i, r) for i, r in enumerate(rs) if not isinstance(r, BaseException)]",
-        "print(len(ok), all(r == f'hold:{i}' for i, r in ok))",
-        "print(sorted({str(e) for e in rs if isinstance(e, BaseException)}))",
-      ].join("\n"),
-      probe,
-      { session: "ten-k", timeoutMs: 60_000 },
+    // Every call is issued (each task's first step: wait or fail) before any answer: the script says `issued` once
+    // all 10 000 first steps ran, and the gate opens only then. Opened earlier, answers freed places while later
+    // calls were still being issued (a blocked frame write paused them) and more than 1024 succeeded (1029 once,
+    // under load): right by the cap (it bounds calls waiting at once), wrong for this test's count.
+    let issued = false;
+    const pending = host.run(
+      {
+        code: [
+          "import asyncio, sys",
+          "tasks = [asyncio.ensure_future(hold(i=i)) for i in range(10_000)]",
+          "await asyncio.sleep(0)  # after every task's first step",
+          "sys.stdout.write('issued\\n'); sys.stdout.flush()",
+          "rs = await asyncio.gather(*tasks, return_exceptions=True)",
+          "ok = [(i, r) for i, r in enumerate(rs) if not isinstance(r, BaseException)]",
+          "print(len(ok), all(r == f'hold:{i}' for i, r in ok))",
+          "print(sorted({str(e) for e in rs if isinstance(e, BaseException)}))",
+        ].join("\n"),
+        cwd,
+        timeoutMs: 60_000,
+        session: "ten-k",
+      },
+      { tools: toolsFor(probe), onOutput: (o) => (issued ||= o.preview().stdout.includes("issued")) },
     );
-    while (probe.running < MAX_OPEN_CALLS && performance.now() - t0 < 60_000)
+    while ((!issued || probe.running < MAX_OPEN_CALLS) && performance.now() - t0 < 60_000)
       await new Promise((r) => setTimeout(r, 20));
     probe.openGate();
     const r = await pending;
@@ -288,7 +300,7 @@ describe("10 000 calls at once", () => {
     assert.equal(r.outcome.status, "success", r.stderr);
     assert.equal(
       r.stdout,
-      `1024 True\n['hold(): 1024 tool calls are already waiting; limit the concurrency (e.g. asyncio.Semaphore)']\n`,
+      `issued\n1024 True\n['hold(): 1024 tool calls are already waiting; limit the concurrency (e.g. asyncio.Semaphore)']\n`,
     );
     assert.equal(probe.maxRunning, MAX_OPEN_CALLS, "1024 ran at the same time");
     assert.equal(r.outcome.nestedCalls?.length, MAX_OPEN_CALLS, "refused in Python: never sent");
