@@ -3,6 +3,7 @@
 // module reload) and the code_execution tool (timeouts) without restarting Pi.
 import { getAgentDir, type ExtensionAPI, type ExtensionContext } from "@earendil-works/pi-coding-agent";
 import {
+  brokenBackend,
   chooseOperations,
   execLogDir,
   InterpreterResolver,
@@ -96,6 +97,8 @@ export class CodeEnvironment {
       // flags not available yet
     }
     const ssh = this.stringFlag(SSH_FLAG);
+    const refused = brokenBackend(this.settings(), ssh ? "remote" : sandbox ? "sandbox" : undefined);
+    if (refused) return (this.ops = refused);
     this.ops = chooseOperations(this.settings().values, {
       cwd: this.cwd ?? process.cwd(),
       env: this.env(),

@@ -6,7 +6,7 @@ import { localOperations, type ProcessOperations } from "../actors/process/opera
 import { defaultSessionRoot } from "../actors/deps/install-targets.ts";
 import { join } from "node:path";
 import { agentDir } from "../store/agent-dir.ts";
-import { loadSettings } from "../store/settings.ts";
+import { loadSettings, type ResolvedSettings } from "../store/settings.ts";
 
 export interface BackendChoice {
   /** Pi's working directory (the remote backend maps it to `remote.cwd`). */
@@ -42,11 +42,35 @@ export function chooseOperations(values: BackendSettings, choice: BackendChoice)
   return operationsFor({ ...values, backend: choice.sandbox ? "sandbox" : values.backend }, context);
 }
 
+/** A backend that refuses every start, saying which where-code-runs setting could not be read, when one that
+ * matters could not: `flag` is the backend Pi's `--ssh`/`--sandbox` chose, which makes a bad `backend` setting moot.
+ * Undefined when the settings say where code runs. Never a fallback to this machine (store/settings.ts `broken`). */
+export function brokenBackend(
+  settings: Pick<ResolvedSettings, "broken" | "values">,
+  flag?: "sandbox" | "remote",
+): ProcessOperations | undefined {
+  const kind = flag ?? settings.values.backend;
+  const matters = settings.broken.filter(
+    (b) =>
+      b.key === undefined ||
+      (b.key === "backend" && !flag) ||
+      (b.key.startsWith("sandbox.") && kind === "sandbox") ||
+      (b.key.startsWith("remote.") && kind === "remote"),
+  );
+  if (matters.length === 0) return undefined;
+  const what = matters.map((b) => `${b.where}: ${b.why}`).join("; ");
+  return failingOperations(kind === "remote" ? "remote" : "sandbox", {
+    message: `where code runs is not settled, so nothing runs: ${what}. Fix it and start Pi again (/code-status lists the settings).`,
+    hint: "settings_unreadable",
+  });
+}
+
 /** The backend a host gets without one given: local, or what PI_CODE_EXECUTION_BACKEND and the other backend
  * variables say (so the same tests run against the sandbox or a remote). */
 export function defaultOperations(env: NodeJS.ProcessEnv, packages?: BackendChoice["packages"]): ProcessOperations {
   if (!env.PI_CODE_EXECUTION_BACKEND) return localOperations;
-  return chooseOperations(loadSettings(undefined, env).values, {
+  const settings = loadSettings(undefined, env);
+  return brokenBackend(settings) ?? chooseOperations(settings.values, {
     cwd: process.cwd(),
     env,
     ...(packages ? { packages } : {}),

@@ -11,7 +11,7 @@ export {
   type SessionsListener,
 } from "./host.ts";
 export { Observability, type ObservabilitySettings, type RecorderOptions } from "./observability.ts";
-export { chooseOperations, type BackendChoice } from "./backend.ts";
+export { brokenBackend, chooseOperations, type BackendChoice } from "./backend.ts";
 export type { BackendInfo, ProcessOperations } from "../actors/process/operations.ts";
 export { SESSION_NAME_PATTERN } from "../actors/prepare/prepare.ts";
 

@@ -88,6 +88,24 @@ export interface ResolvedSettings {
   trusted: boolean;
   /** Project values and files that were not applied (untrusted project, boundary keys). */
   ignored: IgnoredSetting[];
+  /** Where-code-runs settings (`backend`, `sandbox.*`, `remote.*`, or the global file holding them) written so that
+   * they cannot be read: nothing runs until they are fixed, rather than on a backend the user did not choose. */
+  broken: BrokenSetting[];
+}
+
+/** A where-code-runs setting that could not be read (also one of the warnings). */
+export interface BrokenSetting {
+  /** The dotted key, or undefined for a global settings file that could not be read at all. */
+  key?: string;
+  /** The file or the environment variable. */
+  where: string;
+  why: string;
+}
+
+/** The settings that say where code runs: a bad value of one never falls back to the layer below (which could be
+ * this machine instead of the sandbox the user chose). */
+export function saysWhereCodeRuns(key: string): boolean {
+  return key === "backend" || key.startsWith("sandbox.") || key.startsWith("remote.");
 }
 
 /** How a variable's text becomes a value for the key's schema (a number, a switch, a list). Text that is no such value

@@ -15,7 +15,9 @@ import { didYouMean } from "../lib/closest.ts";
 import {
   boundaryOf,
   SETTING_KEYS,
+  saysWhereCodeRuns,
   SURFACES,
+  type BrokenSetting,
   type IgnoredSetting,
   type KeySpec,
   type ResolvedSettings,
@@ -51,14 +53,25 @@ function set(obj: Record<string, unknown>, dotted: string, value: unknown): void
 }
 
 /** A settings file as an object, or a warning. A missing file is simply no layer. */
-function readJson(path: string, label: string, warnings: string[]): Record<string, unknown> | undefined {
+/** A settings file's object; undefined when it is missing or empty, or (said in `warnings`, and passed to
+ * `unreadable` when given) when it cannot be read or is not a JSON object. */
+function readJson(
+  path: string,
+  label: string,
+  warnings: string[],
+  unreadable?: (why: string) => void,
+): Record<string, unknown> | undefined {
+  const refuse = (why: string, what: string) => {
+    warnings.push(`${label} settings (${path}) ${why}; ${unreadable ? UNREADABLE_GLOBAL : what}`);
+    unreadable?.(why);
+    return undefined;
+  };
   let text: string;
   try {
     text = readFileSync(path, "utf8");
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code !== "ENOENT" && code !== "ENOTDIR")
-      warnings.push(`${label} settings (${path}) cannot be read: ${code}; ignored`);
+    if (code !== "ENOENT" && code !== "ENOTDIR") return refuse(`cannot be read: ${code}`, "ignored");
     return undefined;
   }
   if (!text.trim()) return undefined;
@@ -66,17 +79,18 @@ function readJson(path: string, label: string, warnings: string[]): Record<strin
   try {
     parsed = JSON.parse(text);
   } catch (e) {
-    warnings.push(
-      `${label} settings (${path}) are not valid JSON (${(e as Error).message}); the whole file is ignored`,
-    );
-    return undefined;
+    return refuse(`are not valid JSON (${(e as Error).message})`, "the whole file is ignored");
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    warnings.push(`${label} settings (${path}) must be a JSON object; the whole file is ignored`);
-    return undefined;
-  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    return refuse("must be a JSON object", "the whole file is ignored");
   return parsed as Record<string, unknown>;
 }
+
+/** What an unreadable global file means: it may say where code runs, so nothing runs until it is fixed. */
+const UNREADABLE_GLOBAL =
+  "the whole file is ignored, and as it may say where code runs (backend, sandbox, remote), nothing runs until it is fixed";
+/** What a bad where-code-runs value means. */
+const NOTHING_RUNS = "nothing runs until it is fixed (where code runs never falls back to another backend)";
 
 export interface LoadOptions {
   /** Pi's trust decision for the project (`ctx.isProjectTrusted()`): the project files are read only when true. */
@@ -103,6 +117,7 @@ export function loadSettings(
   const warnings: string[] = [];
   const unknown: string[] = [];
   const ignored: IgnoredSetting[] = [];
+  const broken: BrokenSetting[] = [];
   const globalPath = globalSettingsPath();
   const projectPath = cwd ? projectSettingsPath(cwd) : undefined;
   const py = piPythonSettingsPaths(cwd);
@@ -137,19 +152,14 @@ export function loadSettings(
       const entry = layer.checked?.values.get(spec.key);
       if (!entry) continue;
       const r = entry.verdict;
-      const named = r.ok ? undefined : caseOf(spec, entry.raw);
-      if (named !== undefined) {
-        // "Sandbox" for `backend`: the choice is plain, and falling back to the layer below could loosen a boundary
-        // the user meant to set (local instead of sandbox). Applied, with a warning that the schema wants it exactly.
-        warnings.push(
-          `${layer.source} settings (${layer.where}): ${spec.key} ${JSON.stringify(entry.raw)} is read as ${JSON.stringify(named)}; write it exactly so (the schema and editors accept only that)`,
-        );
-        value = named;
-        origin = { source: layer.source, where: layer.where };
-      } else if (!r.ok) {
-        const w = `${layer.source} settings (${layer.where}): ${spec.key} ${r.why} (got ${JSON.stringify(entry.raw)}); using ${describe(value)} from ${origin.source}`;
+      if (!r.ok) {
+        const got = `${spec.key} ${r.why} (got ${JSON.stringify(entry.raw)})`;
+        const w = saysWhereCodeRuns(spec.key)
+          ? `${layer.source} settings (${layer.where}): ${got}; ${NOTHING_RUNS}`
+          : `${layer.source} settings (${layer.where}): ${got}; using ${describe(value)} from ${origin.source}`;
         warnings.push(w);
         if (r.unknown) unknown.push(w);
+        if (saysWhereCodeRuns(spec.key)) broken.push({ key: spec.key, where: layer.where!, why: got });
       } else if (layer.source === "project" && boundary === "lower" && !lowers(r.value, value)) {
         ignore(
           layer.where,
@@ -168,9 +178,13 @@ export function loadSettings(
         value = r.value;
         origin = { source: "env", where: spec.env };
       } else {
-        const w = `${spec.env}: ${spec.key} ${r.why} (got ${JSON.stringify(fromEnv)}); using ${describe(value)} from ${origin.source}`;
+        const got = `${spec.key} ${r.why} (got ${JSON.stringify(fromEnv)})`;
+        const w = saysWhereCodeRuns(spec.key)
+          ? `${spec.env}: ${got}; ${NOTHING_RUNS}`
+          : `${spec.env}: ${got}; using ${describe(value)} from ${origin.source}`;
         warnings.push(w);
         if (r.unknown) unknown.push(w);
+        if (saysWhereCodeRuns(spec.key)) broken.push({ key: spec.key, where: spec.env, why: got });
       }
     }
     if (origin.source === "default" && spec.piPython) {
@@ -212,6 +226,7 @@ export function loadSettings(
     files: { global: globalPath, ...(projectPath ? { project: projectPath } : {}) },
     trusted,
     ignored,
+    broken,
   };
 
   function ignore(file: string, key: string, why: string): void {
@@ -223,7 +238,8 @@ export function loadSettings(
    * closest known one), a project's boundary key (ignored), a group that is not an object. Each key's value is judged
    * in the loop above, where a bad one falls back to the layer below. */
   function ourFile(file: "global" | "project", path: string): Layer {
-    const data = readJson(path, file, warnings);
+    const unreadable = (why: string) => broken.push({ where: path, why: `the file ${why}` });
+    const data = readJson(path, file, warnings, file === "global" ? unreadable : undefined);
     const checked = data ? checkFile(file, data) : undefined;
     for (const { key, known } of checked?.unknown ?? []) {
       const prefix = key.slice(0, key.lastIndexOf(".") + 1);
@@ -278,14 +294,6 @@ function fromPiPython(
     );
   }
   return undefined;
-}
-
-/** A name of a fixed set (`backend`, `remote.transport`) written with other case or spaces around it: the name. */
-function caseOf(spec: KeySpec, raw: unknown): string | undefined {
-  const names = (spec.schema as { enum?: unknown[] }).enum;
-  if (!names || typeof raw !== "string") return undefined;
-  const folded = raw.trim().toLowerCase();
-  return names.find((n): n is string => typeof n === "string" && n.toLowerCase() === folded);
 }
 
 function describe(v: unknown): string {

@@ -139,8 +139,6 @@ describe("loading checks each file with its schema", () => {
           const named =
             said.startsWith(`${prefix}${spec.key} ${expected}`) ||
             said.startsWith(`${prefix}${spec.key} is a boundary setting`) ||
-            // A fixed-set name in another case is that name, said (store/settings.ts `caseOf`).
-            said.startsWith(`${prefix}${spec.key} ${JSON.stringify(value)} is read as`) ||
             said.startsWith(`${prefix}tools: unknown surface`);
           if (!named || (said.includes(" must be ") && !said.includes(`(got ${JSON.stringify(value)})`)))
             mismatches.push(`${file} ${spec.key}=${JSON.stringify(value)}: ${said}`);
@@ -208,23 +206,23 @@ describe("loading checks each file with its schema", () => {
     assert.equal(s.values.defaultTimeout, 30);
   });
 
-  test("a file is checked as written: text with spaces around is refused; a fixed-set name in another case is that name, said", () => {
+  test("a file is checked as written: text with spaces around is refused, and a fixed-set name in another case too", () => {
     const { cwd, env } = dirs();
     const file = globalSettingsPath();
     write(file, { backend: "Sandbox", journal: " /tmp/j.sqlite", remote: { host: "h " } });
     const s = loadSettings(cwd, env);
-    // Falling back would loosen the boundary the user chose (local instead of the sandbox).
-    assert.equal(s.values.backend, "sandbox");
+    // Not guessed, and not a fall back to local either: where code runs is broken until written as the schema says.
+    assert.deepEqual(s.broken.map((b) => b.key), ["backend", "remote.host"]);
     assert.equal(s.values.journal, undefined);
-    assert.equal(s.values.remote.host, undefined);
     const said = s.warnings.join("\n");
-    assert.match(said, /backend "Sandbox" is read as "sandbox"; write it exactly so/);
+    assert.match(said, /backend must be one of local, sandbox, remote.*\(got "Sandbox"\); nothing runs until it is fixed/);
     assert.match(said, /journal must be a file path or "off" \(no spaces around it\) \(got " \/tmp\/j\.sqlite"\)/);
     assert.match(said, /remote\.host must be a non-empty string \(no spaces around it\) \(got "h "\)/);
     // Control: the same values as the schema wants them apply.
     write(file, { backend: "sandbox", journal: "/tmp/j.sqlite", remote: { host: "h" } });
     const right = loadSettings(cwd, env);
     assert.deepEqual(right.warnings, []);
+    assert.deepEqual(right.broken, []);
     assert.equal(right.values.backend, "sandbox");
     assert.equal(right.values.remote.host, "h");
   });
@@ -272,9 +270,9 @@ describe("environment variables are read into values and checked by the same sch
       'PI_CODE_EXECUTION_EVAL_JS: eval.js must be true or false (got "maybe"); using true from default',
       'PI_CODE_EXECUTION_KILL_GRACE_MS: killGraceMs must be an integer of milliseconds from 0 to 60000 (got "soon"); using 500 from default',
       `PI_CODE_EXECUTION_LIMIT_MEMORY_MIB: limits.memoryMiB must be an integer of MiB from 32 to ${2 ** 30} (got "1e12"); using the built-in default from default`,
-      'PI_CODE_EXECUTION_REMOTE_ARGV: remote.argv must be a list of strings (its variable: a JSON list, such as ["-o", "ConnectTimeout=5"]) (got "sh -c id"); using [] from default',
-      'PI_CODE_EXECUTION_REMOTE_TRANSPORT: remote.transport must be one of ssh, kubectl, docker, podman, command; did you mean "ssh"? (got "sssh"); using "ssh" from default',
-      'PI_CODE_EXECUTION_SANDBOX_WRITABLE: sandbox.writable must be a list of absolute paths (got "relative:/abs"); using [] from default',
+      'PI_CODE_EXECUTION_REMOTE_ARGV: remote.argv must be a list of strings (its variable: a JSON list, such as ["-o", "ConnectTimeout=5"]) (got "sh -c id"); nothing runs until it is fixed (where code runs never falls back to another backend)',
+      'PI_CODE_EXECUTION_REMOTE_TRANSPORT: remote.transport must be one of ssh, kubectl, docker, podman, command; did you mean "ssh"? (got "sssh"); nothing runs until it is fixed (where code runs never falls back to another backend)',
+      'PI_CODE_EXECUTION_SANDBOX_WRITABLE: sandbox.writable must be a list of absolute paths (got "relative:/abs"); nothing runs until it is fixed (where code runs never falls back to another backend)',
     ]);
     assert.equal(s.unknown.length, 1, "the transport's name is an unknown name");
   });

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
 import { globalSettingsPath, loadSettings, projectSettingsPath, SettingsStore } from "../store/settings.ts";
+import { brokenBackend } from "../host/backend.ts";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { waitUntil } from "./helpers/procs.ts";
 
@@ -113,19 +114,41 @@ describe("malformed settings become warnings and fall back", () => {
     assert.match(all, /PI_CODE_EXECUTION_DEFAULT_TIMEOUT: defaultTimeout must be a number/);
   });
 
-  test('a fixed-set name in another case ("Sandbox") is that name, with a warning: a boundary never falls back to local', () => {
+  test("a where-code-runs value that cannot be read is broken, never a fall back to local: a file, a variable, the file itself", () => {
     const { cwd, env } = dirs();
-    write(globalSettingsPath(), { backend: " Sandbox", remote: { transport: "SSH" } });
-    const s = loadSettings(cwd, env, trusted);
-    assert.equal(s.values.backend, "sandbox");
-    assert.equal(s.sources.backend.source, "global");
-    assert.equal(s.values.remote.transport, "ssh");
-    assert.match(s.warnings.join("\n"), /backend " Sandbox" is read as "sandbox"; write it exactly so/);
-    // Control: a name that is not one of the set still falls back, with the closest one named.
+    for (const backend of [" Sandbox", "Sandbox", "sandbx", 7]) {
+      write(globalSettingsPath(), { backend, remote: { transport: "SSH" } });
+      const s = loadSettings(cwd, env, trusted);
+      assert.deepEqual(
+        s.broken.map((b) => b.key),
+        ["backend", "remote.transport"],
+        JSON.stringify(backend),
+      );
+      assert.match(s.warnings.join("\n"), /backend must be one of local, sandbox, remote.*; nothing runs until it is fixed/);
+      assert.ok(brokenBackend(s), "the backend refuses");
+    }
+    // From a variable, the same.
+    write(globalSettingsPath(), {});
+    const fromEnv = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_SANDBOX_NETWORK: "maybe" }, trusted);
+    assert.deepEqual(fromEnv.broken.map((b) => [b.key, b.where]), [["sandbox.network", "PI_CODE_EXECUTION_SANDBOX_NETWORK"]]);
+    // A sandbox key matters only to the sandbox, a remote key only to a remote; `backend` not when a flag chose.
+    assert.equal(brokenBackend(fromEnv), undefined, "local: the sandbox's network switch is moot");
+    assert.ok(brokenBackend(fromEnv, "sandbox"));
     write(globalSettingsPath(), { backend: "sandbx" });
-    const bad = loadSettings(cwd, env, trusted);
-    assert.equal(bad.values.backend, "local");
-    assert.match(bad.warnings.join("\n"), /backend must be one of local, sandbox, remote/);
+    assert.equal(brokenBackend(loadSettings(cwd, env, trusted), "remote"), undefined, "--ssh chose");
+    // A global file that is not JSON may have said where code runs.
+    writeFileSync(globalSettingsPath(), '{"backend": "sandbox",');
+    const unreadable = loadSettings(cwd, env, trusted);
+    assert.deepEqual(unreadable.broken.map((b) => b.key), [undefined]);
+    assert.match(unreadable.warnings.join("\n"), /not valid JSON.*nothing runs until it is fixed/);
+    assert.ok(brokenBackend(unreadable));
+    // Controls: the same settings written right are not broken; another key's bad value still falls back.
+    write(globalSettingsPath(), { backend: "sandbox", remote: { transport: "ssh" }, maxTimeout: "lots" });
+    const right = loadSettings(cwd, env, trusted);
+    assert.deepEqual(right.broken, []);
+    assert.equal(right.values.backend, "sandbox");
+    assert.equal(brokenBackend(right), undefined);
+    assert.match(right.warnings.join("\n"), /maxTimeout must be a number of seconds.*using 3600 from default/);
   });
 
   test("unknown names (a key, a nested key, a fixed-set value, a surface) name the closest known one and are listed apart", () => {
@@ -141,7 +164,7 @@ describe("malformed settings become warnings and fall back", () => {
     const expected = [
       /unknown key "maxTimout" is ignored; did you mean "maxTimeout"\?$/,
       /unknown key "inspector\.prot" is ignored; did you mean "inspector\.port"\?$/,
-      /backend must be one of local, sandbox, remote; did you mean "remote"\? \(got "remoet"\); using "local" from default$/,
+      /backend must be one of local, sandbox, remote; did you mean "remote"\? \(got "remoet"\); nothing runs until it is fixed/,
       /PI_CODE_EXECUTION_REMOTE_TRANSPORT: remote\.transport must be one of .*; did you mean "docker"\? \(got "dokcer"\)/,
       /tools: unknown surface "pyton" is ignored \(known: .*\); did you mean "python"\?$/,
     ];

@@ -12,6 +12,11 @@ export const BACKEND_HINTS = {
     "would have to show all of it. Choose an interpreter installed in its own directory (a venv, pyenv, /usr/bin/" +
     "python3) with python_set_interpreter, --python or PI_PYTHON. A symlink is followed first: ~/bin/python3 -> " +
     "/usr/bin/python3 is fine. Nothing ran.",
+  settings_unreadable:
+    "A setting that says where code runs (`backend`, `sandbox.*`, `remote.*`, in the global settings file or a " +
+    "PI_CODE_EXECUTION_* variable) could not be read. Nothing ran: a run never falls back to another backend, such " +
+    "as this machine instead of the sandbox. Fix the value, then start Pi again (the backend is chosen once per " +
+    "Pi session).",
   remote_unreachable:
     "The remote host could not be reached (name, port, network or a firewall). Check `remote.host`/`remote.port` " +
     "or the transport (ssh, kubectl, docker, podman) by hand. Nothing ran.",
