@@ -147,10 +147,23 @@ describe("the event-log recorder under a pending result", () => {
     await host.run({ code: "v = 0", cwd: dir, timeoutMs: 10_000, session: "s" });
     await recorder.drained();
     assert.equal(queued(), 0);
-    const release = holdResult();
-    await host.run({ code: "v = 1", cwd: dir, timeoutMs: 10_000, session: "s" });
-    for (let i = 0; i < 5; i++) await turn();
-    assert.ok(queued() > 10, `the run's records wait unencoded (${queued()} queued)`);
+    // The wait is bounded (MAX_DEFER_MS): on a loaded machine a run can outlast it, and its records are then
+    // encoded, rightly. An attempt counts only when the run and the turns after it fit in the wait.
+    let release = () => {};
+    for (let attempt = 0; ; attempt++) {
+      release = holdResult();
+      const held = performance.now();
+      await host.run({ code: "v = 1", cwd: dir, timeoutMs: 10_000, session: "s" });
+      for (let i = 0; i < 5; i++) await turn();
+      const n = queued();
+      if (performance.now() - held < MAX_DEFER_MS - 5 || attempt === 20) {
+        if (n <= 10) release();
+        assert.ok(n > 10, `the run's records wait unencoded (${n} queued, attempt ${attempt})`);
+        break;
+      }
+      release();
+      await recorder.drained();
+    }
     // Asked for explicitly (the journal does, before its rows), what was recorded so far is written whole...
     const drained = recorder.drained();
     // ...and what is recorded after the call is neither waited for nor encoded ahead of its turn.
