@@ -27,6 +27,14 @@ export const AGENT_CALL = "__agent__";
 export const BUDGET_CALL = "__budget__";
 export const POOL_CALL = "__concurrency__";
 
+/** What the model is told of these helpers (the eval tool's description ends with it). */
+export const ORCHESTRATION_HELP = [
+  "Both languages also have `agent(prompt, agent?, model?, label?, schema?)` (one subagent with your tools but no",
+  "notebook tools; its final text, or the parsed object with a JSON Schema), `parallel([() => ...])` and",
+  "`pipeline(items, ...stages)` (bounded pools, results in order), `log(message)`, `phase(title)` (status lines) and",
+  "`budget` (tokens: total, spent(), remaining(), hard). Python's are synchronous; JavaScript's are awaited.",
+].join(" ");
+
 /** How deep the agent() calls on the async stack go (a subagent's own agent() is one deeper). */
 const depth = new AsyncLocalStorage<number>();
 

@@ -15,7 +15,7 @@ import { truncateForModel } from "../shared/notebook/truncate.ts";
 import type { BackendInfo } from "../../host/index.ts";
 import { backendDetails, type BackendMark } from "../shared/backend-mark.ts";
 import { LANGUAGE_NAMES, type EvalBackend, type EvalCellOutcome, type EvalLanguage } from "./backend.ts";
-import { withAgents } from "./agents.ts";
+import { ORCHESTRATION_HELP, withAgents } from "./agents.ts";
 import { StatusEvents } from "./status.ts";
 
 export const DEFAULT_EVAL_TIMEOUT_S = 30;
@@ -71,7 +71,7 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
     ...evalRenderers,
     name: "eval",
     label: "Eval",
-    description: DESCRIPTION,
+    description: `${DESCRIPTION} ${ORCHESTRATION_HELP}`,
     promptSnippet: "Run Python (or JavaScript) cells in persistent kernels, with display() and completion()",
     parameters: Type.Object(
       {
