@@ -100,7 +100,7 @@ describe("eval agent(), pools and status (pool width 2)", () => {
     delete process.env.PI_CODE_EXECUTION_EVAL_POOL_WIDTH;
   });
 
-  test("agent() in Python: a child session with the session's model and the parent's tools returns its final text", async () => {
+  test("agent() in Python: a child session with the session's model and the parent's tools returns its final text; its tool calls are status events", async () => {
     const seen: Seen[] = [];
     const r = await evalWith(
       pi,
@@ -118,13 +118,14 @@ describe("eval agent(), pools and status (pool width 2)", () => {
     assert.ok(!seen[0].tools.some((t) => t === "eval" || t === "python"), "the notebook tools are left out");
     const events = r.details.cells[0].statusEvents;
     assert.deepEqual(
-      events.map((e: any) => [e.op, e.label, e.state]),
+      events.map((e: any) => [e.op, e.label ?? e.agent, e.state ?? e.name, e.status]),
       [
-        ["agent", "reader", "started"],
-        ["agent", "reader", "done"],
+        ["agent", "reader", "started", undefined],
+        ["tool", "reader", "read", "succeeded"],
+        ["agent", "reader", "done", undefined],
       ],
     );
-    assert.equal(events[1].model, "faux/faux-1");
+    assert.equal(events[2].model, "faux/faux-1");
   });
 
   test("agent() with a schema returns the parsed object; invalid structured output raises", async () => {

@@ -172,8 +172,14 @@ function resolveModel(ctx: ExtensionToolContext, id: string | undefined): Result
   return found ? ok(found) : fail(`agent(): Pi knows no model "${id}"`);
 }
 
-/** The parent's tools as the child's: each runs through the parent's hooked dispatch. */
-function proxiedTools(ctx: ExtensionToolContext, only: string[] | undefined): ToolDefinition[] {
+/** The parent's tools as the child's: each runs through the parent's hooked dispatch, and is a status event of
+ * the cell (`{op: "tool", name, status, durationMs, agent: label}`). */
+function proxiedTools(
+  ctx: ExtensionToolContext,
+  only: string[] | undefined,
+  label: string,
+  onStatus: AgentLinks["onStatus"],
+): ToolDefinition[] {
   const tools = (ctx.tools as readonly { name: string; description?: string; parameters?: unknown }[]).filter(
     (t) => !isCodeExecutionTool(t.name) && (!only || only.includes(t.name)),
   );
@@ -185,7 +191,15 @@ function proxiedTools(ctx: ExtensionToolContext, only: string[] | undefined): To
         description: t.description ?? t.name,
         parameters: t.parameters ?? { type: "object", properties: {} },
         async execute(_id: string, params: unknown, signal?: AbortSignal) {
+          const t0 = Date.now();
           const out = await ctx.executeTool(t.name, params as Record<string, unknown>, signal ? { signal } : {});
+          onStatus({
+            op: "tool",
+            name: t.name,
+            status: out.isError ? (signal?.aborted ? "cancelled" : "failed") : "succeeded",
+            durationMs: out.durationMs ?? Date.now() - t0,
+            agent: label,
+          });
           if (out.isError) {
             const text = (out.result.content ?? [])
               .map((b: { type: string; text?: string }) => (b.type === "text" ? (b.text ?? "") : ""))
@@ -196,6 +210,15 @@ function proxiedTools(ctx: ExtensionToolContext, only: string[] | undefined): To
         },
       }) as unknown as ToolDefinition,
   );
+}
+
+/** The parent's thinking level (Pi clamps it to the child's model). */
+function thinkingOf(pi: ExtensionAPI): "off" | "minimal" | "low" | "medium" | "high" | "xhigh" {
+  try {
+    return (pi.getThinkingLevel() as never) ?? "off";
+  } catch {
+    return "off";
+  }
 }
 
 /** A fenced or bare JSON answer, parsed. */
@@ -263,13 +286,13 @@ async function runAgent(links: AgentLinks, call: NestedCall): Promise<ToolResult
       ...(append.length ? { appendSystemPrompt: append } : {}),
     });
     await resourceLoader.reload();
-    const customTools = proxiedTools(ctx, def.value.tools);
+    const customTools = proxiedTools(ctx, def.value.tools, label, links.onStatus);
     ({ session } = await createAgentSession({
       cwd: ctx.cwd,
       agentDir,
       modelRuntime: runtime as never,
       model: model.value,
-      thinkingLevel: "off",
+      thinkingLevel: thinkingOf(links.pi),
       resourceLoader,
       sessionManager: SessionManager.inMemory(ctx.cwd),
       settingsManager,

@@ -10,7 +10,7 @@ export function statusLine(e: Record<string, unknown>): string {
     case "phase":
       return `phase: ${String(e.title ?? "")}`;
     case "tool":
-      return `tool ${String(e.name)}: ${String(e.status)}${ms}`;
+      return `${e.agent !== undefined ? `${String(e.agent)} › ` : ""}tool ${String(e.name)}: ${String(e.status)}${ms}`;
     case "completion":
       return `completion(): ${String(e.status)}${ms}`;
     case "agent":
