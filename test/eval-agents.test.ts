@@ -91,7 +91,17 @@ describe("eval agent(), pools and status (pool width 2)", () => {
   before(async () => {
     process.env.PI_CODE_EXECUTION_TOOLS = "eval,python";
     process.env.PI_CODE_EXECUTION_EVAL_POOL_WIDTH = "2";
-    pi = await startPi({ extensionFactories: [(api: any) => api.registerProvider(roles.provider)] });
+    pi = await startPi({
+      extensionFactories: [
+        (api: any) => {
+          api.registerProvider(roles.provider);
+          // A policy of another extension: it must hold for a subagent's calls too.
+          api.on("tool_call", (e: any) =>
+            e.toolName === "bash" && String(e.input?.command).includes("rm ") ? { block: true, reason: "no rm" } : undefined,
+          );
+        },
+      ],
+    });
     writeFileSync(join(pi.cwd, "note.txt"), "the note says 42\n");
   });
   after(async () => {
@@ -126,6 +136,24 @@ describe("eval agent(), pools and status (pool width 2)", () => {
       ],
     );
     assert.equal(events[2].model, "faux/faux-1");
+  });
+
+  test("a subagent's tool calls go through the parent's hooks: another extension's policy blocks them", async () => {
+    const seen: Seen[] = [];
+    const r = await evalWith(
+      pi,
+      [py("print(agent('clean up', label='cleaner'))")],
+      [
+        step(seen, () =>
+          fauxAssistantMessage([fauxToolCall("bash", { command: "rm -rf build" })], { stopReason: "toolUse" }),
+        ),
+        step(seen, (s) => `told: ${s.last.trim()}`),
+      ],
+    );
+    assert.equal(r.isError, false, textOf(r));
+    assert.equal(textOf(r), "told: no rm");
+    const tool = r.details.cells[0].statusEvents.find((e: any) => e.op === "tool");
+    assert.deepEqual([tool.name, tool.status, tool.agent], ["bash", "failed", "cleaner"]);
   });
 
   test("agent() with a schema returns the parsed object; invalid structured output raises", async () => {
