@@ -97,7 +97,9 @@ describe("eval agent(), pools and status (pool width 2)", () => {
           api.registerProvider(roles.provider);
           // A policy of another extension: it must hold for a subagent's calls too.
           api.on("tool_call", (e: any) =>
-            e.toolName === "bash" && String(e.input?.command).includes("rm ") ? { block: true, reason: "no rm" } : undefined,
+            e.toolName === "bash" && String(e.input?.command).includes("rm ")
+              ? { block: true, reason: "no rm" }
+              : undefined,
           );
         },
       ],
@@ -372,7 +374,11 @@ describe("eval agent(), pools and status (pool width 2)", () => {
     const before = pi.toolResults().length;
     pi.faux.setResponses([
       fauxAssistantMessage(
-        [fauxToolCall("python", { cells: [{ code: "try:\n    agent('x')\nexcept RuntimeError as e:\n    print(e)" }] } as never)],
+        [
+          fauxToolCall("python", {
+            cells: [{ code: "try:\n    agent('x')\nexcept RuntimeError as e:\n    print(e)" }],
+          } as never),
+        ],
         { stopReason: "toolUse" },
       ),
       fauxAssistantMessage("done"),
@@ -394,15 +400,20 @@ describe("eval agent() and pools under other settings", () => {
   });
   after(async () => {
     await pi.dispose();
-    for (const k of ["TOOLS", "EVAL_POOL_WIDTH", "EVAL_AGENT_DEPTH", "SMOL_MODEL"]) delete process.env[`PI_CODE_EXECUTION_${k}`];
+    for (const k of ["TOOLS", "EVAL_POOL_WIDTH", "EVAL_AGENT_DEPTH", "SMOL_MODEL"])
+      delete process.env[`PI_CODE_EXECUTION_${k}`];
   });
 
   test("eval.poolWidth 0 runs every item at once (beyond the default 32)", async () => {
     const r = await evalWith(
       pi,
       [
-        py("import threading\ngate = threading.Barrier(40, timeout=20)\nprint(sum(parallel([lambda i=i: (gate.wait(), i)[1] for i in range(40)])))"),
-        js("let n = 0, release\nconst all = new Promise((r) => (release = r))\nconst out = await parallel(Array.from({ length: 40 }, (_, i) => async () => { if (++n === 40) release(); await all; return i }))\nout.length"),
+        py(
+          "import threading\ngate = threading.Barrier(40, timeout=20)\nprint(sum(parallel([lambda i=i: (gate.wait(), i)[1] for i in range(40)])))",
+        ),
+        js(
+          "let n = 0, release\nconst all = new Promise((r) => (release = r))\nconst out = await parallel(Array.from({ length: 40 }, (_, i) => async () => { if (++n === 40) release(); await all; return i }))\nout.length",
+        ),
       ],
       [],
     );

@@ -165,7 +165,9 @@ export function findAgent(name: string, ctx: ExtensionToolContext): Result<Agent
 
 function resolveModel(ctx: ExtensionToolContext, id: string | undefined): Result<Model<Api>> {
   if (id === undefined)
-    return ctx.model ? ok(ctx.model) : fail("agent(): no model is selected in this Pi session (choose one with /model)");
+    return ctx.model
+      ? ok(ctx.model)
+      : fail("agent(): no model is selected in this Pi session (choose one with /model)");
   const slash = id.indexOf("/");
   if (slash <= 0) return fail(`agent(): model "${id}" is not "provider/model"`);
   const found = ctx.modelRegistry.find(id.slice(0, slash), id.slice(slash + 1));
@@ -261,7 +263,13 @@ async function runAgent(links: AgentLinks, call: NestedCall): Promise<ToolResult
   const label = input.label ?? def.value.name;
   const t0 = Date.now();
   const status = (extra: Record<string, unknown>) =>
-    links.onStatus({ op: "agent", agent: def.value.name, label, model: `${model.value.provider}/${model.value.id}`, ...extra });
+    links.onStatus({
+      op: "agent",
+      agent: def.value.name,
+      label,
+      model: `${model.value.provider}/${model.value.id}`,
+      ...extra,
+    });
   status({ state: "started" });
   const append = [
     ...(def.value.prompt ? [def.value.prompt] : []),
@@ -312,8 +320,7 @@ async function runAgent(links: AgentLinks, call: NestedCall): Promise<ToolResult
     const usage = sumUsage(messages);
     const withUsage = (r: ToolResultLike): ToolResultLike => (usage ? { ...r, usage } : r);
     const last = [...messages].reverse().find((m) => isObject(m) && m.role === "assistant") as
-      | { stopReason?: string; errorMessage?: string }
-      | undefined;
+      { stopReason?: string; errorMessage?: string } | undefined;
     const done = (state: string, extra: Record<string, unknown> = {}) =>
       status({ state, durationMs: Date.now() - t0, ...extra });
     if (call.signal.aborted || last?.stopReason === "aborted") {

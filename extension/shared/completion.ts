@@ -69,9 +69,7 @@ export function resolveModel(ctx: ExtensionContext, name: string, models: Comple
   if (id === undefined) {
     const tier = name === "smol" || name === "slow" ? role(ctx, name) : undefined;
     const model = tier ?? ctx.model ?? role(ctx, "default");
-    return model
-      ? ok(model)
-      : fail("completion(): no model is selected in this Pi session (choose one with /model)");
+    return model ? ok(model) : fail("completion(): no model is selected in this Pi session (choose one with /model)");
   }
   const slash = id.indexOf("/");
   if (slash <= 0) return fail(`completion(): model "${id}" is neither "default", "smol", "slow" nor "provider/model"`);

@@ -73,7 +73,12 @@ export class DisplayCollector {
   private status(i: number, text: string): undefined {
     try {
       const event: unknown = JSON.parse(text);
-      if (event && typeof event === "object" && !Array.isArray(event) && typeof (event as { op?: unknown }).op === "string")
+      if (
+        event &&
+        typeof event === "object" &&
+        !Array.isArray(event) &&
+        typeof (event as { op?: unknown }).op === "string"
+      )
         this.onStatus?.(i, event as Record<string, unknown>);
     } catch {
       // a malformed event is dropped

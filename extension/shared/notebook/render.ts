@@ -198,7 +198,9 @@ function renderNotebookResult(
     );
     if (events.length) {
       const lines = events.map((e) => theme.fg("dim", `· ${statusLine(e)}`));
-      container.addChild(new Text(tailStyled(lines, options.expanded ? 10_000 : OUTPUT_LINES, theme, ctx).join("\n"), 1, 0));
+      container.addChild(
+        new Text(tailStyled(lines, options.expanded ? 10_000 : OUTPUT_LINES, theme, ctx).join("\n"), 1, 0),
+      );
     }
     const body = cellBody(c).replace(/\n+$/, "");
     if (!body) return;
