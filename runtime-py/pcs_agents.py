@@ -110,7 +110,9 @@ def parallel(thunks):
     thunks = list(thunks)
     for t in thunks:
         if not callable(t):
-            raise TypeError("parallel() takes callables with no arguments (e.g. lambda: agent('...')), not %s" % type(t).__name__)
+            raise TypeError(
+                "parallel() takes callables with no arguments (e.g. lambda: agent('...')), not %s" % type(t).__name__
+            )
     return _pool_map(lambda t: t(), thunks)
 
 
@@ -177,7 +179,8 @@ class _Budget:
             s = self._snap()
         except Exception as e:
             return "<budget unavailable: %s>" % e
-        return "<budget total=%s spent=%s remaining=%s hard=%s>" % (s.get("total"), s.get("spent"), s.get("remaining"), s.get("hard"))
+        keys = ("total", "spent", "remaining", "hard")
+        return "<budget %s>" % " ".join("%s=%s" % (k, s.get(k)) for k in keys)
 
 
 budget = _Budget()
