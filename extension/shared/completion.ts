@@ -122,12 +122,16 @@ async function complete(ctx: ExtensionContext, call: NestedCall, models: Complet
   const choice = schema ? forcedChoice(model.api) : undefined;
   let message: AssistantMessage;
   try {
-    const options = { signal: call.signal, ...(choice !== undefined ? { toolChoice: choice } : {}) };
     // "slow" asks a reasoning model to think hard (pi-ai's provider-neutral `reasoning` is a simple-stream option).
+    // A forced tool choice is left out there: providers refuse it with extended thinking, and the system prompt
+    // already asks for `respond` (a JSON answer in text is accepted too).
     message =
       input.model === "slow" && model.reasoning
-        ? await ctx.modelRegistry.streamSimple(model, context, { ...options, reasoning: "high" } as never).result()
-        : await ctx.modelRegistry.complete(model, context, options as never);
+        ? await ctx.modelRegistry.streamSimple(model, context, { signal: call.signal, reasoning: "high" }).result()
+        : await ctx.modelRegistry.complete(model, context, {
+            signal: call.signal,
+            ...(choice !== undefined ? { toolChoice: choice } : {}),
+          } as never);
   } catch (e) {
     return failure(`completion(): ${e instanceof Error ? e.message : String(e)}`);
   }
