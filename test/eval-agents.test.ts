@@ -350,20 +350,30 @@ describe("eval agent(), pools and status (pool width 2)", () => {
 
   test("completion() tiers follow Pi's model roles: smol and slow from pi/smol and pi/slow (slow with high reasoning), default the session's model", async () => {
     const seen: Seen[] = [];
-    roles.setResponses([step(seen, () => "small"), step(seen, () => "deep")] as never);
+    roles.setResponses([
+      step(seen, () => "small"),
+      step(seen, () => "deep"),
+      step(seen, () => fauxAssistantMessage([fauxToolCall("respond", { n: 3 })], { stopReason: "toolUse" })),
+    ] as never);
     const r = await evalWith(
       pi,
-      [py("print(completion('a', model='smol'), completion('b', model='slow'), completion('c'))")],
+      [
+        py(
+          "print(completion('a', model='smol'), completion('b', model='slow'), completion('c'))\nprint(completion('d', model='slow', schema={'type': 'object'})['n'])",
+        ),
+      ],
       [step(seen, () => "usual")],
     );
     assert.equal(r.isError, false, textOf(r));
-    assert.equal(textOf(r), "small deep usual");
+    assert.equal(textOf(r), "small deep usual\n3");
+    assert.ok(seen[3].tools.includes("respond"), "with a schema the slow tier still offers respond");
     assert.deepEqual(
       seen.map((s) => [s.model, s.last]),
       [
         ["pi/smol", "a"],
         ["pi/slow", "b"],
         ["faux/faux-1", "c"],
+        ["pi/slow", "d"],
       ],
     );
     assert.equal(seen[1].options?.reasoning, "high");
