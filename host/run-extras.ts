@@ -28,6 +28,7 @@ function sameLimits(a: Limits, b: Limits): boolean {
 /** A display as plain output, for callers that render none themselves: text as is, an image as a line. */
 export function plainDisplay(item: Exclude<RunShown, { kind: "value" | "exception" }>): string {
   if (item.kind === "image") return `[image: ${item.mime}]\n`;
+  if (item.kind === "status") return ""; // eval's status events are details, not output
   return item.text.endsWith("\n") ? item.text : `${item.text}\n`;
 }
 

@@ -173,14 +173,16 @@ function install(g, runtime) {
     }
   };
 
-  /** The run's tools as `tool.<name>` sees them: completion() has its own helper. */
-  const callable = (run) => [...run.tools.keys()].filter((n) => n !== COMPLETION_CALL);
+  /** The run's tools as `tool.<name>` sees them: reserved `__name__` calls (completion(), agent(), ...) have their
+   * own helpers. */
+  const isReserved = (n) => n === COMPLETION_CALL || /^__.*__$/.test(n);
+  const callable = (run) => [...run.tools.keys()].filter((n) => !isReserved(n));
   const tool = new Proxy(Object.create(null), {
     get(_, name) {
       if (typeof name !== "string" || name === "then" || name === "toJSON" || name === "constructor") return undefined;
       return async (args) => {
         const r = running(`tool.${name}`);
-        if (!r.tools.has(name) || name === COMPLETION_CALL) {
+        if (!r.tools.has(name) || isReserved(name)) {
           const list = callable(r);
           throw new errors.Error(
             `tool.${name}: no such tool in this cell${list.length ? ` (available: ${list.join(", ")})` : " (no tools are available)"}`,
@@ -195,7 +197,7 @@ function install(g, runtime) {
     },
     has(_, name) {
       const run = runtime.current();
-      return Boolean(run && run.tools.has(name) && name !== COMPLETION_CALL);
+      return Boolean(run && run.tools.has(name) && !isReserved(name));
     },
     ownKeys() {
       const run = runtime.current();
@@ -203,7 +205,7 @@ function install(g, runtime) {
     },
     getOwnPropertyDescriptor(_, name) {
       const run = runtime.current();
-      if (!run || !run.tools.has(name) || name === COMPLETION_CALL) return undefined;
+      if (!run || !run.tools.has(name) || isReserved(name)) return undefined;
       return { configurable: true, enumerable: true, value: tool[name] };
     },
   });

@@ -251,12 +251,14 @@ function build() {
   const ctx = createContext(rt);
   rt.errors = { Error: ctx.Error, TypeError: ctx.TypeError, format: errorsModule.formatError };
   rt.global = ctx.global;
-  helpers.install(ctx.global, {
+  const helperRuntime = {
     current: () => current,
     errors: rt.errors,
     display,
     call: (run, name, args) => calls.call(rt, run, name, args),
-  });
+  };
+  helpers.install(ctx.global, helperRuntime);
+  require("./agents.js").install(ctx.global, helperRuntime); // agent(), parallel(), pipeline(), log(), phase(), budget
   cells.attach(rt);
   Error.stackTraceLimit = 25;
   ctx.global.Error.stackTraceLimit = 25;

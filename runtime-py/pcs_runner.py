@@ -447,6 +447,8 @@ def _new_main():
 
     builtins.display = display  # a builtin in every run, as in IPython
     builtins.completion = completion
+    # eval's agent(), parallel(), pipeline(), log(), phase() and budget (runtime-py/pcs_agents.py).
+    _load_sibling("pcs_agents.py", "_pcs_agents").install(builtins, lambda: _tools_run, _load_pi_tools, _load_display)
     mod = type(sys)("__main__")
     mod.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = mod

@@ -46,7 +46,7 @@ export interface Settings {
   /** completion(model="smol"|"slow") in Python: `provider/model` ids (absent: the session's current model). */
   completionModels: { smol: string | undefined; slow: string | undefined };
   /** eval's language backends (a disabled one is a tool error naming it). */
-  eval: { py: boolean; js: boolean };
+  eval: { py: boolean; js: boolean; poolWidth: number; agentDepth: number };
 }
 
 /** Tool surfaces this version offers. */
@@ -328,6 +328,18 @@ export const SETTING_KEYS: readonly KeySpec[] = [
   { key: "completionModels.slow", env: "PI_CODE_EXECUTION_SLOW_MODEL", default: undefined, ...modelId },
   { key: "eval.py", env: "PI_CODE_EXECUTION_EVAL_PY", default: true, ...boolean, boundary: "lower" },
   { key: "eval.js", env: "PI_CODE_EXECUTION_EVAL_JS", default: true, ...boolean, boundary: "lower" },
+  {
+    key: "eval.poolWidth",
+    env: "PI_CODE_EXECUTION_EVAL_POOL_WIDTH",
+    default: 32,
+    ...numberIn(0, 1024, "items", true),
+  },
+  {
+    key: "eval.agentDepth",
+    env: "PI_CODE_EXECUTION_EVAL_AGENT_DEPTH",
+    default: 3,
+    ...numberIn(0, 16, "levels", true),
+  },
   {
     key: "backend",
     env: "PI_CODE_EXECUTION_BACKEND",

@@ -12,7 +12,9 @@ export type RunShown =
   | { kind: "image"; mime: "image/png" | "image/jpeg" | "image/svg+xml"; data: string }
   | { kind: "markdown" | "html" | "text"; text: string }
   /** JSON text (parsed by whoever collects it). */
-  | { kind: "json"; text: string };
+  | { kind: "json"; text: string }
+  /** A status event of eval's helpers (log(), phase()): JSON text of `{op, ...}`, never part of the output. */
+  | { kind: "status"; text: string };
 
 const IMAGE_MIMES = new Set(["image/png", "image/jpeg", "image/svg+xml"]);
 
@@ -24,7 +26,7 @@ export function displayOf(frame: Frame): RunShown | undefined {
     if (typeof mime !== "string" || !IMAGE_MIMES.has(mime) || typeof frame.data !== "string") return undefined;
     return { kind, mime: mime as "image/png", data: frame.data };
   }
-  if (kind === "markdown" || kind === "html" || kind === "text" || kind === "json") {
+  if (kind === "markdown" || kind === "html" || kind === "text" || kind === "json" || kind === "status") {
     return typeof frame.text === "string" ? { kind, text: frame.text } : undefined;
   }
   return undefined;

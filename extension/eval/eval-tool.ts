@@ -15,6 +15,8 @@ import { truncateForModel } from "../shared/notebook/truncate.ts";
 import type { BackendInfo } from "../../host/index.ts";
 import { backendDetails, type BackendMark } from "../shared/backend-mark.ts";
 import { LANGUAGE_NAMES, type EvalBackend, type EvalCellOutcome, type EvalLanguage } from "./backend.ts";
+import { ORCHESTRATION_HELP, withAgents } from "./agents.ts";
+import { StatusEvents } from "./status.ts";
 
 export const DEFAULT_EVAL_TIMEOUT_S = 30;
 const MAX_EVAL_TIMEOUT_S = 3600;
@@ -69,7 +71,7 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
     ...evalRenderers,
     name: "eval",
     label: "Eval",
-    description: DESCRIPTION,
+    description: `${DESCRIPTION} ${ORCHESTRATION_HELP}`,
     promptSnippet: "Run Python (or JavaScript) cells in persistent kernels, with display() and completion()",
     parameters: Type.Object(
       {
@@ -141,18 +143,34 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
                 // A snapshot: the cells go on changing after this update is sent.
                 details: {
                   ...details,
-                  cells: cells.map((c) => ({ ...c })),
+                  cells: cells.map((c) => ({ ...c, statusEvents: status.forCell(c.index) })),
                   jsonOutputs: display.jsonOutputs(),
+                  statusEvents: status.overall(),
                 } as never,
               }),
             )
           : undefined;
-        const tools = withCompletion(createRunTools(pi, ctx, toolCallId), ctx, () => settings.values.completionModels);
+        // Status events (log(), phase(), agent(), tool calls) are details of the cell running when they happen.
+        const status = new StatusEvents();
+        display.onStatus = (i, event) => status.add(i, event);
+        const tools = status.observe(
+          withAgents(
+            withCompletion(createRunTools(pi, ctx, toolCallId), ctx, () => settings.values.completionModels),
+            {
+              pi,
+              ctx,
+              limits: () => links.environment.settings().values.eval,
+              onStatus: (event) => status.add(status.current, event),
+            },
+          ),
+        );
+        status.onChange = () => update?.();
         const nested: NestedCallRecord[] = [];
         let stop: string | undefined;
         for (let i = 0; i < n; i++) {
           const input = params.cells[i];
           const cell = cells[i];
+          status.current = i;
           cell.status = "running";
           update?.now();
           const outcome: EvalCellOutcome = await links.backends[input.language].runCell(
@@ -190,6 +208,7 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
           cell.durationMs = outcome.durationMs;
           cell.exitCode = outcome.exitCode;
           cell.markdown = display.markdownIn(i);
+          cell.statusEvents = status.forCell(i);
           const label = `cell ${i + 1}/${n}${input.title ? ` (${input.title})` : ""}`;
           if (outcome.cancelled) stop = `[${label} was cancelled${i + 1 < n ? "; later cells were skipped" : ""}]`;
           else if (outcome.status === "error")
@@ -199,6 +218,7 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
         update?.stop();
         await display.settle();
         details.jsonOutputs = display.jsonOutputs();
+        details.statusEvents = status.overall();
         details.isError = stop !== undefined;
         const imageCount = display.imageContent().length;
         let text = evalText(cells, imageCount);

@@ -52,14 +52,24 @@ function failure(text: string): ToolResultLike {
   return { content: [{ type: "text", text }], isError: true };
 }
 
-/** "default": the session's current model; "smol"/"slow": settings `completionModels` (else the current model);
- * "provider/model": that model. */
+/** Pi's model roles by name (oh-my-pi's `pi/smol`, `pi/slow`, `pi/default`): a model (or virtual model) the user
+ * registered under the provider `pi`. */
+function role(ctx: ExtensionContext, name: string): Model<Api> | undefined {
+  try {
+    return ctx.modelRegistry.find("pi", name);
+  } catch {
+    return undefined;
+  }
+}
+
+/** "smol"/"slow": settings `completionModels`, else Pi's model role `pi/smol`/`pi/slow`, else the session's model;
+ * "default": the session's current model, else the role `pi/default`; "provider/model": that model. */
 export function resolveModel(ctx: ExtensionContext, name: string, models: CompletionModels): Result<Model<Api>> {
   const id = name === "smol" ? models.smol : name === "slow" ? models.slow : name === "default" ? undefined : name;
   if (id === undefined) {
-    return ctx.model
-      ? ok(ctx.model)
-      : fail("completion(): no model is selected in this Pi session (choose one with /model)");
+    const tier = name === "smol" || name === "slow" ? role(ctx, name) : undefined;
+    const model = tier ?? ctx.model ?? role(ctx, "default");
+    return model ? ok(model) : fail("completion(): no model is selected in this Pi session (choose one with /model)");
   }
   const slash = id.indexOf("/");
   if (slash <= 0) return fail(`completion(): model "${id}" is neither "default", "smol", "slow" nor "provider/model"`);
@@ -112,10 +122,16 @@ async function complete(ctx: ExtensionContext, call: NestedCall, models: Complet
   const choice = schema ? forcedChoice(model.api) : undefined;
   let message: AssistantMessage;
   try {
-    message = await ctx.modelRegistry.complete(model, context, {
-      signal: call.signal,
-      ...(choice !== undefined ? { toolChoice: choice } : {}),
-    } as never);
+    // "slow" asks a reasoning model to think hard (pi-ai's provider-neutral `reasoning` is a simple-stream option).
+    // A forced tool choice is left out there: providers refuse it with extended thinking, and the system prompt
+    // already asks for `respond` (a JSON answer in text is accepted too).
+    message =
+      input.model === "slow" && model.reasoning
+        ? await ctx.modelRegistry.streamSimple(model, context, { signal: call.signal, reasoning: "high" }).result()
+        : await ctx.modelRegistry.complete(model, context, {
+            signal: call.signal,
+            ...(choice !== undefined ? { toolChoice: choice } : {}),
+          } as never);
   } catch (e) {
     return failure(`completion(): ${e instanceof Error ? e.message : String(e)}`);
   }

@@ -51,6 +51,8 @@ export class DisplayCollector {
   private readonly notes: string[] = [];
   private imageCount = 0;
   private shownCount = 0;
+  /** Where status events (eval's log() and phase()) go, by cell; without it they are dropped. */
+  onStatus?: (cell: number, event: Record<string, unknown>) => void;
 
   constructor(limits: DisplayLimits) {
     this.limits = limits;
@@ -64,10 +66,27 @@ export class DisplayCollector {
 
   /** The host's onDisplay for one cell (or run): returns the text that goes into the output there. */
   forCell(i: number): (item: DisplayItem) => string | undefined {
-    return (item) => this.take(this.cell(i), item);
+    return (item) => (item.kind === "status" ? this.status(i, item.text) : this.take(this.cell(i), item));
   }
 
-  private take(cell: CellShown, item: DisplayItem): string | undefined {
+  /** A status event is a detail of its cell, never output. */
+  private status(i: number, text: string): undefined {
+    try {
+      const event: unknown = JSON.parse(text);
+      if (
+        event &&
+        typeof event === "object" &&
+        !Array.isArray(event) &&
+        typeof (event as { op?: unknown }).op === "string"
+      )
+        this.onStatus?.(i, event as Record<string, unknown>);
+    } catch {
+      // a malformed event is dropped
+    }
+    return undefined;
+  }
+
+  private take(cell: CellShown, item: Exclude<DisplayItem, { kind: "status" }>): string | undefined {
     switch (item.kind) {
       case "text":
         return line(item.text);

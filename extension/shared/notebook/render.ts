@@ -10,6 +10,7 @@ import type { RenderContext, RenderTheme, ResultOptions, ToolResultLike } from "
 import { freshContainer, outputLine, tailLines, tailStyled } from "../render-kit.ts";
 import { jsonDisplayText } from "../display/collector.ts";
 import type { BackendMark } from "../backend-mark.ts";
+import { statusLine } from "./status-lines.ts";
 
 const CODE_LINES = 10;
 const OUTPUT_LINES = 8;
@@ -113,6 +114,8 @@ interface CellView {
   markdown?: boolean;
   durationMs?: number;
   json?: unknown[];
+  /** eval's status events (log(), phase(), agent(), tool calls). */
+  statusEvents?: unknown[];
 }
 
 const STATUS: Record<string, [string, string]> = {
@@ -190,6 +193,15 @@ function renderNotebookResult(
     if (typeof c.durationMs === "number" && c.status !== "not_run" && c.status !== "pending")
       head += theme.fg("muted", ` · ${(c.durationMs / 1000).toFixed(2)}s`);
     container.addChild(new Text(head, 0, 0));
+    const events = (Array.isArray(c.statusEvents) ? c.statusEvents : []).filter(
+      (e): e is Record<string, unknown> => typeof e === "object" && e !== null,
+    );
+    if (events.length) {
+      const lines = events.map((e) => theme.fg("dim", `· ${statusLine(e)}`));
+      container.addChild(
+        new Text(tailStyled(lines, options.expanded ? 10_000 : OUTPUT_LINES, theme, ctx).join("\n"), 1, 0),
+      );
+    }
     const body = cellBody(c).replace(/\n+$/, "");
     if (!body) return;
     const parts = splitAtJson(body, queue);
