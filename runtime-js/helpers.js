@@ -168,9 +168,10 @@ function install(g, runtime) {
     if (st.isDirectory()) throw new errors.Error(`read(): ${file} is a directory, not a file (list it with fs.readdirSync)`);
     const text = await abortable(run, fs.promises.readFile(file, { encoding: "utf8", signal: run.signal }), errors);
     if (opts.offset === undefined && opts.limit === undefined) return text;
-    const lines = text.split("\n");
+    // Lines keep their breaks (as Python's read() does): a range ends with its last line's newline.
+    const lines = text.split(/(?<=\n)/);
     const start = (opts.offset || 1) - 1;
-    return lines.slice(start, opts.limit === undefined ? undefined : start + opts.limit).join("\n");
+    return lines.slice(start, opts.limit === undefined ? undefined : start + opts.limit).join("");
   };
 
   const write = async (p, content) => {

@@ -120,6 +120,20 @@ def _path(name, path):
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
+class _Text(str):
+    """read()'s text: a str that `await` gives back as a plain str, so cells written for the bridged read tool
+    (`await read(path=...)`) keep working."""
+
+    __slots__ = ()
+
+    def __await__(self):
+        return str(self)
+        yield  # a generator: `await` runs it and gets the plain str
+
+    def __reduce__(self):  # pickles as a plain str: this class is not importable
+        return (str, (str(self),))
+
+
 @_mark
 def read(path, offset=1, limit=None):
     """The text of a file (UTF-8). `offset` is the first line (1-based), `limit` the number of lines. `local://x` is
@@ -138,16 +152,16 @@ def read(path, offset=1, limit=None):
             args["offset"] = offset
         if limit is not None:
             args["limit"] = limit
-        return str(_config.call("read", "tool.read", args))
+        return _Text(_config.call("read", "tool.read", args))
     if os.path.isdir(target):
         raise IsADirectoryError("read(): %s is a directory, not a file (list it with os.listdir)" % target)
     with open(target, "r", encoding="utf-8") as f:
         text = f.read()
     if offset == 1 and limit is None:
-        return text
+        return _Text(text)
     lines = text.splitlines(keepends=True)
     start = offset - 1
-    return "".join(lines[start : None if limit is None else start + limit])
+    return _Text("".join(lines[start : None if limit is None else start + limit]))
 
 
 @_mark

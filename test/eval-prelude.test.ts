@@ -8,7 +8,9 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { initTheme } from "@earendil-works/pi-coding-agent";
 import { stripTerminalSequences } from "@earendil-works/pi-tui";
+import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
+import { waitUntil } from "./helpers/procs.ts";
 import { callAs } from "./helpers/notebook.ts";
 import { evalRenderers } from "../extension/shared/notebook/render.ts";
 
@@ -38,13 +40,15 @@ describe("eval's Python prelude", () => {
     const r = await evalCells(
       py("import json\nprint(json.loads(read('package.json'))['name'])"),
       py("print(repr(read('lines.txt', 2, 2)), repr(read('lines.txt', offset=4)), repr(read('lines.txt', limit=1)))"),
-      py("try:\n    read('adir')\nexcept IsADirectoryError as e:\n    print('refused:', e)"),
+      py(
+        "try:\n    read('adir')\nexcept IsADirectoryError as e:\n    print('refused:', e)\nprint((await read(path='lines.txt')).split()[0])",
+      ),
     );
     assert.equal(r.isError, false, textOf(r));
     const text = textOf(r);
     assert.match(text, /\[1\/3\]\ndemo-pkg\n/);
     assert.match(text, /'two\\nthree\\n' 'four\\n' 'one\\n'/);
-    assert.match(text, /refused: read\(\): \S+\/adir is a directory, not a file/);
+    assert.match(text, /refused: read\(\): \S+\/adir is a directory, not a file \(list it with os\.listdir\)\none$/);
     assert.doesNotMatch(text, /never awaited|coroutine/);
   });
 
@@ -53,7 +57,7 @@ describe("eval's Python prelude", () => {
       py("p = write('out/new.txt', 'hello')\nprint(type(p).__name__, p.read_text())"),
       py("write('local://notes/a.md', 'shared background')\nprint(read('local://notes/a.md'))"),
       py(
-        "for bad in ('https://example.com/x', 'agent://1', 'local://../up'):\n    try:\n        write(bad, 'x')\n    except ValueError as e:\n        print('refused:', e)",
+        "for bad in ('https://example.com/x', 'agent://1', 'local://../up'):\n    try:\n        write(bad, 'x')\n    except ValueError as e:\n        print('refused:', e)\ntry:\n    read('artifact://nope-py')\nexcept RuntimeError as e:\n    print('delegated:', e)",
       ),
     );
     assert.equal(r.isError, false, textOf(r));
@@ -63,6 +67,7 @@ describe("eval's Python prelude", () => {
     assert.match(text, /refused: write\(\): https:\/\/ paths are not supported/);
     assert.match(text, /refused: write\(\): agent:\/\/ paths are not supported/);
     assert.match(text, /refused: write\(\): local:\/\/\.\.\/up escapes local:\/\//);
+    assert.match(text, /delegated: .*artifact:\/+nope-py/);
     assert.equal(readFileSync(join(pi.cwd, "out/new.txt"), "utf8"), "hello");
     assert.equal(readFileSync(join(sessionDir(), "local", "notes", "a.md"), "utf8"), "shared background");
   });
@@ -117,16 +122,25 @@ describe("eval's JavaScript prelude", () => {
         ].join("\n"),
       ),
       js(
-        "await write('local://from-js.txt', 'js wrote this')\ntry { await read('adir') } catch (e) { console.log('dir:', e.message) }\ntry { await write('https://example.com/x', 'x') } catch (e) { console.log('scheme:', e.message) }",
+        "await write('local://from-js.txt', 'js wrote this')\ntry { await read('adir') } catch (e) { console.log('dir:', e.message) }\ntry { await write('https://example.com/x', 'x') } catch (e) { console.log('scheme:', e.message) }\ntry { await read('artifact://nope-js') } catch (e) { console.log('delegated:', e.message) }",
       ),
       py("print(read('local://from-js.txt'))"),
     );
     assert.equal(r.isError, false, textOf(r));
     const text = textOf(r);
-    assert.match(text, /demo-pkg \["two","three","one"\] j1 j1 string/);
+    assert.match(text, /demo-pkg \["two\\n","three\\n","one\\n"\] j1 j1 string/);
     assert.match(text, /dir: read\(\): \S+\/adir is a directory, not a file/);
     assert.match(text, /scheme: write\(\): https:\/\/ paths are not supported/);
+    // Another scheme is Pi's read tool's business: its own error comes back.
+    assert.match(text, /delegated: .*artifact:\/+nope-js/);
     assert.match(text, /\[3\/3\]\njs wrote this/);
+  });
+
+  test("Node's globals are there: process, require, Buffer, fetch, timers", async () => {
+    const r = await evalCells(
+      js("[typeof process.pid, typeof require('node:path').join, typeof Buffer.from, typeof fetch, typeof setTimeout].join(' ')"),
+    );
+    assert.equal(textOf(r), "number function function function function");
   });
 
   test("console.log, console.error and console.warn keep their call order", async () => {
@@ -186,6 +200,47 @@ describe("eval results", () => {
     assert.match(b, new RegExp(`no saved output eval-000000000000; saved: .*${t.artifactId}`));
   });
 
+  test("input() fails the cell: interactive input is not supported", async () => {
+    const r = await evalCells(py("name = input('who? ')"), py("print('never')"));
+    assert.equal(r.isError, true);
+    assert.match(textOf(r), /stdin|interactive input is not supported/);
+    assert.doesNotMatch(textOf(r), /never/);
+  });
+
+  test("a cancelled call is an error naming the cancelled cell; later cells are skipped", async () => {
+    const before = pi.toolResults().length;
+    pi.faux.setResponses([
+      fauxAssistantMessage(
+        [fauxToolCall("eval", { cells: [js("console.log('started')\nawait new Promise((r) => setTimeout(r, 60000))"), py("print('never')")] } as never)],
+        { stopReason: "toolUse" },
+      ),
+      fauxAssistantMessage("done"),
+    ] as never);
+    const prompt = pi.session.prompt("go");
+    const started = () =>
+      pi.events.some(
+        (e) => e.type === "tool_execution_update" && /started/.test(e.partialResult?.details?.cells?.[0]?.output ?? ""),
+      );
+    assert.ok(await waitUntil(started, 30000), "the cell printed before the abort");
+    await pi.session.abort();
+    await prompt;
+    const [r] = pi.toolResults().slice(before);
+    assert.ok(r, "the call has its result");
+    assert.equal(r.isError, true);
+    assert.match(textOf(r), /started/);
+    assert.match(textOf(r), /\[cell 1\/2 was cancelled; later cells were skipped\]/);
+    assert.doesNotMatch(textOf(r), /never/);
+  });
+
+  test("malformed calls are refused before anything runs: no cells, a cell without its language", async () => {
+    for (const cells of [[], [{ code: "open('ran-malformed', 'w')" }]]) {
+      const r = await evalCells(...(cells as Record<string, unknown>[]));
+      assert.equal(r.isError, true, JSON.stringify(cells));
+      assert.match(textOf(r), /Validation failed for tool "eval"/);
+    }
+    assert.equal(existsSync(join(pi.cwd, "ran-malformed")), false);
+  });
+
   test("an out-of-range timeout is refused, not clamped; no cell runs", async () => {
     for (const timeout of [0, 3601, 1.5]) {
       const r = await evalCells(py("open('ran-timeout', 'w')", { timeout }));
@@ -195,20 +250,32 @@ describe("eval results", () => {
     assert.equal(existsSync(join(pi.cwd, "ran-timeout")), false);
   });
 
-  test("the renderer shows a cell's last 10 output lines collapsed", async () => {
+  test("the renderer: each cell's code by language, its last 10 output lines, JSON as a tree, the truncation", async () => {
     initTheme("dark", false);
-    const r = await evalCells(py("for i in range(30):\n    print('row', i)"));
+    const cells = [py("for i in range(30):\n    print('row', i)", { title: "rows" }), js("({ tree: { leaf: 1 } })")];
+    const r = await evalCells(...cells);
     const theme = { fg: (_c: string, t: string) => t, bold: (t: string) => t } as never;
-    const ctx = { state: {}, executionStarted: true, expanded: false, invalidate: () => {}, lastComponent: undefined };
-    const c = evalRenderers.renderResult(r as never, { expanded: false, isPartial: false }, theme, {
-      ...ctx,
+    const ctx = () => ({
+      state: {},
+      executionStarted: true,
+      expanded: false,
+      invalidate: () => {},
+      lastComponent: undefined,
       keyHint: (_k: string, d: string) => d,
     });
-    const lines = c.render(100).map((l) => stripTerminalSequences(l).trim());
-    const rows = lines.filter((l) => /^row \d+$/.test(l));
-    assert.equal(rows.length, 10);
-    assert.equal(rows[0], "row 20");
+    const render = (c: { render(w: number): readonly string[] }) => c.render(100).map((l) => stripTerminalSequences(l).trimEnd());
+    const call = render(evalRenderers.renderCall({ cells }, theme, ctx()));
+    assert.deepEqual(call.slice(0, 2), ["eval 2 cells", "── [1/2] py rows ──"]);
+    assert.ok(call.includes("── [2/2] js ──"), call.join("\n"));
+    const lines = render(evalRenderers.renderResult(r as never, { expanded: false, isPartial: false }, theme, ctx()));
+    const rows = lines.filter((l) => /^ row \d+$/.test(l));
+    assert.equal(rows.length, 10, lines.join("\n"));
+    assert.equal(rows[0], " row 20");
     assert.ok(lines.some((l) => /20 earlier lines/.test(l)), lines.join("\n"));
+    assert.ok(lines.some((l) => /^ +tree: \{…\} 1 key$/.test(l)), lines.join("\n"));
+    const big = await evalCells(py("for i in range(3100):\n    print(i)"));
+    const cut = render(evalRenderers.renderResult(big as never, { expanded: false, isPartial: false }, theme, ctx()));
+    assert.match(cut.at(-1)!, /^model's copy truncated: last 3000 of 3100 lines · whole output artifact:\/\/eval-[0-9a-f]{12}$/);
   });
 });
 

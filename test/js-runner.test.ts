@@ -332,7 +332,7 @@ describe("helpers", () => {
     ok(r);
     assert.deepEqual(JSON.parse(String(r.displays[0]?.text)), [
       "hello",
-      "two\nthree",
+      "two\nthree\n",
       "three\nfour\n",
       "set",
       "string",

@@ -167,7 +167,14 @@ function renderNotebookResult(
 ): Component {
   const container = freshContainer(ctx);
   const d = result.details as
-    | { cells?: CellView[]; jsonOutputs?: unknown[]; timedOut?: boolean; killed?: boolean; backend?: BackendMark }
+    | {
+        cells?: CellView[];
+        jsonOutputs?: unknown[];
+        timedOut?: boolean;
+        killed?: boolean;
+        backend?: BackendMark;
+        meta?: { truncation?: { outputLines?: number; totalLines?: number; artifactId?: string } };
+      }
     | undefined;
   const cells = Array.isArray(d?.cells) ? d!.cells : undefined;
   if (!cells) {
@@ -212,6 +219,19 @@ function renderNotebookResult(
     );
   });
   for (const value of queue) container.addChild(new Text(tree(value).join("\n"), 1, 0));
+  const cut = d?.meta?.truncation;
+  if (cut)
+    container.addChild(
+      new Text(
+        theme.fg(
+          "dim",
+          `model's copy truncated: last ${cut.outputLines} of ${cut.totalLines} lines` +
+            (cut.artifactId ? ` · whole output artifact://${cut.artifactId}` : ""),
+        ),
+        0,
+        0,
+      ),
+    );
   return container;
 }
 
