@@ -165,7 +165,8 @@ function install(g, runtime) {
     }
     const file = where.file;
     const st = await abortable(run, fs.promises.stat(file), errors);
-    if (st.isDirectory()) throw new errors.Error(`read(): ${file} is a directory, not a file (list it with fs.readdirSync)`);
+    if (st.isDirectory())
+      throw new errors.Error(`read(): ${file} is a directory, not a file (list it with fs.readdirSync)`);
     const text = await abortable(run, fs.promises.readFile(file, { encoding: "utf8", signal: run.signal }), errors);
     if (opts.offset === undefined && opts.limit === undefined) return text;
     // Lines keep their breaks (as Python's read() does): a range ends with its last line's newline.
@@ -178,7 +179,9 @@ function install(g, runtime) {
     const run = running("write");
     const where = resolvePath(p, "write", run);
     if (where.scheme)
-      throw new errors.Error(`write(): ${where.scheme}:// paths are not supported (only local:// and file paths): ${p}`);
+      throw new errors.Error(
+        `write(): ${where.scheme}:// paths are not supported (only local:// and file paths): ${p}`,
+      );
     const file = where.file;
     let data = content;
     if (data instanceof ArrayBuffer) data = Buffer.from(data);
@@ -211,18 +214,24 @@ function install(g, runtime) {
     if (args.length && isPlainOptions(args[args.length - 1])) opts = args.pop();
     const unknown = Object.keys(opts).filter((k) => !["format", "query", "offset", "limit"].includes(k));
     if (unknown.length)
-      throw new errors.TypeError(`output(): unknown option ${unknown.join(", ")} (it takes format, query, offset, limit)`);
+      throw new errors.TypeError(
+        `output(): unknown option ${unknown.join(", ")} (it takes format, query, offset, limit)`,
+      );
     const format = opts.format ?? "raw";
     if (!["raw", "json", "stripped"].includes(format))
       throw new errors.TypeError(`output(): format must be "raw", "json" or "stripped", not ${JSON.stringify(format)}`);
     if (!args.length) throw new errors.TypeError("output(): at least one output id is required");
     if (opts.query !== undefined && (opts.offset !== undefined || opts.limit !== undefined))
       throw new errors.TypeError("output(): query cannot be combined with offset/limit");
-    for (const [k, low] of [["offset", 1], ["limit", 0]])
+    for (const [k, low] of [
+      ["offset", 1],
+      ["limit", 0],
+    ])
       if (opts[k] !== undefined && (!Number.isInteger(opts[k]) || opts[k] < low))
         throw new errors.TypeError(`output(): ${k} must be an integer >= ${low}`);
     const dir = dirsOf(run).artifactsDir;
-    if (typeof dir !== "string" || !dir) throw new errors.Error("output(): this run has no session artifacts directory");
+    if (typeof dir !== "string" || !dir)
+      throw new errors.Error("output(): this run has no session artifacts directory");
     const results = [];
     const missing = [];
     for (let id of args) {
@@ -378,7 +387,10 @@ function queryJson(value, query, errors) {
   while (at < q.length) {
     re.lastIndex = at;
     m = re.exec(q);
-    if (!m) throw new errors.TypeError(`output(): cannot read the query ${JSON.stringify(query)} at ${JSON.stringify(q.slice(at))}`);
+    if (!m)
+      throw new errors.TypeError(
+        `output(): cannot read the query ${JSON.stringify(query)} at ${JSON.stringify(q.slice(at))}`,
+      );
     if (m[1] !== undefined) steps.push(m[1]);
     else if (/^-?\d+$/.test(m[2])) steps.push(Number(m[2]));
     else steps.push(m[2].slice(1, -1));

@@ -244,7 +244,12 @@ def output(*ids, format="raw", query=None, offset=None, limit=None):
         except OSError:
             known = []
         msg = "output(): no saved output %s" % ", ".join(missing)
-        msg += ("; saved: %s" % ", ".join(known[:20]) + (" (and %d more)" % (len(known) - 20) if len(known) > 20 else "")) if known else "; this session has saved none yet"
+        if not known:
+            msg += "; this session has saved none yet"
+        else:
+            msg += "; saved: %s" % ", ".join(known[:20])
+            if len(known) > 20:
+                msg += " (and %d more)" % (len(known) - 20)
         raise FileNotFoundError(msg)
     if len(ids) == 1:
         return results[0] if format == "json" else results[0]["content"]
@@ -313,7 +318,8 @@ def _query(value, query):
                 try:
                     steps.append(int(inner))
                 except ValueError:
-                    raise ValueError("output(): [%s] in query %r is neither an index nor a quoted key" % (inner, query)) from None
+                    why = "output(): [%s] in query %r is neither an index nor a quoted key" % (inner, query)
+                    raise ValueError(why) from None
             i = j + 1
             continue
         j = i
@@ -349,7 +355,9 @@ class _ToolCall:
         elif isinstance(args, dict):
             merged = dict(args)
         else:
-            raise TypeError("tool.%s(...) takes a dict of arguments or keyword arguments, not %s" % (self._name, type(args).__name__))
+            raise TypeError(
+                "tool.%s(...) takes a dict of arguments or keyword arguments, not %s" % (self._name, type(args).__name__)
+            )
         merged.update(kwargs)
         if not _config.has_tool(self._name):
             raise AttributeError("tool.%s: no such tool in this cell (see dir(tool))" % self._name)
@@ -366,7 +374,8 @@ class _ToolNamespace:
         if name.startswith("_"):
             raise AttributeError(name)
         if not _config.has_tool(name):
-            raise AttributeError("tool.%s: no such tool in this cell (available: %s)" % (name, ", ".join(self.__dir__()) or "none"))
+            available = ", ".join(self.__dir__()) or "none"
+            raise AttributeError("tool.%s: no such tool in this cell (available: %s)" % (name, available))
         return _ToolCall(name)
 
     def __getitem__(self, name):

@@ -97,6 +97,21 @@ describe("eval's Python prelude", () => {
     assert.match(textOf(r), /^one via-bash bare True\nmissing: tool\.no_such_tool: no such tool in this cell/);
   });
 
+  test("a helper's name the user binds to something else stays theirs", async () => {
+    const r = await evalCells(
+      py("def output(*a):\n    return 'mine'"),
+      py("print(output('x'), callable(read))\nprint([l for l in available_tools() if 'read' in l or 'output' in l])"),
+      py("del output"),
+    );
+    assert.equal(r.isError, false, textOf(r));
+    assert.match(
+      textOf(r),
+      /\[2\/3\]\nmine True\n\["tool\.read\(\.\.\.\) {2}# `read` is eval's helper in this cell", 'output {2}# shadowed: bound to another value here'\]/,
+    );
+    const back = await evalCells(py("print(output.__doc__.split('.')[0])"));
+    assert.equal(textOf(back), "Saved outputs of this Pi session by id (a truncated eval output names its id)");
+  });
+
   test("another surface in the same notebook session keeps Pi's read tool under its name", async () => {
     const [e, c] = await callAs(pi, [
       ["eval", { cells: [py("print(callable(read), type(tool).__name__)")] }],
@@ -138,7 +153,9 @@ describe("eval's JavaScript prelude", () => {
 
   test("Node's globals are there: process, require, Buffer, fetch, timers", async () => {
     const r = await evalCells(
-      js("[typeof process.pid, typeof require('node:path').join, typeof Buffer.from, typeof fetch, typeof setTimeout].join(' ')"),
+      js(
+        "[typeof process.pid, typeof require('node:path').join, typeof Buffer.from, typeof fetch, typeof setTimeout].join(' ')",
+      ),
     );
     assert.equal(textOf(r), "number function function function function");
   });
@@ -184,11 +201,16 @@ describe("eval results", () => {
     assert.equal(t.totalLines, 5000);
     assert.equal(t.outputLines, 3000);
     assert.match(t.artifactId, /^eval-[0-9a-f]{12}$/);
-    assert.match(head, new RegExp(`^\\[output truncated: kept the last 3000 of 5000 lines, .*artifact://${t.artifactId}`));
+    assert.match(
+      head,
+      new RegExp(`^\\[output truncated: kept the last 3000 of 5000 lines, .*artifact://${t.artifactId}`),
+    );
     assert.ok(existsSync(t.path));
     const back = await evalCells(
       py(`whole = output('${t.artifactId}')\nprint(len(whole.splitlines()), whole.splitlines()[0])`),
-      py(`info = output('${t.artifactId}', format='json', offset=2, limit=2)\nprint(info['range'], repr(info['content']))`),
+      py(
+        `info = output('${t.artifactId}', format='json', offset=2, limit=2)\nprint(info['range'], repr(info['content']))`,
+      ),
       js(`const w = await output('${t.artifactId}', { offset: 5000 })\nconsole.log(w)`),
       py("try:\n    output('eval-000000000000')\nexcept FileNotFoundError as e:\n    print(e)"),
     );
@@ -211,7 +233,11 @@ describe("eval results", () => {
     const before = pi.toolResults().length;
     pi.faux.setResponses([
       fauxAssistantMessage(
-        [fauxToolCall("eval", { cells: [js("console.log('started')\nawait new Promise((r) => setTimeout(r, 60000))"), py("print('never')")] } as never)],
+        [
+          fauxToolCall("eval", {
+            cells: [js("console.log('started')\nawait new Promise((r) => setTimeout(r, 60000))"), py("print('never')")],
+          } as never),
+        ],
         { stopReason: "toolUse" },
       ),
       fauxAssistantMessage("done"),
@@ -245,7 +271,12 @@ describe("eval results", () => {
     for (const timeout of [0, 3601, 1.5]) {
       const r = await evalCells(py("open('ran-timeout', 'w')", { timeout }));
       assert.equal(r.isError, true, `timeout ${timeout}`);
-      assert.match(textOf(r), timeout === 1.5 ? /timeout 1\.5 is out of range: it must be a whole number of seconds from 1 to 3600\. No cell was run\./ : /Validation failed for tool "eval"[\s\S]*timeout/);
+      assert.match(
+        textOf(r),
+        timeout === 1.5
+          ? /timeout 1\.5 is out of range: it must be a whole number of seconds from 1 to 3600\. No cell was run\./
+          : /Validation failed for tool "eval"[\s\S]*timeout/,
+      );
     }
     assert.equal(existsSync(join(pi.cwd, "ran-timeout")), false);
   });
@@ -263,7 +294,8 @@ describe("eval results", () => {
       lastComponent: undefined,
       keyHint: (_k: string, d: string) => d,
     });
-    const render = (c: { render(w: number): readonly string[] }) => c.render(100).map((l) => stripTerminalSequences(l).trimEnd());
+    const render = (c: { render(w: number): readonly string[] }) =>
+      c.render(100).map((l) => stripTerminalSequences(l).trimEnd());
     const call = render(evalRenderers.renderCall({ cells }, theme, ctx()));
     assert.deepEqual(call.slice(0, 2), ["eval 2 cells", "── [1/2] py rows ──"]);
     assert.ok(call.includes("── [2/2] js ──"), call.join("\n"));
@@ -271,11 +303,20 @@ describe("eval results", () => {
     const rows = lines.filter((l) => /^ row \d+$/.test(l));
     assert.equal(rows.length, 10, lines.join("\n"));
     assert.equal(rows[0], " row 20");
-    assert.ok(lines.some((l) => /20 earlier lines/.test(l)), lines.join("\n"));
-    assert.ok(lines.some((l) => /^ +tree: \{…\} 1 key$/.test(l)), lines.join("\n"));
+    assert.ok(
+      lines.some((l) => /20 earlier lines/.test(l)),
+      lines.join("\n"),
+    );
+    assert.ok(
+      lines.some((l) => /^ +tree: \{…\} 1 key$/.test(l)),
+      lines.join("\n"),
+    );
     const big = await evalCells(py("for i in range(3100):\n    print(i)"));
     const cut = render(evalRenderers.renderResult(big as never, { expanded: false, isPartial: false }, theme, ctx()));
-    assert.match(cut.at(-1)!, /^model's copy truncated: last 3000 of 3100 lines · whole output artifact:\/\/eval-[0-9a-f]{12}$/);
+    assert.match(
+      cut.at(-1)!,
+      /^model's copy truncated: last 3000 of 3100 lines · whole output artifact:\/\/eval-[0-9a-f]{12}$/,
+    );
   });
 });
 
@@ -295,10 +336,16 @@ describe("eval's backends checked before any cell", () => {
   test("PI_PY=0 and PI_JS=0 disable a language; a value that is not a boolean is refused", async () => {
     const off = await withEnv({ PI_PY: "0" }, [js("require('fs').writeFileSync('ran-js', '')"), py("1")]);
     assert.equal(off.r.isError, true);
-    assert.match(textOf(off.r), /Python cells \(language "py"\) cannot run: the Python backend is disabled \(PI_PY=0\)\. No cell was run\./);
+    assert.match(
+      textOf(off.r),
+      /Python cells \(language "py"\) cannot run: the Python backend is disabled \(PI_PY=0\)\. No cell was run\./,
+    );
     assert.equal(existsSync(join(off.cwd, "ran-js")), false);
     const jsOff = await withEnv({ PI_JS: "false" }, [js("1")]);
-    assert.match(textOf(jsOff.r), /JavaScript cells \(language "js"\) cannot run: the JavaScript backend is disabled \(PI_JS=false\)/);
+    assert.match(
+      textOf(jsOff.r),
+      /JavaScript cells \(language "js"\) cannot run: the JavaScript backend is disabled \(PI_JS=false\)/,
+    );
     const on = await withEnv({ PI_JS: "1", PI_CODE_EXECUTION_EVAL_JS: "0" }, [js("'on'")]);
     assert.equal(textOf(on.r), "on");
     const bad = await withEnv({ PI_PY: "maybe" }, [py("1")]);
@@ -306,9 +353,15 @@ describe("eval's backends checked before any cell", () => {
   });
 
   test("a missing Python interpreter is a tool error up front, not a cell's setup error", async () => {
-    const r = await withEnv({ PI_PYTHON: "/nonexistent/python3" }, [js("require('fs').writeFileSync('ran-js', '')"), py("1")]);
+    const r = await withEnv({ PI_PYTHON: "/nonexistent/python3" }, [
+      js("require('fs').writeFileSync('ran-js', '')"),
+      py("1"),
+    ]);
     assert.equal(r.r.isError, true);
-    assert.match(textOf(r.r), /^Python cells \(language "py"\) cannot run: no Python interpreter: .*\/nonexistent\/python3.*No cell was run\.$/s);
+    assert.match(
+      textOf(r.r),
+      /^Python cells \(language "py"\) cannot run: no Python interpreter: .*\/nonexistent\/python3.*No cell was run\.$/s,
+    );
     assert.equal(existsSync(join(r.cwd, "ran-js")), false);
   });
 });

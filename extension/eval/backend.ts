@@ -61,7 +61,16 @@ export function disabledReason(language: EvalLanguage): string {
   return `the ${LANGUAGE_NAMES[language]} backend is disabled (setting eval.${language} = false or PI_CODE_EXECUTION_EVAL_${language.toUpperCase()}=0)`;
 }
 
-const FLAG_VALUES: Record<string, boolean> = { "1": true, true: true, yes: true, on: true, "0": false, false: false, no: false, off: false };
+const FLAG_VALUES: Record<string, boolean> = {
+  "1": true,
+  true: true,
+  yes: true,
+  on: true,
+  "0": false,
+  false: false,
+  no: false,
+  off: false,
+};
 
 /** oh-my-pi's `PI_PY` / `PI_JS`: set, it overrides the `eval.py` / `eval.js` setting. Why the language cannot run,
  * or undefined when it can; a value that is not a boolean is refused rather than guessed. */
