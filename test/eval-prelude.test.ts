@@ -3,7 +3,7 @@
 // image-only and empty cells, console order, truncated output saved as an artifact, PI_PY/PI_JS and a missing
 // interpreter refused up front, and an out-of-range timeout refused.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { initTheme } from "@earendil-works/pi-coding-agent";
@@ -70,6 +70,8 @@ describe("eval's Python prelude", () => {
     assert.match(text, /delegated: .*artifact:\/+nope-py/);
     assert.equal(readFileSync(join(pi.cwd, "out/new.txt"), "utf8"), "hello");
     assert.equal(readFileSync(join(sessionDir(), "local", "notes", "a.md"), "utf8"), "shared background");
+    for (const dir of [join(sessionDir(), ".."), sessionDir(), join(sessionDir(), "local")])
+      assert.equal(statSync(dir).mode & 0o777, 0o700, `${dir} is private`);
   });
 
   test("env gets, sets and lists (sorted)", async () => {

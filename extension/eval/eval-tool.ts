@@ -14,7 +14,7 @@ import { throttled } from "../shared/notebook/updates.ts";
 import type { BackendInfo } from "../../host/index.ts";
 import { backendDetails, type BackendMark } from "../shared/backend-mark.ts";
 import { LANGUAGE_NAMES, type EvalBackend, type EvalCellOutcome, type EvalLanguage } from "./backend.ts";
-import { preludeDirs, withPrelude } from "./prelude.ts";
+import { preludeDirs, preparePreludeDirs, withPrelude } from "./prelude.ts";
 import { truncateEvalText, type EvalOutputMeta } from "./truncation.ts";
 
 export const DEFAULT_EVAL_TIMEOUT_S = 30;
@@ -168,6 +168,7 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
             )
           : undefined;
         const dirs = preludeDirs(ctx);
+        await preparePreludeDirs(dirs);
         const tools = withPrelude(
           withCompletion(createRunTools(pi, ctx, toolCallId), ctx, () => settings.values.completionModels),
           dirs,

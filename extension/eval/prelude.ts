@@ -31,7 +31,23 @@ export function preludeDirs(ctx: ExtensionContext): PreludeDirs {
   return { localRoot: join(base, "local"), artifactsDir: join(base, "artifacts") };
 }
 
-/** The run's tools plus the prelude marker. The runtimes make both directories themselves when they write. */
+const made = new Set<string>();
+
+/** Makes the session's directories private (0700) before a cell can write there: a runtime's own mkdir would make
+ * them with its umask. Once per directory and process; a failure is left to the helper that then uses it. */
+export async function preparePreludeDirs(dirs: PreludeDirs): Promise<void> {
+  if (made.has(dirs.localRoot)) return;
+  try {
+    await ensurePrivateDir(join(dirs.localRoot, "..", ".."));
+    await ensurePrivateDir(join(dirs.localRoot, ".."));
+    await ensurePrivateDir(dirs.localRoot);
+    made.add(dirs.localRoot);
+  } catch {
+    // reported by read/write/output when a cell uses the directory
+  }
+}
+
+/** The run's tools plus the prelude marker. */
 export function withPrelude(tools: RunTools, dirs: PreludeDirs): RunTools {
   const marker: RunTool = {
     spec: {
