@@ -34,7 +34,7 @@ _FrozenImporter = _bootstrap.FrozenImporter
 _PathFinder = _external.PathFinder
 
 PRIVATE = frozenset(("traceback", "linecache", "tokenize", "pprint", "json", "importlib"))
-_RUNNER = frozenset(("pcs_runner", "_pcs_pi_tools", "_pcs_display"))
+_RUNNER = frozenset(("pcs_runner", "_pcs_pi_tools", "_pcs_display", "_pcs_prelude"))
 
 own = {}  # module name -> module loaded for the runner, out of sys.modules unless handed over
 watch = {}  # module name -> function called with that module once the session loads it (its own or handed over)

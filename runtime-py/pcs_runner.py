@@ -1238,6 +1238,7 @@ def _tools_begin(run_id, tools, g):
     _tools_seen = True
     # Reserved names (`__completion__`) are the helpers' own calls: callable as nested calls, never a global.
     wanted = {t["python"]: t for t in tools if not t["name"].startswith("__")}
+    prelude = _prelude_for(tools, wanted, g)
     for key in _tools_installed:
         if key not in wanted and _is_tool(g.get(key)):
             del g[key]  # other references to it stay usable (the host refuses tools no longer exposed)
@@ -1252,6 +1253,7 @@ def _tools_begin(run_id, tools, g):
         signatures.append(spec["signature"])
     if _TOOLS_HELPER not in g or _is_tool(g[_TOOLS_HELPER]):
         g[_TOOLS_HELPER] = available_tools
+    signatures += _prelude_begin(prelude, tools, g)
     _tool_signatures = signatures
     _tools_installed = installed
     _tools_run = run_id
@@ -1272,6 +1274,44 @@ def _tool_set(msg):
         msg["tools"] = _tool_sets[key]
     else:
         _fatal("bad run frame: tools_id %r names no tool set this runner received" % key)
+
+
+# eval's prelude (runtime-py/pcs_prelude.py): a run whose tools carry the reserved `__eval__` entry gets read, write,
+# env, output and `tool.<name>(...)`; bridged tools of those names are reachable through `tool.` only in that run.
+_PRELUDE = "__eval__"
+_prelude_mod = None
+
+
+def _prelude_for(tools, wanted, g):
+    """The prelude's entry, if this run has one (its names are then not bridged tools); else the helpers leave."""
+    spec = next((t for t in tools if t["name"] == _PRELUDE), None)
+    if spec is not None:
+        for name in _load_prelude().NAMES:
+            wanted.pop(name, None)
+    elif _prelude_mod is not None:
+        _prelude_mod.uninstall(g)
+    return spec
+
+
+def _load_prelude():
+    global _prelude_mod
+    if _prelude_mod is None:
+        _prelude_mod = _load_sibling("pcs_prelude.py", "_pcs_prelude")
+    return _prelude_mod
+
+
+def _prelude_call(name, python, kwargs):
+    return _load_pi_tools().call_result_sync(_tools_run, name, python, kwargs)
+
+
+def _prelude_begin(spec, tools, g):
+    """Signature lines for available_tools(): the helpers that took a bridged tool's name say how to reach it."""
+    if spec is None:
+        return []
+    names = [t["name"] for t in tools if not t["name"].startswith("__")]
+    taken = _load_prelude().install(g, spec, _prelude_call, names)
+    notes = ["tool.%s(...)  # `%s` is eval's helper in this cell" % (n, n) for n in names if n in _prelude_mod.NAMES]
+    return notes + ["%s  # shadowed: bound to another value here" % n for n in taken]
 
 
 def _tools_end(run_id):

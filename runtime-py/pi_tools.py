@@ -200,6 +200,28 @@ def call_sync(run, name, python, kwargs):
     return waiter.result
 
 
+def call_result_sync(run, name, python, kwargs):
+    """A synchronous call's ToolResult (eval's `tool.<name>(...)`): callable and awaitable, errors raised."""
+    status, text, structured = call_sync(run, name, python, kwargs)
+    if status == "invalid":
+        raise TypeError(text)
+    if status != "ok":
+        raise RuntimeError(text)
+    result = _AwaitableToolResult(text)
+    result.tool = python
+    if structured is not None:
+        result._structured = structured
+    return result
+
+
+class _AwaitableToolResult(ToolResult):
+    """A ToolResult that `await` gives back as itself (the call already happened)."""
+
+    def __await__(self):
+        return self
+        yield
+
+
 # ---------------------------------------------------------------------------------------------------- completion()
 COMPLETION_TOOL = "__completion__"
 

@@ -50,14 +50,39 @@ export interface EvalCellOutcome {
 
 export interface EvalBackend {
   language: EvalLanguage;
-  /** Why cells of this language cannot run now, or undefined when they can. */
-  unavailable(): string | undefined;
+  /** Why cells of this language cannot run now (disabled, no interpreter), or undefined when they can: checked for
+   * every language of a call before any cell runs. */
+  unavailable(cwd: string): Promise<string | undefined>;
   runCell(cell: EvalCellInput, call: EvalCallContext): Promise<EvalCellOutcome>;
 }
 
 /** Why a language's cells cannot run while settings disable it. */
 export function disabledReason(language: EvalLanguage): string {
   return `the ${LANGUAGE_NAMES[language]} backend is disabled (setting eval.${language} = false or PI_CODE_EXECUTION_EVAL_${language.toUpperCase()}=0)`;
+}
+
+const FLAG_VALUES: Record<string, boolean> = {
+  "1": true,
+  true: true,
+  yes: true,
+  on: true,
+  "0": false,
+  false: false,
+  no: false,
+  off: false,
+};
+
+/** oh-my-pi's `PI_PY` / `PI_JS`: set, it overrides the `eval.py` / `eval.js` setting. Why the language cannot run,
+ * or undefined when it can; a value that is not a boolean is refused rather than guessed. */
+export function enabledReason(language: EvalLanguage, setting: boolean, env: NodeJS.ProcessEnv): string | undefined {
+  const name = `PI_${language.toUpperCase()}`;
+  const raw = env[name];
+  if (raw !== undefined && raw.trim() !== "") {
+    const flag = FLAG_VALUES[raw.trim().toLowerCase()];
+    if (flag === undefined) return `${name}=${JSON.stringify(raw)} is not a boolean (use 1 or 0)`;
+    return flag ? undefined : `the ${LANGUAGE_NAMES[language]} backend is disabled (${name}=${raw.trim()})`;
+  }
+  return setting ? undefined : disabledReason(language);
 }
 
 /** The cell as its run names it (1-based), for the inspector and the event log. */

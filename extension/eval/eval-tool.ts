@@ -11,25 +11,28 @@ import type { NestedCallRecord } from "../../machines/tool-events.ts";
 import { DisplayCollector } from "../shared/display/collector.ts";
 import { evalRenderers } from "../shared/notebook/render.ts";
 import { throttled } from "../shared/notebook/updates.ts";
-import { truncateForModel } from "../shared/notebook/truncate.ts";
 import type { BackendInfo } from "../../host/index.ts";
 import { backendDetails, type BackendMark } from "../shared/backend-mark.ts";
 import { LANGUAGE_NAMES, type EvalBackend, type EvalCellOutcome, type EvalLanguage } from "./backend.ts";
 import { ORCHESTRATION_HELP, withAgents } from "./agents.ts";
 import { StatusEvents } from "./status.ts";
+import { preludeDirs, preparePreludeDirs, withPrelude } from "./prelude.ts";
+import { truncateEvalText, type EvalOutputMeta } from "./truncation.ts";
 
 export const DEFAULT_EVAL_TIMEOUT_S = 30;
-const MAX_EVAL_TIMEOUT_S = 3600;
+export const MAX_EVAL_TIMEOUT_S = 3600;
 
 const DESCRIPTION = [
   'Run code cells in persistent kernels: `language: "py"` (Python) or `"js"` (JavaScript). State persists per',
   "language across cells and calls; `reset: true` on a cell wipes only that language's state first. Cells run in",
   "order; after the first error the rest are skipped (earlier state stays). Top-level `await` works. Each cell's",
-  `\`timeout\` (seconds, default ${DEFAULT_EVAL_TIMEOUT_S}, 1..${MAX_EVAL_TIMEOUT_S}) counts its own work only: time spent awaiting a tool call or`,
+  `\`timeout\` (whole seconds, default ${DEFAULT_EVAL_TIMEOUT_S}, 1..${MAX_EVAL_TIMEOUT_S}) counts its own work only: time spent awaiting a tool call or`,
   "completion() is not counted. In Python: `display(obj)` shows images, markdown, HTML and JSON (the last expression too);",
-  "`await <tool>(...)` calls Pi tools; `completion(prompt, schema=...)` asks the model one stateless question.",
+  "`read(path, offset=1, limit=None)`, `write(path, content)`, `env(key=None, value=None)` and `output(*ids)` are",
+  "synchronous helpers (`local://x` is the session's scratch directory; output() reads saved outputs by id);",
+  "`tool.<name>(...)` (or `await <name>(...)`) calls Pi tools; `completion(prompt, schema=...)` asks the model one stateless question.",
   "In JavaScript (Node): `return` works too and the trailing value shows (objects as JSON); `display(value)`,",
-  "`await read(path)`, `await write(path, content)`, `env(name)`, `await completion(prompt, { schema })` and",
+  "`await read(path, offset?, limit?)`, `await write(path, content)`, `env(key?, value?)`, `await output(...ids)`, `await completion(prompt, { schema })` and",
   "`await tool.<name>({...})` for Pi tools; `import` resolves from the working directory (local files reload each cell).",
   "Do not shell out to `python -c` or `node -e` for ad-hoc code; use this tool.",
 ].join(" ");
@@ -62,6 +65,8 @@ export interface EvalDetails {
   jsonOutputs: unknown[];
   statusEvents: unknown[];
   isError: boolean;
+  /** Set when the text was truncated: what was kept, and the artifact with the whole text. */
+  meta?: EvalOutputMeta;
   /** Where the cells ran, when not on this machine. */
   backend?: BackendMark;
 }
@@ -84,8 +89,11 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
               code: Type.String({ description: "The cell's code, verbatim." }),
               title: Type.Optional(Type.String({ description: "A short label for the transcript." })),
               timeout: Type.Optional(
+                // A number, not an integer: Pi's validator would round 1.5 to 1; execute() refuses a fraction.
                 Type.Number({
-                  description: `Seconds of work (default ${DEFAULT_EVAL_TIMEOUT_S}; clamped to 1..${MAX_EVAL_TIMEOUT_S}).`,
+                  minimum: 1,
+                  maximum: MAX_EVAL_TIMEOUT_S,
+                  description: `Whole seconds of work, 1..${MAX_EVAL_TIMEOUT_S} (default ${DEFAULT_EVAL_TIMEOUT_S}); out of range is refused.`,
                 }),
               ),
               reset: Type.Optional(Type.Boolean({ description: "Wipe this cell's language state before it runs." })),
@@ -103,17 +111,29 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
         cells: params.cells.map((c) => ({ language: c.language, codeBytes: Buffer.byteLength(c.code) })),
       };
       return links.journal.record("eval", toolCallId, summary, ctx, async (note) => {
+        // Pi validates the schema first; a call that bypasses it (an extension's executeTool) is refused here too.
+        const badTimeout = params.cells.findIndex(
+          (c) =>
+            c.timeout !== undefined &&
+            !(Number.isInteger(c.timeout) && c.timeout >= 1 && c.timeout <= MAX_EVAL_TIMEOUT_S),
+        );
+        if (badTimeout >= 0)
+          throw new Error(
+            `cell ${badTimeout + 1}: timeout ${JSON.stringify(params.cells[badTimeout].timeout)} is out of range: it must be a whole number of seconds from 1 to ${MAX_EVAL_TIMEOUT_S}. No cell was run.`,
+          );
         // Every language is checked first: a cell whose backend is missing or disabled runs nothing at all.
-        const missing = [...new Set(params.cells.map((c) => c.language))]
-          .map((l) => [l, links.backends[l]?.unavailable()] as const)
-          .filter(([, why]) => why);
+        const used = [...new Set(params.cells.map((c) => c.language))];
+        const missing = (
+          await Promise.all(used.map(async (l) => [l, await links.backends[l]?.unavailable(ctx.cwd)] as const))
+        ).filter(([, why]) => why);
         if (missing.length)
           throw new Error(
             missing.map(([l, why]) => `${LANGUAGE_NAMES[l]} cells (language "${l}") cannot run: ${why}.`).join(" ") +
               " No cell was run.",
           );
         const settings = links.environment.settings();
-        const display = new DisplayCollector(settings.values.display);
+        // Images shown to the model are content blocks of their own; only those not shown leave a line in the text.
+        const display = new DisplayCollector(settings.values.display, { quietShown: true });
         const n = params.cells.length;
         const languages = [...new Set(params.cells.map((c) => c.language))];
         const cells: EvalCellDetails[] = params.cells.map((c, index) => ({
@@ -150,18 +170,23 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
               }),
             )
           : undefined;
+        const dirs = preludeDirs(ctx);
+        await preparePreludeDirs(dirs);
         // Status events (log(), phase(), agent(), tool calls) are details of the cell running when they happen.
         const status = new StatusEvents();
         display.onStatus = (i, event) => status.add(i, event);
         const tools = status.observe(
-          withAgents(
-            withCompletion(createRunTools(pi, ctx, toolCallId), ctx, () => settings.values.completionModels),
-            {
-              pi,
-              ctx,
-              limits: () => links.environment.settings().values.eval,
-              onStatus: (event) => status.add(status.current, event),
-            },
+          withPrelude(
+            withAgents(
+              withCompletion(createRunTools(pi, ctx, toolCallId), ctx, () => settings.values.completionModels),
+              {
+                pi,
+                ctx,
+                limits: () => links.environment.settings().values.eval,
+                onStatus: (event) => status.add(status.current, event),
+              },
+            ),
+            dirs,
           ),
         );
         status.onChange = () => update?.();
@@ -179,7 +204,7 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
               count: n,
               code: input.code,
               ...(input.title ? { title: input.title } : {}),
-              timeoutMs: clampSeconds(input.timeout ?? DEFAULT_EVAL_TIMEOUT_S) * 1000,
+              timeoutMs: (input.timeout ?? DEFAULT_EVAL_TIMEOUT_S) * 1000,
               reset: input.reset === true,
             },
             {
@@ -225,8 +250,10 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
         const notes = [...display.trailingNotes(), ...(stop ? [stop] : [])];
         if (notes.length) text = `${text}\n\n${notes.join("\n")}`;
         const usage = outerUsage(nested);
+        const out = await truncateEvalText(text, dirs);
+        if (out.meta) details.meta = out.meta;
         return {
-          content: [{ type: "text" as const, text: truncateForModel(text) }, ...display.imageContent()],
+          content: [{ type: "text" as const, text: out.text }, ...display.imageContent()],
           details,
           ...(usage ? { usage: usage as never } : {}),
           ...(details.isError ? { isError: true } : {}),
@@ -234,10 +261,6 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
       });
     },
   });
-}
-
-function clampSeconds(s: number): number {
-  return Number.isFinite(s) ? Math.min(MAX_EVAL_TIMEOUT_S, Math.max(1, s)) : DEFAULT_EVAL_TIMEOUT_S;
 }
 
 /** oh-my-pi's text: each cell's output, prefixed `[i/n] title` when there are several; a note when nothing shows. */

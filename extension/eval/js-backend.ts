@@ -8,7 +8,7 @@ import { EVAL_GRACE_MS, cellEnding, graceFor } from "../shared/notebook/python-c
 import {
   cellCallbacks,
   cellRef,
-  disabledReason,
+  enabledReason,
   joined,
   type EvalBackend,
   type EvalCallContext,
@@ -22,7 +22,7 @@ export const JS_SESSION = "js";
 export function jsBackend(links: { getHost: () => SupervisorHost; environment: CodeEnvironment }): EvalBackend {
   return {
     language: "js",
-    unavailable: () => (links.environment.settings().values.eval.js ? undefined : disabledReason("js")),
+    unavailable: async () => enabledReason("js", links.environment.settings().values.eval.js, process.env),
     async runCell(cell: EvalCellInput, call: EvalCallContext): Promise<EvalCellOutcome> {
       const settings = links.environment.settings();
       const r = await links.getHost().run(

@@ -7,7 +7,7 @@ import { EVAL_GRACE_MS, graceFor, runPyCell, verdictOf } from "../shared/noteboo
 import {
   cellCallbacks,
   cellRef,
-  disabledReason,
+  enabledReason,
   joined,
   type EvalBackend,
   type EvalCallContext,
@@ -18,7 +18,15 @@ import {
 export function pythonBackend(links: { getHost: () => SupervisorHost; environment: CodeEnvironment }): EvalBackend {
   return {
     language: "py",
-    unavailable: () => (links.environment.settings().values.eval.py ? undefined : disabledReason("py")),
+    async unavailable(cwd) {
+      const settings = links.environment.settings();
+      const off = enabledReason("py", settings.values.eval.py, process.env);
+      if (off) return off;
+      // A live notebook session already has its interpreter; else one must be found before any cell runs.
+      if (links.getHost().sessionTable()[settings.values.notebookSession]?.status === "alive") return undefined;
+      const found = await links.environment.interpreter.resolve(cwd);
+      return found.ok ? undefined : `no Python interpreter: ${found.error.replace(/\.$/, "")}`;
+    },
     async runCell(cell: EvalCellInput, call: EvalCallContext): Promise<EvalCellOutcome> {
       const settings = links.environment.settings();
       const r = await runPyCell(

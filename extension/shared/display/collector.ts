@@ -43,8 +43,14 @@ interface CellShown {
   markdown: boolean;
 }
 
+export interface DisplayOptions {
+  /** An image shown to the model leaves no line in the text (eval: images are content blocks of their own). */
+  quietShown?: boolean;
+}
+
 export class DisplayCollector {
   private readonly limits: DisplayLimits;
+  private readonly quietShown: boolean;
   private readonly cells = new Map<number, CellShown>();
   private readonly content: { index: number; data: string; mimeType: string }[] = [];
   private readonly pending: Promise<void>[] = [];
@@ -54,8 +60,9 @@ export class DisplayCollector {
   /** Where status events (eval's log() and phase()) go, by cell; without it they are dropped. */
   onStatus?: (cell: number, event: Record<string, unknown>) => void;
 
-  constructor(limits: DisplayLimits) {
+  constructor(limits: DisplayLimits, options: DisplayOptions = {}) {
     this.limits = limits;
+    this.quietShown = options.quietShown === true;
   }
 
   private cell(i: number): CellShown {
@@ -124,7 +131,7 @@ export class DisplayCollector {
       this.shownCount += 1;
       info.shown = true;
       this.content.push({ index, data, mimeType: mime });
-      return `${what}, shown]\n`;
+      return this.quietShown ? "" : `${what}, shown]\n`;
     }
     info.shown = false;
     info.note = why;
@@ -167,7 +174,8 @@ export class DisplayCollector {
         },
       ),
     );
-    return `[image ${index}: SVG, ${formatBytes(Buffer.byteLength(svg))}, rendered as PNG]\n`;
+    // An SVG not shown gets its trailing note (below), so it is named either way.
+    return this.quietShown ? "" : `[image ${index}: SVG, ${formatBytes(Buffer.byteLength(svg))}, rendered as PNG]\n`;
   }
 
   private tooLarge(): string {

@@ -13,7 +13,9 @@ import type { BackendMark } from "../backend-mark.ts";
 import { statusLine } from "./status-lines.ts";
 
 const CODE_LINES = 10;
+/** Output lines of a cell shown collapsed: pi-python's 8; eval's 10 (oh-my-pi's preview). */
 const OUTPUT_LINES = 8;
+export const EVAL_OUTPUT_LINES = 10;
 /** JSON tree lines shown when expanded (a huge value stays bounded). */
 const TREE_LINES = 400;
 
@@ -164,15 +166,23 @@ function renderNotebookResult(
   options: ResultOptions,
   theme: RenderTheme,
   ctx: RenderContext,
+  outputLines = OUTPUT_LINES,
 ): Component {
   const container = freshContainer(ctx);
   const d = result.details as
-    | { cells?: CellView[]; jsonOutputs?: unknown[]; timedOut?: boolean; killed?: boolean; backend?: BackendMark }
+    | {
+        cells?: CellView[];
+        jsonOutputs?: unknown[];
+        timedOut?: boolean;
+        killed?: boolean;
+        backend?: BackendMark;
+        meta?: { truncation?: { outputLines?: number; totalLines?: number; artifactId?: string } };
+      }
     | undefined;
   const cells = Array.isArray(d?.cells) ? d!.cells : undefined;
   if (!cells) {
     container.addChild(
-      new Text(tailLines(textOf(result), options.expanded ? 10_000 : OUTPUT_LINES, theme, undefined).join("\n"), 0, 0),
+      new Text(tailLines(textOf(result), options.expanded ? 10_000 : outputLines, theme, undefined).join("\n"), 0, 0),
     );
     return container;
   }
@@ -217,10 +227,23 @@ function renderNotebookResult(
       "json" in p ? tree(p.json) : p.text.split("\n").map((l) => outputLine(l, theme)),
     );
     container.addChild(
-      new Text(tailStyled(lines, options.expanded ? 10_000 : OUTPUT_LINES, theme, ctx).join("\n"), 1, 0),
+      new Text(tailStyled(lines, options.expanded ? 10_000 : outputLines, theme, ctx).join("\n"), 1, 0),
     );
   });
   for (const value of queue) container.addChild(new Text(tree(value).join("\n"), 1, 0));
+  const cut = d?.meta?.truncation;
+  if (cut)
+    container.addChild(
+      new Text(
+        theme.fg(
+          "dim",
+          `model's copy truncated: last ${cut.outputLines} of ${cut.totalLines} lines` +
+            (cut.artifactId ? ` · whole output artifact://${cut.artifactId}` : ""),
+        ),
+        0,
+        0,
+      ),
+    );
   return container;
 }
 
@@ -236,12 +259,13 @@ type RenderResult = (
   ctx: unknown,
 ) => Component;
 
-function renderers(tool: string): { renderCall: RenderCall; renderResult: RenderResult } {
+function renderers(tool: string, outputLines: number): { renderCall: RenderCall; renderResult: RenderResult } {
   return {
     renderCall: (args, theme, ctx) => renderCells(tool, args, theme, ctx as RenderContext),
-    renderResult: (result, options, theme, ctx) => renderNotebookResult(result, options, theme, ctx as RenderContext),
+    renderResult: (result, options, theme, ctx) =>
+      renderNotebookResult(result, options, theme, ctx as RenderContext, outputLines),
   };
 }
 
-export const pythonRenderers = renderers("python");
-export const evalRenderers = renderers("eval");
+export const pythonRenderers = renderers("python", OUTPUT_LINES);
+export const evalRenderers = renderers("eval", EVAL_OUTPUT_LINES);

@@ -1,5 +1,5 @@
-// A notebook call's text as the model gets it (the python tool's and eval's): tail-truncated to Pi's limits (2000
-// lines, 50 KB), with a note saying what was kept.
+// The python tool's text as the model gets it (eval cuts its own: extension/eval/truncation.ts): tail-truncated
+// to Pi's limits (2000 lines, 50 KB), with a note saying what was kept.
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, formatSize, truncateTail } from "@earendil-works/pi-coding-agent";
 
 export function truncateForModel(text: string): string {
