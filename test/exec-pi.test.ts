@@ -296,6 +296,30 @@ describe("pi-unified-exec's waits, failures and variables", () => {
     await one(pi, "kill_session", { session_id: s.details.session_id });
   });
 
+  test("Esc during an empty poll: wait_status cancelled, the process lives on, its output waits for the next call", async () => {
+    const [s] = await turns(pi, [[["exec_command", { cmd: "sleep 0.3; echo LATER; sleep 30", yield_time_ms: 250 }]]]);
+    const id = s.details.session_id;
+    const before = pi.toolResults().length;
+    pi.faux.setResponses([
+      fauxAssistantMessage([fauxToolCall("write_stdin", { session_id: id, yield_time_ms: 20_000 } as never)], { stopReason: "toolUse" }),
+      fauxAssistantMessage("done"),
+    ]);
+    const started = pi.events.length;
+    const run = pi.session.prompt("go");
+    // Esc once the poll is attached and the output it would return has arrived.
+    assert.ok(await waitUntil(() => pi.events.slice(started).some((e) => e.type === "tool_execution_update" && /LATER/.test(JSON.stringify(e))), 10_000));
+    await pi.session.abort();
+    await run;
+    const cancelled = pi.toolResults()[before];
+    assert.ok(cancelled, "the cancelled call has a result");
+    assert.equal(cancelled.details?.wait_status, "cancelled", textOf(cancelled));
+    assert.equal(cancelled.details.running, true);
+    assert.ok(pidAlive(s.details.pid), "Esc does not kill the process");
+    const [next] = await turns(pi, [[["write_stdin", { session_id: id, chars: "\\n" }]]]);
+    assert.match(next.details.output, /LATER/, "the output the cancelled call did not show");
+    await one(pi, "kill_session", { session_id: id });
+  });
+
   test("a write the process cannot take: the text says failure:, details say failure_message", async () => {
     const [s] = await turns(pi, [[["exec_command", { cmd: "exec 0<&-; echo closed; sleep 30", yield_time_ms: 500 }]]]);
     assert.equal(s.details.running, true, textOf(s));

@@ -28,7 +28,7 @@ function age(ms: number): string {
 
 /** One line per session: id, age, [wake], held, command, cwd. */
 export function execSessionLine(s: ExecSessionInfo, now = Date.now()): string {
-  const held = s.status === "held" ? " (shell exited, output held)" : "";
+  const held = s.status === "held" ? " (shell exited, pipe held)" : "";
   return `#${s.id} ${age(now - s.startedAt)}${s.wakeArmed ? " [wake]" : ""}${held} ${oneLine(s.command, 72)} (${oneLine(s.cwd, 60)})`;
 }
 
