@@ -3,7 +3,8 @@
 // `failure:` line beside `failure_message`, the 5 s minimum of an empty poll, Esc ending a wait but not the process,
 // and PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS. The tools' envelopes, wakes and limits are test/exec-pi.test.ts's.
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
@@ -173,6 +174,19 @@ describe("pi-unified-exec's waits, failures and variables", () => {
       assert.equal(until.isError, false);
     } finally {
       await bad.dispose();
+      process.env.PI_CODING_AGENT_DIR = pi.agentDir;
+    }
+    // A malformed variable over a cap the global settings file gives: that cap holds, nothing fails.
+    const agent = mkdtempSync(join(tmpdir(), "pcs-agent-"));
+    mkdirSync(join(agent, "pi-code-execution"), { recursive: true });
+    writeFileSync(join(agent, "pi-code-execution", "settings.json"), JSON.stringify({ execMaxEmptyPollMs: 6000 }));
+    const held = await startPi({ agentDirEnv: agent });
+    try {
+      const [s] = await turns(held, [[["exec_command", { cmd: "sleep 30", yield_time_ms: 250 }]]]);
+      const [over] = await turns(held, [[["write_stdin", { session_id: s.details.session_id, yield_time_ms: 6001 }]]]);
+      assert.match(textOf(over), /exceeds the configured empty-poll cap of 6000 ms/);
+    } finally {
+      await held.dispose();
       delete process.env.PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS;
       process.env.PI_CODING_AGENT_DIR = pi.agentDir;
     }

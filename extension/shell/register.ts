@@ -1,8 +1,8 @@
 // The unified-exec surface in Pi: the five tools, `--keep-builtin-bash`, `/unified-exec-sessions` (and
 // `/exec-sessions`), the footer, eviction notices and the post-/tree widget, Pi's finalized tool results reaching the
 // wake coordinator (`tool_execution_end`), retries at `agent_settled`, and due wakes delivered as one follow-up
-// prompt. Enabled by `exec` in the `tools` setting (or
-// `exec: true`); while enabled the built-in `bash` leaves the active set unless `--keep-builtin-bash`.
+// prompt. Enabled by `exec` in the `tools` setting (or `exec: true`); while enabled the built-in `bash` leaves the
+// active set unless `--keep-builtin-bash`.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { SupervisorHost } from "../../host/index.ts";
 import { execEnabled } from "../../store/settings.ts";

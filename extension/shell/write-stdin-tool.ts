@@ -63,9 +63,10 @@ export function registerWriteStdinTool(pi: ExtensionAPI, deps: ExecToolDeps): vo
           waitMode = "absolute";
           yieldUntil = d.value.at;
         } else {
-          const settings = deps.settings();
-          const refused = settings.refused?.execMaxEmptyPollMs;
-          const w = pollWindow(params.yield_time_ms, refused ? { refused } : { ms: settings.values.execMaxEmptyPollMs });
+          // A refused cap fails relative polls only where it leaves no cap in force (a lower layer's still holds).
+          const { values, refused } = deps.settings();
+          const bad = values.execMaxEmptyPollMs === undefined ? refused?.execMaxEmptyPollMs : undefined;
+          const w = pollWindow(params.yield_time_ms, bad ? { refused: bad } : { ms: values.execMaxEmptyPollMs });
           if (!w.ok) throw new Error(`write_stdin: ${w.error}`);
           durationMs = w.value;
           waitMode = "relative";
