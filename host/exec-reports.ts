@@ -29,6 +29,8 @@ export interface ProcessReport {
   /** The exit was returned here while a wake was armed: this result consumes it once Pi finalizes it. */
   consumedWake: boolean;
   writeFailure?: string;
+  /** exec_command of a session kept running: how many sessions were registered when it started (itself included). */
+  openSessions?: number;
 }
 
 export interface KillReport extends Omit<ProcessReport, "wait" | "consumedWake"> {
@@ -110,6 +112,27 @@ export function processReport(
     armed: !io.ended && wakeArmed(io.id),
     consumedWake: false,
     ...(writeFailure ? { writeFailure } : {}),
+  };
+}
+
+/** The report of a start that never happened (its workdir or shell does not exist): an exit with the reason as its
+ * failure, no session, no log. */
+export function notStarted(req: StartRequest, failure: string): ProcessReport {
+  return {
+    id: 0,
+    running: false,
+    held: false,
+    end: { end: "failed", at: Date.now(), code: null, signal: null, failure },
+    output: new Uint8Array(0),
+    omittedBytes: 0,
+    totalBytes: 0,
+    command: req.command,
+    cwd: req.cwd,
+    tty: req.tty,
+    wallMs: 0,
+    wait: "exit",
+    armed: false,
+    consumedWake: false,
   };
 }
 

@@ -25,6 +25,7 @@ import { answeredAfter, settleTurn, waitOn, type WaitOutcome } from "../actors/s
 import { liveGroups, stopGroup } from "../actors/registry/registry.ts";
 import { ExecEvents, type Emitted } from "./exec-events.ts";
 import {
+  notStarted,
   processReport,
   stamp,
   unknownSession,
@@ -159,13 +160,17 @@ export class ExecHost {
       const pty = loadPty();
       if (!pty.ok) return pty;
     }
+    // A start that cannot happen here (no such workdir, no such shell) is the command's result, as pi-unified-exec
+    // reports a spawn failure: `[exited]`, exit_code -1, the reason as failure_message; nothing started.
+    let badCwd: string | undefined;
     try {
-      if (!statSync(req.cwd).isDirectory()) return fail(`workdir ${req.cwd} is not a directory.`);
+      if (!statSync(req.cwd).isDirectory()) badCwd = `workdir ${req.cwd} is not a directory.`;
     } catch {
-      return fail(`workdir ${req.cwd} does not exist.`);
+      badCwd = `workdir ${req.cwd} does not exist.`;
     }
+    if (badCwd) return ok(notStarted(req, badCwd));
     const shell = resolveShell(req.shell, this.options.env().PATH);
-    if (!shell.ok) return shell;
+    if (!shell.ok) return ok(notStarted(req, shell.error));
     if (!this.ensurePool()) return fail("the supervisor is not running.");
     const id = ++this.nextId;
     const io = new SessionIO(id, this.logs.open(`${stamp(this.now())}-${this.options.hostId}-${id}.log`));
@@ -190,6 +195,8 @@ export class ExecHost {
       this.ios.delete(id);
       return fail(`the session was not started: ${refusal}.`);
     }
+    // How many sessions are registered with this one, counted as it starts: sibling starts each see their own count.
+    const openSessions = Object.keys(this.records()).length;
     req.onStart?.(io);
     const outcome = await waitOn(io, { durationMs: req.yieldMs, ...(req.signal ? { signal: req.signal } : {}) });
     // From here to the end, nothing can interleave: the exit either happened or it did not.
@@ -202,7 +209,7 @@ export class ExecHost {
     }
     const drained = outcome !== "cancelled";
     this.send({ type: "exec.background", at: this.now(), id, callId: req.callId, onExit: req.onExit });
-    return ok(this.report(io, this.records()[id] ?? r, outcome, began, drained));
+    return ok({ ...this.report(io, this.records()[id] ?? r, outcome, began, drained), openSessions });
   }
 
   /** Writes to a session (or only polls it) and waits: for the answer, the window, or the exit. */

@@ -33,6 +33,8 @@ export interface Settings {
   exec: boolean;
   /** Shell sessions' log files (actors/shell/logs.ts). */
   execLogs: { perLogBytes: number; totalBytes: number };
+  /** The longest empty relative write_stdin poll, in ms (undefined: no cap; below 5000 acts as 5000). */
+  execMaxEmptyPollMs: number | undefined;
   /** Where code runs (actors/process/backends.ts): this machine, a bubblewrap sandbox, or a remote transport. */
   backend: BackendSettings["backend"];
   sandbox: BackendSettings["sandbox"];
@@ -91,6 +93,9 @@ export interface ResolvedSettings {
   /** Where-code-runs settings (`backend`, `sandbox.*`, `remote.*`, or the global file holding them) written so that
    * they cannot be read: nothing runs until they are fixed, rather than on a backend the user did not choose. */
   broken: BrokenSetting[];
+  /** Keys whose explicit value (a file's or a variable's) was refused and not overridden by a later layer, with the
+   * warning: a key whose fallback would silently remove a protection (an empty-poll cap) can refuse to act instead. */
+  refused?: Record<string, string>;
 }
 
 /** A where-code-runs setting that could not be read (also one of the warnings). */
@@ -108,6 +113,7 @@ export function saysWhereCodeRuns(key: string): boolean {
   return key === "backend" || key.startsWith("sandbox.") || key.startsWith("remote.");
 }
 
+
 /** How a variable's text becomes a value for the key's schema (a number, a switch, a list). Text that is no such value
  * is passed on as it is, so that the schema refuses it with the key's own message. */
 export type EnvForm = (text: string) => unknown;
@@ -124,6 +130,10 @@ export interface KeySpec {
   fromEnv: EnvForm;
   /** The same setting in pi-python's files and variables, used when ours is not set (extension compatibility). */
   piPython?: { key: string; env: string };
+  /** The same setting's variable in the peer extension whose surface this key serves (pi-unified-exec's
+   * `PI_UNIFIED_EXEC_*`), read when neither a file nor our own variable sets the key, so a user's environment keeps
+   * working. A value it refuses is a warning like ours, and is kept in `refused`. */
+  peerEnv?: string;
   /** The key decides how far the model's code reaches (where it runs, what it sees, which tools exist, which host
    * files Pi writes): a project file, which a cloned repository or sandboxed code can write, must not set it.
    * `true`: read only from the global file, flags and the environment (the project's schema has no such key).
@@ -310,6 +320,18 @@ export const SETTING_KEYS: readonly KeySpec[] = [
     env: "PI_CODE_EXECUTION_EXEC_LOGS_TOTAL_BYTES",
     default: 512 * 1024 * 1024,
     ...numberIn(1024 * 1024, 2 ** 44, "bytes", true),
+  },
+  {
+    key: "execMaxEmptyPollMs",
+    env: "PI_CODE_EXECUTION_EXEC_MAX_EMPTY_POLL_MS",
+    peerEnv: "PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS",
+    default: undefined,
+    schema: Type.Number({
+      exclusiveMinimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      errorMessage: `must be a positive number of milliseconds up to ${Number.MAX_SAFE_INTEGER} (below 5000 acts as 5000)`,
+    }),
+    fromEnv: envNumber,
   },
   { key: "notebookSession", env: "PI_CODE_EXECUTION_NOTEBOOK_SESSION", default: "notebook", ...sessionName },
   {

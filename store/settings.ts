@@ -143,10 +143,13 @@ export function loadSettings(
   ];
   const values: Record<string, unknown> = {};
   const sources: Record<string, SettingOrigin> = {};
+  const refused: Record<string, string> = {};
   for (const spec of SETTING_KEYS) {
     const boundary = boundaryOf(spec);
     let value = spec.default;
     let origin: SettingOrigin = { source: "default" };
+    // The warning of an explicit value that was refused and not overridden by a later layer (see `refused`).
+    let refusedWhy: string | undefined;
     for (const layer of layers) {
       // A project's boundary key is not in its schema: said (and ignored) when the file was read.
       const entry = layer.checked?.values.get(spec.key);
@@ -158,6 +161,7 @@ export function loadSettings(
           ? `${layer.source} settings (${layer.where}): ${got}; ${NOTHING_RUNS}`
           : `${layer.source} settings (${layer.where}): ${got}; using ${describe(value)} from ${origin.source}`;
         warnings.push(w);
+        refusedWhy = w;
         if (r.unknown) unknown.push(w);
         if (saysWhereCodeRuns(spec.key)) broken.push({ key: spec.key, where: layer.where!, why: got });
       } else if (layer.source === "project" && boundary === "lower" && !lowers(r.value, value)) {
@@ -169,24 +173,31 @@ export function loadSettings(
       } else {
         value = r.value;
         origin = { source: layer.source, where: layer.where };
+        refusedWhy = undefined;
       }
     }
-    const fromEnv = env[spec.env];
-    if (fromEnv !== undefined && fromEnv.trim() !== "") {
+    // Ours first; the peer's variable (pi-unified-exec's) only where nothing of ours set the key.
+    for (const variable of [spec.env, ...(spec.peerEnv ? [spec.peerEnv] : [])]) {
+      if (variable !== spec.env && origin.source !== "default") break;
+      const fromEnv = env[variable];
+      if (fromEnv === undefined || fromEnv.trim() === "") continue;
       const r = checkValue(spec.schema, spec.fromEnv(fromEnv));
       if (r.ok) {
         value = r.value;
-        origin = { source: "env", where: spec.env };
+        origin = { source: "env", where: variable };
+        refusedWhy = undefined;
       } else {
         const got = `${spec.key} ${r.why} (got ${JSON.stringify(fromEnv)})`;
         const w = saysWhereCodeRuns(spec.key)
-          ? `${spec.env}: ${got}; ${NOTHING_RUNS}`
-          : `${spec.env}: ${got}; using ${describe(value)} from ${origin.source}`;
+          ? `${variable}: ${got}; ${NOTHING_RUNS}`
+          : `${variable}: ${got}; using ${describe(value)} from ${origin.source}`;
         warnings.push(w);
+        refusedWhy = w;
         if (r.unknown) unknown.push(w);
-        if (saysWhereCodeRuns(spec.key)) broken.push({ key: spec.key, where: spec.env, why: got });
+        if (saysWhereCodeRuns(spec.key)) broken.push({ key: spec.key, where: variable, why: got });
       }
     }
+    if (refusedWhy) refused[spec.key] = refusedWhy;
     if (origin.source === "default" && spec.piPython) {
       // A boundary key would come from pi-python's global file or variable only (none is shared today).
       const found = fromPiPython(
@@ -227,6 +238,7 @@ export function loadSettings(
     trusted,
     ignored,
     broken,
+    refused,
   };
 
   function ignore(file: string, key: string, why: string): void {

@@ -85,12 +85,18 @@ describe("start and wait", () => {
     assert.equal(again.ok, false, "an observed exit leaves the registry");
   });
 
-  test("bad workdir and unknown shell are errors before anything starts", async () => {
+  test("bad workdir and unknown shell: a failed start reported as its result, nothing started", async () => {
+    const before = host.exec.sessions().length;
     const a = await host.exec.start({ command: "true", cwd: join(root, "nope"), tty: false, cols: 1, rows: 1, yieldMs: 250, onExit: "none", callId: callId() });
-    assert.equal(a.ok, false);
-    assert.match(!a.ok ? a.error : "", /does not exist/);
+    assert.ok(a.ok);
+    assert.equal(a.value.running, false);
+    assert.equal(a.value.end?.end, "failed");
+    assert.match(a.value.end?.failure ?? "", /does not exist/);
+    assert.equal(a.value.logPath, undefined, "no log for a start that never happened");
     const b = await host.exec.start({ command: "true", cwd: root, shell: "no-such-shell-x", tty: false, cols: 1, rows: 1, yieldMs: 250, onExit: "none", callId: callId() });
-    assert.match(!b.ok ? b.error : "", /not found on PATH/);
+    assert.ok(b.ok);
+    assert.match(b.value.end?.failure ?? "", /not found on PATH/);
+    assert.equal(host.exec.sessions().length, before);
   });
 
   test("a shell planted in the working directory is not used", async () => {

@@ -89,12 +89,22 @@ describe("windows and sizes", () => {
     assert.deepEqual(yieldWindow(1234.9, 10_000), { ok: true, value: 1234 });
     assert.equal(yieldWindow(Number.NaN, 10_000).ok, false);
   });
-  test("empty polls: 5 s by default, any finite duration", () => {
+  test("empty polls: 5 s by default and at least 5 s, any finite duration above", () => {
     assert.deepEqual(pollWindow(undefined), { ok: true, value: 5000 });
     assert.deepEqual(pollWindow(86_400_000 * 3), { ok: true, value: 259_200_000 });
-    assert.deepEqual(pollWindow(0), { ok: true, value: 0 });
+    assert.deepEqual(pollWindow(0), { ok: true, value: 5000 });
+    assert.deepEqual(pollWindow(4999), { ok: true, value: 5000 });
+    assert.deepEqual(pollWindow(7000.9), { ok: true, value: 7000 });
     assert.equal(pollWindow(-1).ok, false);
     assert.equal(pollWindow(Number.POSITIVE_INFINITY).ok, false);
+  });
+  test("the empty-poll cap: longer relative polls are refused; below 5 s it acts as 5 s; a refused cap fails", () => {
+    assert.deepEqual(pollWindow(290_000, { ms: 290_000 }), { ok: true, value: 290_000 });
+    const over = pollWindow(290_001, { ms: 290_000 });
+    assert.ok(!over.ok && /exceeds the configured empty-poll cap of 290000 ms.*tool_time_utc: /.test(over.error));
+    assert.deepEqual(pollWindow(undefined, { ms: 1 }), { ok: true, value: 5000 });
+    const bad = pollWindow(undefined, { refused: "PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS: must be positive" });
+    assert.ok(!bad.ok && /misconfigured.*PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS: must be positive/.test(bad.error));
   });
   test("PTY sizes default to 120x30 and are clamped", () => {
     assert.equal(ptySize(undefined, PTY_COLS), 120);

@@ -1,5 +1,6 @@
-// The `tools` setting (a list of surface names; unknown ones are warnings), `exec: true`, the log quotas, and
-// turning the exec surface on and off in a running Pi session by editing the user's global settings file.
+// The `tools` setting (a list of surface names; unknown ones are warnings), `exec: true`, the log quotas, the
+// empty-poll cap with pi-unified-exec's variable for it, and turning the exec surface on and off in a running Pi
+// session by editing the user's global settings file.
 import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -69,6 +70,38 @@ describe("the tools setting", () => {
     const bad = loadSettings(cwd, env);
     assert.ok(bad.warnings.some((w) => /tools must be a list of tool surface names/.test(w)));
     assert.deepEqual(bad.values.tools, ["code_execution"], "the default");
+  });
+});
+
+describe("the empty-poll cap (execMaxEmptyPollMs, PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS)", () => {
+  const PEER = "PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS";
+  test("unset or blank: no cap; pi-unified-exec's variable applies where nothing of ours sets the key", () => {
+    const { cwd, env } = dirs();
+    assert.equal(loadSettings(cwd, env).values.execMaxEmptyPollMs, undefined);
+    assert.equal(loadSettings(cwd, { ...env, [PEER]: "  " }).values.execMaxEmptyPollMs, undefined);
+    const peer = loadSettings(cwd, { ...env, [PEER]: "290000" });
+    assert.equal(peer.values.execMaxEmptyPollMs, 290_000);
+    assert.deepEqual(peer.sources.execMaxEmptyPollMs, { source: "env", where: PEER });
+    const ours = loadSettings(cwd, { ...env, [PEER]: "290000", PI_CODE_EXECUTION_EXEC_MAX_EMPTY_POLL_MS: "60000" });
+    assert.equal(ours.values.execMaxEmptyPollMs, 60_000, "ours wins when both are set");
+    write(globalSettingsPath(), { execMaxEmptyPollMs: 120_000 });
+    assert.equal(loadSettings(cwd, { ...env, [PEER]: "290000" }).values.execMaxEmptyPollMs, 120_000);
+  });
+
+  test("a malformed value is a warning and is kept as refused (the poll fails rather than lose its cap)", () => {
+    const { cwd, env } = dirs();
+    for (const raw of ["soon", "0", "-5", "Infinity", "9007199254740993"]) {
+      const s = loadSettings(cwd, { ...env, [PEER]: raw });
+      assert.equal(s.values.execMaxEmptyPollMs, undefined, raw);
+      assert.match(s.refused?.execMaxEmptyPollMs ?? "", /^PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS: execMaxEmptyPollMs must be a positive number/, raw);
+      assert.ok(s.warnings.includes(s.refused!.execMaxEmptyPollMs!));
+    }
+    // A valid value of a later layer overrides a refused one below it.
+    write(globalSettingsPath(), { execMaxEmptyPollMs: "soon" });
+    const fixed = loadSettings(cwd, { ...env, [PEER]: "7000" });
+    assert.equal(fixed.values.execMaxEmptyPollMs, 7000);
+    assert.equal(fixed.refused?.execMaxEmptyPollMs, undefined);
+    assert.ok(loadSettings(cwd, env).refused?.execMaxEmptyPollMs, "the file's refused value alone");
   });
 });
 

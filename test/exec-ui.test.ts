@@ -1,6 +1,7 @@
-// What the user sees of shell sessions in Pi's terminal: the footer while processes are alive, the widget after
-// /tree, /exec-sessions stopping one or all without the model, the tools setting in /code-status, and the five
-// tools' renderers (banner, five-line tail expanding with Pi's expand key, live elapsed, [wake] marks).
+// What the user sees of shell sessions in Pi's terminal: the footer while processes are alive (`unified-exec: …`, as
+// pi-unified-exec words it), the widget after /tree, /unified-exec-sessions (and /exec-sessions) stopping one or all
+// without the model, the warning near the 60-session mark and each eviction, the tools setting in /code-status, and
+// the five tools' renderers (banner, five-line tail expanding with Pi's expand key, live elapsed, [wake] marks).
 import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -39,17 +40,17 @@ const footer = () => ui.statuses.get("code-execution");
 const status = () =>
   footer()
     ?.split(" │ ")
-    .find((p) => p.startsWith("exec: "));
+    .find((p) => p.startsWith("unified-exec: "));
 
-describe("footer, /tree widget, /exec-sessions", () => {
+describe("footer, /tree widget, /unified-exec-sessions", () => {
   test("the footer counts running sessions and armed wakes, and clears when none is left", async () => {
     assert.equal(status(), undefined);
     const a = await call("exec_command", { cmd: "sleep 30", yield_time_ms: 250, on_exit: "wake" });
-    assert.equal(status(), "exec: 1 session running · 1 [wake]");
+    assert.equal(status(), "unified-exec: 1 session running · 1 [wake]");
     const b = await call("exec_command", { cmd: "sleep 30", yield_time_ms: 250 });
-    assert.equal(status(), "exec: 2 sessions running · 1 [wake]");
+    assert.equal(status(), "unified-exec: 2 sessions running · 1 [wake]");
     await call("kill_session", { session_id: b.details.session_id });
-    assert.equal(status(), "exec: 1 session running · 1 [wake]");
+    assert.equal(status(), "unified-exec: 1 session running · 1 [wake]");
     await call("kill_session", { session_id: a.details.session_id });
     assert.equal(status(), undefined);
   });
@@ -62,7 +63,7 @@ describe("footer, /tree widget, /exec-sessions", () => {
     assert.equal(notebook.isError, false);
     assert.equal(
       footer(),
-      "2 sessions: 1 Python (code_execution), 1 Python (python/eval notebook) · idle │ exec: 1 session running",
+      "2 sessions: 1 Python (code_execution), 1 Python (python/eval notebook) · idle │ unified-exec: 1 session running",
     );
     await pi.session.prompt("/code-sessions all");
     await call("kill_session", { session_id: shell.details.session_id });
@@ -71,7 +72,7 @@ describe("footer, /tree widget, /exec-sessions", () => {
 
   test("a background exit refreshes the footer at once", async () => {
     await call("exec_command", { cmd: "sleep 0.4", yield_time_ms: 250 });
-    assert.equal(status(), "exec: 1 session running");
+    assert.equal(status(), "unified-exec: 1 session running");
     assert.ok(await waitUntil(() => status() === undefined, 3000));
   });
 
@@ -83,29 +84,63 @@ describe("footer, /tree widget, /exec-sessions", () => {
     await pi.session.navigateTree(first.id);
     const widget = ui.widgets.get("exec-sessions-tree") as string[];
     assert.ok(Array.isArray(widget), "widget shown");
-    assert.match(widget[0], /^exec: 1 session still running/);
+    assert.match(widget[0], /^unified-exec: 1 session still running/);
     assert.match(widget[1], new RegExp(`#${s.details.session_id} \\d+s \\[wake\\] sleep 30 \\(`));
     await call("list_sessions", {});
     assert.equal(ui.widgets.get("exec-sessions-tree"), undefined, "cleared when the conversation moves on");
   });
 
-  test("/exec-sessions: pick one to kill; `all` kills the rest", async () => {
+  test("/unified-exec-sessions: pick one to kill; /exec-sessions `all` kills the rest", async () => {
     const extra = await call("exec_command", { cmd: "sleep 30", yield_time_ms: 250 });
     const live = () => (pi.session.messages.length, status());
-    assert.equal(live(), "exec: 2 sessions running · 1 [wake]");
+    assert.equal(live(), "unified-exec: 2 sessions running · 1 [wake]");
     ui.selects.push((_title, options) => options.find((o) => o.startsWith(`#${extra.details.session_id} `)));
-    await pi.session.prompt("/exec-sessions");
+    await pi.session.prompt("/unified-exec-sessions");
     const picked = ui.selectCalls.at(-1)!;
-    assert.match(picked.title, /2 live/);
+    assert.equal(picked.title, "unified-exec: 2 live sessions — select to kill (Esc to cancel)");
     assert.equal(picked.options.at(-1), "Kill all 2 sessions");
-    assert.match(ui.notices.at(-1)!.text, /killed 1 session/);
+    assert.match(picked.options.find((o) => !o.startsWith(`#${extra.details.session_id} `))!, /^#\d+ \d+s \[wake\] sleep 30/);
+    assert.equal(ui.notices.at(-1)!.text, "unified-exec: killed 1 session");
     assert.ok(!pidAlive(extra.details.pid));
-    assert.equal(status(), "exec: 1 session running · 1 [wake]");
+    assert.equal(status(), "unified-exec: 1 session running · 1 [wake]");
     await pi.session.prompt("/exec-sessions all");
-    assert.match(ui.notices.at(-1)!.text, /killed 1 session/);
+    assert.equal(ui.notices.at(-1)!.text, "unified-exec: killed 1 session");
     assert.equal(status(), undefined);
+    await pi.session.prompt("/unified-exec-sessions");
+    assert.equal(ui.notices.at(-1)!.text, "unified-exec: no live sessions");
     await pi.session.prompt("/exec-sessions");
-    assert.match(ui.notices.at(-1)!.text, /no live sessions/);
+    assert.equal(ui.notices.at(-1)!.text, "unified-exec: no live sessions");
+  });
+
+  test("near the cap: a warning from 60 open sessions on, and each LRU eviction said", async () => {
+    const notices = () => ui.notices.filter((n) => n.text.startsWith("unified-exec:")).map((n) => n.text);
+    const before = notices().length;
+    const started: ToolResultMessage[] = [];
+    const batch = async (n: number) => {
+      const from = pi.toolResults().length;
+      pi.faux.setResponses([
+        fauxAssistantMessage(
+          Array.from({ length: n }, () => fauxToolCall("exec_command", { cmd: "sleep 60", yield_time_ms: 250 } as never)),
+          { stopReason: "toolUse" },
+        ),
+        fauxAssistantMessage("done"),
+      ]);
+      await pi.session.prompt("go");
+      started.push(...pi.toolResults().slice(from));
+    };
+    await batch(59);
+    assert.ok(started.every((r) => r.details.running));
+    assert.deepEqual(notices().slice(before), [], "59 open: no warning yet");
+    await batch(2);
+    assert.deepEqual(notices().slice(before), ["unified-exec: 60/64 sessions open", "unified-exec: 61/64 sessions open"]);
+    assert.equal(ui.notices.at(-1)!.level, "warning");
+    await batch(4);
+    const evicted = notices().slice(before).filter((t) => t.includes("evicted"));
+    assert.deepEqual(evicted, [`unified-exec: evicted session ${started[0].details.session_id} (LRU, over cap 64)`]);
+    assert.ok(await waitUntil(() => !pidAlive(started[0].details.pid), 5000), "the evicted process is stopped");
+    await pi.session.prompt("/unified-exec-sessions all");
+    assert.equal(notices().at(-1), "unified-exec: killed 64 sessions");
+    assert.equal(status(), undefined);
   });
 
   test("/code-status shows the tools setting and warns about unknown surfaces", async () => {

@@ -2,11 +2,12 @@
 // shell session and stays attached up to the window; an exit inside it is returned directly (no session kept),
 // otherwise the result names the session_id to drive with write_stdin.
 import { resolve } from "node:path";
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { processDetails, processStructured, processText } from "./envelope.ts";
 import { backendDetails } from "../shared/backend-mark.ts";
 import { liveFeed, SHORT_UPDATE_MS } from "./live.ts";
-import { DEFAULT_EXEC_YIELD_MS, ptySize, PTY_COLS, PTY_ROWS, yieldWindow } from "./params.ts";
+import { DEFAULT_EXEC_YIELD_MS, MAX_SESSIONS, ptySize, PTY_COLS, PTY_ROWS, WARNING_SESSIONS, yieldWindow } from "./params.ts";
+import { STATUS_PREFIX } from "./status.ts";
 import { execRenderers } from "./render.ts";
 import { execCommandParams, processOutputSchema } from "./schemas.ts";
 import type { ExecToolDeps } from "./tool-deps.ts";
@@ -58,15 +59,28 @@ export function registerExecCommandTool(pi: ExtensionAPI, deps: ExecToolDeps): v
         });
         live?.stop();
         if (!r.ok) throw new Error(`exec_command: ${r.error}`);
+        if (r.value.running) warnNearCap(r.value.openSessions ?? 0, ctx);
         const d = processDetails(EXEC_COMMAND, r.value, { onExit, wantedWake: onExit === "wake", yieldTimeMs: window.value });
         Object.assign(d, backendDetails(deps.host().backend()));
         return {
           content: [{ type: "text" as const, text: processText(d) }],
           details: d,
+          // A start that failed is a result (failure_message), as pi-unified-exec reports it, not a tool error.
           structuredContent: processStructured(d),
-          ...(r.value.end?.end === "failed" ? { isError: true } : {}),
         };
       });
     },
   });
+}
+
+/** pi-unified-exec's warning as the registry nears its cap (eviction starts at 64): from 60 open sessions on, each
+ * new background session tells the user how many are open (counted as it started), so the LRU eviction that follows
+ * is no surprise. */
+function warnNearCap(open: number, ctx: ExtensionContext): void {
+  if (open < WARNING_SESSIONS || !ctx.hasUI) return;
+  try {
+    ctx.ui.notify(`${STATUS_PREFIX} ${open}/${MAX_SESSIONS} sessions open`, "warning");
+  } catch {
+    // A UI that went away (reload) is not an error of ours.
+  }
 }

@@ -50,7 +50,7 @@ export function registerListSessionsTool(pi: ExtensionAPI, deps: ExecToolDeps): 
           ? sessions.map((s) => {
               const ended = s.running
                 ? s.state === "held"
-                  ? "  (shell exited, output held)"
+                  ? "  (shell exited, pipe held)"
                   : ""
                 : `  [exited${s.exit_code !== undefined ? ` exit_code=${s.exit_code}` : ""}${s.signal ? ` signal=${s.signal}` : ""}; removed from the list]`;
               return `  ${String(s.session_id).padStart(3)}  pid=${String(s.pid ?? "?").padStart(6)}  ${s.tty ? "tty " : "pipe"}  ${`${(s.elapsed_ms / 1000).toFixed(1)}s`.padStart(8)}${s.wake_armed ? " [wake]" : ""}  ${oneLine(s.command, 60)}${ended}\n        log: ${s.log_path ?? "(none)"}`;

@@ -9,6 +9,11 @@ export const MAX_YIELD_MS = 30_000;
 export const DEFAULT_EXEC_YIELD_MS = 10_000;
 export const DEFAULT_WRITE_YIELD_MS = 250;
 export const DEFAULT_POLL_MS = 5_000;
+/** pi-unified-exec's MIN_EMPTY_YIELD_TIME_MS: an empty relative poll waits at least this long (unless it exits). */
+export const MIN_EMPTY_POLL_MS = 5_000;
+/** pi-unified-exec's MAX_SESSIONS and WARNING_SESSIONS: the user is warned from 60 open sessions on. */
+export const MAX_SESSIONS = 64;
+export const WARNING_SESSIONS = 60;
 export const PTY_COLS = { min: 20, max: 500, default: 120 } as const;
 export const PTY_ROWS = { min: 5, max: 300, default: 30 } as const;
 
@@ -23,12 +28,32 @@ export function yieldWindow(ms: number | undefined, fallback: number): Result<nu
   return ok(clamp(Math.floor(ms), MIN_YIELD_MS, MAX_YIELD_MS));
 }
 
-/** An empty poll's relative wait: 5 s by default, any finite non-negative duration (no built-in maximum). */
-export function pollWindow(ms: number | undefined): Result<number> {
-  if (ms === undefined) return ok(DEFAULT_POLL_MS);
-  if (typeof ms !== "number" || !Number.isFinite(ms) || ms < 0 || ms > Number.MAX_SAFE_INTEGER)
-    return fail("yield_time_ms must be a finite, non-negative number of milliseconds.");
-  return ok(Math.floor(ms));
+/** The operator's limit on empty relative polls (`execMaxEmptyPollMs`, or pi-unified-exec's
+ * PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS): none, a number of ms, or the warning of a value that was refused. */
+export type PollCap = { ms: number | undefined } | { refused: string };
+
+/**
+ * An empty poll's relative wait, as pi-unified-exec has it: 5 s by default and at least 5 s (a shorter poll of a quiet
+ * process only spends a turn), any finite duration above, fractions rounded down. A cap (itself at least 5 s) refuses
+ * longer waits rather than shorten them, and a cap that was set but refused fails the poll: falling back to "no cap"
+ * would silently remove the protection the operator asked for.
+ */
+export function pollWindow(ms: number | undefined, cap: PollCap = { ms: undefined }, nowMs = Date.now()): Result<number> {
+  if (ms !== undefined && (typeof ms !== "number" || !Number.isFinite(ms) || ms < 0 || ms > Number.MAX_SAFE_INTEGER))
+    return fail("yield_time_ms must be a finite, non-negative number of milliseconds no greater than Number.MAX_SAFE_INTEGER.");
+  const duration = Math.max(MIN_EMPTY_POLL_MS, Math.floor(ms ?? DEFAULT_POLL_MS));
+  if ("refused" in cap)
+    return fail(
+      `the empty-poll cap is misconfigured, so relative polls are refused until it is fixed: ${cap.refused}. ` +
+        `Use yield_until for an absolute wait meanwhile. tool_time_utc: ${utcNow(nowMs)}`,
+    );
+  const limit = cap.ms === undefined ? undefined : Math.max(MIN_EMPTY_POLL_MS, Math.floor(cap.ms));
+  if (limit !== undefined && duration > limit)
+    return fail(
+      `yield_time_ms ${duration} exceeds the configured empty-poll cap of ${limit} ms (execMaxEmptyPollMs or ` +
+        `PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS). Request a shorter wait. tool_time_utc: ${utcNow(nowMs)}`,
+    );
+  return ok(duration);
 }
 
 export function ptySize(value: number | undefined, range: { min: number; max: number; default: number }): number {

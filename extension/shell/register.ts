@@ -1,7 +1,8 @@
-// The unified-exec surface in Pi: the five tools, `--keep-builtin-bash`, `/exec-sessions`, the footer and the
-// post-/tree widget, Pi's finalized tool results reaching the wake coordinator (`tool_execution_end`), retries at
-// `agent_settled`, and due wakes delivered as one follow-up prompt. Enabled by `exec` in the `tools` setting (or
-// `exec: true`); while enabled the built-in `bash` leaves the active set unless `--keep-builtin-bash`.
+// The unified-exec surface in Pi: the five tools, `--keep-builtin-bash`, `/unified-exec-sessions` (and
+// `/exec-sessions`), the footer, eviction notices and the post-/tree widget, Pi's finalized tool results reaching the
+// wake coordinator (`tool_execution_end`), retries at `agent_settled`, and due wakes delivered as one follow-up
+// prompt. Enabled by `exec` in the `tools` setting (or `exec: true`); while enabled the built-in `bash` leaves the
+// active set unless `--keep-builtin-bash`.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { SupervisorHost } from "../../host/index.ts";
 import { execEnabled } from "../../store/settings.ts";
@@ -13,7 +14,8 @@ import { KILL_SESSION, registerKillSessionTool } from "./kill-session-tool.ts";
 import { LIST_SESSIONS, registerListSessionsTool } from "./list-sessions-tool.ts";
 import { registerSetOnExitTool, SET_ON_EXIT } from "./set-on-exit-tool.ts";
 import { registerWriteStdinTool, WRITE_STDIN } from "./write-stdin-tool.ts";
-import { ExecStatus } from "./status.ts";
+import { ExecStatus, STATUS_PREFIX } from "./status.ts";
+import { MAX_SESSIONS } from "./params.ts";
 import type { Footer } from "../footer.ts";
 import { WAKE_MESSAGE_TYPE, wakeMessage } from "./wake.ts";
 import type { ExecToolDeps } from "./tool-deps.ts";
@@ -48,11 +50,16 @@ export function registerExec(pi: ExtensionAPI, links: ExecLinks): void {
           { triggerTurn: true, deliverAs: "followUp" },
         );
       });
-      h.exec.onChange(refresh);
+      h.exec.onChange((e) => {
+        refresh();
+        // pi-unified-exec says each LRU eviction: a process the model may still count on is gone.
+        if (e.type === "exec.evicting")
+          status.notify(`${STATUS_PREFIX} evicted session ${e.id} (LRU, over cap ${MAX_SESSIONS})`, "warning");
+      });
     }
     return h;
   };
-  const deps: ExecToolDeps = { host, journal: links.journal };
+  const deps: ExecToolDeps = { host, journal: links.journal, settings: () => links.environment.settings() };
   registerExecCommandTool(pi, deps);
   registerWriteStdinTool(pi, deps);
   registerKillSessionTool(pi, deps);

@@ -44,7 +44,7 @@ export const writeStdinParams = Type.Object({
   chars_b64: Type.Optional(Type.String({ description: "Exact bytes to write, base64. Mutually exclusive with chars." })),
   yield_time_ms: Type.Optional(
     Type.Number({
-      description: `Attachment window (ms), never a process timeout. With input: without it the call returns as soon as the process answers (at most ${DEFAULT_WRITE_YIELD_MS} ms); with it, output is collected for that long ([${MIN_YIELD_MS}, ${MAX_YIELD_MS}]), returning early on exit. Empty polls: default ${DEFAULT_POLL_MS}, any finite duration. Mutually exclusive with yield_until.`,
+      description: `Attachment window (ms), never a process timeout. With input: without it the call returns as soon as the process answers (at most ${DEFAULT_WRITE_YIELD_MS} ms); with it, output is collected for that long ([${MIN_YIELD_MS}, ${MAX_YIELD_MS}]), returning early on exit. Empty polls: default and minimum ${DEFAULT_POLL_MS}, no built-in maximum (an operator cap, PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS, refuses larger values); fractional ms round down. Mutually exclusive with yield_until.`,
     }),
   ),
   yield_until: Type.Optional(

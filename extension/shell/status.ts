@@ -1,12 +1,14 @@
 // What the user sees of shell sessions outside tool results: a footer while processes are alive
-// (`exec: 2 sessions running`), and after /tree navigation a widget listing them with `[wake]` marks, because
-// processes do not rewind with the conversation.
+// (`unified-exec: 2 sessions running`, pi-unified-exec's words, so its users recognise it), and after /tree
+// navigation a widget listing them with `[wake]` marks, because processes do not rewind with the conversation.
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { ExecSessionInfo } from "../../host/index.ts";
 import { oneLine } from "./text.ts";
 import type { Footer } from "../footer.ts";
 
 export const EXEC_WIDGET_KEY = "exec-sessions-tree";
+/** How the footer, the widget and the commands' notices begin (pi-unified-exec's). */
+export const STATUS_PREFIX = "unified-exec:";
 
 type UI = ExtensionContext["ui"];
 
@@ -16,7 +18,7 @@ export function execStatusText(sessions: readonly ExecSessionInfo[]): string | u
   const live = sessions.filter((s) => s.running);
   if (live.length === 0) return undefined;
   const armed = live.filter((s) => s.wakeArmed).length;
-  return `exec: ${plural(live.length, "session")} running${armed ? ` · ${armed} [wake]` : ""}`;
+  return `${STATUS_PREFIX} ${plural(live.length, "session")} running${armed ? ` · ${armed} [wake]` : ""}`;
 }
 
 function age(ms: number): string {
@@ -26,7 +28,7 @@ function age(ms: number): string {
 
 /** One line per session: id, age, [wake], held, command, cwd. */
 export function execSessionLine(s: ExecSessionInfo, now = Date.now()): string {
-  const held = s.status === "held" ? " (shell exited, output held)" : "";
+  const held = s.status === "held" ? " (shell exited, pipe held)" : "";
   return `#${s.id} ${age(now - s.startedAt)}${s.wakeArmed ? " [wake]" : ""}${held} ${oneLine(s.command, 72)} (${oneLine(s.cwd, 60)})`;
 }
 
@@ -50,16 +52,25 @@ export class ExecStatus {
     if (this.widget) this.showTreeWidget(sessions);
   }
 
+  /** A notice to the user (an eviction), when Pi has a UI. */
+  notify(text: string, level: "info" | "warning"): void {
+    try {
+      this.ui?.notify(text, level);
+    } catch {
+      // A UI that went away (reload) is not an error of ours.
+    }
+  }
+
   showTreeWidget(sessions: readonly ExecSessionInfo[]): void {
     if (!this.ui) return;
     const live = sessions.filter((s) => s.running);
     if (live.length === 0) return this.clearWidget();
     const shown = live.slice(0, 5);
     const lines = [
-      `exec: ${plural(live.length, "session")} still running: processes did not rewind with the conversation.`,
+      `${STATUS_PREFIX} ${plural(live.length, "session")} still running: processes did not rewind with the conversation.`,
       ...shown.map((s) => `  ${execSessionLine(s)}`),
       ...(live.length > shown.length ? [`  … ${live.length - shown.length} more; list_sessions shows them all`] : []),
-      "  (write_stdin, set_on_exit or kill_session act on them; /exec-sessions stops one)",
+      "  (write_stdin, set_on_exit or kill_session act on them; /unified-exec-sessions stops one)",
     ];
     try {
       this.ui.setWidget(EXEC_WIDGET_KEY, lines);

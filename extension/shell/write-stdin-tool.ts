@@ -19,10 +19,10 @@ export function registerWriteStdinTool(pi: ExtensionAPI, deps: ExecToolDeps): vo
     name: WRITE_STDIN,
     label: "write_stdin",
     description:
-      "Write bytes to a running session, or poll it (no chars). `chars` takes C-style escapes (\\x03 Ctrl-C, \\x04 Ctrl-D, \\x1b ESC, \\n, \\r); `chars_b64` takes exact bytes. Empty polls wait for the exit up to yield_time_ms (default 5 s, any finite duration) or until yield_until (absolute UTC, only when the human asks). Returns the output since the last call.",
+      "Write bytes to a running session, or poll it (no chars). `chars` takes C-style escapes (\\x03 Ctrl-C, \\x04 Ctrl-D, \\x1b ESC, \\n, \\r); `chars_b64` takes exact bytes. Empty polls wait for the exit up to yield_time_ms (default and minimum 5 s, no built-in maximum; an operator cap may refuse longer ones) or until yield_until (absolute UTC, only when the human asks). Returns the output since the last call.",
     promptSnippet: "Send input to or poll a running session",
     promptGuidelines: [
-      "Empty write_stdin polls default to 5 seconds and take any finite yield_time_ms: choose it from the job's expected duration. Exit or cancellation returns early; cancellation leaves the process running.",
+      "Empty write_stdin polls default to (and wait at least) 5 seconds and take any finite yield_time_ms above: choose it from the job's expected duration. Exit or cancellation returns early; cancellation leaves the process running.",
       'Use yield_until only when the human explicitly asks for a long attached wait or a UTC deadline (compute it from tool_time_utc), and never for REPLs, servers, watchers, ssh, sudo or prompts.',
       "In tty sessions submit lines with \\r (the Enter key). Send \\x03 to interrupt.",
       'Observing an exit here consumes an armed wake; set_on_exit(session_id, "none") disarms a wake without killing.',
@@ -63,7 +63,10 @@ export function registerWriteStdinTool(pi: ExtensionAPI, deps: ExecToolDeps): vo
           waitMode = "absolute";
           yieldUntil = d.value.at;
         } else {
-          const w = pollWindow(params.yield_time_ms);
+          // A refused cap fails relative polls only where it leaves no cap in force (a lower layer's still holds).
+          const { values, refused } = deps.settings();
+          const bad = values.execMaxEmptyPollMs === undefined ? refused?.execMaxEmptyPollMs : undefined;
+          const w = pollWindow(params.yield_time_ms, bad ? { refused: bad } : { ms: values.execMaxEmptyPollMs });
           if (!w.ok) throw new Error(`write_stdin: ${w.error}`);
           durationMs = w.value;
           waitMode = "relative";
