@@ -86,7 +86,10 @@ print(int(p.stdout.readline()))`,
   assert.ok(await waitUntil(() => !pidAlive(pid), 5000), "the stubborn child died");
   const died = Date.now();
   const termed = Number(readFileSync(join(marks, "term"), "utf8")) * 1000;
-  assert.ok(died - termed >= 450, `it outlived its SIGTERM by the grace (${died - termed} ms)`);
+  // `termed` is when the child's handler ran, which a loaded machine delays past the SIGTERM (by 125 ms once in
+  // CI), so only part of the 500 ms grace is seen from here: long enough to show that the SIGKILL did not come with
+  // the SIGTERM, nor soon after it.
+  assert.ok(died - termed >= 250, `it outlived its SIGTERM (handled ${died - termed} ms before it died)`);
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 300));

@@ -28,8 +28,14 @@ const specFor = (fork: RunnerSpec["fork"], host: string): RunnerSpec => ({
   ...(fork ? { fork } : {}),
 });
 
+/** The parent of a process, or -1 for one that exited since it was listed. */
 function ppid(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return -1;
+  }
   return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
 }
 const sid = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[3]);
