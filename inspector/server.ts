@@ -10,6 +10,7 @@
 // has left the history (a spare retired later would otherwise appear at the root, created when the page connected).
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
+import { stripTypeScriptTypes } from "node:module";
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
@@ -72,6 +73,29 @@ const PAGE_FILES: Record<string, string> = {
   "timeline.css": "timeline.css",
   "chart.css": "chart.css",
   "sequence.css": "sequence.css",
+};
+/** The page's modules that are the project's own TypeScript modules, served with their types stripped (the page's
+ * file of that name re-exports the module for Node, which reads TypeScript itself). */
+const SHARED_MODULES: Record<string, URL> = {
+  "actor-ids.js": new URL("../machines/actor-ids.ts", import.meta.url),
+};
+const stripped = new Map<string, Promise<string>>();
+const sharedModule = (name: string): Promise<string> => {
+  let body = stripped.get(name);
+  if (!body) {
+    body = readFile(SHARED_MODULES[name]!, "utf8").then((ts) => {
+      // Node 22 calls this experimental and says so once on stderr, which would draw over Pi's screen.
+      const emit = process.emitWarning;
+      process.emitWarning = () => {};
+      try {
+        return stripTypeScriptTypes(ts);
+      } finally {
+        process.emitWarning = emit;
+      }
+    });
+    stripped.set(name, body);
+  }
+  return body;
 };
 const TYPES: Record<string, string> = {
   html: "text/html; charset=utf-8",
@@ -225,6 +249,8 @@ export async function startInspector(options: InspectorOptions = {}): Promise<Re
     if (!trusted(req)) return respond(res, 421, "text/plain", "misdirected request\n");
     if (expectation === "other") return respond(res, 417, "text/plain", "expectation failed\n");
     if (expectation === "continue") res.writeContinue();
+    if (req.method === "GET" && rest in SHARED_MODULES)
+      return respond(res, 200, TYPES.js, await sharedModule(rest));
     if (req.method === "GET" && rest in PAGE_FILES) {
       const file = PAGE_FILES[rest];
       const body = await readFile(new URL(`./page/${file}`, import.meta.url));

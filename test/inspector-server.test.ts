@@ -16,6 +16,7 @@ import { isLoopback, startInspector, type Inspector } from "../inspector/server.
 import { startStatelyLink } from "../inspector/stately.ts";
 import { applyFrame, createModel, modelAt, stepsFromLog } from "../inspector/page/model.js";
 import { Recorder } from "../record/recorder.ts";
+import { actorKind } from "../machines/actor-ids.ts";
 import { mkdtempSync, readFileSync } from "node:fs";
 
 let observer: SystemObserver;
@@ -125,6 +126,21 @@ describe("binding and access", () => {
       assert.equal((await get(`/${t}/${asset}`)).status, 200, asset);
     }
     assert.equal((await get(`/${t}/../server.ts`)).status, 404, "only the page's own files");
+  });
+
+  test("the page's actor ids are machines/actor-ids.ts itself, its types stripped, behind the token", async () => {
+    const t = inspector.token;
+    assert.equal((await get("/actor-ids.js")).status, 403);
+    const served = await get(`/${t}/actor-ids.js`);
+    assert.equal(served.status, 200);
+    assert.match(String(served.headers["content-type"]), /^text\/javascript/);
+    assert.doesNotMatch(served.body, /: string|ActorKind \|/, "no TypeScript left");
+    const page = (await import(
+      `data:text/javascript;base64,${Buffer.from(served.body).toString("base64")}`
+    )) as typeof import("../machines/actor-ids.ts");
+    const ids = ["run:abc", "session:notebook", "session:n/runner", "spare:3", "tool:r:1", "exec:7", "wake:2", "supervisor", "x:y"];
+    assert.deepEqual(ids.map(page.actorKind), ids.map(actorKind));
+    assert.deepEqual(ids.map(actorKind), ["run", "session", "session", "spare", "tool", "exec", "wake", undefined, undefined]);
   });
 
   test("requests naming another host or origin are refused (DNS rebinding, cross-site)", async () => {

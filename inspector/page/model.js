@@ -1,5 +1,6 @@
 // The inspector page's model: the actor tree rebuilt from @statelyai/inspect frames (live from the WebSocket, or
 // converted from a recorded JSONL log). Plain ES module, no DOM: the page and Node tests both use it.
+import { isActor } from "./actor-ids.js";
 import { sessionPhase } from "./phase.js";
 
 const MAX_EVENTS = 40;
@@ -38,7 +39,7 @@ const LABEL_CODE_CHARS = 60;
  * context has not arrived yet. */
 export function runTitle(a) {
   const c = a?.context;
-  if (!a?.id.startsWith("run:") || !c || typeof c !== "object" || typeof c.code !== "string") return undefined;
+  if (!a || !isActor(a.id, "run") || !c || typeof c !== "object" || typeof c.code !== "string") return undefined;
   const first =
     c.code
       .split("\n")
@@ -114,8 +115,8 @@ function applySnapshot(model, a, snapshot, at, cause) {
   note(model, a, at);
   // A session's phase follows its run's steps.
   const parent = a.parentId ? model.actors.get(a.parentId) : undefined;
-  const session = parent?.id.startsWith("session:") && parent.value !== undefined ? parent : undefined;
-  if (session && a.id.startsWith("run:") && a.status === "active") note(model, session, at);
+  const session = parent && isActor(parent.id, "session") && parent.value !== undefined ? parent : undefined;
+  if (session && isActor(a.id, "run") && a.status === "active") note(model, session, at);
   // A child that left the parent's children without finishing was stopped (a reset, or its owner ended). A child
   // released because it finished reports its own final snapshot right after its parent's.
   if (snapshot.children && a.kind === "machine") {

@@ -1,11 +1,12 @@
 // A session's phase as the page shows it (machines/session.ts `sessionPhase`, the same rule as /code-status).
+import { isActor } from "./actor-ids.js";
 
 /** A session's phase is its top-level state (`running` for `running.closeRequested`; `ending.lost` is `lost`, the
  * end already decided) and reads its active run: while the run is being stopped, the run's step (`interrupted`,
  * `grace`, `killed`) is the session's phase until the session lets the run go (machines/session.ts,
  * `sessionPhase`). */
 export function sessionPhase(model, a, own) {
-  if (!a.id.startsWith("session:")) return own;
+  if (!isActor(a.id, "session")) return own;
   const [top, sub] = own.split(".");
   const phase = top === "ending" && sub ? sub : top;
   if (top !== "running" && top !== "starting" && !(top === "ending" && sub === "lost")) return phase;

@@ -1,5 +1,6 @@
 // DOM rendering of the model: the actor tree (updated in place, so a state change is in the DOM as soon as its frame
 // is applied), the selected actor's details, and a timeline of states per actor.
+import { actorKind, isActor } from "./actor-ids.js";
 import { h } from "./dom.js";
 import { childrenOf, displayName, roots, runTitle } from "./model.js";
 
@@ -7,7 +8,7 @@ const time = (at, start) => (at === undefined || start === undefined ? "" : `+${
 const clock = (at) => (at ? new Date(at).toISOString().slice(11, 23) : "");
 /** `supervisor`, `session`, `run`, `tool`, or for a boundary child (`…/runner`, `…/install`, `…/dispatch`) its id. */
 const kindOf = (id) =>
-  id === "supervisor" ? "supervisor" : id.includes("/") ? id.split("/").pop() : id.split(":")[0] || "actor";
+  id === "supervisor" ? "supervisor" : id.includes("/") ? id.split("/").pop() : (actorKind(id) ?? (id.split(":")[0] || "actor"));
 const isBoundary = (id) => id.includes("/");
 
 /** The tree view: one `<li data-actor=id data-state=label data-status=status>` per actor, kept across updates. */
@@ -83,7 +84,7 @@ export function renderHead(el, model, id, options) {
   const canStop =
     options.actions &&
     !options.replaying &&
-    a.id.startsWith("session:") &&
+    isActor(a.id, "session") &&
     !a.id.includes("/") &&
     a.status === "active";
   el.replaceChildren(
