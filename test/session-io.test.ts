@@ -35,6 +35,18 @@ describe("stdin before the process started", () => {
     assert.equal(io.takeHeldFailure(), undefined);
   });
 
+  test("held input of a process that never started is said to be lost, once, with the reason", () => {
+    const io = new SessionIO(3, fail("no log in this test"));
+    assert.ok(io.input(Buffer.from("one\n")).ok);
+    assert.ok(io.input(Buffer.from("two\n")).ok);
+    io.finish({ end: "failed", at: 0, code: null, signal: null, failure: "spawn bash ENOENT" });
+    assert.equal(
+      io.takeHeldFailure(),
+      "8 bytes of input written before the process started were not delivered: it never started (spawn bash ENOENT)",
+    );
+    assert.equal(io.takeHeldFailure(), undefined, "said once");
+  });
+
   test("control: after the process exited, input is refused with the reason", async () => {
     const io = new SessionIO(2, fail("no log in this test"));
     io.finish({ end: "exited", at: 0, code: 0, signal: null });

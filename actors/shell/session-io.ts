@@ -96,6 +96,12 @@ export class SessionIO {
   }
 
   finish(end: SessionEnd): void {
+    if (!this.handle && this.held.length) {
+      // The process never started (its spawn failed after the start call returned): the input held for it is lost,
+      // and the next call on this session says so rather than the bytes vanishing.
+      const bytes = this.held.splice(0).reduce((n, b) => n + b.length, 0);
+      this.heldFailure ??= `${bytes} bytes of input written before the process started were not delivered: it never started${end.failure ? ` (${end.failure})` : ""}`;
+    }
     this.ended ??= end;
     this.log?.close();
     this.changed();
