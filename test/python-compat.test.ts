@@ -154,6 +154,50 @@ describe("pi-python's settings files", () => {
     }
   });
 
+  test("pi-python's variables apply, each named as the source in /python-status; a timeout over the maximum is clamped", async () => {
+    const restore = env({
+      PI_CODE_EXECUTION_TOOLS: "code_execution,python",
+      PI_PYTHON_MAX_TIMEOUT_SECONDS: "2",
+      PI_PYTHON_VENV_PARENT_WALK: "off",
+      PI_PYTHON_VENV_DIR_NAMES: "",
+      PI_PYTHON_INTERRUPT_GRACE_MS: "4000",
+    });
+    const pi = await startPi();
+    try {
+      const status = await printed(() => pi.session.prompt("/python-status"));
+      assert.match(status, /maxTimeout\s+2\s+env PI_PYTHON_MAX_TIMEOUT_SECONDS/);
+      assert.match(status, /interruptGraceMs\s+4000\s+env PI_PYTHON_INTERRUPT_GRACE_MS/);
+      assert.match(status, /venvDiscovery\.parentWalk\s+false\s+env PI_PYTHON_VENV_PARENT_WALK/);
+      assert.match(status, /venvDiscovery\.dirNames\s+\[\]\s+env PI_PYTHON_VENV_DIR_NAMES/);
+      // timeout 100 is clamped to the maximum of 2 s: the 30 s sleep is interrupted.
+      const [r] = await callAs(pi, [["python", { timeout: 100, cells: [{ code: "import time\ntime.sleep(30)" }] }]]);
+      assert.match(textOf(r), /^\[timed out\]\n\n── cell 1\/1 ──\nTraceback[\s\S]*KeyboardInterrupt/);
+    } finally {
+      await pi.dispose();
+      restore();
+    }
+  });
+
+  test("pi-python's global file: its keys apply; a malformed value is a warning in /python-status", async () => {
+    const agentRoot = mkdtempSync(join(tmpdir(), "pcs-agent-"));
+    mkdirSync(join(agentRoot, "pi-python"));
+    writeFileSync(
+      join(agentRoot, "pi-python", "settings.json"),
+      JSON.stringify({ venvParentWalk: false, venvDirNames: ["myenv"], interruptGraceMs: -5 }),
+    );
+    const restore = env({ PI_CODE_EXECUTION_TOOLS: "code_execution,python" });
+    const pi = await startPi({ agentDirEnv: agentRoot });
+    try {
+      const status = await printed(() => pi.session.prompt("/python-status"));
+      assert.match(status, /venvDiscovery\.parentWalk\s+false\s+global .*pi-python\/settings\.json/);
+      assert.match(status, /venvDiscovery\.dirNames\s+\["myenv"\]\s+global .*pi-python\/settings\.json/);
+      assert.match(status, /pi-python global settings \(.*\): interruptGraceMs .*\(got -5\); ignored/);
+    } finally {
+      await pi.dispose();
+      restore();
+    }
+  });
+
   test("the project files are under Pi's CONFIG_DIR_NAME", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "pcs-proj-"));
     mkdirSync(join(cwd, CONFIG_DIR_NAME, "pi-python"), { recursive: true });
@@ -196,6 +240,24 @@ describe("pi-python's --python check and input()", () => {
     assert.equal(textOf(r), "── cell 1/1 ──\n=> 3");
     const status = await printed(() => pi.session.prompt("/python-status"));
     assert.match(status, /--python \/nowhere\/bin\/python3 cannot be used/);
+  });
+
+  test("stdout streams back while the cell runs", async () => {
+    const release = join(mkdtempSync(join(tmpdir(), "pcs-stream-")), "release");
+    const code = `import os, time\nprint('first line', flush=True)\nwhile not os.path.exists(${JSON.stringify(release)}): time.sleep(0.02)\nprint('second line')`;
+    const done = callAs(pi, [["python", { cells: [{ code }] }]]);
+    const seen = () =>
+      pi.events.some(
+        (e) =>
+          e.type === "tool_execution_update" &&
+          e.toolName === "python" &&
+          JSON.stringify(e.partialResult?.content ?? "").includes("first line"),
+      );
+    while (!seen()) await new Promise((r) => setTimeout(r, 20));
+    // The update came while the cell was still waiting: the file it waits for did not exist yet.
+    writeFileSync(release, "");
+    const [r] = await done;
+    assert.equal(textOf(r), "── cell 1/1 ──\nstdout:\nfirst line\nsecond line");
   });
 
   test("input() fails at once saying interactive input is not supported", async () => {
