@@ -321,7 +321,8 @@ export const runMachine = setup({
       states: {
         interrupted: {
           description:
-            "One KeyboardInterrupt was sent to the main thread; an interruptible script ends now and keeps its state.",
+            "One KeyboardInterrupt was sent to the main thread; an interruptible script ends now and keeps its state. " +
+            "With no kill (pi-python's interruptGraceMs 0) the run waits here until the code ends or its session closes.",
           entry: ["sendInterrupt", "cancelCalls"],
           on: { "runner.done": { guard: "isMine", target: "#run.finished", actions: "settleStopped" } },
           // Without a kill (`Limits.noKill`) the run stays here until the code ends or its session is stopped.
