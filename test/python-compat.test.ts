@@ -1,7 +1,8 @@
 // pi-python's details a user of it relies on, each through a real Pi session (faux model): `interruptGraceMs: 0`
 // turns the automatic kill off (a wedged cell waits for /python-restart), the old `~/.pi/pi-python/settings.json`
 // moves to its new place (and /python-status warns when it cannot), the project files live in Pi's CONFIG_DIR_NAME,
-// a bad `--python` is said at start and discovery goes on, and input() says that interactive input is not supported.
+// a bad `--python` is said at start and discovery goes on, and input() says that interactive input is not supported;
+// also pi-python's variables and file keys, the timeout clamp, live output, serialized calls and a dead kernel replaced.
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -219,7 +220,7 @@ describe("pi-python's settings files", () => {
   });
 });
 
-describe("pi-python's --python check and input()", () => {
+describe("pi-python's --python check, live output, serialized calls, a dead kernel and input()", () => {
   let pi: PiHarness;
   let start = "";
   let restore: () => void;
@@ -258,6 +259,34 @@ describe("pi-python's --python check and input()", () => {
     writeFileSync(release, "");
     const [r] = await done;
     assert.equal(textOf(r), "── cell 1/1 ──\nstdout:\nfirst line\nsecond line");
+  });
+
+  test("two python calls in one batch run one after another, never at once", async () => {
+    const log = join(mkdtempSync(join(tmpdir(), "pcs-serial-")), "log");
+    const cell = (n: number) =>
+      `import time\nopen(${JSON.stringify(log)}, 'a').write('${n} start\\n')\ntime.sleep(0.3)\nopen(${JSON.stringify(log)}, 'a').write('${n} end\\n')`;
+    const [a, b] = await callAs(
+      pi,
+      [
+        ["python", { cells: [{ code: cell(1) }] }],
+        ["python", { cells: [{ code: cell(2) }] }],
+      ],
+      { batch: true },
+    );
+    assert.equal(a.isError, false);
+    assert.equal(b.isError, false);
+    assert.equal(readFileSync(log, "utf8"), "1 start\n1 end\n2 start\n2 end\n");
+  });
+
+  test("a kernel that died is replaced by the next call, with an empty namespace", async () => {
+    const [dead, next] = await callAs(pi, [
+      ["python", { cells: [{ code: "before_death = 1\nimport os\nos._exit(3)" }] }],
+      ["python", { cells: [{ code: "'before_death' in globals()" }] }],
+    ]);
+    assert.equal(dead.isError, true);
+    assert.equal(dead.details.killed, true);
+    assert.match(textOf(dead), /the kernel died \(exit code 3\); its namespace is gone/);
+    assert.equal(textOf(next), "── cell 1/1 ──\n=> False");
   });
 
   test("input() fails at once saying interactive input is not supported", async () => {
