@@ -32,18 +32,25 @@ async function printed(fn: () => Promise<unknown>): Promise<string> {
   return out.join("");
 }
 
-/** Resolves once `path` exists (the cell writes it): the condition the test waits for, polled. */
-async function fileAppears(path: string): Promise<void> {
-  while (!existsSync(path)) await new Promise((r) => setTimeout(r, 20));
+/** Resolves once `path` exists (the cell writes it): the condition the test waits for, polled. Fails instead of
+ * waiting forever when the call it belongs to ended first. */
+async function fileAppears(path: string, call: Promise<unknown>): Promise<void> {
+  let ended = false;
+  void call.finally(() => (ended = true));
+  while (!existsSync(path)) {
+    if (ended) throw new Error(`the call ended before ${path} was written`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** A cell that catches the timeout's KeyboardInterrupt (writing `marker`), then goes on until `release` exists. */
 const stubborn = (marker: string, release: string | undefined) =>
   [
-    "import os, time",
     "try:",
+    "    import os, time",
     "    while True: time.sleep(0.02)",
     "except KeyboardInterrupt:",
+    "    import os, time",
     `    open(${JSON.stringify(marker)}, 'w').write('interrupted')`,
     release ? `while not os.path.exists(${JSON.stringify(release)}): time.sleep(0.02)` : "while True:\n    try: time.sleep(0.02)\n    except KeyboardInterrupt: pass",
     "kept = 'still here'",
@@ -67,6 +74,8 @@ describe("pi-python's interruptGraceMs: 0 (no automatic kill)", () => {
   before(async () => {
     restore = env({ PI_CODE_EXECUTION_TOOLS: "code_execution,python", PI_PYTHON_INTERRUPT_GRACE_MS: "0" });
     pi = await startPi();
+    // The kernel is up before the timed cells: a 1 s deadline must land in their loop, not in its start-up.
+    await callAs(pi, [["python", { cells: [{ code: "import os, time" }] }]]);
   });
   after(async () => {
     await pi.dispose();
@@ -77,7 +86,7 @@ describe("pi-python's interruptGraceMs: 0 (no automatic kill)", () => {
     const marker = join(dir, "a.interrupted");
     const release = join(dir, "a.release");
     const done = callAs(pi, [["python", { timeout: 1, cells: [{ code: stubborn(marker, release) }] }]]);
-    await fileAppears(marker);
+    await fileAppears(marker, done);
     // The old behaviour killed the kernel right after the interrupt: the cell would never see this file.
     writeFileSync(release, "");
     const [r] = await done;
@@ -91,7 +100,7 @@ describe("pi-python's interruptGraceMs: 0 (no automatic kill)", () => {
   test("interruptGraceMs 0: /python-restart ends a cell that waits without a kill, and starts an empty kernel", async () => {
     const marker = join(dir, "b.interrupted");
     const done = callAs(pi, [["python", { timeout: 1, cells: [{ code: stubborn(marker, undefined) }] }]]);
-    await fileAppears(marker);
+    await fileAppears(marker, done);
     const said = await printed(() => pi.session.prompt("/python-restart"));
     assert.match(said, /The python kernel \(session "notebook"\) restarted: Python 3\.\d+\.\d+, pid \d+; its namespace is empty\./);
     const [r] = await done;
@@ -254,7 +263,12 @@ describe("pi-python's --python check, live output, serialized calls, a dead kern
           e.toolName === "python" &&
           JSON.stringify(e.partialResult?.content ?? "").includes("first line"),
       );
-    while (!seen()) await new Promise((r) => setTimeout(r, 20));
+    let ended = false;
+    void done.finally(() => (ended = true));
+    while (!seen()) {
+      if (ended) assert.fail(`the call ended before any update showed its first line: ${textOf((await done)[0]!)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
     // The update came while the cell was still waiting: the file it waits for did not exist yet.
     writeFileSync(release, "");
     const [r] = await done;
