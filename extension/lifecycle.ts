@@ -83,9 +83,7 @@ export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void
       ...(badFlag ? [badFlag] : []),
       ...(links.surfaces?.report().warnings ?? []),
       ...environment.settings().unknown,
-    ].filter(
-      (w) => !said.has(w),
-    );
+    ].filter((w) => !said.has(w));
     for (const w of fresh) said.add(w);
     if (fresh.length) sayAtStart(ctx, fresh);
     environment.restoreSelection(ctx);

@@ -6,7 +6,14 @@
 import { createHash } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { ArtifactUnavailableError, checkDir, checkPage, pageBounds, readVerified, type PageRequest } from "./artifact-fs.ts";
+import {
+  ArtifactUnavailableError,
+  checkDir,
+  checkPage,
+  pageBounds,
+  readVerified,
+  type PageRequest,
+} from "./artifact-fs.ts";
 import { outputRoot, verifyTranscript, type OutputPage } from "./artifacts.ts";
 import { sha256Hex, sourceRoot } from "./sources.ts";
 

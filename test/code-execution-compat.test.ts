@@ -66,7 +66,9 @@ describe("legacy source references", () => {
   });
 
   test("a placeholder that names no saved file is refused, saying what to send", async () => {
-    const [r] = await callAs(pi, [["code_execution", { code: "# code omitted after execution (3 lines, sha256:0123abcd)" }]]);
+    const [r] = await callAs(pi, [
+      ["code_execution", { code: "# code omitted after execution (3 lines, sha256:0123abcd)" }],
+    ]);
     assert.equal(r.isError, true);
     assert.match(textOf(r), /placeholder for an earlier script that names no saved file; nothing was run/);
   });
@@ -89,7 +91,10 @@ describe("legacy source references", () => {
     const code = "x = 1\nprint(x)";
     const ref = saveLegacySource(code);
     const [r] = await callAs(pi, [["code_execution_source", { sourceRef: ref }]]);
-    assert.match(textOf(r), new RegExp(`^\\[source ${sha256(code).slice(0, 12)} \\(was ${ref.artifactId}.*\\]\\nx = 1\\nprint\\(x\\)$`));
+    assert.match(
+      textOf(r),
+      new RegExp(`^\\[source ${sha256(code).slice(0, 12)} \\(was ${ref.artifactId}.*\\]\\nx = 1\\nprint\\(x\\)$`),
+    );
   });
 
   test("the context hook shows a placeholder in code as the structured sourceRef it names", async () => {
@@ -138,7 +143,10 @@ describe("legacy output references", () => {
       ["code_execution_output", { outputRef }],
       ["code_execution_output", { outputRef, offset: 11 }],
     ]);
-    assert.equal(textOf(all), `[output ${outputRef.artifactId}: bytes 0-25 of 26; end of output]\nalpha\nbeta\n[stderr]\ngamma\n`);
+    assert.equal(
+      textOf(all),
+      `[output ${outputRef.artifactId}: bytes 0-25 of 26; end of output]\nalpha\nbeta\n[stderr]\ngamma\n`,
+    );
     assert.equal(all.details.artifactId, outputRef.artifactId);
     assert.equal(textOf(tail), `[output ${outputRef.artifactId}: bytes 11-25 of 26; end of output]\n[stderr]\ngamma\n`);
   });
@@ -192,7 +200,10 @@ describe("a Pi tool's own truncated output", () => {
         },
       ],
     ]);
-    assert.match(textOf(r), /the full output is 60\d{5} bytes, over the 5 MiB code can recover .*Filter the output at the source/);
+    assert.match(
+      textOf(r),
+      /the full output is 60\d{5} bytes, over the 5 MiB code can recover .*Filter the output at the source/,
+    );
   });
 });
 

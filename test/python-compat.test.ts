@@ -20,7 +20,10 @@ async function printed(fn: () => Promise<unknown>): Promise<string> {
   const out: string[] = [];
   const [write, writeErr] = [process.stdout.write.bind(process.stdout), process.stderr.write.bind(process.stderr)];
   const keep = (to: typeof write) =>
-    ((chunk: string | Uint8Array, ...rest: unknown[]) => (out.push(String(chunk)), to(chunk, ...(rest as [])))) as never;
+    ((chunk: string | Uint8Array, ...rest: unknown[]) => (
+      out.push(String(chunk)),
+      to(chunk, ...(rest as []))
+    )) as never;
   process.stdout.write = keep(write);
   process.stderr.write = keep(writeErr);
   try {
@@ -52,18 +55,22 @@ const stubborn = (marker: string, release: string | undefined) =>
     "except KeyboardInterrupt:",
     "    import os, time",
     `    open(${JSON.stringify(marker)}, 'w').write('interrupted')`,
-    release ? `while not os.path.exists(${JSON.stringify(release)}): time.sleep(0.02)` : "while True:\n    try: time.sleep(0.02)\n    except KeyboardInterrupt: pass",
+    release
+      ? `while not os.path.exists(${JSON.stringify(release)}): time.sleep(0.02)`
+      : "while True:\n    try: time.sleep(0.02)\n    except KeyboardInterrupt: pass",
     "kept = 'still here'",
     "print('finished after the interrupt')",
   ].join("\n");
 
 const env = (vars: Record<string, string | undefined>) => {
   const old = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
-  for (const [k, v] of Object.entries(vars)) if (v === undefined) delete process.env[k];
-  else process.env[k] = v;
-  return () => {
-    for (const [k, v] of Object.entries(old)) if (v === undefined) delete process.env[k];
+  for (const [k, v] of Object.entries(vars))
+    if (v === undefined) delete process.env[k];
     else process.env[k] = v;
+  return () => {
+    for (const [k, v] of Object.entries(old))
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
   };
 };
 
@@ -102,7 +109,10 @@ describe("pi-python's interruptGraceMs: 0 (no automatic kill)", () => {
     const done = callAs(pi, [["python", { timeout: 1, cells: [{ code: stubborn(marker, undefined) }] }]]);
     await fileAppears(marker, done);
     const said = await printed(() => pi.session.prompt("/python-restart"));
-    assert.match(said, /The python kernel \(session "notebook"\) restarted: Python 3\.\d+\.\d+, pid \d+; its namespace is empty\./);
+    assert.match(
+      said,
+      /The python kernel \(session "notebook"\) restarted: Python 3\.\d+\.\d+, pid \d+; its namespace is empty\./,
+    );
     const [r] = await done;
     assert.equal(r.isError, true);
     assert.equal(r.details.killed, true);
@@ -129,7 +139,10 @@ describe("pi-python's settings files", () => {
       const moved = join(pi!.agentDir, "pi-python", "settings.json");
       assert.equal(existsSync(legacy), false);
       assert.deepEqual(JSON.parse(readFileSync(moved, "utf8")), { maxTimeoutSeconds: 77 });
-      assert.match(start, /pi-python's settings moved: .*\.pi\/pi-python\/settings\.json -> .*pi-python\/settings\.json/);
+      assert.match(
+        start,
+        /pi-python's settings moved: .*\.pi\/pi-python\/settings\.json -> .*pi-python\/settings\.json/,
+      );
       assert.match(status, /maxTimeout\s+77/);
       assert.doesNotMatch(status, /old place/);
     } finally {
@@ -245,7 +258,10 @@ describe("pi-python's --python check, live output, serialized calls, a dead kern
   });
 
   test("a bad --python path is said at start and the usual discovery is used", async () => {
-    assert.match(start, /--python \/nowhere\/bin\/python3 cannot be used: .*The usual interpreter discovery is used instead\./);
+    assert.match(
+      start,
+      /--python \/nowhere\/bin\/python3 cannot be used: .*The usual interpreter discovery is used instead\./,
+    );
     const [r] = await callAs(pi, [["python", { cells: [{ code: "import sys\nsys.version_info[0]" }] }]]);
     assert.equal(textOf(r), "── cell 1/1 ──\n=> 3");
     const status = await printed(() => pi.session.prompt("/python-status"));

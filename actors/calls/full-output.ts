@@ -29,7 +29,9 @@ export async function recoveredOutput(
   try {
     handle = await open(path, "r");
   } catch (e) {
-    return { error: `${python}: its output was truncated and the full output (${path}) cannot be read: ${(e as Error).message}` };
+    return {
+      error: `${python}: its output was truncated and the full output (${path}) cannot be read: ${(e as Error).message}`,
+    };
   }
   try {
     const info = await handle.stat();

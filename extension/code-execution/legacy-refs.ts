@@ -60,7 +60,8 @@ export function placeholderRef(code: string): LegacySourceRef | "unresolvable" |
   const t = code.trim();
   if (!t.startsWith("<code_execution_source_redacted ") && !t.startsWith("# ")) return undefined;
   const g = (ARTIFACT_PLACEHOLDER.exec(t) ?? PATH_PLACEHOLDER.exec(t) ?? PATH_COMMENT.exec(t))?.groups;
-  if (!g) return PATHLESS_COMMENT.test(t) || t.startsWith("<code_execution_source_redacted ") ? "unresolvable" : undefined;
+  if (!g)
+    return PATHLESS_COMMENT.test(t) || t.startsWith("<code_execution_source_redacted ") ? "unresolvable" : undefined;
   const artifactId = g.artifactId ?? g.path!.split(/[\\/]/).at(-1)!;
   if (!/^(?:[0-9a-f]{16}|[0-9a-f]{64})\.py$/.test(artifactId)) return "unresolvable";
   let toolCallId: string | undefined;

@@ -7,7 +7,13 @@ import { Type } from "typebox";
 import { ArtifactUnavailableError, PAGE_BYTES } from "../../store/artifact-fs.ts";
 import { loadSource, pageOf, readSourcePage, saveSource, sourceIdOf, type SourcePage } from "../../store/sources.ts";
 import { legacySourcesWithId } from "../../store/legacy-artifacts.ts";
-import { describeRef, isPlaceholder, legacySourceRefSchema, resolveLegacySource, type LegacySourceRef } from "./legacy-refs.ts";
+import {
+  describeRef,
+  isPlaceholder,
+  legacySourceRefSchema,
+  resolveLegacySource,
+  type LegacySourceRef,
+} from "./legacy-refs.ts";
 import type { JournalLink } from "../journal.ts";
 import { SOURCE_ID_PATTERN } from "./params.ts";
 import { sourceToolRenderers } from "../shared/render-pages.ts";

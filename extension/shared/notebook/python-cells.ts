@@ -57,7 +57,11 @@ export function runPyCell(req: PyCellRequest, ctx: PyCellContext): Promise<RunRe
       chdir: ctx.chdir,
       result: "value",
       budget: ctx.budget,
-      escalation: { graceMs: ctx.graceMs, secondInterrupt: ctx.secondInterrupt, ...(ctx.noKill ? { noKill: true } : {}) },
+      escalation: {
+        graceMs: ctx.graceMs,
+        secondInterrupt: ctx.secondInterrupt,
+        ...(ctx.noKill ? { noKill: true } : {}),
+      },
     },
     {
       ...(ctx.tools ? { tools: ctx.tools } : {}),
