@@ -7,13 +7,13 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { getAgentDir } from "@earendil-works/pi-coding-agent";
+import { CONFIG_DIR_NAME, getAgentDir } from "@earendil-works/pi-coding-agent";
 import { defaultLogDir } from "../record/log-files.ts";
 import { useAgentDir } from "../store/agent-dir.ts";
 import { formatReport, replayFile } from "../record/replay.ts";
 
 // Logs are in Pi's agent directory, as Pi (or bin/pi-agent-dir.js, for a copy without Pi) names it.
-useAgentDir(getAgentDir);
+useAgentDir(getAgentDir, CONFIG_DIR_NAME);
 
 const NAME = "pi-code-supervisor";
 const EXIT_USAGE = 2;

@@ -11,7 +11,12 @@ import {
   type ProcessOperations,
   type SupervisorHost,
 } from "../host/index.ts";
-import { SettingsStore, type ResolvedSettings, type ResourceLimits } from "../store/settings.ts";
+import {
+  migratePiPythonSettings,
+  SettingsStore,
+  type ResolvedSettings,
+  type ResourceLimits,
+} from "../store/settings.ts";
 
 export const PYTHON_FLAG = "python";
 export const SANDBOX_FLAG = "sandbox";
@@ -27,6 +32,10 @@ export class CodeEnvironment {
   /** The backend of this Pi session (one per session: settings changes apply to the next one). */
   private ops: ProcessOperations | undefined;
   private cwd: string | undefined;
+  /** A `--python` value that failed its check at start: discovery goes on without it (pi-python). */
+  private rejectedFlag: string | undefined;
+  /** Why it was rejected, for /code-status (/python-status). */
+  flagWarning: string | undefined;
 
   constructor(pi: ExtensionAPI, env: () => NodeJS.ProcessEnv = () => process.env) {
     this.pi = pi;
@@ -42,7 +51,23 @@ export class CodeEnvironment {
 
   /** The `--python` flag's value (Pi gives it from session_start on). */
   flag(): string | undefined {
-    return this.stringFlag(PYTHON_FLAG);
+    const flag = this.stringFlag(PYTHON_FLAG);
+    return flag === this.rejectedFlag ? undefined : flag;
+  }
+
+  /** Checks `--python` where code runs, once at start (pi-python does): a bad value is said, with why, and the
+   * usual discovery is used instead of failing every run. Undefined when there is no flag or it is good. */
+  async checkFlag(cwd: string): Promise<string | undefined> {
+    const flag = this.stringFlag(PYTHON_FLAG);
+    this.rejectedFlag = undefined;
+    this.flagWarning = undefined;
+    if (!flag || this.operations().backend.kind === "remote") return undefined; // remote: remote.python is used
+    const probe = await this.interpreter.validate(flag, cwd);
+    if (probe.ok) return undefined;
+    this.rejectedFlag = flag;
+    this.interpreter.invalidate();
+    this.flagWarning = `--python ${flag} cannot be used: ${probe.error}. The usual interpreter discovery is used instead.`;
+    return this.flagWarning;
   }
 
   /** The settings in force (read for Pi's working directory once a session started, else the process's, whose
@@ -58,15 +83,18 @@ export class CodeEnvironment {
   }
 
   /** Pi's session started in `cwd`: settings are read for it (its project files only when `trusted`, Pi's
-   * `ctx.isProjectTrusted()`) and the files are watched. */
-  async start(cwd: string, trusted: boolean): Promise<void> {
+   * `ctx.isProjectTrusted()`) and the files are watched. Returns notices for the start (pi-python's file moved). */
+  async start(cwd: string, trusted: boolean): Promise<string[]> {
     this.cwd = cwd;
+    // pi-python's old global file moves to its new place first, so the new store reads it there.
+    const migrated = migratePiPythonSettings();
     const before = this.store?.get();
     await this.store?.close();
     this.store = this.newStore(cwd, trusted);
     await this.store.watch();
     if (before && JSON.stringify(before.values) !== JSON.stringify(this.store.get().values))
       this.changed(this.store.get());
+    return migrated ? [migrated] : [];
   }
 
   async close(): Promise<void> {

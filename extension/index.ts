@@ -1,6 +1,6 @@
 // Pi entry point. Thin: creates the supervisor host lazily, registers the tools, and ties the host's life to Pi's
 // session, so every Python process ends at session_shutdown (quit, reload, new, resume, fork).
-import { getAgentDir, type ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { CONFIG_DIR_NAME, getAgentDir, type ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { useAgentDir } from "../store/agent-dir.ts";
 import { Observability, type HostOptions, type ObservabilitySettings, type SupervisorHost } from "../host/index.ts";
 import { registerCodeExecutionTool } from "./code-execution/code-execution-tool.ts";
@@ -34,7 +34,7 @@ export interface CodeExecutionOptions {
 
 export function createCodeExecutionExtension(options: CodeExecutionOptions = {}) {
   return function codeExecution(pi: ExtensionAPI): void {
-    useAgentDir(getAgentDir); // Where every file we keep lives, as Pi names it (store/agent-dir.ts).
+    useAgentDir(getAgentDir, CONFIG_DIR_NAME); // Where every file we keep lives, as Pi names it (store/agent-dir.ts).
     let host: SupervisorHost | undefined;
     // Settings (files + environment, hot-reloaded) and the interpreter selection: extension/environment.ts.
     const environment = new CodeEnvironment(pi);

@@ -75,11 +75,15 @@ export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void
   // a typo such as `--code-tools pyhton` would otherwise leave Pi without code tools until /code-status.
   const said = new Set<string>();
   pi.on("session_start", async (_event, ctx) => {
-    await environment.start(ctx.cwd, projectTrusted(ctx));
+    const notices = await environment.start(ctx.cwd, projectTrusted(ctx));
+    const badFlag = await environment.checkFlag(ctx.cwd);
     links.surfaces?.choose();
-    const fresh = [...(links.surfaces?.report().warnings ?? []), ...environment.settings().unknown].filter(
-      (w) => !said.has(w),
-    );
+    const fresh = [
+      ...notices,
+      ...(badFlag ? [badFlag] : []),
+      ...(links.surfaces?.report().warnings ?? []),
+      ...environment.settings().unknown,
+    ].filter((w) => !said.has(w));
     for (const w of fresh) said.add(w);
     if (fresh.length) sayAtStart(ctx, fresh);
     environment.restoreSelection(ctx);

@@ -65,8 +65,9 @@ export interface RunRequestInput {
   result?: "print" | "value";
   /** `work`: the timeout pauses while a nested call is open. */
   budget?: "wall" | "work";
-  /** This surface's escalation: its grace period, and pi-python's second SIGINT halfway through it. */
-  escalation?: { graceMs?: number; secondInterrupt?: boolean };
+  /** This surface's escalation: its grace period, pi-python's second SIGINT halfway through it, and pi-python's
+   * `interruptGraceMs: 0` (`noKill`: the interrupt, then no automatic kill). */
+  escalation?: { graceMs?: number; secondInterrupt?: boolean; noKill?: boolean };
   /** Absent: Python. JavaScript runs only in a session (`eval`'s js cells, docs/protocol-js.md). */
   language?: Language;
 }

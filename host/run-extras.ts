@@ -11,10 +11,13 @@ export function requestFields(request: RunRequestInput): Partial<RunRequest> {
 }
 
 /** The run's escalation bounds when they differ from the supervisor's: changed settings, or a surface's own
- * escalation (pi-python: SIGINT, a second SIGINT halfway through the grace, the kill at its end). */
+ * escalation (pi-python: SIGINT, a second SIGINT halfway through the grace, the kill at its end; or with
+ * `interruptGraceMs: 0`, the SIGINT alone and no kill). */
 export function limitsFor(request: RunRequestInput, limits: Limits, initial: Limits): { limits?: Limits } {
   const e = request.escalation;
   if (!e) return sameLimits(limits, initial) ? {} : { limits };
+  // No kill: the supervisor's bounds stay for what they also bound (draining nested calls after the outcome).
+  if (e.noKill) return { limits: { ...limits, noKill: true } };
   const graceMs = e.graceMs ?? limits.graceMs;
   if (!e.secondInterrupt) return { limits: { ...limits, graceMs } };
   const half = Math.floor(graceMs / 2);

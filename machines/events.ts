@@ -14,6 +14,9 @@ export interface Limits {
   killMs: number;
   /** A second SIGINT as the grace period starts (pi-python's escalation: SIGINT, SIGINT, kill). */
   secondInterrupt?: boolean;
+  /** No automatic kill (pi-python's `interruptGraceMs: 0`): after the interrupt the run waits for the code however
+   * long it takes; only its session being stopped (/python-restart, a shutdown) ends it by force. */
+  noKill?: boolean;
 }
 
 /** The tool surface that asked for a run (shown in the inspector, the event log and the journal). */

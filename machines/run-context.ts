@@ -77,7 +77,8 @@ export interface RunContext extends RunInput {
   pausedAt?: number;
 }
 
-export type RunCancel = { type: "run.cancel"; at: number; runId?: string };
+/** `close`: the run's session is closing; a run that waits without a kill (`Limits.noKill`) is stopped by force. */
+export type RunCancel = { type: "run.cancel"; at: number; runId?: string; close?: boolean };
 
 export type RunEvent = RunnerFact | InstallFact | RunCancel | DoneActorEvent<ToolCallOutput>;
 

@@ -228,6 +228,11 @@ export const runMachine = setup({
       calls.hasOpenCalls(context) &&
       (event.type === "runner.exited" || event.type === "runner.failed"),
     policyViolated: ({ context }) => calls.policyViolated(context),
+    /** The limits ask for no automatic kill (pi-python's `interruptGraceMs: 0`). */
+    noKill: ({ context }) => context.limits.noKill === true,
+    /** The session closes while its run waits without a kill: nothing else would ever end it. */
+    closingUnbounded: ({ context, event }) =>
+      context.limits.noKill === true && event.type === "run.cancel" && event.close === true,
   },
   delays: {
     deadline: ({ context }) => Math.max(0, context.deadlineAt - context.now),
@@ -310,15 +315,18 @@ export const runMachine = setup({
       on: {
         "runner.exited": { target: "finished", actions: "settleExited" },
         "runner.failed": { target: "finished", actions: "settleFailedAfterStart" },
+        "run.cancel": { guard: "closingUnbounded", target: ".killed" },
       },
       initial: "interrupted",
       states: {
         interrupted: {
           description:
-            "One KeyboardInterrupt was sent to the main thread; an interruptible script ends now and keeps its state.",
+            "One KeyboardInterrupt was sent to the main thread; an interruptible script ends now and keeps its state. " +
+            "With no kill (pi-python's interruptGraceMs 0) the run waits here until the code ends or its session closes.",
           entry: ["sendInterrupt", "cancelCalls"],
           on: { "runner.done": { guard: "isMine", target: "#run.finished", actions: "settleStopped" } },
-          after: { interruptWindow: "grace" },
+          // Without a kill (`Limits.noKill`) the run stays here until the code ends or its session is stopped.
+          after: { interruptWindow: { guard: not("noKill"), target: "grace" } },
         },
         grace: {
           description:

@@ -171,7 +171,7 @@ export const sessionMachine = setup({
     }),
     cancelActiveRun: enqueueActions(({ context, event, enqueue }) => {
       const at = "at" in event && typeof event.at === "number" ? event.at : 0;
-      const cancel = { type: "run.cancel", at } satisfies RunCancel;
+      const cancel = { type: "run.cancel", at, close: true } satisfies RunCancel;
       if (context.activeRunId) enqueue.sendTo(runActorId(context.activeRunId), cancel);
     }),
     /** The run's outcome (its output) goes to the supervisor. */

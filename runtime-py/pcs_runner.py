@@ -33,7 +33,8 @@ _DRAIN_LIMIT = 0.25
 _DRAIN_STALL_LIMIT = 30.0
 _DRAIN_SPIN = 0.002  # the host is often busy for a millisecond or so before it reads: watch closely that long
 _OUT_FDS = []
-_STDIN_MSG = "stdin is not available to code_execution"
+# input() and every stdin read fail at once with this (pi-python and oh-my-pi say the same: no interactive stdin).
+_STDIN_MSG = "interactive input is not supported (code has no stdin); pass data in the code, a file or a tool call"
 
 _RUNNER_FILE = (lambda: None).__code__.co_filename
 _RUNNER_MODULE = sys.modules[__name__]  # kept alive: __main__ is handed over to user code

@@ -5,10 +5,18 @@
 // handed down: the directory is read where it is used, as Pi would read it there.
 
 let rule: (() => string) | undefined;
+let configDir: string | undefined;
 
-/** Sets where Pi keeps its agent files: Pi's `getAgentDir` (or, in a test, a rule of its own). */
-export function useAgentDir(agentDir: () => string): void {
+/** Sets where Pi keeps its agent files: Pi's `getAgentDir` (or, in a test, a rule of its own), and the name of
+ * Pi's folder in a project (Pi's `CONFIG_DIR_NAME`), where the project settings files are. */
+export function useAgentDir(agentDir: () => string, configDirName?: string): void {
   rule = agentDir;
+  if (configDirName) configDir = configDirName;
+}
+
+/** Pi's folder in a project (`<project>/.pi`): Pi's `CONFIG_DIR_NAME` as handed down, else Pi's own default. */
+export function configDirName(): string {
+  return configDir ?? ".pi";
 }
 
 /** Pi's agent directory now. Throws when the top never said where it is: a default here would be a guess. */

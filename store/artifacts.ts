@@ -281,7 +281,7 @@ export async function readSidecar(root: string, outputId: string): Promise<Outpu
  * bytes in [from, to) for the caller. Reading the page in the same pass as the digest means the bytes returned
  * are the bytes verified.
  */
-async function verifyTranscript(root: string, ref: OutputRef, label: string, from = 0, to = 0): Promise<Buffer> {
+export async function verifyTranscript(root: string, ref: OutputRef, label: string, from = 0, to = 0): Promise<Buffer> {
   const { handle, size } = await openVerified(join(root, `${ref.outputId}.out`), label);
   try {
     if (size !== ref.retainedBytes)

@@ -1,16 +1,17 @@
 // Settings: defaults, then the global file `<Pi's agent directory>/pi-code-execution/settings.json`,
-// then the project file `<cwd>/.pi/pi-code-execution/settings.json`, then environment variables. Every value
-// reports where it came from; a malformed file or value becomes a warning and the value falls back to the layer
-// below. Each file is checked with its JSON Schema (store/settings-schema.ts: the shipped schema.json and
+// then the project file `<cwd>/.pi/pi-code-execution/settings.json` (`.pi`: Pi's CONFIG_DIR_NAME), then environment
+// variables. Every value reports where it came from; a malformed file or value becomes a warning and the value falls
+// back to the layer below. Each file is checked with its JSON Schema (store/settings-schema.ts: the shipped schema.json and
 // schema.project.json), each variable with its key's part of it. Both files are watched (chokidar), so edits apply
 // without restarting Pi. docs/settings.md lists the keys.
 // Trust: the project files are read only when Pi trusts the project, and never for a boundary key (backend,
 // sandbox, remote, tools, exec, journal; limits and eval's languages only tightened): a cloned repository or code in
 // the sandbox can write them, and must not move the boundary. docs/settings.md, "Trust and boundary keys".
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs";
+import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { watch, type FSWatcher } from "chokidar";
-import { agentDir } from "./agent-dir.ts";
+import { agentDir, configDirName } from "./agent-dir.ts";
 import { didYouMean } from "../lib/closest.ts";
 import {
   boundaryOf,
@@ -34,15 +35,37 @@ export function globalSettingsPath(): string {
 }
 
 export function projectSettingsPath(cwd: string): string {
-  return join(resolve(cwd), ".pi", "pi-code-execution", "settings.json");
+  return join(resolve(cwd), configDirName(), "pi-code-execution", "settings.json");
 }
 
 /** pi-python's own files (global, project): its users' configuration applies where ours says nothing. */
 export function piPythonSettingsPaths(cwd: string | undefined) {
   return {
     global: join(agentDir(), "pi-python", "settings.json"),
-    ...(cwd ? { project: join(resolve(cwd), ".pi", "pi-python", "settings.json") } : {}),
+    ...(cwd ? { project: join(resolve(cwd), configDirName(), "pi-python", "settings.json") } : {}),
   };
+}
+
+/** Where pi-python kept its global file before it moved under Pi's agent directory (`~/.pi`, whatever Pi's folder
+ * is called now: pi-python's own rule). */
+export function legacyPiPythonSettingsPath(): string {
+  return join(homedir(), ".pi", "pi-python", "settings.json");
+}
+
+/** Moves pi-python's old global file (`~/.pi/pi-python/settings.json`) to its place under Pi's agent directory when
+ * the new one does not exist, as pi-python does on upgrade. Returns what happened, for a notice; a failure leaves the
+ * old file in place, and `loadSettings` keeps reading it and warns (so /python-status says it). */
+export function migratePiPythonSettings(): string | undefined {
+  const legacy = legacyPiPythonSettingsPath();
+  const target = piPythonSettingsPaths(undefined).global;
+  if (resolve(legacy) === resolve(target) || !existsSync(legacy) || existsSync(target)) return undefined;
+  try {
+    mkdirSync(dirname(target), { recursive: true });
+    renameSync(legacy, target);
+    return `pi-python's settings moved: ${legacy} -> ${target}`;
+  } catch (e) {
+    return `pi-python's settings could not be moved from ${legacy} to ${target} (${(e as Error).message}); the old file is still read`;
+  }
 }
 
 function set(obj: Record<string, unknown>, dotted: string, value: unknown): void {
@@ -137,8 +160,16 @@ export function loadSettings(
   };
   const layers: Layer[] = [ourFile("global", globalPath), ...project(projectPath, "project", true)];
   // pi-python's files: only the keys it shares with us are read (its other keys are its own business).
+  // pi-python's old global file is read while it could not be moved to the new place (migratePiPythonSettings).
+  const legacy = legacyPiPythonSettingsPath();
+  const stuck = resolve(legacy) !== resolve(py.global) && !existsSync(py.global) && existsSync(legacy);
+  const pyGlobal = stuck ? legacy : py.global;
+  if (stuck)
+    warnings.push(
+      `pi-python's settings are still at their old place (${legacy}): they could not be moved to ${py.global}; move the file there`,
+    );
   const pyLayers: Layer[] = [
-    { source: "global", where: py.global, data: readJson(py.global, "pi-python global", warnings) },
+    { source: "global", where: pyGlobal, data: readJson(pyGlobal, "pi-python global", warnings) },
     ...project(py.project, "pi-python project", false),
   ];
   const values: Record<string, unknown> = {};

@@ -379,7 +379,7 @@ describe("nestedCalls records", () => {
 
 describe("the exposed-tools status message", () => {
   const statusMessages = () =>
-    (pi.session.messages as any[]).filter((m) => m.role === "custom" && m.customType === "code_execution_tools");
+    (pi.session.messages as any[]).filter((m) => m.role === "custom" && m.customType === "code_execution:exposed_tools");
 
   test("is in the model's context (hidden in the transcript) and lists the signatures", () => {
     const messages = statusMessages();
@@ -432,10 +432,10 @@ describe("the exposed-tools status message", () => {
     const entries = () =>
       pi.session.sessionManager
         .getEntries()
-        .filter((e: any) => e.type === "custom_message" && e.customType === "code_execution_tools");
+        .filter((e: any) => e.type === "custom_message" && e.customType === "code_execution:exposed_tools");
     const inContext = () =>
       (pi.session.sessionManager.buildSessionProjection().messages as any[]).filter(
-        (m) => m.role === "custom" && m.customType === "code_execution_tools",
+        (m) => m.role === "custom" && m.customType === "code_execution:exposed_tools",
       ).length;
     const before = entries().length;
     assert.ok(inContext() >= 1);
@@ -448,6 +448,25 @@ describe("the exposed-tools status message", () => {
     assert.equal(inContext(), 1);
     await run("3");
     assert.equal(entries().length, before + 1, "once");
+  });
+
+  test("a resumed session whose last status has the old type code_execution_tools is not sent it again", async () => {
+    const statuses = () =>
+      (pi.session.sessionManager.getEntries() as any[]).filter(
+        (e) =>
+          e.type === "custom_message" &&
+          (e.customType === "code_execution:exposed_tools" || e.customType === "code_execution_tools"),
+      );
+    const tools = statuses().at(-1).details.tools;
+    // An older status with another set, then what an earlier version wrote last, with the set in force: only if the
+    // old type is read does the session know the model has the current set.
+    pi.session.sessionManager.appendCustomMessageEntry("code_execution:exposed_tools", "[code_execution] ...", false, {
+      tools: ["gone_tool()"],
+    });
+    pi.session.sessionManager.appendCustomMessageEntry("code_execution_tools", "[code_execution] ...", false, { tools });
+    const before = statuses().length;
+    await run("4");
+    assert.equal(statuses().length, before, "the old status counts: nothing resent");
   });
 });
 

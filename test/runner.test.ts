@@ -429,7 +429,7 @@ describe("stdin", () => {
         "print(sys.stdin.fileno(), subprocess.run(['cat'], capture_output=True, timeout=5).stdout)",
       ]),
     );
-    const msg = "stdin is not available to code_execution";
+    const msg = "interactive input is not supported (code has no stdin); pass data in the code, a file or a tool call";
     const names = ["input", "read", "readline", "readlines", "iterate", "for", "buffer"];
     assertOk(r, names.map((n) => `${n} -> ${msg}\n`).join("") + "0 b''\n");
   });
@@ -442,7 +442,7 @@ describe("stdin", () => {
     assert.equal(
       tb(r.stderr),
       "Traceback (most recent call last):\n  File \"<run-1>\", line 1, in <module>\n    input('prompt> ')\n" +
-        "EOFError: stdin is not available to code_execution\n",
+        "EOFError: interactive input is not supported (code has no stdin); pass data in the code, a file or a tool call\n",
     );
   });
 });

@@ -27,6 +27,7 @@ import {
   utf8Bytes,
   type ToolResultLike,
 } from "./tool-results.ts";
+import { recoveredOutput } from "./full-output.ts";
 import {
   LEGACY_TOOL_CALL_EVENT,
   NESTED_TOOL_FINISH_EVENT,
@@ -137,6 +138,10 @@ export async function runNestedCall(
       signal.aborted || e instanceof Aborted ? { status: "cancelled" } : { status: "failed", text: errorMessage(e) };
   }
   let text = end.status === "succeeded" || end.status === "failed" ? resultText(end.result) : "";
+  // A tool that truncated its own output kept the whole of it: code gets that, up to 5 MiB (full-output.ts).
+  const full = end.status === "succeeded" ? await recoveredOutput(end.result, input.python) : undefined;
+  if (full && "text" in full) text = full.text;
+  else if (full) end = { ...end, status: "failed", text: full.error };
   let structured = end.status === "succeeded" ? structuredText(end.result, text) : undefined;
   if (end.status === "succeeded" && utf8Bytes(text) + (structured ? utf8Bytes(structured) : 0) > MAX_RESULT_BYTES) {
     end = {

@@ -24,7 +24,9 @@ export function installHint(output: string, installer: "uv" | "pip"): Hint | und
       text:
         `${installer} could not verify the package index's TLS certificate. Behind a proxy or a private certificate ` +
         "authority, set SSL_CERT_FILE to its CA bundle before starting Pi" +
-        (installer === "uv" ? " (or UV_NATIVE_TLS=1 to use the system store)" : " (or PIP_CERT)") +
+        (installer === "uv"
+          ? " (or UV_SYSTEM_CERTS=1, with older uv UV_NATIVE_TLS=1, to use the system store)"
+          : " (or PIP_CERT)") +
         ". Nothing was installed and the code did not run.",
     };
   }

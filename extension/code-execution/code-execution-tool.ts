@@ -13,6 +13,7 @@ import type { ArtifactOutcome } from "./preview.ts";
 import { knownSourceId, saveSource, sourceIdOf } from "../../store/sources.ts";
 import type { JournalLink } from "../journal.ts";
 import { resolveSource } from "./source-tool.ts";
+import { resolveLegacySource } from "./legacy-refs.ts";
 import { createRunTools, outerUsage } from "../shared/calls.ts";
 import { DisplayCollector, type DisplayLimits } from "../shared/display/collector.ts";
 import { withCompletion, type CompletionModels } from "../shared/completion.ts";
@@ -37,6 +38,7 @@ const GUIDELINES = [
   "If a code_execution result says a session lost its state, re-create what you need before relying on earlier variables.",
   "When code_execution reports ModuleNotFoundError, declare the package in a PEP 723 block instead of running pip yourself.",
   "Older code_execution scripts may appear as `sourceId` references; read one with code_execution_source, or rerun it by passing the sourceId.",
+  "A `sourceRef` object from an earlier session works the same way: pass it unchanged (never put a `<code_execution_source_redacted ...>` marker in `code`).",
 ];
 
 export interface CodeExecutionToolOptions {
@@ -72,7 +74,12 @@ export function registerCodeExecutionTool(
         const p = checked.value;
         // A sourceId reruns the exact verified script; new code is saved while it runs (off the start-up path). A
         // script this process saved before is only checked for, after the result (saved again if it was removed).
-        const code = p.sourceId !== undefined ? await resolveSource(p.sourceId, ctx) : p.code!;
+        const code =
+          p.sourceId !== undefined
+            ? await resolveSource(p.sourceId, ctx)
+            : p.sourceRef
+              ? await resolveLegacySource(p.sourceRef, ctx) // an earlier session's reference: saved anew below
+              : p.code!;
         const known = p.sourceId === undefined ? knownSourceId(code) : undefined;
         if (known) afterResults(() => void saveSource(code).catch(() => undefined));
         const saving: Promise<string | undefined> =

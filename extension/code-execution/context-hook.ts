@@ -1,10 +1,12 @@
 // The `context` hook: before each model call, older completed code_execution scripts are replaced by their
 // saved source's ID (`{"sourceId": "<12 hex>", ...other arguments}`), so long scripts stop costing context on
 // every turn. The latest script stays inline. A script is replaced only once it is saved, and only when the
-// reference is at least 64 bytes smaller than the inline arguments. Pi's session keeps the full calls; only
-// what the model is sent changes.
+// reference is at least 64 bytes smaller than the inline arguments. An earlier version's placeholder in `code` (a
+// resumed session) is shown as the structured `sourceRef` it names. Pi's session keeps the full calls; only what the
+// model is sent changes.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { saveSource, sourceIdOf } from "../../store/sources.ts";
+import { isPlaceholder, placeholderRef } from "./legacy-refs.ts";
 
 /** The reference must save at least this many bytes of serialized arguments (JSON escapes, UTF-8). */
 export const MIN_SAVING_BYTES = 64;
@@ -12,7 +14,7 @@ export const MIN_SAVING_BYTES = 64;
 type Message = { role: string; content?: unknown; toolCallId?: string; toolName?: string };
 type ToolCallBlock = { type: "toolCall"; id: string; name: string; arguments: Record<string, unknown> };
 
-const isScriptCall = (b: unknown): b is ToolCallBlock & { arguments: { code: string } } => {
+const hasCode = (b: unknown): b is ToolCallBlock & { arguments: { code: string } } => {
   const block = b as ToolCallBlock;
   return (
     block?.type === "toolCall" &&
@@ -22,6 +24,20 @@ const isScriptCall = (b: unknown): b is ToolCallBlock & { arguments: { code: str
     typeof block.arguments.code === "string"
   );
 };
+
+/** A call whose `code` is a script (an earlier version's placeholder is not one: see `legacyArguments`). */
+const isScriptCall = (b: unknown): b is ToolCallBlock & { arguments: { code: string } } =>
+  hasCode(b) && !isPlaceholder(b.arguments.code);
+
+/** An earlier version's placeholder in `code` (a resumed session), as the structured `sourceRef` it names: a legacy
+ * artifact name cannot be a sourceId. Undefined for anything else (also for a placeholder that names no file). */
+export function legacyArguments(b: unknown): Record<string, unknown> | undefined {
+  if (!hasCode(b)) return undefined;
+  const ref = placeholderRef(b.arguments.code);
+  if (!ref || ref === "unresolvable") return undefined;
+  const { code: _code, sourceRef: _old, ...rest } = b.arguments;
+  return { ...rest, sourceRef: { ...ref, ...(ref.toolCallId ? {} : { toolCallId: b.id }) } };
+}
 
 const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v), "utf8");
 
@@ -62,14 +78,14 @@ export class ScriptRedactor {
       if (
         m.role !== "assistant" ||
         !Array.isArray(m.content) ||
-        !m.content.some((b) => this.candidate(b, latest, completed))
+        !m.content.some((b) => this.candidate(b, latest, completed) || legacyArguments(b))
       ) {
         out.push(m); // unchanged messages are passed on as they are (no copy per message per model call)
         continue;
       }
       const content: unknown[] = [];
       for (const b of m.content) {
-        const ref = this.candidate(b, latest, completed) ? await this.reference(b) : undefined;
+        const ref = this.candidate(b, latest, completed) ? await this.reference(b) : legacyArguments(b);
         content.push(ref ? { ...b, arguments: ref } : b);
         if (ref) changed = true;
       }

@@ -1,12 +1,16 @@
 // The hidden "exposed tools" status message. While code_execution is active, before each prompt and after each turn
 // that ran tools, the model is told which agent tools its Python can await, when that differs from the last such
 // message still in its context (so nothing is added while the set is unchanged, and a compaction that dropped the
-// message brings it back once). The message is a custom message with `display: false`: in the model's context, not
-// shown in the transcript.
+// message brings it back once). The message is a custom message of pi-code-execution's type
+// `code_execution:exposed_tools` with `display: false`: in the model's context, not shown in the transcript.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { callableFromInfo, collectRegistrations, exposedTools } from "../shared/calls.ts";
 
-export const EXPOSED_TOOLS_MESSAGE = "code_execution_tools";
+/** pi-code-execution's type for the status message. */
+export const EXPOSED_TOOLS_MESSAGE = "code_execution:exposed_tools";
+/** The type our earlier versions wrote: still read in resumed sessions, so their last status is not sent again. */
+export const LEGACY_EXPOSED_TOOLS_MESSAGE = "code_execution_tools";
+const STATUS_TYPES: readonly unknown[] = [EXPOSED_TOOLS_MESSAGE, LEGACY_EXPOSED_TOOLS_MESSAGE];
 
 export function exposedToolsText(signatures: readonly string[]): string {
   if (!signatures.length) return "[code_execution] No agent tools are exposed to Python: available_tools() is empty.";
@@ -21,7 +25,7 @@ export function exposedToolsText(signatures: readonly string[]): string {
 export function lastExposed(messages: readonly unknown[]): string[] | undefined {
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i] as { role?: string; customType?: string; details?: { tools?: unknown } } | undefined;
-    if (m?.role === "custom" && m.customType === EXPOSED_TOOLS_MESSAGE) {
+    if (m?.role === "custom" && STATUS_TYPES.includes(m.customType)) {
       const tools = m.details?.tools;
       return Array.isArray(tools) ? tools.filter((t): t is string => typeof t === "string") : [];
     }

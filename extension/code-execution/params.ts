@@ -2,7 +2,9 @@
 // written for it keep working. Pi validates the schema first; `checkParams` repeats the checks with messages that
 // name the parameter, for callers that bypass Pi's validation.
 import { Type, type Static } from "typebox";
+import { Value } from "typebox/value";
 import { SESSION_NAME_PATTERN } from "../../host/index.ts";
+import { legacySourceRefSchema, placeholderRef, type LegacySourceRef } from "./legacy-refs.ts";
 
 /** 1-64 of A-Z a-z 0-9 . _ -, not only dots (`.` and `..` are path names). */
 export const SESSION_PATTERN = SESSION_NAME_PATTERN;
@@ -34,6 +36,8 @@ export function codeExecutionSchema(maxTimeout: number, defaultTimeout: number =
             "Rerun the exact saved script with this ID (12 hex characters, from an earlier call's `sourceId`) instead of `code`.",
         }),
       ),
+      // pi-code-execution's earlier reference (resumed sessions show it): the script it names runs.
+      sourceRef: Type.Optional(legacySourceRefSchema),
       session: Type.Optional(
         Type.String({
           pattern: SESSION_PATTERN,
@@ -57,9 +61,10 @@ export function codeExecutionSchema(maxTimeout: number, defaultTimeout: number =
 export type CodeExecutionParams = Static<ReturnType<typeof codeExecutionSchema>>;
 
 export interface CheckedParams {
-  /** Exactly one of `code` and `sourceId`. */
+  /** Exactly one of `code`, `sourceId` and `sourceRef` (also what an earlier placeholder in `code` names). */
   code?: string;
   sourceId?: string;
+  sourceRef?: LegacySourceRef;
   session?: string;
   reset: boolean;
   timeoutMs: number;
@@ -75,17 +80,38 @@ export function checkParams(
     return { ok: false, error: "Parameters must be an object with `code` or `sourceId`." };
   const p = params as Record<string, unknown>;
   for (const key of Object.keys(p)) {
-    if (!["code", "sourceId", "session", "reset", "timeout"].includes(key))
+    if (!["code", "sourceId", "sourceRef", "session", "reset", "timeout"].includes(key))
       return { ok: false, error: `Unknown parameter \`${key}\`.` };
   }
   if (p.code !== undefined && p.sourceId !== undefined)
     return { ok: false, error: "Give either `code` or `sourceId`, not both." };
+  if (p.sourceRef !== undefined && (p.code !== undefined || p.sourceId !== undefined))
+    return { ok: false, error: "Give `sourceRef` alone: not with `code` or `sourceId`." };
+  let sourceRef: LegacySourceRef | undefined;
+  if (p.sourceRef !== undefined) {
+    if (!Value.Check(legacySourceRefSchema, p.sourceRef))
+      return {
+        ok: false,
+        error:
+          "Parameter `sourceRef` must be an earlier result's reference as it was given ({artifactId, lines, sha256, toolCallId?}); prefer `sourceId`.",
+      };
+    sourceRef = p.sourceRef as LegacySourceRef;
+  }
+  // An earlier context hook's placeholder in `code` names a saved script: that script runs.
+  const placeholder = typeof p.code === "string" ? placeholderRef(p.code) : undefined;
+  if (placeholder === "unresolvable")
+    return {
+      ok: false,
+      error:
+        "Parameter `code` is a placeholder for an earlier script that names no saved file; nothing was run. Send the script itself, or its `sourceId`.",
+    };
+  if (placeholder) sourceRef = placeholder;
   if (p.sourceId !== undefined && (typeof p.sourceId !== "string" || !new RegExp(SOURCE_ID_PATTERN).test(p.sourceId)))
     return {
       ok: false,
       error: `Parameter \`sourceId\` must be 12 lowercase hex characters from an earlier result (got ${JSON.stringify(p.sourceId)}).`,
     };
-  if (p.sourceId === undefined && typeof p.code !== "string")
+  if (p.sourceId === undefined && sourceRef === undefined && typeof p.code !== "string")
     return {
       ok: false,
       error: "Parameter `code` (a string of Python source) or `sourceId` (a saved script's ID) is required.",
@@ -125,7 +151,11 @@ export function checkParams(
   return {
     ok: true,
     value: {
-      ...(typeof p.code === "string" ? { code: p.code } : { sourceId: p.sourceId as string }),
+      ...(sourceRef
+        ? { sourceRef }
+        : typeof p.code === "string"
+          ? { code: p.code }
+          : { sourceId: p.sourceId as string }),
       ...(typeof p.session === "string" ? { session: p.session } : {}),
       reset: p.reset === true,
       timeoutMs: Math.round(timeout * 1000),

@@ -100,6 +100,7 @@ function elapsed(ctx: RenderContext, partial: boolean): string | undefined {
 interface CallArgs {
   code?: unknown;
   sourceId?: unknown;
+  sourceRef?: unknown;
   session?: unknown;
   reset?: unknown;
   timeout?: unknown;
@@ -122,7 +123,9 @@ export function renderCodeCall(args: CallArgs, theme: RenderTheme, ctx: RenderCo
             text:
               typeof args?.sourceId === "string"
                 ? theme.fg("muted", `rerun of saved script ${args.sourceId}`)
-                : theme.fg("toolOutput", "…"),
+                : typeof (args?.sourceRef as { artifactId?: unknown } | undefined)?.artifactId === "string"
+                  ? theme.fg("muted", `rerun of saved script ${(args.sourceRef as { artifactId: string }).artifactId}`)
+                  : theme.fg("toolOutput", "…"),
           },
         ];
   const view = ctx.lastComponent instanceof GutterText ? ctx.lastComponent : new GutterText();

@@ -135,6 +135,7 @@ export async function statusReport(
   const warnings = [
     ...(report?.warnings ?? []),
     ...settings.warnings,
+    ...(environment.flagWarning ? [environment.flagWarning] : []),
     ...environment.interpreter.notes,
     ...(host ? [...host.warnings] : []),
   ];

@@ -1,5 +1,6 @@
 // pi-python's commands: `/python-status` (the same report as /code-status) and `/python-restart` (the notebook
-// kernel restarted empty, like `/code-restart notebook`, and started when it is not running).
+// kernel restarted empty, like `/code-restart notebook`, and started when it is not running; a kernel busy with a
+// wedged cell is killed first, as pi-python's restart does).
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import type { SupervisorHost } from "../../host/index.ts";
 import type { CodeEnvironment } from "../environment.ts";
@@ -22,6 +23,10 @@ export function registerPythonCommands(pi: ExtensionAPI, links: PythonCommandLin
     handler: async (_args: string, ctx: ExtensionCommandContext) => {
       const host = links.getHost();
       const name = links.notebook();
+      const before = host.sessions().find((s) => s.name === name);
+      // A kernel busy with a cell (one that ignores its interrupts, or waits without a kill under pi-python's
+      // `interruptGraceMs: 0`) is stopped first: a reset would only queue behind that cell. The cell ends killed.
+      if (before?.busyRunId) await host.stopSession(name);
       const alive = host.sessions().some((s) => s.name === name);
       const r = alive
         ? await host.restartSession(name)
@@ -37,7 +42,7 @@ export function registerPythonCommands(pi: ExtensionAPI, links: PythonCommandLin
       const pid = host.sessions().find((s) => s.name === name)?.pid;
       show(
         ctx,
-        `The python kernel (session "${name}") ${alive ? "restarted" : "started"}: Python ${o.runner?.python ?? "?"}, pid ${pid ?? "?"}; its namespace is empty.`,
+        `The python kernel (session "${name}") ${before ? "restarted" : "started"}: Python ${o.runner?.python ?? "?"}, pid ${pid ?? "?"}; its namespace is empty.`,
       );
     },
   });

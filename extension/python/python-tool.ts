@@ -121,6 +121,7 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
               )
             : undefined;
           const deadline = Date.now() + timeoutS * 1000;
+          const graceMs = graceFor(settings, PYTHON_GRACE_MS);
           const tools = withCompletion(
             createRunTools(pi, ctx, toolCallId),
             ctx,
@@ -154,8 +155,10 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
                 cwd: ctx.cwd,
                 chdir,
                 surface: "python",
-                graceMs: graceFor(settings, PYTHON_GRACE_MS),
+                graceMs,
                 secondInterrupt: true,
+                // pi-python: 0 turns the automatic kill off; a wedged cell then waits for /python-restart.
+                noKill: graceMs === 0,
                 budget: "wall",
                 tools,
                 ...(signal ? { signal } : {}),

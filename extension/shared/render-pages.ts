@@ -47,11 +47,18 @@ function pageResult(
   return out;
 }
 
+/** What a reading call names: its ID, or an earlier session's `sourceRef`/`outputRef` by its artifact name. */
+function idOf(args: Record<string, unknown>, idKey: "outputId" | "sourceId"): string {
+  if (typeof args?.[idKey] === "string") return args[idKey] as string;
+  const legacy = args?.[idKey === "outputId" ? "outputRef" : "sourceRef"] as { artifactId?: unknown } | undefined;
+  return typeof legacy?.artifactId === "string" ? legacy.artifactId : "…";
+}
+
 /** A reading tool's renderers: the call names what is read (`idKey`) and the page; the result is the page. */
 function pageRenderers(title: string, idKey: "outputId" | "sourceId", python: boolean) {
   return {
     renderCall: (args: Record<string, unknown>, theme: Theme, _ctx: unknown) =>
-      new Text(titled(title, [String(args?.[idKey] ?? "…"), pageArgs(args)].filter(Boolean).join(" · "), theme), 0, 0),
+      new Text(titled(title, [idOf(args, idKey), pageArgs(args)].filter(Boolean).join(" · "), theme), 0, 0),
     renderResult: (result: ToolResultLike, options: { expanded: boolean }, theme: Theme, ctx: unknown) =>
       pageResult(result, options, theme, ctx as RenderContext, python),
   };

@@ -1114,6 +1114,36 @@ describe("stopping.grace", () => {
     assert.equal(h.value("run:r1"), "killed");
     assertHealthy(h);
   });
+
+  test("pi-python's interruptGraceMs 0 (limits.noKill): one interrupt, then no grace and no kill, however long the code takes", () => {
+    const h = startSupervisor({ limits: { ...TEST_LIMITS, noKill: true } });
+    const k = freshRunning(h, "r1");
+    h.advance(980); // t = 1000: the interrupt
+    for (let i = 0; i < 10; i++) h.advance(interruptWindowMs + graceMs + killMs);
+    assert.equal(h.value("run:r1"), "interrupted");
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]);
+    h.cancel("r1"); // Pi's abort: not a session closing, so it changes nothing
+    assert.equal(h.value("run:r1"), "interrupted");
+    k.done("r1", { exitCode: 0, error: null });
+    assert.equal(h.outcome("r1").status, "timeout");
+    assert.equal(h.outcome("r1").killed, false);
+    assertHealthy(h);
+  });
+
+  test("limits.noKill: its session being stopped ends the waiting run by force (killed)", () => {
+    const h = startSupervisor({ limits: { ...TEST_LIMITS, noKill: true } });
+    const k = sessionRunning(h, "s", "s1");
+    h.advance(980); // the interrupt
+    h.advance(interruptWindowMs + graceMs);
+    assert.equal(h.value("run:s1"), "interrupted");
+    h.stopSession("s");
+    assert.equal(h.value("run:s1"), "killed");
+    assert.ok(k.types().includes("runner.terminate"));
+    k.exited({ signal: "SIGTERM" });
+    assert.equal(h.outcome("s1").killed, true);
+    assert.equal(h.outcome("s1").stopReason, "timeout");
+    assertHealthy(h);
+  });
 });
 
 describe("stopping.killed", () => {

@@ -35,6 +35,8 @@ export interface PyCellContext {
   surface: Surface;
   graceMs: number;
   secondInterrupt: boolean;
+  /** pi-python's `interruptGraceMs: 0`: the interrupt, then no automatic kill (/python-restart ends a wedged cell). */
+  noKill?: boolean;
   budget: "wall" | "work";
   tools?: RunTools;
   signal?: AbortSignal;
@@ -55,7 +57,11 @@ export function runPyCell(req: PyCellRequest, ctx: PyCellContext): Promise<RunRe
       chdir: ctx.chdir,
       result: "value",
       budget: ctx.budget,
-      escalation: { graceMs: ctx.graceMs, secondInterrupt: ctx.secondInterrupt },
+      escalation: {
+        graceMs: ctx.graceMs,
+        secondInterrupt: ctx.secondInterrupt,
+        ...(ctx.noKill ? { noKill: true } : {}),
+      },
     },
     {
       ...(ctx.tools ? { tools: ctx.tools } : {}),
