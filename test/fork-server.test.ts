@@ -76,30 +76,37 @@ describe("fork server", { timeout: 30_000 }, () => {
   test("a spare's runner is forked: a fresh runner in its own session, output, done and exit status as spawned", async () => {
     const host = `fork-${++hosts}`;
     const a = await start(specFor("start", host));
-    const [zygote] = zygotesOf(host);
-    assert.ok(zygote, "a fork server was started for this command line");
-    assert.equal(ppid(a.pid), zygote, "the runner is the fork server's child");
-    // The child makes its own session right after the fork; the server's `forked` frame can come first.
-    const deadline = Date.now() + 5000;
-    while (sid(a.pid) !== a.pid && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-    assert.equal(sid(a.pid), a.pid, "and leads its own session, as a spawned runner does");
-    const one = await runIn(
-      a,
-      "import sys\nprint('out', sys.argv)\nprint('err', file=sys.stderr)\nraise SystemExit(3)",
-    );
-    assert.equal(one.out, "out ['" + join(cwd, "s.py") + "']\nerr\n");
-    assert.deepEqual(
-      one.frames.map((f) => f.type),
-      ["ready", "started", "done"],
-    );
-    assert.equal((one.frames[0] as Frame).mode, "fresh");
-    assert.deepEqual(one.exit, { code: 3, signal: null }, "the exit status comes through the fork server");
+    // A failed assertion must not leave a runner waiting for its run: it would hold the file open until its timeout.
+    const started = [a];
+    try {
+      const [zygote] = zygotesOf(host);
+      assert.ok(zygote, "a fork server was started for this command line");
+      assert.equal(ppid(a.pid), zygote, "the runner is the fork server's child");
+      // The child makes its own session right after the fork; the server's `forked` frame can come first.
+      const deadline = Date.now() + 5000;
+      while (sid(a.pid) !== a.pid && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      assert.equal(sid(a.pid), a.pid, "and leads its own session, as a spawned runner does");
+      const one = await runIn(
+        a,
+        "import sys\nprint('out', sys.argv)\nprint('err', file=sys.stderr)\nraise SystemExit(3)",
+      );
+      assert.equal(one.out, "out ['" + join(cwd, "s.py") + "']\nerr\n");
+      assert.deepEqual(
+        one.frames.map((f) => f.type),
+        ["ready", "started", "done"],
+      );
+      assert.equal((one.frames[0] as Frame).mode, "fresh");
+      assert.deepEqual(one.exit, { code: 3, signal: null }, "the exit status comes through the fork server");
 
-    const b = await start(specFor("use", host));
-    assert.equal(ppid(b.pid), zygote, "a run finding the server ready forks too");
-    const two = await runIn(b, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)");
-    assert.deepEqual(two.exit, { code: null, signal: "SIGKILL" });
-    assert.ok(await waitUntil(() => !pidAlive(zygote), 4000), "with no child left, the fork server exits");
+      const b = await start(specFor("use", host));
+      started.push(b);
+      assert.equal(ppid(b.pid), zygote, "a run finding the server ready forks too");
+      const two = await runIn(b, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)");
+      assert.deepEqual(two.exit, { code: null, signal: "SIGKILL" });
+      assert.ok(await waitUntil(() => !pidAlive(zygote), 4000), "with no child left, the fork server exits");
+    } finally {
+      for (const h of started) if (pidAlive(h.pid)) h.signalGroup("SIGKILL");
+    }
   });
 
   test("without a ready fork server a run's runner is spawned, and nothing forks for other command lines", async () => {
