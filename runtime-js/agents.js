@@ -3,6 +3,7 @@
 // log(), phase() and budget. agent() and the budget are nested calls of reserved tools (`__agent__`, `__budget__`)
 // the host answers; the pools' width comes from the host too (`__concurrency__`, setting eval.poolWidth; 0 = every
 // item at once). log() and phase() are status events: display items of kind `status`, never output.
+const { runningRun } = require("./helpers.js");
 
 const AGENT_CALL = "__agent__";
 const BUDGET_CALL = "__budget__";
@@ -18,11 +19,7 @@ const isPlain = (v) =>
  */
 function install(g, runtime) {
   const errors = runtime.errors;
-  const running = (name) => {
-    const run = runtime.current();
-    if (!run) throw new errors.Error(`${name}(): no cell is running (it was called after its cell ended)`);
-    return run;
-  };
+  const running = (name) => runningRun(runtime, name);
   /** A reserved call; outside eval the host does not expose it. */
   const reserved = async (helper, name, args) => {
     const run = running(helper);

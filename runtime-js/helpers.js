@@ -88,13 +88,16 @@ function image(value) {
  * (sends a display frame), `call(run, name, args)` (a nested call: a promise of its text), `errors` (the context's
  * Error and TypeError).
  */
+/** The run executing, for helper `name`; a helper called after its cell ended (a kept callback) throws. */
+function runningRun(runtime, name) {
+  const run = runtime.current();
+  if (!run) throw new runtime.errors.Error(`${name}(): no cell is running (it was called after its cell ended)`);
+  return run;
+}
+
 function install(g, runtime) {
   const errors = runtime.errors;
-  const running = (name) => {
-    const run = runtime.current();
-    if (!run) throw new errors.Error(`${name}(): no cell is running (it was called after its cell ended)`);
-    return run;
-  };
+  const running = (name) => runningRun(runtime, name);
 
   const display = (value) => {
     const run = running("display");
@@ -436,4 +439,4 @@ function asContextError(e, errors) {
   return out;
 }
 
-module.exports = { install, shown, COMPLETION_CALL };
+module.exports = { install, shown, runningRun, COMPLETION_CALL };
