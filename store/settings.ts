@@ -2,15 +2,14 @@
 // then the project file `<cwd>/.pi/pi-code-execution/settings.json` (`.pi`: Pi's CONFIG_DIR_NAME), then environment
 // variables. Every value reports where it came from; a malformed file or value becomes a warning and the value falls
 // back to the layer below. Each file is checked with its JSON Schema (store/settings-schema.ts: the shipped schema.json and
-// schema.project.json), each variable with its key's part of it. Both files are watched (chokidar), so edits apply
-// without restarting Pi. docs/settings.md lists the keys.
+// schema.project.json), each variable with its key's part of it. Both files are watched (a stat of each, four
+// times a second), so edits apply without restarting Pi. docs/settings.md lists the keys.
 // Trust: the project files are read only when Pi trusts the project, and never for a boundary key (backend,
 // sandbox, remote, tools, exec, journal; limits and eval's languages only tightened): a cloned repository or code in
 // the sandbox can write them, and must not move the boundary. docs/settings.md, "Trust and boundary keys".
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { watch, type FSWatcher } from "chokidar";
 import { agentDir, configDirName } from "./agent-dir.ts";
 import { didYouMean } from "../lib/closest.ts";
 import {
@@ -350,9 +349,7 @@ export class SettingsStore {
   private readonly env: () => NodeJS.ProcessEnv;
   private readonly options: LoadOptions;
   private readonly listeners = new Set<(s: ResolvedSettings) => void>();
-  private watcher: FSWatcher | undefined;
   private poll: ReturnType<typeof setInterval> | undefined;
-  private ready: Promise<void> = Promise.resolve();
 
   /** `options.trusted` is fixed for the store's life (Pi decides trust once per session). */
   constructor(cwd: string | undefined, env: () => NodeJS.ProcessEnv = () => process.env, options: LoadOptions = {}) {
@@ -388,15 +385,15 @@ export class SettingsStore {
     return this.current;
   }
 
-  /** Starts watching the files, including their directories being created later. Resolves once watching. An
-   * untrusted project's files are watched too, only so that the warning saying they are ignored stays current.
-   * Only a settings file's own directory is ever watched (depth 0, every other entry ignored): a directory that does
-   * not exist yet is noticed by a stat of its own path every POLL_MS, never by watching an ancestor (the nearest
-   * existing one can be the system's temp directory, where every change would make the watcher look at each of its
-   * entries). A watched directory that goes away is polled again. Each POLL_MS the files are also stat'ed, so a change
-   * the watcher missed is read within POLL_MS. */
+  /** Starts watching the files (the four of ours and pi-python's, whether or not they or their directories exist
+   * yet): every POLL_MS each is stat'ed, and one whose identity, size or modification time changed (written, created,
+   * removed, replaced by a rename) is read again, once per burst of writes. Nothing else is looked at, so a settings
+   * directory missing under a busy folder (the system's temp directory) costs the same four stats; and no change is
+   * missed, as a file-system watcher could miss a write while it was still setting up a directory that had just
+   * appeared. An untrusted project's files are watched too, only so that the warning saying they are ignored stays
+   * current. */
   watch(): Promise<void> {
-    if (this.watcher) return this.ready;
+    if (this.poll) return Promise.resolve();
     const py = piPythonSettingsPaths(this.cwd);
     const files = [
       this.current.files.global,
@@ -404,31 +401,6 @@ export class SettingsStore {
       py.global,
       ...(py.project ? [py.project] : []),
     ];
-    const dirs = [...new Set(files.map((f) => dirname(f)))];
-    const watched = new Set<string>();
-    const watcher = watch([], {
-      ignoreInitial: true,
-      depth: 0,
-      ignored: (p: string) => !(watched.has(p) || files.includes(p)),
-    });
-    this.watcher = watcher;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const reloadSoon = () => {
-      // Editors write in bursts: one reload per burst.
-      clearTimeout(timer);
-      timer = setTimeout(() => this.reload(), 50);
-    };
-    const isDir = (d: string) => {
-      try {
-        return statSync(d).isDirectory();
-      } catch {
-        return false;
-      }
-    };
-    /** Each file as a stat sees it: the backstop for a change the watcher did not report (one written while the
-     * watcher was still setting up a directory that had just appeared: under load the second of two quick writes
-     * was missed, and the settings stayed stale until the next change). */
-    const seen = new Map<string, string>();
     const signature = (f: string) => {
       try {
         const st = statSync(f);
@@ -437,49 +409,32 @@ export class SettingsStore {
         return "missing";
       }
     };
-    /** Directories that appeared are watched (and read at once: the file may have come with them); watched ones
-     * that went away are polled again; a file whose stat changed unreported is read again. */
-    const check = (initial: boolean) => {
+    const seen = new Map(files.map((f) => [f, signature(f)]));
+    let burst = false;
+    this.poll = setInterval(() => {
       let changed = false;
       for (const f of files) {
         const now = signature(f);
-        if (!initial && seen.get(f) !== now) changed = true;
+        if (seen.get(f) !== now) changed = true;
         seen.set(f, now);
       }
-      for (const d of dirs) {
-        const exists = isDir(d);
-        if (exists && !watched.has(d)) {
-          watched.add(d);
-          watcher.add(d);
-          changed = !initial;
-        } else if (!exists && watched.has(d)) {
-          watched.delete(d);
-          watcher.unwatch(d);
-          changed = true;
-        }
+      // Editors write in bursts: the file is read once it held still for a poll.
+      if (changed) burst = true;
+      else if (burst) {
+        burst = false;
+        this.reload();
       }
-      if (changed) reloadSoon();
-    };
-    check(true);
-    this.poll = setInterval(() => check(false), POLL_MS);
+    }, POLL_MS);
     this.poll.unref();
-    watcher.on("all", (_event, path) => {
-      if (files.includes(path)) reloadSoon();
-    });
-    watcher.on("error", () => {});
-    this.ready = watched.size ? new Promise((done) => watcher.once("ready", () => done())) : Promise.resolve();
-    return this.ready;
+    return Promise.resolve();
   }
 
   async close(): Promise<void> {
-    const w = this.watcher;
-    this.watcher = undefined;
     clearInterval(this.poll);
     this.poll = undefined;
     this.listeners.clear();
-    await w?.close();
   }
 }
 
-/** How often a settings directory that does not exist (or went away) is looked for: one stat of its path. */
-const POLL_MS = 500;
+/** How often the settings files are stat'ed (a change applies within two of these). */
+export const POLL_MS = 250;
