@@ -483,6 +483,10 @@ describe("code_execution output and sources in a Pi session", () => {
     writeFileSync(outputDir(), "not a folder");
     try {
       const [failed] = await pi.callTools([{ code: code("b") }]);
+      assert.ok(
+        failed.details.output,
+        `an outputId, its save still to come: ${JSON.stringify(failed.details).slice(0, 600)} ${textOf(failed).slice(-400)}`,
+      );
       const read = await callTool(pi, "code_execution_output", { outputId: failed.details.output.outputId });
       assert.equal(read.isError, true);
       assert.match(textOf(read), /could not be saved: /);
