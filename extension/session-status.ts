@@ -7,6 +7,7 @@ import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { BackendInfo, SessionInfo, SupervisorHost } from "../host/index.ts";
 import type { Footer } from "./footer.ts";
 import { JS_SESSION } from "./eval/js-backend.ts";
+import { afterResults, resultsPending } from "../lib/after-results.ts";
 
 export const TREE_WIDGET_KEY = "code-execution-sessions";
 
@@ -66,6 +67,8 @@ export class SessionStatus {
   private ui: UI | undefined;
   private unsubscribe: (() => void) | undefined;
   private widgetShown = false;
+  /** The host whose changes are followed (a put-off redraw of a detached one does nothing). */
+  private attached: SupervisorHost | undefined;
   private readonly footer: Footer;
   private readonly notebook: () => string;
 
@@ -82,8 +85,22 @@ export class SessionStatus {
 
   attach(host: SupervisorHost): void {
     this.unsubscribe?.();
-    // Only session bookkeeping changes the footer; runs and timers do not.
-    this.unsubscribe = host.onSessionsChange(() => this.update(host));
+    // Only session bookkeeping changes the footer; runs and timers do not. A tool's run changes it twice (busy,
+    // idle) from inside the supervisor's step, on the call's path: while a result is pending the footer is redrawn
+    // with the work put off until Pi has the result (lib/after-results.ts: at once then, and within MAX_DEFER_MS for
+    // a run that goes on, so `busy` still shows), once for all the changes of the call. Otherwise at once.
+    let queued = false;
+    const redraw = () => {
+      queued = false;
+      if (this.attached === host) this.update(host);
+    };
+    this.attached = host;
+    this.unsubscribe = host.onSessionsChange(() => {
+      if (!resultsPending()) return this.update(host);
+      if (queued) return;
+      queued = true;
+      afterResults(redraw);
+    });
     this.update(host);
   }
 
@@ -119,6 +136,7 @@ export class SessionStatus {
   detach(): void {
     this.unsubscribe?.();
     this.unsubscribe = undefined;
+    this.attached = undefined;
     this.clearWidget();
     this.footer.set("code", undefined);
     this.footer.set("backend", undefined);
