@@ -862,8 +862,8 @@ def _flush_std():
             pass
 
 
-def _drain():
-    """Wait (bounded) until the host has read every byte of fd 1 and fd 2."""
+def _drain(fds=None):
+    """Wait (bounded) until the host has read every byte of fd 1 and fd 2 (or of `fds`)."""
     import fcntl
     import stat
     import time
@@ -876,7 +876,7 @@ def _drain():
     except ImportError:
         return
     checks = []
-    for fd in _OUT_FDS:
+    for fd in _OUT_FDS if fds is None else fds:
         try:
             mode = os.fstat(fd).st_mode
         except OSError:
@@ -1031,9 +1031,16 @@ def _load_display():
     global _display_mod
     if _display_mod is None:
         mod = _load_sibling("pcs_display.py", "_pcs_display")
-        mod.attach(_send, lambda: _active_run, _sync_output)
+        mod.attach(_send_landed, lambda: _active_run, _sync_output)
         _display_mod = mod
     return _display_mod
+
+
+def _send_landed(frame):
+    """A display frame, read by the host before this returns. The host reads stdout, stderr and this channel in no
+    fixed order, so output written right after a frame could otherwise be read (and shown) before it."""
+    _send(frame)
+    _drain((_CTL,))
 
 
 def _sync_output():
