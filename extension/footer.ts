@@ -1,6 +1,6 @@
 // The extension's one footer item. Pi draws every extension's status on one line joined by a bare space, so the
 // code sessions, shell sessions, backend and inspector statuses, set as separate items, ran together
-// ("2 Python sessions · idle exec: 1 session running inspector http://…"). Here they are parts of one item, in a
+// ("2 Python sessions · idle unified-exec: 1 session running inspector http://…"). Here they are parts of one item, in a
 // fixed order, separated by FOOTER_SEPARATOR.
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 
