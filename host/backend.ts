@@ -5,7 +5,7 @@ import { failingOperations, operationsFor, parseSshFlag } from "../actors/proces
 import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
 import { defaultSessionRoot } from "../actors/deps/install-targets.ts";
 import { join } from "node:path";
-import { agentDir } from "../store/agent-dir.ts";
+import { agentDir, configDirName } from "../store/agent-dir.ts";
 import { loadSettings, type ResolvedSettings } from "../store/settings.ts";
 
 export interface BackendChoice {
@@ -32,7 +32,7 @@ export function chooseOperations(values: BackendSettings, choice: BackendChoice)
     choice.packages?.envRoot ?? defaultEnvRoot(),
     choice.packages?.sessionRoot ?? defaultSessionRoot(),
   ];
-  const context = { localRoot: choice.cwd, support };
+  const context = { localRoot: choice.cwd, support, configDir: configDirName() };
   if (choice.ssh) {
     const parsed = parseSshFlag(choice.ssh, values.remote);
     return parsed.ok

@@ -179,4 +179,18 @@ describe("sandbox backend", () => {
     // The interpreter runs by its real path (a symlink never decides what is shown).
     assert.deepEqual(argv.slice(-4), [realpathSync("/usr/bin/python3"), "runner.py", "--mode", "fresh"]);
   });
+
+  test("bwrap argv: Pi's project folder kept read-only is Pi's CONFIG_DIR_NAME as handed down (`.pi` by default)", () => {
+    const cwd = mkdtempSync(join(tmpdir(), "pcs-configdir-"));
+    const held = (configDir?: string) => {
+      const built = bwrapArgv(
+        { network: false, writable: [], readable: [], support: [], ...(configDir ? { configDir } : {}) },
+        { executable: "/usr/bin/python3", args: [], cwd },
+      );
+      assert.ok(built.ok);
+      return [".pi", ".mypi", ".venv", "venv"].filter((name) => built.value.includes(join(cwd, name)));
+    };
+    assert.deepEqual(held(), [".pi", ".venv", "venv"]);
+    assert.deepEqual(held(".mypi"), [".mypi", ".venv", "venv"]);
+  });
 });

@@ -13,6 +13,8 @@ export interface BackendContext {
   localRoot: string;
   /** Folders a sandboxed runner must read (PEP 723 environments, session packages); the runner's own is added. */
   support?: string[];
+  /** Pi's project folder name (CONFIG_DIR_NAME), which the sandbox keeps read-only. */
+  configDir?: string;
 }
 
 export function operationsFor(
@@ -24,6 +26,7 @@ export function operationsFor(
       return sandboxOperations({
         ...values.sandbox,
         support: [dirname(RUNNER_PATH), dirname(JS_RUNNER_PATH), ...(context.support ?? [])],
+        ...(context.configDir ? { configDir: context.configDir } : {}),
       });
     case "remote":
       return remoteOperations({ remote: values.remote, localRoot: context.localRoot });

@@ -47,6 +47,8 @@ export interface SandboxSettings {
 export interface SandboxOptions extends SandboxSettings {
   /** Folders the runner needs to read that may be hidden: its own code, PEP 723 environments, session packages. */
   support: string[];
+  /** Pi's project folder name (CONFIG_DIR_NAME), kept read-only inside; `.pi` when not given. */
+  configDir?: string;
   bwrap?: string;
   home?: string;
 }
@@ -68,9 +70,12 @@ export interface SandboxChildOptions {
   writable?: string[];
 }
 
-/** Entries of a writable directory the host acts on (Pi's project settings, interpreter discovery): read-only
- * inside, and held by an empty read-only mount when absent so that sandboxed code cannot create them. */
-export const PROTECTED_NAMES = [".pi", ".venv", "venv"] as const;
+/** Entries of a writable directory the host acts on (Pi's project folder with its settings, interpreter discovery):
+ * read-only inside, and held by an empty read-only mount when absent so that sandboxed code cannot create them.
+ * Pi's project folder is `configDir` (Pi's CONFIG_DIR_NAME, handed down; `.pi` by default). */
+export function protectedNames(configDir = ".pi"): string[] {
+  return [configDir, ".venv", "venv"];
+}
 
 const real = (p: string): string => {
   try {
@@ -139,10 +144,10 @@ function interpreterRoots(
   return ok({ executable: venv ? join(dir, basename(given)) : resolved, roots });
 }
 
-/** Mount arguments that keep `PROTECTED_NAMES` of each writable directory on the way to the working directory
+/** Mount arguments that keep `protectedNames()` of each writable directory on the way to the working directory
  * read-only (an existing entry bound onto itself; an absent one held by an empty read-only tmpfs, whose mount point
  * bwrap creates on the host as an empty directory). A name inside an explicitly writable path stays writable. */
-function protectedMounts(cwd: string, writable: string[]): string[] {
+function protectedMounts(cwd: string, writable: string[], configDir?: string): string[] {
   const args: string[] = [];
   const dirs: string[] = [];
   for (let d = cwd; ; d = dirname(d)) {
@@ -150,7 +155,7 @@ function protectedMounts(cwd: string, writable: string[]): string[] {
     if (dirname(d) === d) break;
   }
   for (const d of dirs.reverse()) {
-    for (const name of PROTECTED_NAMES) {
+    for (const name of protectedNames(configDir)) {
       const p = join(d, name);
       if (writable.some((w) => inside(w, p))) continue;
       let entry: ReturnType<typeof lstatSync> | undefined;
@@ -218,7 +223,7 @@ export function bwrapArgv(
   const mounts = new Map<string, "--ro-bind-try" | "--bind">(readOnly.map((p) => [p, "--ro-bind-try"]));
   for (const p of writable) mounts.set(p, "--bind");
   for (const p of [...mounts.keys()].sort()) argv.push(mounts.get(p)!, p, p);
-  argv.push(...protectedMounts(cwd, writable));
+  argv.push(...protectedMounts(cwd, writable, options.configDir));
   argv.push("--unshare-pid", "--unshare-ipc", "--unshare-uts");
   if (!options.network) argv.push("--unshare-net");
   // Root outside keeps every capability inside unless told: remount / read-write, unmount the tmpfs over $HOME. A
