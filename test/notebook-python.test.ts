@@ -93,7 +93,8 @@ describe("python tool", () => {
     await callAs(pi, [["python", { cells: [{ code: "survivor = 1" }] }]]);
     const out: string[] = [];
     const write = process.stdout.write.bind(process.stdout);
-    process.stdout.write = ((chunk: string) => (out.push(String(chunk)), true)) as never;
+    // Captured and passed through: the test runner reports on stdout too, and a swallowed report is a lost result.
+    process.stdout.write = ((chunk: string, ...rest: never[]) => (out.push(String(chunk)), write(chunk, ...rest))) as never;
     try {
       await pi.session.prompt("/python-restart");
       await pi.session.prompt("/python-status");
