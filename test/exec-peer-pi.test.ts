@@ -10,31 +10,11 @@ import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
-
-type Call = [string, Record<string, unknown>];
+import { disposePiWithShells, header, one, startPiWithShells, turns } from "./helpers/exec-pi.ts";
 
 let pi: PiHarness;
-before(async () => {
-  process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,exec";
-  pi = await startPi();
-});
-after(async () => {
-  await pi?.dispose();
-  delete process.env.PI_CODE_EXECUTION_TOOLS;
-});
-
-/** One prompt: each inner list is one assistant message of tool calls (run together), then "done". */
-async function turns(h: PiHarness, batches: Call[][]): Promise<ToolResultMessage[]> {
-  const before = h.toolResults().length;
-  h.faux.setResponses([
-    ...batches.map((b) => fauxAssistantMessage(b.map(([n, a]) => fauxToolCall(n, a as never)), { stopReason: "toolUse" })),
-    fauxAssistantMessage("done"),
-  ]);
-  await h.session.prompt("go");
-  return h.toolResults().slice(before);
-}
-const one = async (h: PiHarness, name: string, args: Record<string, unknown>) => (await turns(h, [[[name, args]]]))[0];
-const header = (r: ToolResultMessage) => textOf(r).split("\n---\n")[0];
+before(async () => (pi = await startPiWithShells()));
+after(() => disposePiWithShells(pi));
 
 describe("a start that cannot happen", () => {
   test("spawn failures: a missing workdir or shell is reported in the result (failure_message), not thrown", async () => {
@@ -63,7 +43,6 @@ describe("a start that cannot happen", () => {
     const [l] = await turns(pi, [[["list_sessions", {}]]]);
     assert.ok(!l.details.sessions.some((s: any) => s.command === "true"), "no session was registered");
   });
-
 });
 
 describe("pi-unified-exec's waits, failures and variables", () => {
@@ -95,13 +74,21 @@ describe("pi-unified-exec's waits, failures and variables", () => {
     const id = s.details.session_id;
     const before = pi.toolResults().length;
     pi.faux.setResponses([
-      fauxAssistantMessage([fauxToolCall("write_stdin", { session_id: id, yield_time_ms: 20_000 } as never)], { stopReason: "toolUse" }),
+      fauxAssistantMessage([fauxToolCall("write_stdin", { session_id: id, yield_time_ms: 20_000 } as never)], {
+        stopReason: "toolUse",
+      }),
       fauxAssistantMessage("done"),
     ]);
     const started = pi.events.length;
     const run = pi.session.prompt("go");
     // Esc once the poll is attached and the output it would return has arrived.
-    assert.ok(await waitUntil(() => pi.events.slice(started).some((e) => e.type === "tool_execution_update" && /LATER/.test(JSON.stringify(e))), 10_000));
+    assert.ok(
+      await waitUntil(
+        () =>
+          pi.events.slice(started).some((e) => e.type === "tool_execution_update" && /LATER/.test(JSON.stringify(e))),
+        10_000,
+      ),
+    );
     await pi.session.abort();
     await run;
     const cancelled = pi.toolResults()[before];
@@ -142,7 +129,10 @@ describe("pi-unified-exec's waits, failures and variables", () => {
         [["write_stdin", { session_id: id, yield_until: "2020-01-01T00:00:00Z" }]],
       ]);
       assert.equal(over.isError, true);
-      assert.match(textOf(over), /yield_time_ms 6001 exceeds the configured empty-poll cap of 6000 ms .*tool_time_utc: \d{4}-/);
+      assert.match(
+        textOf(over),
+        /yield_time_ms 6001 exceeds the configured empty-poll cap of 6000 ms .*tool_time_utc: \d{4}-/,
+      );
       assert.equal(under.isError, false);
       assert.equal(under.details.yield_time_ms, 5000);
       assert.equal(until.isError, false);
@@ -170,7 +160,10 @@ describe("pi-unified-exec's waits, failures and variables", () => {
         [["write_stdin", { session_id: id, yield_until: "2020-01-01T00:00:00Z" }]],
       ]);
       assert.equal(relative.isError, true, "a malformed cap fails the poll rather than silently lifting it");
-      assert.match(textOf(relative), /empty-poll cap is misconfigured.*PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS: execMaxEmptyPollMs must be a positive number/s);
+      assert.match(
+        textOf(relative),
+        /empty-poll cap is misconfigured.*PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS: execMaxEmptyPollMs must be a positive number/s,
+      );
       assert.equal(until.isError, false);
     } finally {
       await bad.dispose();

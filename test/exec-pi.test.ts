@@ -7,48 +7,29 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
+import { disposePiWithShells, header, one, startPiWithShells, turns, type Call } from "./helpers/exec-pi.ts";
 import { replayFile } from "../record/replay.ts";
 
-type Call = [string, Record<string, unknown>];
-
 let pi: PiHarness;
-before(async () => {
-  process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,exec";
-  pi = await startPi();
-});
-after(async () => {
-  await pi?.dispose();
-  delete process.env.PI_CODE_EXECUTION_TOOLS;
-});
-
-/** One prompt: each inner list is one assistant message of tool calls (run together), then "done". */
-async function turns(h: PiHarness, batches: Call[][], extraReplies = 0): Promise<ToolResultMessage[]> {
-  const before = h.toolResults().length;
-  h.faux.setResponses([
-    ...batches.map((b) => fauxAssistantMessage(b.map(([n, a]) => fauxToolCall(n, a as never)), { stopReason: "toolUse" })),
-    fauxAssistantMessage("done"),
-    ...Array.from({ length: extraReplies }, () => fauxAssistantMessage("ack")),
-  ]);
-  await h.session.prompt("go");
-  return h.toolResults().slice(before);
-}
-const one = async (h: PiHarness, name: string, args: Record<string, unknown>, extra = 0) => (await turns(h, [[[name, args]]], extra))[0];
+before(async () => (pi = await startPiWithShells()));
+after(() => disposePiWithShells(pi));
 
 function wakes(h: PiHarness): { content: string; details: any }[] {
   return (h.session.messages as any[])
     .filter((m) => m.role === "custom" && m.customType === "exec-wake")
-    .map((m) => ({ content: typeof m.content === "string" ? m.content : JSON.stringify(m.content), details: m.details }));
+    .map((m) => ({
+      content: typeof m.content === "string" ? m.content : JSON.stringify(m.content),
+      details: m.details,
+    }));
 }
-
-const header = (r: ToolResultMessage) => textOf(r).split("\n---\n")[0];
 
 describe("registration", () => {
   test("the five tools are active and bash is not", () => {
     const active = pi.session.getActiveToolNames();
-    for (const t of ["exec_command", "write_stdin", "kill_session", "list_sessions", "set_on_exit"]) assert.ok(active.includes(t), t);
+    for (const t of ["exec_command", "write_stdin", "kill_session", "list_sessions", "set_on_exit"])
+      assert.ok(active.includes(t), t);
     assert.ok(!active.includes("bash"));
     assert.ok(active.includes("code_execution"));
   });
@@ -83,8 +64,19 @@ describe("exec_command", () => {
     const lines = header(r).split("\n");
     assert.equal(lines[0], "[exited]");
     assert.equal(lines[1], "exit_code: 4");
-    for (const field of ["log_path:", "cwd:", "wall_time_seconds:", "chunk_id:", "original_token_count:", "output_bytes_total: 14", "tty: false"])
-      assert.ok(lines.some((l) => l.startsWith(field)), field);
+    for (const field of [
+      "log_path:",
+      "cwd:",
+      "wall_time_seconds:",
+      "chunk_id:",
+      "original_token_count:",
+      "output_bytes_total: 14",
+      "tty: false",
+    ])
+      assert.ok(
+        lines.some((l) => l.startsWith(field)),
+        field,
+      );
     assert.ok(text.endsWith("\n---\nared\n"), JSON.stringify(text));
     assert.equal(r.details.status, "exited");
     assert.equal(r.details.running, false);
@@ -93,14 +85,26 @@ describe("exec_command", () => {
     assert.equal(r.details.output, "ared\n");
     assert.equal(readFileSync(r.details.log_path, "utf8"), "a\x1b[31mred\x1b[0m\n", "the log keeps the raw stream");
     assert.ok(r.details.log_path.startsWith(join(pi.agentDir, "pi-code-supervisor", "exec-logs")));
-    const sc = (r as any).structuredContent ?? (pi.events.find((e) => e.type === "tool_execution_end" && e.toolCallId === r.toolCallId)?.result?.structuredContent);
-    assert.deepEqual(sc && { status: sc.status, running: sc.running, exit_code: sc.exit_code, output: sc.output, truncated: sc.truncated }, {
-      status: "exited",
-      running: false,
-      exit_code: 4,
-      output: "ared\n",
-      truncated: false,
-    });
+    const sc =
+      (r as any).structuredContent ??
+      pi.events.find((e) => e.type === "tool_execution_end" && e.toolCallId === r.toolCallId)?.result
+        ?.structuredContent;
+    assert.deepEqual(
+      sc && {
+        status: sc.status,
+        running: sc.running,
+        exit_code: sc.exit_code,
+        output: sc.output,
+        truncated: sc.truncated,
+      },
+      {
+        status: "exited",
+        running: false,
+        exit_code: 4,
+        output: "ared\n",
+        truncated: false,
+      },
+    );
   });
 
   test("bad input: errors the model can act on", async () => {
@@ -126,7 +130,12 @@ describe("driving sessions across calls", () => {
     assert.match(header(s), /^\[still running\]\nsession_id: \d+/);
     const id = s.details.session_id;
     const [get, poll] = await turns(pi, [
-      [["exec_command", { cmd: `curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:${port}/`, yield_time_ms: 5000 }]],
+      [
+        [
+          "exec_command",
+          { cmd: `curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:${port}/`, yield_time_ms: 5000 },
+        ],
+      ],
       [["write_stdin", { session_id: id, yield_time_ms: 1000 }]],
     ]);
     assert.equal(textOf(get).split("\n---\n")[1], "200");
@@ -175,7 +184,14 @@ describe("driving sessions across calls", () => {
   });
 
   test("a 5 MiB burst between polls: the omission marker, the complete log", async () => {
-    const [s] = await turns(pi, [[["exec_command", { cmd: "sleep 0.5; head -c 5242880 /dev/zero | tr '\\0' x; echo; echo END", yield_time_ms: 250 }]]]);
+    const [s] = await turns(pi, [
+      [
+        [
+          "exec_command",
+          { cmd: "sleep 0.5; head -c 5242880 /dev/zero | tr '\\0' x; echo; echo END", yield_time_ms: 250 },
+        ],
+      ],
+    ]);
     const [p] = await turns(pi, [[["write_stdin", { session_id: s.details.session_id, yield_time_ms: 10_000 }]]]);
     assert.equal(p.details.running, false);
     assert.equal(p.details.omitted_bytes, 5242885 - 1048576);
@@ -233,7 +249,10 @@ describe("driving sessions across calls", () => {
     const e1 = l1.details.sessions.find((s: any) => s.session_id === b.details.session_id);
     assert.equal(e1.running, false);
     assert.equal(e1.exit_code, 0);
-    assert.ok(!l2.details.sessions.some((s: any) => s.session_id === b.details.session_id), "reported once, then pruned");
+    assert.ok(
+      !l2.details.sessions.some((s: any) => s.session_id === b.details.session_id),
+      "reported once, then pruned",
+    );
     const live = l2.details.sessions.find((s: any) => s.session_id === a.details.session_id);
     assert.equal(live.wake_armed, true);
     assert.equal(live.running, true);
@@ -248,7 +267,11 @@ describe("driving sessions across calls", () => {
 describe("wake exactly once", () => {
   test("an unobserved exit: one follow-up prompt with metadata, never output", async () => {
     const before = wakes(pi).length;
-    const [s] = await turns(pi, [[["exec_command", { cmd: "printf 'SEC%sRET\\n' X; sleep 0.4; exit 3", yield_time_ms: 250, on_exit: "wake" }]]], 1);
+    const [s] = await turns(
+      pi,
+      [[["exec_command", { cmd: "printf 'SEC%sRET\\n' X; sleep 0.4; exit 3", yield_time_ms: 250, on_exit: "wake" }]]],
+      1,
+    );
     assert.match(header(s), /completion_notification: armed/);
     assert.ok(await waitUntil(() => wakes(pi).length === before + 1, 5000));
     await idle(pi);
@@ -318,7 +341,9 @@ describe("wake exactly once", () => {
     await idle(pi);
     await new Promise((r) => setTimeout(r, 600));
     assert.equal(wakes(pi).length, before + 1);
-    const ids = wakes(pi)[before].details.sessions.map((s: any) => s.id).sort();
+    const ids = wakes(pi)
+      [before].details.sessions.map((s: any) => s.id)
+      .sort();
     assert.deepEqual(ids, started.map((r) => r.details.session_id).sort());
   });
 });
@@ -327,15 +352,24 @@ describe("limits and shutdown", () => {
   test("LRU eviction at 64: exited first, then the least recently used; the 8 most recent are protected", async () => {
     const h = await startPi();
     try {
-      const calls: Call[] = Array.from({ length: 64 }, (_, i) => ["exec_command", { cmd: i === 39 ? "sleep 0.5" : "sleep 60", yield_time_ms: 250 }]);
+      const calls: Call[] = Array.from({ length: 64 }, (_, i) => [
+        "exec_command",
+        { cmd: i === 39 ? "sleep 0.5" : "sleep 60", yield_time_ms: 250 },
+      ]);
       const first = await turns(h, [calls]);
       assert.equal(first.length, 64);
-      assert.ok(first.every((r) => r.details.running), "all backgrounded");
+      assert.ok(
+        first.every((r) => r.details.running),
+        "all backgrounded",
+      );
       const ids = first.map((r) => r.details.session_id as number);
       await new Promise((r) => setTimeout(r, 700));
       const exitedId = ids[39];
       // Use the oldest one again: it becomes the most recently used.
-      const [touch, s65] = await turns(h, [[["write_stdin", { session_id: ids[0], chars: "\\n" }]], [["exec_command", { cmd: "sleep 60", yield_time_ms: 250 }]]]);
+      const [touch, s65] = await turns(h, [
+        [["write_stdin", { session_id: ids[0], chars: "\\n" }]],
+        [["exec_command", { cmd: "sleep 60", yield_time_ms: 250 }]],
+      ]);
       assert.equal(touch.details.running, true);
       const [list1] = await turns(h, [[["list_sessions", {}]]]);
       const present = (l: ToolResultMessage) => new Set(l.details.sessions.map((s: any) => s.session_id));
@@ -370,9 +404,14 @@ describe("limits and shutdown", () => {
 
   test("the Pi session's event log replays exactly", async () => {
     const h = await startPi();
-    const [s] = await turns(h, [[["exec_command", { cmd: "echo one; sleep 0.3; echo two", yield_time_ms: 250, on_exit: "wake" }]]]);
+    const [s] = await turns(h, [
+      [["exec_command", { cmd: "echo one; sleep 0.3; echo two", yield_time_ms: 250, on_exit: "wake" }]],
+    ]);
     await turns(h, [[["write_stdin", { session_id: s.details.session_id, yield_time_ms: 3000 }]]]);
-    await turns(h, [[["exec_command", { cmd: "sleep 30", yield_time_ms: 250 }]], [["kill_session", { session_id: s.details.session_id + 1 }]]]);
+    await turns(h, [
+      [["exec_command", { cmd: "sleep 30", yield_time_ms: 250 }]],
+      [["kill_session", { session_id: s.details.session_id + 1 }]],
+    ]);
     await h.dispose();
     const dir = join(h.agentDir, "pi-code-supervisor", "logs");
     const logs = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".jsonl")) : [];
