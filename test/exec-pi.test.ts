@@ -1,7 +1,8 @@
 // The unified-exec surface through a real Pi session driven by the scripted faux model: the five tools, their text
 // envelopes, details and structuredContent, a dev server across calls, a Python REPL in a PTY, binary input, a
 // 5 MiB burst, wakes (once, never, batched), LRU eviction, bash leaving the active set, shutdown with nothing left,
-// and the session's event log replaying exactly.
+// and the session's event log replaying exactly. One file, past 400 lines: the cases share one Pi session and its
+// event log, which the last test replays whole. What pi-unified-exec's description adds is test/exec-peer-pi.test.ts.
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:net";
