@@ -27,7 +27,7 @@ import {
   utf8Bytes,
   type ToolResultLike,
 } from "./tool-results.ts";
-import { recoveredOutput } from "./full-output.ts";
+import { fullOutputPath, recoveredOutput } from "./full-output.ts";
 import {
   LEGACY_TOOL_CALL_EVENT,
   NESTED_TOOL_FINISH_EVENT,
@@ -139,7 +139,10 @@ export async function runNestedCall(
   }
   let text = end.status === "succeeded" || end.status === "failed" ? resultText(end.result) : "";
   // A tool that truncated its own output kept the whole of it: code gets that, up to 5 MiB (full-output.ts).
-  const full = end.status === "succeeded" ? await recoveredOutput(end.result, input.python) : undefined;
+  const full =
+    end.status === "succeeded" && fullOutputPath(end.result)
+      ? await recoveredOutput(end.result, input.python)
+      : undefined;
   if (full && "text" in full) text = full.text;
   else if (full) end = { ...end, status: "failed", text: full.error };
   let structured = end.status === "succeeded" ? structuredText(end.result, text) : undefined;
@@ -205,8 +208,7 @@ async function intercepted(
   signal: AbortSignal,
   onValidated: () => void,
 ): Promise<Ending> {
-  if (!pi || !tool)
-    return { status: "invalid", text: `${call.registeredName} is not exposed to Python in this run` };
+  if (!pi || !tool) return { status: "invalid", text: `${call.registeredName} is not exposed to Python in this run` };
   const checked = tool.validate(call.input);
   if (!checked.ok) return { status: "invalid", text: checked.error };
   call.input = checked.value;
