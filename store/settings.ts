@@ -178,8 +178,9 @@ export function loadSettings(
     const boundary = boundaryOf(spec);
     let value = spec.default;
     let origin: SettingOrigin = { source: "default" };
-    // The warning of an explicit value that was refused and not overridden by a later layer (see `refused`).
-    let refusedWhy: string | undefined;
+    // An explicit value that was refused and not overridden by a later layer: the key's `refused` warning, and for a
+    // where-code-runs key its `broken` entry.
+    let refusal: { where: string; why: string; warning: string } | undefined;
     for (const layer of layers) {
       // A project's boundary key is not in its schema: said (and ignored) when the file was read.
       const entry = layer.checked?.values.get(spec.key);
@@ -191,9 +192,8 @@ export function loadSettings(
           ? `${layer.source} settings (${layer.where}): ${got}; ${NOTHING_RUNS}`
           : `${layer.source} settings (${layer.where}): ${got}; using ${describe(value)} from ${origin.source}`;
         warnings.push(w);
-        refusedWhy = w;
+        refusal = { where: layer.where!, why: got, warning: w };
         if (r.unknown) unknown.push(w);
-        if (saysWhereCodeRuns(spec.key)) broken.push({ key: spec.key, where: layer.where!, why: got });
       } else if (layer.source === "project" && boundary === "lower" && !lowers(r.value, value)) {
         ignore(
           layer.where,
@@ -203,7 +203,7 @@ export function loadSettings(
       } else {
         value = r.value;
         origin = { source: layer.source, where: layer.where };
-        refusedWhy = undefined;
+        refusal = undefined;
       }
     }
     // Ours first; the peer's variable (pi-unified-exec's) only where nothing of ours set the key.
@@ -215,19 +215,21 @@ export function loadSettings(
       if (r.ok) {
         value = r.value;
         origin = { source: "env", where: variable };
-        refusedWhy = undefined;
+        refusal = undefined;
       } else {
         const got = `${spec.key} ${r.why} (got ${JSON.stringify(fromEnv)})`;
         const w = saysWhereCodeRuns(spec.key)
           ? `${variable}: ${got}; ${NOTHING_RUNS}`
           : `${variable}: ${got}; using ${describe(value)} from ${origin.source}`;
         warnings.push(w);
-        refusedWhy = w;
+        refusal = { where: variable, why: got, warning: w };
         if (r.unknown) unknown.push(w);
-        if (saysWhereCodeRuns(spec.key)) broken.push({ key: spec.key, where: variable, why: got });
       }
     }
-    if (refusedWhy) refused[spec.key] = refusedWhy;
+    if (refusal) {
+      refused[spec.key] = refusal.warning;
+      if (saysWhereCodeRuns(spec.key)) broken.push({ key: spec.key, where: refusal.where, why: refusal.why });
+    }
     if (origin.source === "default" && spec.piPython) {
       // A boundary key would come from pi-python's global file or variable only (none is shared today).
       const found = fromPiPython(

@@ -137,6 +137,11 @@ describe("malformed settings become warnings and fall back", () => {
     assert.ok(brokenBackend(fromEnv, "sandbox"));
     write(globalSettingsPath(), { backend: "sandbx" });
     assert.equal(brokenBackend(loadSettings(cwd, env, trusted), "remote"), undefined, "--ssh chose");
+    // A later layer's valid value decides: the variable says where code runs, the file's mistake is only warned of.
+    const overridden = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_BACKEND: "sandbox" }, trusted);
+    assert.deepEqual(overridden.broken, []);
+    assert.equal(overridden.values.backend, "sandbox");
+    assert.match(overridden.warnings.join("\n"), /backend must be one of/);
     // A global file that is not JSON may have said where code runs.
     writeFileSync(globalSettingsPath(), '{"backend": "sandbox",');
     const unreadable = loadSettings(cwd, env, trusted);
