@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import type { AnyActorLogic } from "xstate";
 import type { BoundaryActors } from "../machines/system.ts";
-import { createRunnerLogic } from "../actors/runner/runner.ts";
+import { createRunnerLogic, type RunnerDeps } from "../actors/runner/runner.ts";
 import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
 import type { Channel } from "../lib/run-output.ts";
 import { watchModules } from "../actors/runner/module-watch.ts";
@@ -49,6 +49,8 @@ export interface EffectOptions {
   warn: (warning: string) => void;
   /** Runner starts in flight, so shutdown can wait for them and stop what they started. */
   starts?: Set<Promise<unknown>>;
+  /** Told of each fact a session's runner sends straight to a run (the recorder's input; see RunnerDeps). */
+  onFact?: RunnerDeps["onFact"];
 }
 
 /** `ops` whose runner starts are added to `starts` until they settle. */
@@ -84,6 +86,7 @@ export function hostEffects(o: EffectOptions): {
     },
     hostId: o.hostId,
     toolSpecs: (runId) => o.tools(runId)?.tools.map((t) => t.spec),
+    ...(o.onFact ? { onFact: o.onFact } : {}),
   });
   const install = createInstallLogic({
     env: o.env,

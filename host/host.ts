@@ -2,8 +2,14 @@
 // one door (exported through host/index.ts): commands in (run, stop, restart, shutdown), selectors (sessions,
 // limits, warnings) and change events out. The root actor stays inside.
 import { nanoid } from "nanoid";
-import { createActor, type Actor } from "xstate";
-import { DEFAULT_LIMITS, type Limits, type RunOutcome, type RunStartEvent } from "../machines/events.ts";
+import { createActor, type Actor, type AnyActorRef } from "xstate";
+import {
+  DEFAULT_LIMITS,
+  type Limits,
+  type RunFinishedEvent,
+  type RunOutcome,
+  type RunStartEvent,
+} from "../machines/events.ts";
 import type { SessionEntry } from "../machines/supervisor.ts";
 import { refusal, requestOutcome } from "../machines/run-outcome.ts";
 import { supervisorWith, type SupervisorLogic } from "../machines/system.ts";
@@ -21,10 +27,10 @@ import { defaultOperations } from "./backend.ts";
 import { withOutputHints } from "./output-hints.ts";
 import { limitsFor, plainDisplay, requestFields } from "./run-extras.ts";
 import type { RunShown } from "../actors/runner/display-frames.ts";
-import { sessionInfos, spareList, type SessionInfo } from "./selectors.ts";
+import { directSession, sessionInfos, spareList, type SessionInfo } from "./selectors.ts";
 import { ToolSets } from "./tool-sets.ts";
 import { SessionBook } from "./session-book.ts";
-import { tapCommands } from "./system.ts";
+import { commandTo, tapCommands } from "./system.ts";
 import { ExecHost, execLogDir } from "./exec.ts";
 import type { HostOptions, RunCallbacks, RunRequestInput, RunResult, SessionsListener } from "./requests.ts";
 import { agentDir } from "../store/agent-dir.ts";
@@ -68,6 +74,12 @@ export class SupervisorHost {
   /** Where this host's runners start: one backend for the host's whole life. */
   readonly ops: ProcessOperations;
   private readonly prepareAtDoor: ReturnType<typeof hostEffects>["prepareAtDoor"];
+  /** Session actors whose emitted outcomes (direct runs) the host listens to. */
+  private readonly listening = new WeakSet<AnyActorRef>();
+  /** Direct runs not yet reported. */
+  private readonly direct = new Set<string>();
+  /** Listeners of the session table, told when a direct run starts or ends (`onSessionsChange`). */
+  private readonly sessionPokes = new Set<() => void>();
   /** Runner starts in flight: one that settles after shutdown began registers a process shutdown must stop. */
   private readonly starts = new Set<Promise<unknown>>();
 
@@ -101,6 +113,7 @@ export class SupervisorHost {
       tools: (runId) => this.runs.get(runId)?.tools,
       warn: (w) => this.warnings.add(w),
       starts: this.starts,
+      ...(options.onFact ? { onFact: options.onFact } : {}),
     });
     this.prepareAtDoor = prepareAtDoor;
     this.exec = new ExecHost({
@@ -186,7 +199,11 @@ export class SupervisorHost {
       backend: this.ops.backend.label,
       ...requestFields(request),
     };
-    this.actor.send({ ...start, ...this.prepareAtDoor(start) });
+    const settled: RunStartEvent = { ...start, ...this.prepareAtDoor(start) };
+    // The warm path: a settled request for an idle session goes straight to it (host/selectors.ts directSession).
+    const session = directSession(this.actor.getSnapshot(), settled);
+    if (session) this.sendDirect(session, settled);
+    else this.actor.send(settled);
     if (signal?.aborted) cancel();
     return finished.then((outcome) => {
       signal?.removeEventListener("abort", cancel);
@@ -202,6 +219,27 @@ export class SupervisorHost {
       if (pending?.exception !== undefined) result.exception = pending.exception;
       return result;
     });
+  }
+
+  /** A run sent straight to its idle session: the session reports its outcome to the host (an emitted
+   * `run.finished`), and the session table's listeners hear of the busy session from here, not from the supervisor. */
+  private sendDirect(session: AnyActorRef, request: RunStartEvent): void {
+    const { prepared: _settled, ...rest } = request;
+    const event: RunStartEvent = { ...rest, direct: true };
+    if (!this.listening.has(session)) {
+      this.listening.add(session);
+      session.on("run.finished", ({ outcome }: RunFinishedEvent) => {
+        this.runs.get(outcome.runId)?.resolve(outcome);
+        if (this.direct.delete(outcome.runId)) this.pokeSessions();
+      });
+    }
+    this.direct.add(event.runId);
+    commandTo(session, event, this.options.onCommand);
+    this.pokeSessions();
+  }
+
+  private pokeSessions(): void {
+    for (const poke of this.sessionPokes) poke();
   }
 
   /** Where runs execute. */
@@ -254,7 +292,13 @@ export class SupervisorHost {
       },
       error: () => {},
     });
-    return () => sub.unsubscribe();
+    // A direct run makes its session busy, then idle, without the supervisor's table changing.
+    const poke = () => listener(prev, prev);
+    this.sessionPokes.add(poke);
+    return () => {
+      sub.unsubscribe();
+      this.sessionPokes.delete(poke);
+    };
   }
 
   /** Every session the supervisor knows, alive or ended, by name. */
@@ -282,7 +326,7 @@ export class SupervisorHost {
     const snapshot = this.actor.getSnapshot();
     return {
       children: Object.keys(snapshot.children).length,
-      activeRuns: Object.keys(snapshot.context.active).length,
+      activeRuns: Object.keys(snapshot.context.active).length + this.direct.size,
       readySpares: this.spares().filter((s) => s.ready).length,
     };
   }

@@ -1,7 +1,7 @@
 // What the host's door takes and gives (host/host.ts): the options a host is built with, a run request and its
 // callbacks, a run's result, and the listener of session changes.
-import type { InspectionEvent, Observer } from "xstate";
-import type { CellRef, CommandEvent, Language, Limits, RunOutcome, Surface } from "../machines/events.ts";
+import type { AnyActorRef, InspectionEvent, Observer } from "xstate";
+import type { CellRef, CommandEvent, Language, Limits, RunnerFact, RunOutcome, Surface } from "../machines/events.ts";
 import type { RunShown } from "../actors/runner/display-frames.ts";
 import type { SessionEntry } from "../machines/supervisor.ts";
 import type { RunTools } from "../actors/calls/contract.ts";
@@ -32,8 +32,12 @@ export interface HostOptions {
   clock?: Clock;
   /** Taps on the machines' inputs from outside, called just before delivery (facts from boundary actors are
    * seen through `inspect`, see record/observe.ts). */
-  onCommand?: (event: CommandEvent) => void;
+  /** A command from outside the machines, before its receiver gets it: the root, or (`to`, an actor's system id) a
+   * session a direct run goes to. */
+  onCommand?: (event: CommandEvent, to?: string) => void;
   onStop?: () => void;
+  /** A fact a session's runner sends straight to a run (not to its parent), before the run gets it. */
+  onFact?: (from: AnyActorRef, to: AnyActorRef, fact: RunnerFact) => void;
   onOutput?: (runId: string, channel: string, chunk: Uint8Array) => void;
   /** Interpreter discovery and the python_set_interpreter selection (default: discovery with default settings). */
   interpreter?: InterpreterResolver;

@@ -1,7 +1,8 @@
 // What the host's door shows of the actor system, read from the root's snapshot: the live sessions (their phase
 // read from the active run, their process and history) and the spare runners. Pure functions of a snapshot.
 import type { AnyActorRef, SnapshotFrom } from "xstate";
-import type { SessionEntry } from "../machines/supervisor.ts";
+import { replacementOf, type SessionEntry } from "../machines/supervisor.ts";
+import type { RunStartEvent } from "../machines/events.ts";
 import { sessionPhase } from "../machines/session.ts";
 import { spareIsReady } from "../machines/spare.ts";
 import type { SupervisorLogic } from "../machines/system.ts";
@@ -43,6 +44,8 @@ export function sessionInfos(root: RootSnapshot, book: SessionBook): SessionInfo
       return {
         name,
         ...entry,
+        // A run the host sent straight to the session is known to the session alone.
+        ...(context?.activeRunId ? { busyRunId: context.activeRunId } : {}),
         state: s?.value === undefined ? "unknown" : sessionPhase(s.value, run?.value),
         ...(context?.runner ? { pid: context.runner.pid, pythonVersion: context.runner.python } : {}),
         ...(context?.backend ? { backend: context.backend } : {}),
@@ -63,4 +66,19 @@ export function spareList(root: RootSnapshot): { id: string; key?: string; ready
       ...(spares[id] ? { key: spares[id].key } : {}),
       ready: spareIsReady(snapshotOf(children[id])),
     }));
+}
+
+/** The session a prepared request can be sent to straight (the warm path, docs/design.md), or undefined: it must go
+ * through the supervisor. Straight only when nothing could differ from what the supervisor would do: the supervisor
+ * is serving with no request queued before this one (call order), and the session is alive and idle, with this
+ * language, interpreter and working directory, and is not to be reset. */
+export function directSession(root: RootSnapshot, request: RunStartEvent): AnyActorRef | undefined {
+  if (request.session === undefined || request.reset || !request.prepared || request.prepared.failed) return undefined;
+  if (root.value !== "serving" || root.context.queue.length > 0) return undefined;
+  const entry = root.context.sessions[request.session];
+  if (!entry || entry.status !== "alive" || entry.busyRunId !== undefined) return undefined;
+  if ((entry.language ?? "python") !== (request.language ?? "python") || replacementOf(entry, request))
+    return undefined;
+  const session = root.children[sessionActorId(request.session)] as AnyActorRef | undefined;
+  return snapshotOf(session)?.value === "idle" ? session : undefined;
 }

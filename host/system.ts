@@ -1,5 +1,6 @@
-// The live actor system's taps: commands sent to the root from outside, and its stop (the recorder's inputs).
-import type { Actor } from "xstate";
+// The live actor system's taps: commands sent from outside (to the root, or a direct run to its session), and the
+// root's stop (the recorder's inputs).
+import type { Actor, AnyActorRef } from "xstate";
 import type { CommandEvent } from "../machines/events.ts";
 import type { SupervisorLogic } from "../machines/system.ts";
 
@@ -25,4 +26,15 @@ export function tapCommands(
       return stop();
     };
   }
+}
+
+/** Sends a command from outside to an actor other than the root (a direct run to its session, by its system id),
+ * telling `onCommand` first, as the root's tap does. */
+export function commandTo(
+  target: AnyActorRef,
+  event: CommandEvent,
+  onCommand?: (event: CommandEvent, to?: string) => void,
+): void {
+  onCommand?.(event, target.id);
+  target.send(event);
 }

@@ -74,9 +74,12 @@ export interface RunRequest {
   /** The sender settled preparation itself (nothing to wait for: the interpreter was known), so no prepare actor
    * runs: the fields above are the preparation, or `failed` says why the request cannot run. */
   prepared?: { failed?: { message: string; hints?: Hint[] } };
+  /** Sent by the host straight to its idle session (docs/design.md, "a warm session run"): the supervisor is not on
+   * this run's path, and the session reports its outcome to the host itself (an emitted `run.finished`). */
+  direct?: true;
 }
 
-// ---- commands (extension -> supervisor) ----
+// ---- commands (extension -> supervisor; a `direct` run.start -> its session) ----
 export type RunStartEvent = { type: "run.start"; at: number } & RunRequest;
 export type CommandEvent =
   | RunStartEvent

@@ -2,7 +2,9 @@
 // time; a run's phase (running, interrupted, grace, killed) is the run's own state, which the session does not copy:
 // `sessionPhase` reads it from the run. A run sends its commands to the session's runner directly (system id
 // `session:<name>/runner`); the runner's facts come to the session, which passes a run's to it.
-// Everything a run reports (its outcome, its nested calls' records) goes to the session, which passes it on.
+// Everything a run reports (its outcome, its nested calls' records) goes to the session, which passes it on: to the
+// supervisor, or, for a run the host sent straight here (`direct`: the warm path, docs/design.md), the outcome to the
+// host as an emitted `run.finished`.
 // What the session itself knows is its state: a close asked for during a run is `running.closeRequested`, and a
 // process gone while a run was active is `ending.lost` or `ending.closed` until that run has reported.
 import { assertEvent, assign, enqueueActions, sendParent, sendTo, setup } from "xstate";
@@ -48,6 +50,8 @@ export interface SessionInput {
 
 export interface SessionContext extends SessionInput {
   activeRunId?: string;
+  /** The active run came straight from the host: its outcome is emitted, not sent to the supervisor. */
+  direct?: boolean;
   runCount: number;
   runner?: RunnerInfo;
 }
@@ -125,6 +129,7 @@ export const sessionMachine = setup({
     input: {} as SessionInput,
     events: {} as SessionEvent,
     output: {} as SessionOutput,
+    emitted: {} as RunFinishedEvent,
   },
   actors: {
     runner: placeholder<RunnerCommand, RunnerInput>("session", "runner"),
@@ -145,7 +150,7 @@ export const sessionMachine = setup({
       if (!e) return;
       const id = runActorId(e.runId);
       enqueue.spawnChild("run", { id, systemId: id, input: runInput(context, e) });
-      enqueue.assign({ activeRunId: e.runId, runCount: context.runCount + 1 });
+      enqueue.assign({ activeRunId: e.runId, runCount: context.runCount + 1, direct: e.direct });
     }),
     noteRunner: assign(({ event }) => {
       assertEvent(event, "runner.ready");
@@ -157,32 +162,36 @@ export const sessionMachine = setup({
     }),
     shutdownRunner: sendTo("runner", { type: "runner.shutdown" } satisfies RunnerCommand),
     killRunner: sendTo("runner", { type: "runner.kill" } satisfies RunnerCommand),
-    /** A run the session cannot take (busy, closing) is refused; the refusal goes up like any outcome. */
-    rejectRun: sendParent(({ context, event }, why: "busy" | "closing"): RunFinishedEvent => {
+    /** A run the session cannot take (busy, closing) is refused; the refusal goes where its outcome would have. */
+    rejectRun: enqueueActions(({ context, event, enqueue }, why: "busy" | "closing") => {
       assertEvent(event, "run.start");
       const message =
         why === "closing"
           ? `Session "${context.name}" is closing; run again once it has stopped.`
           : `Session "${context.name}" is busy with another run; wait for it to finish.`;
-      return {
+      const finished: RunFinishedEvent = {
         type: "run.finished",
         outcome: refusal({ ...event, session: context.name }, message, { incarnation: context.incarnation }),
       };
+      if (event.direct) enqueue.emit(finished);
+      else enqueue.sendParent(finished);
     }),
     cancelActiveRun: enqueueActions(({ context, event, enqueue }) => {
       const at = "at" in event && typeof event.at === "number" ? event.at : 0;
       const cancel = { type: "run.cancel", at, close: true } satisfies RunCancel;
       if (context.activeRunId) enqueue.sendTo(runActorId(context.activeRunId), cancel);
     }),
-    /** The run's outcome (its output) goes to the supervisor. */
-    reportRun: sendParent(({ event }): RunFinishedEvent => {
+    /** The run's outcome (its output) goes to the supervisor, or to the host for a run that came straight here. */
+    reportRun: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, "xstate.done.actor.*");
-      return { type: "run.finished", outcome: event.output };
+      const finished: RunFinishedEvent = { type: "run.finished", outcome: event.output };
+      if (context.direct) enqueue.emit(finished);
+      else enqueue.sendParent(finished);
     }),
     releaseRun: enqueueActions(({ event, enqueue }) => {
       assertEvent(event, "xstate.done.actor.*");
       enqueue.stopChild(event.actorId);
-      enqueue.assign({ activeRunId: undefined });
+      enqueue.assign({ activeRunId: undefined, direct: undefined });
     }),
     passNestedCall: sendParent(({ event }) => {
       assertEvent(event, "run.nested_call");

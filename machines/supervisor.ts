@@ -43,6 +43,9 @@ export * from "./supervisor-context.ts";
 const SHUTDOWN = "Pi is shutting down; the code_execution supervisor accepts no new runs.";
 const FRESH_JS = "JavaScript runs only in a session (eval's js cells).";
 const busy = (name: string) => `Session "${name}" is busy with another run; wait for it to finish.`;
+/** Whether a session actor has a run active (its own context: a direct run is known only there). */
+const sessionHasRun = (ref: { getSnapshot: () => unknown } | undefined) =>
+  (ref?.getSnapshot() as { context?: { activeRunId?: string } } | undefined)?.context?.activeRunId !== undefined;
 
 export const supervisorMachine = setup({
   types: {
@@ -150,9 +153,17 @@ export const supervisorMachine = setup({
       const name = e.session!;
       const id = sessionActorId(name);
       const entry = context.sessions[name];
-      const alive = entry?.status === "alive" && system.get(id) !== undefined;
+      const ref = system.get(id);
+      const alive = entry?.status === "alive" && ref !== undefined;
       const replaced = alive && !e.reset ? replacementOf(entry!, e) : undefined;
       const keep = alive && !e.reset && !replaced;
+      // A run the host sent straight to the session (`direct`) is not in this table: a reset or a replacement must
+      // not stop the session under it (a request it keeps is refused by the session itself, with the same words).
+      if (alive && !keep && sessionHasRun(ref)) {
+        const outcome = refusal(e, busy(name), { at: event.at, incarnation: entry!.incarnation });
+        enqueue.emit({ type: "run.finished", outcome });
+        return;
+      }
       let incarnation = entry?.incarnation ?? 0;
       if (keep) {
         enqueue.sendTo(system.get(id)!, e);

@@ -37,7 +37,7 @@ export function summarize(record: InputRecord): string {
     case "cmd": {
       const e = record.event as { type: string; runId?: string; session?: string; name?: string };
       const target = e.session ? ` session ${e.session}` : e.name ? ` ${e.name}` : "";
-      return `command ${e.type}${e.runId ? ` run:${e.runId}` : ""}${target}`;
+      return `command ${e.type}${e.runId ? ` run:${e.runId}` : ""}${target}${record.to ? ` -> ${record.to}` : ""}`;
     }
     case "fact":
       return `fact ${record.event.type} ${record.from} -> ${record.to}`;

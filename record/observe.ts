@@ -3,7 +3,7 @@
 // are numbered here (in creation order) and each firing is announced before the machine sees it, so a log holds
 // every input in the order the machines received it.
 import type { AnyActorRef, InspectionEvent } from "xstate";
-import type { CommandEvent } from "../machines/events.ts";
+import type { CommandEvent, RunnerFact } from "../machines/events.ts";
 import { clearPreciseTimeout, setPreciseTimeout, type PreciseTimer } from "../lib/precise-timer.ts";
 import { actorName, BOUNDARY_IDS, BoundaryTracker, ref, type InputRecord, type TraceRecord } from "./trace.ts";
 
@@ -30,8 +30,9 @@ export interface SystemListener {
 export interface ObservedHostOptions {
   inspect: (event: InspectionEvent) => void;
   clock: Clock;
-  onCommand: (event: CommandEvent) => void;
+  onCommand: (event: CommandEvent, to?: string) => void;
   onStop: () => void;
+  onFact: (from: AnyActorRef, to: AnyActorRef, fact: RunnerFact) => void;
   onOutput: (runId: string, channel: string, chunk: Uint8Array) => void;
 }
 
@@ -118,8 +119,20 @@ export class SystemObserver {
         for (const l of this.listeners) this.safely(() => l.inspection?.(event));
       },
       clock: this.clock,
-      onCommand: (event) => this.emitInput({ k: "cmd", event }),
+      onCommand: (event, to) => this.emitInput({ k: "cmd", event, ...(to !== undefined ? { to } : {}) }),
       onStop: () => this.emitInput({ k: "stop" }),
+      // A session's runner telling a run its facts directly (actors/runner/runner.ts): the same input record as a
+      // fact to a parent, addressed to the run.
+      onFact: (from, to, fact) => {
+        const during = this.boundary.during(from);
+        this.emitInput({
+          k: "fact",
+          to: actorName(to),
+          from: actorName(from),
+          event: fact,
+          ...(during !== undefined ? { during } : {}),
+        });
+      },
       onOutput: (runId, channel, chunk) => {
         for (const l of this.listeners) this.safely(() => l.output?.(runId, channel, chunk.length));
       },

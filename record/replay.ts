@@ -71,6 +71,8 @@ function malformed(record: unknown): string | undefined {
     return `a ${r.k} record without an event (an object with a string \`type\`)`;
   if (r.k === "fact" && (typeof r.from !== "string" || typeof r.to !== "string"))
     return "a fact record without its sender and receiver (`from`, `to`)";
+  if (r.k === "cmd" && r.to !== undefined && typeof r.to !== "string")
+    return "a command record whose `to` is no string";
   return undefined;
 }
 
@@ -100,16 +102,23 @@ export class ManualClock implements Clock {
   }
 }
 
+/** Delivers a recorded fact to the actor it went to. */
+type Deliver = (fact: EventObject, to: string) => void;
+
 /** A boundary actor on replay (runner, installer, tool dispatcher): no process, no effect. It registers, under its
- * own explicit name, a way to deliver the recorded facts to its parent, as the live actor did with `sendBack`;
- * facts the live actor sent synchronously while starting or handling an event are sent at that same point. */
-function stubBoundary(
-  senders: Map<string, (fact: EventObject) => void>,
-  handling: (self: AnyActorRef, deliver: (fact: EventObject) => void) => void,
-) {
-  return fromCallback<EventObject, unknown>(({ self, sendBack, receive }) => {
+ * own explicit name, a way to deliver the recorded facts where the live actor sent them: to its parent with
+ * `sendBack`, or (a session's runner) straight to the run by its system id; facts the live actor sent synchronously
+ * while starting or handling an event are sent at that same point. */
+function stubBoundary(senders: Map<string, Deliver>, handling: (self: AnyActorRef, deliver: Deliver) => void) {
+  return fromCallback<EventObject, unknown>(({ self, sendBack, receive, system }) => {
     const name = actorName(self);
-    const deliver = (fact: EventObject) => sendBack(fact);
+    const parent = self._parent ? actorName(self._parent) : undefined;
+    const deliver: Deliver = (fact, to) => {
+      if (to === parent) return sendBack(fact);
+      const target = system.get(to) as AnyActorRef | undefined;
+      if (!target) throw new Error(`no actor ${to} exists to receive ${fact.type} from ${name}`);
+      target.send(fact);
+    };
     senders.set(name, deliver);
     handling(self, deliver);
     receive(() => {
@@ -169,7 +178,7 @@ export function replayRecords(lines: LogLine[]): ReplayReport {
     const record = JSON.parse(JSON.stringify(r)) as TraceRecord;
     actual.push({ record, key: canonical(record), input: current });
   };
-  const senders = new Map<string, (fact: EventObject) => void>();
+  const senders = new Map<string, Deliver>();
   const clock = new ManualClock(push);
   let encoder = new TraceEncoder();
   const tracker = new BoundaryTracker();
@@ -193,7 +202,8 @@ export function replayRecords(lines: LogLine[]): ReplayReport {
       const outer = current;
       current = i;
       delivered.add(i);
-      deliver((inputs[i].record as { event: EventObject }).event);
+      const fact = inputs[i].record as { event: EventObject; to: string };
+      deliver(fact.event, fact.to);
       current = outer;
     }
   });
@@ -226,11 +236,14 @@ export function replayRecords(lines: LogLine[]): ReplayReport {
       if (record.k === "fact" && record.during !== undefined) {
         // Delivered by its stub while handling the recorded event; if that never happened, the traces differ.
         if (!delivered.has(i)) problem = `${record.from} never handled its event #${record.during} in replay`;
-      } else if (record.k === "cmd") actor.send(record.event);
-      else if (record.k === "fact") {
+      } else if (record.k === "cmd") {
+        const to = record.to === undefined ? actor : (actor.system.get(record.to) as AnyActorRef | undefined);
+        if (!to) problem = `no actor ${record.to} exists to receive ${record.event.type}`;
+        else to.send(record.event);
+      } else if (record.k === "fact") {
         const deliver = senders.get(record.from);
         if (!deliver) problem = `no actor ${record.from} exists to deliver ${record.event.type}`;
-        else deliver(record.event);
+        else deliver(record.event, record.to);
       } else if (record.k === "stop") actor.stop();
       else if (!clock.fire(record.n)) problem = `timer #${record.n} is not pending`;
       if (problem) problem = `at line ${inputs[i].line} (${summarize(record)}): ${problem}`;
@@ -266,4 +279,3 @@ export function replayFile(path: string): ReplayReport {
   if (parsed.error) return { identical: false, inputs: 0, trace: 0, error: parsed.error };
   return replayRecords(parsed.lines);
 }
-

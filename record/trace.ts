@@ -125,9 +125,11 @@ export class BoundaryTracker {
 
 /** What drives the machines: replay feeds exactly these, in this order. */
 export type InputRecord =
-  | { k: "cmd"; event: CommandEvent }
-  /** A fact from boundary actor `from` to its parent `to`. `during: n`: sent synchronously while `from` handled
-   * the n-th event it received (1 is its start, `xstate.init`); replay then delivers it at that same point. */
+  /** A command from outside: to the root, or (`to`: the actor's system id) a direct run to its session. */
+  | { k: "cmd"; event: CommandEvent; to?: string }
+  /** A fact from boundary actor `from` to its parent `to`, or, from a session's runner, straight to the run it
+   * concerns (`to` is then `run:<id>`). `during: n`: sent synchronously while `from` handled the n-th event it
+   * received (1 is its start, `xstate.init`); replay then delivers it at that same point. */
   | { k: "fact"; to: string; from: string; event: RunnerFact | { type: string }; during?: number }
   | { k: "timer"; n: number }
   /** The host stopped the root actor (Pi shut down). */

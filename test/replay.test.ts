@@ -92,6 +92,16 @@ describe("committed fixtures", () => {
     });
   }
 
+  // Logs recorded before runs went straight to their sessions (the runner's facts relayed by the session, every
+  // command to the root) still replay identical: the machines keep the paths those logs took.
+  for (const file of readdirSync(join(FIXTURE_DIR, "before-direct")).filter((f) => f.endsWith(".jsonl"))) {
+    test(`before-direct/${file} (an older log) replays identical`, () => {
+      const report = replayFile(join(FIXTURE_DIR, "before-direct", file));
+      assert.equal(report.identical, true, formatReport(report, true));
+      assert.ok(report.inputs > 5 && report.trace > 50, "a real recording, not an empty one");
+    });
+  }
+
   test("the fixtures show what they are named for", () => {
     const interrupt = statesOf(fixture("interrupt-keeps-state"), "session:demo");
     assert.deepEqual(interrupt.slice(0, 6), ["starting", "running", "idle", "running", "interrupted", "idle"]);

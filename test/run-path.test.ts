@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { warmRunPath } from "../bench/run-path.ts";
 
-test("a warm session run: 8 events, one actor (the run), nothing relayed that need not be", async () => {
+test("a warm session run: 5 events, one actor (the run), no supervisor on its path, nothing relayed that need not be", async () => {
   const path = await warmRunPath();
   const text = path.lines.join("\n");
   assert.deepEqual(
@@ -18,6 +18,9 @@ test("a warm session run: 8 events, one actor (the run), nothing relayed that ne
   assert.ok(/event runner\.run -> runner/.test(text), `the command goes to the session's process:\n${text}`);
   assert.ok(!/runner\.run -> session/.test(text), `not through the session:\n${text}`);
   assert.ok(!/runner\.started/.test(text), `a quick run's started and done are one fact:\n${text}`);
-  assert.ok(path.events <= 8, `${path.events} events:\n${text}`);
-  assert.ok(path.snapshots <= 8, `${path.snapshots} snapshots:\n${text}`);
+  assert.ok(!/-> supervisor/.test(text), `the supervisor is not on a warm run's path:\n${text}`);
+  assert.ok(/event run\.start -> session:/.test(text), `the request goes straight to its session:\n${text}`);
+  assert.ok(/event runner\.done -> run:/.test(text), `the runner tells the run, not the session:\n${text}`);
+  assert.ok(path.events <= 5, `${path.events} events:\n${text}`);
+  assert.ok(path.snapshots <= 5, `${path.snapshots} snapshots:\n${text}`);
 });

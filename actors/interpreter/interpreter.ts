@@ -6,7 +6,7 @@
 // The probe runs where code runs, through the backend's `spawn` (a planted interpreter must not run on the host
 // when the user chose a sandbox or a remote); its results are kept per backend. Under a remote backend nothing
 // local is looked at: a selection is a path or command on the remote side, and the default is `remote.python`.
-import { constants } from "node:fs";
+import { accessSync, constants, statSync } from "node:fs";
 import { access, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
@@ -101,7 +101,9 @@ function expandHome(p: string): string {
 }
 
 const isFile = async (p: string) => (await stat(p).catch(() => undefined))?.isFile() === true;
-const exists = async (p: string) => (await stat(p).catch(() => undefined)) !== undefined;
+/** Discovery's checks are a handful of stats: synchronous, so the host can re-check a cached answer at the door. */
+const isFileNow = (p: string) => statSync(p, { throwIfNoEntry: false })?.isFile() === true;
+const existsNow = (p: string) => statSync(p, { throwIfNoEntry: false }) !== undefined;
 
 /** The interpreter inside a directory a user named (a venv, its bin/, a Python prefix), if one is there. */
 async function interpreterInside(dir: string): Promise<string | undefined> {
@@ -286,25 +288,25 @@ function remoteHint(ops: ProcessOperations, missing: boolean, r: { stderr: strin
 }
 
 /** The repository root at or above `dir` (a directory holding `.git`), if any. */
-async function repositoryRoot(dir: string): Promise<string | undefined> {
+function repositoryRoot(dir: string): string | undefined {
   for (let d = dir; ; d = dirname(d)) {
-    if (await exists(join(d, ".git"))) return d;
+    if (existsNow(join(d, ".git"))) return d;
     if (dirname(d) === d) return undefined;
   }
 }
 
 /** A `.venv`/`venv` interpreter in `cwd` or, with `parentWalk`, a parent: up to the repository root, or outside a
  * repository up to the home directory (never the filesystem root). */
-export async function findVenv(cwd: string, discovery: VenvDiscovery): Promise<string | undefined> {
+export function findVenv(cwd: string, discovery: VenvDiscovery): string | undefined {
   if (!discovery.enabled || discovery.dirNames.length === 0) return undefined;
   const start = resolve(cwd);
-  const root = discovery.parentWalk ? await repositoryRoot(start) : start;
+  const root = discovery.parentWalk ? repositoryRoot(start) : start;
   const home = homedir();
   for (let d = start; ; d = dirname(d)) {
     for (const name of discovery.dirNames) {
       for (const exe of ["bin/python", "bin/python3"]) {
         const p = join(d, name, exe);
-        if (await isFile(p)) return p;
+        if (isFileNow(p)) return p;
       }
     }
     if (!discovery.parentWalk || d === root || d === home || dirname(d) === d) return undefined;
@@ -327,6 +329,11 @@ export interface DiscoveryInput {
 
 /** The first configured interpreter in discovery order; validation happens separately. */
 export async function discoverInterpreter(input: DiscoveryInput): Promise<InterpreterRequest & { notes: string[] }> {
+  return discoverInterpreterNow(input);
+}
+
+/** discoverInterpreter, synchronously (a few stats: see `isFileNow`). */
+export function discoverInterpreterNow(input: DiscoveryInput): InterpreterRequest & { notes: string[] } {
   const notes: string[] = [];
   const { cwd, env } = input;
   if (input.selected) return { command: input.selected, source: "tool", base: cwd, notes };
@@ -348,10 +355,10 @@ export async function discoverInterpreter(input: DiscoveryInput): Promise<Interp
   const venvEnv = env.VIRTUAL_ENV?.trim();
   if (venvEnv) {
     const p = join(expandHome(venvEnv), "bin", "python");
-    if (await isFile(p)) return { command: p, source: "VIRTUAL_ENV", base: cwd, notes };
+    if (isFileNow(p)) return { command: p, source: "VIRTUAL_ENV", base: cwd, notes };
     notes.push(`VIRTUAL_ENV is set to ${venvEnv}, but ${p} does not exist; it was skipped`);
   }
-  const found = await findVenv(cwd, input.venv);
+  const found = findVenv(cwd, input.venv);
   if (found) return { command: found, source: "venv", base: cwd, notes };
   return { command: "python3", source: "PATH", base: cwd, notes };
 }
@@ -456,10 +463,27 @@ export class InterpreterResolver {
   resolvedNow(cwd: string): Result<Interpreter, InterpreterFailure> | "pending" {
     const hit = this.cache.get(cwd);
     if (!hit?.settled) return "pending";
-    const { key, ops } = this.lookup();
-    return hit.key === key && hit.ops === ops && Date.now() - hit.at < (this.options.cacheMs ?? 1000)
-      ? hit.settled
-      : "pending";
+    const { key, ops, env, venv, flag, remote } = this.lookup();
+    if (hit.key !== key || hit.ops !== ops) return "pending";
+    const now = Date.now();
+    if (now - hit.at < (this.options.cacheMs ?? 1000)) return hit.settled;
+    // Older than the cache's bound (a run after the model thought for a while): discovery again, synchronously (a
+    // few stats). The same command as before, still an executable file where it is a path, keeps the answer (its
+    // probe is cached per command anyway), so the run needs no wait; anything else is resolved anew, off the door.
+    if (!hit.settled.ok) return "pending";
+    const request = discoverInterpreterNow({
+      cwd,
+      env,
+      venv,
+      ...(this.selected ? { selected: this.selected } : {}),
+      ...(flag ? { flag } : {}),
+      ...(remote ? { remote } : {}),
+    });
+    if (request.command !== hit.settled.value.requested || !stillThere(request.command, request.base, ops))
+      return "pending";
+    this.notes = request.notes;
+    hit.at = now;
+    return hit.settled;
   }
 
   /** What a cached discovery must match: the selection, the flag, the environment, the backend. */
@@ -471,6 +495,20 @@ export class InterpreterResolver {
     const remote = ops.backend.kind === "remote" ? { python: ops.backend.python ?? "python3" } : undefined;
     const key = JSON.stringify([this.selected, flag, env.PI_PYTHON, env.VIRTUAL_ENV, env.PATH, venv, remote]);
     return { key, ops, env, venv, flag, remote };
+  }
+}
+
+/** A path command is still an executable file (a command name is looked up by its cached probe, per PATH). */
+function stillThere(command: string, base: string, ops: ProcessOperations): boolean {
+  if (ops.backend.kind === "remote") return true;
+  const target = expandHome(command.trim());
+  if (!target.includes("/")) return true;
+  const path = isAbsolute(target) ? target : resolve(base, target);
+  try {
+    accessSync(path, constants.X_OK);
+    return isFileNow(path);
+  } catch {
+    return false;
   }
 }
 

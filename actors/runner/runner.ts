@@ -2,7 +2,7 @@
 // machine that owns it, routes the process's output to the run that is executing, and carries out the machine's
 // commands (run, interrupt, terminate, kill, shutdown). The process handle lives only in this closure. What differs
 // between Python and JavaScript runners (which process, how an interrupt reaches it) is the kind's (kinds.ts).
-import { fromCallback } from "xstate";
+import { fromCallback, type AnyActorRef } from "xstate";
 import type { RunnerCommand, RunnerFact, RunnerInput } from "../../machines/events.ts";
 import type { ToolSpec } from "../../machines/tool-events.ts";
 import type { ProcessOperations, RunnerHandle } from "../process/operations.ts";
@@ -18,7 +18,7 @@ import { backendHint } from "../process/backend-hints.ts";
 import type { ResourceLimits } from "../../lib/setting-types.ts";
 import type { Probe } from "../interpreter/interpreter.ts";
 import { kindsFor } from "./kinds.ts";
-import { isActor } from "../../machines/actor-ids.ts";
+import { isActor, runActorId } from "../../machines/actor-ids.ts";
 
 export { RUNNER_PATH, limitArgs } from "./kinds.ts";
 
@@ -42,14 +42,26 @@ export interface RunnerDeps {
   resourceLimits?: () => ResourceLimits;
   /** The specs (signatures, descriptions) of the tools a run exposes, from its caller. */
   toolSpecs?: (runId: string) => ToolSpec[] | undefined;
+  /** Told just before a session's runner sends a fact straight to the run it concerns (not through its parent, the
+   * session): the recorder's input, as a parent's are seen through inspection. */
+  onFact?: (from: AnyActorRef, to: AnyActorRef, fact: RunnerFact) => void;
 }
 
 export function createRunnerLogic(deps: RunnerDeps) {
   const kinds = kindsFor(deps);
-  return fromCallback<RunnerCommand, RunnerInput>(({ input, sendBack, receive }) => {
+  return fromCallback<RunnerCommand, RunnerInput>(({ input, sendBack, receive, self, system }) => {
     const kind = kinds[input.language ?? "python"];
+    const session = input.mode === "session";
     const send = (fact: RunnerFact) => {
-      if (!stopped) sendBack(fact);
+      if (stopped) return;
+      // A session's runner tells a run's own facts (started, done, nested calls) to that run, by its system id: the
+      // session has nothing to do with them, and relaying would cost it a step per fact. The process's facts (ready,
+      // exited, failed) and any fact whose run is gone go to the session.
+      const run =
+        session && "runId" in fact ? (system.get(runActorId(fact.runId)) as AnyActorRef | undefined) : undefined;
+      if (!run) return sendBack(fact);
+      deps.onFact?.(self, run, fact);
+      run.send(fact);
     };
     let proc: RunnerHandle | undefined;
     let stopped = false;

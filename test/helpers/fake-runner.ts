@@ -380,6 +380,9 @@ export function phasesOf(stream: Iterable<PhaseEntry>): string[] {
     if (!session || !(e.own || e.run)) continue;
     const phase = sessionPhase(session.value, session.activeRunId ? runs.get(`run:${session.activeRunId}`) : undefined);
     if (e.own) {
+      // A run that moved on its own step (a runner's fact goes straight to the run) and was then let go by its
+      // session: its last state was a phase of its own.
+      if (!session.activeRunId) push(pending);
       pending = undefined;
       push(phase);
     } else {

@@ -433,6 +433,57 @@ describe("idle", () => {
   });
 });
 
+describe("idle: a direct run (the warm path)", () => {
+  const direct = (runId: string, code = "x = 1"): RunStartEvent => ({
+    type: "run.start",
+    at: 0,
+    runId,
+    code,
+    cwd: CWD,
+    timeoutMs: 1000,
+    session: "s",
+    direct: true,
+  });
+
+  test("its outcome is emitted to the host, not sent to a parent; the session is idle again", () => {
+    const { session, runner, errors } = startSession();
+    const emitted: RunOutcome[] = [];
+    session.on("run.finished", (e) => emitted.push(e.outcome));
+    runner.ready();
+    session.send(direct("d1"));
+    assert.deepEqual(session.getSnapshot().value, { running: "active" });
+    assert.equal(session.getSnapshot().context.direct, true);
+    runner.done("d1");
+    assert.equal(session.getSnapshot().value, "idle");
+    assert.equal(session.getSnapshot().context.direct, undefined);
+    assert.deepEqual(
+      emitted.map((o) => [o.runId, o.status, o.session?.ordinal]),
+      [["d1", "success", 1]],
+    );
+    // A standalone session has no parent: a `sendParent` would have errored it.
+    assert.deepEqual(errors, []);
+  });
+
+  test("a direct run that finds the session busy is refused where its outcome would go, with the busy words", () => {
+    const { session, runner, errors } = startSession();
+    const emitted: RunOutcome[] = [];
+    session.on("run.finished", (e) => emitted.push(e.outcome));
+    runner.ready();
+    session.send(direct("d1"));
+    session.send(direct("d2"));
+    assert.equal(emitted.length, 1);
+    assert.equal(emitted[0]!.runId, "d2");
+    assert.equal(emitted[0]!.status, "setup_error");
+    assert.equal(emitted[0]!.message, BUSY("s"));
+    runner.done("d1");
+    assert.deepEqual(
+      emitted.map((o) => o.runId),
+      ["d2", "d1"],
+    );
+    assert.deepEqual(errors, []);
+  });
+});
+
 describe("running", () => {
   test("timeout answered in time: interrupted -> runner.done -> timeout, session idle and state kept", () => {
     const h = startSupervisor();

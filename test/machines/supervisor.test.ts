@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { fromCallback } from "xstate";
 import type { EventObject } from "xstate";
 import { getShortestPaths } from "xstate/graph";
-import type { PrepareFact, RunStartEvent } from "../../machines/events.ts";
+import type { PrepareFact, RunOutcome, RunStartEvent } from "../../machines/events.ts";
 import { runMachine } from "../../machines/run.ts";
 import { sessionMachine } from "../../machines/session.ts";
 import { spareMachine } from "../../machines/spare.ts";
@@ -28,7 +28,15 @@ import {
 } from "../helpers/machine-scenarios.ts";
 
 const CWD = "/work";
-const FIRST_RUN: RunStartEvent = { type: "run.start", at: 0, runId: "s1", code: "x = 1", cwd: CWD, timeoutMs: 1000, session: "s" };
+const FIRST_RUN: RunStartEvent = {
+  type: "run.start",
+  at: 0,
+  runId: "s1",
+  code: "x = 1",
+  cwd: CWD,
+  timeoutMs: 1000,
+  session: "s",
+};
 
 /** A `prepare` actor the test answers by hand: each request's instance, its input, and whether it was stopped. */
 function scriptedPrepare() {
@@ -59,7 +67,12 @@ describe("serving: preparation", () => {
     h.advance(30);
     prepare.last().send({ type: "prepare.done", at: h.now(), runId: "r1", python: "/py/bin/python3" });
     assert.ok(prepare.instances[0]!.stopped, "the finished preparation is stopped");
-    assert.deepEqual(h.runner.of("run:r1").input, { mode: "fresh", cwd: "/work", owner: "run:r1", python: "/py/bin/python3" });
+    assert.deepEqual(h.runner.of("run:r1").input, {
+      mode: "fresh",
+      cwd: "/work",
+      owner: "run:r1",
+      python: "/py/bin/python3",
+    });
     assert.equal(prepare.last().input.runId, "s1", "the next request is prepared");
     prepare.last().send({ type: "prepare.done", at: h.now(), runId: "s1", notes: ["[a note]"] });
     assert.deepEqual(h.children().sort(), ["run:r1", "session:s"]);
@@ -80,7 +93,9 @@ describe("serving: preparation", () => {
     h.start({ runId: "good" });
     h.advance(25);
     const hints = [{ id: "pep723_syntax", text: "A PEP 723 block looks like ..." }];
-    prepare.last().send({ type: "prepare.failed", at: h.now(), runId: "bad", message: "invalid PEP 723 metadata", hints });
+    prepare
+      .last()
+      .send({ type: "prepare.failed", at: h.now(), runId: "bad", message: "invalid PEP 723 metadata", hints });
     assert.deepEqual(h.outcome("bad"), {
       runId: "bad",
       status: "setup_error",
@@ -170,6 +185,44 @@ describe("serving: routing", () => {
     assert.deepEqual(h.values("session:s", 0), ["starting", "running", "idle"]);
     assert.deepEqual(h.values("session:s", 1), ["starting", "running", "idle"]);
     assert.deepEqual(h.children(), ["session:s"]);
+    assertHealthy(h);
+  });
+
+  test("a reset asked for while a direct run is active is refused as busy; the session and its run go on", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    k.done("s1");
+    const session = h.ref("session:s")!;
+    const direct: RunOutcome[] = [];
+    session.on("run.finished", (e: { outcome: RunOutcome }) => direct.push(e.outcome));
+    // The host sends a warm run straight to the idle session (host/selectors.ts directSession).
+    session.send({
+      type: "run.start",
+      at: h.now(),
+      runId: "d1",
+      code: "x",
+      cwd: "/work",
+      timeoutMs: 1000,
+      session: "s",
+      direct: true,
+    });
+    assert.equal(h.value("run:d1"), "starting");
+    for (const reset of [{ reset: true }, { cwd: "/elsewhere" }]) {
+      h.start({ runId: `r${h.finished.length}`, session: "s", ...reset });
+      const refused = h.finished.at(-1)!;
+      assert.equal(refused.status, "setup_error");
+      assert.equal(refused.message, 'Session "s" is busy with another run; wait for it to finish.');
+      assert.equal(refused.session?.incarnation, 1);
+    }
+    assert.equal(h.ref("session:s"), session);
+    assert.deepEqual(k.types(), ["runner.run", "runner.run"]);
+    k.done("d1");
+    assert.deepEqual(
+      direct.map((o) => [o.runId, o.status]),
+      [["d1", "success"]],
+    );
+    // The direct run's outcome went to the host, not through the supervisor.
+    assert.ok(!h.finished.some((o) => o.runId === "d1"));
     assertHealthy(h);
   });
 
@@ -290,7 +343,13 @@ describe("serving: languages and replacements", () => {
   test("a session runs one language: a run of the other one is refused, naming both", () => {
     const h = startSupervisor();
     h.start({ runId: "j1", session: "js", language: "js" });
-    assert.deepEqual(ctx(h).sessions.js, { incarnation: 1, status: "alive", cwd: CWD, language: "js", busyRunId: "j1" });
+    assert.deepEqual(ctx(h).sessions.js, {
+      incarnation: 1,
+      status: "alive",
+      cwd: CWD,
+      language: "js",
+      busyRunId: "j1",
+    });
     assert.equal(input(h, "session:js").language, "js");
     const js = h.runner.of("session:js");
     js.ready();
@@ -356,7 +415,9 @@ describe("serving: the shell-session pool", () => {
     assert.equal(h.ref("exec:pool"), first, "opened again: the same pool");
     h.send({ type: "exec.shutdown", at: h.now() });
     assert.equal(pool(h)?.value, "stopping", "an exec command is forwarded to the pool");
-    const own = startSupervisor({ exec: { maxSessions: 2, protectedCount: 1, limits: TEST_EXEC_LIMITS, debounceMs: 5 } });
+    const own = startSupervisor({
+      exec: { maxSessions: 2, protectedCount: 1, limits: TEST_EXEC_LIMITS, debounceMs: 5 },
+    });
     own.send({ type: "exec.open", at: own.now() });
     assert.equal(pool(own)?.context.maxSessions, 2);
   });
@@ -486,10 +547,13 @@ describe("serving: refusals carry the request's place", () => {
     h.start({ runId: "a" });
     h.start({ runId: "b" });
     h.shutdown();
-    assert.deepEqual(h.finished.map((o) => [o.runId, o.message]), [
-      ["a", SHUTDOWN],
-      ["b", SHUTDOWN],
-    ]);
+    assert.deepEqual(
+      h.finished.map((o) => [o.runId, o.message]),
+      [
+        ["a", SHUTDOWN],
+        ["b", SHUTDOWN],
+      ],
+    );
     assert.ok(prepare.instances[0]!.stopped);
     h.cancel("b");
     assert.equal(h.finished.length, 2);
@@ -637,10 +701,13 @@ describe("the graph", () => {
       }),
       filterEvents: handled,
     });
-    assert.deepEqual(paths.map((p) => [p.state.value, describePath(p)]), [
-      ["serving", "xstate.init"],
-      ["stopping", "xstate.init > supervisor.shutdown"],
-    ]);
+    assert.deepEqual(
+      paths.map((p) => [p.state.value, describePath(p)]),
+      [
+        ["serving", "xstate.init"],
+        ["stopping", "xstate.init > supervisor.shutdown"],
+      ],
+    );
   });
 });
 
