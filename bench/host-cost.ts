@@ -166,7 +166,7 @@ export function benchHost(options: { recorder?: boolean } = {}): BenchHost {
   const observability = options.recorder
     ? new Observability({ record: { dir: join(scratch, "logs") }, env: {} })
     : undefined;
-  const host = observability ? observability.createHost(base) : new SupervisorHost(base);
+  const host = new SupervisorHost(observability ? observability.observe(base) : base);
   return {
     host,
     counts: ops.counts,

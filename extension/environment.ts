@@ -7,16 +7,12 @@ import {
   chooseOperations,
   execLogDir,
   InterpreterResolver,
+  moveLegacySettings,
   type HostOptions,
   type ProcessOperations,
   type SupervisorHost,
 } from "../host/index.ts";
-import {
-  migratePiPythonSettings,
-  SettingsStore,
-  type ResolvedSettings,
-  type ResourceLimits,
-} from "../store/settings.ts";
+import { SettingsStore, type ResolvedSettings, type ResourceLimits } from "../store/settings.ts";
 
 export const PYTHON_FLAG = "python";
 export const SANDBOX_FLAG = "sandbox";
@@ -87,7 +83,7 @@ export class CodeEnvironment {
   async start(cwd: string, trusted: boolean): Promise<string[]> {
     this.cwd = cwd;
     // pi-python's old global file moves to its new place first, so the new store reads it there.
-    const migrated = migratePiPythonSettings();
+    const migrated = moveLegacySettings();
     const before = this.store?.get();
     await this.store?.close();
     this.store = this.newStore(cwd, trusted);

@@ -1,14 +1,18 @@
-// Pi entry point. Thin: creates the supervisor host lazily, registers the tools, and ties the host's life to Pi's
-// session, so every Python process ends at session_shutdown (quit, reload, new, resume, fork).
+// Pi entry point. Thin: the composition root (host/create.ts) builds the host and its companions (journal, event log,
+// inspector); this file registers the surfaces and Pi's hooks with what it returns, and ties the host's life to Pi's
+// session, so every process ends at session_shutdown (quit, reload, new, resume, fork).
 import { CONFIG_DIR_NAME, getAgentDir, type ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { useAgentDir } from "../store/agent-dir.ts";
-import { Observability, type HostOptions, type ObservabilitySettings, type SupervisorHost } from "../host/index.ts";
+import {
+  createSupervisorRoot,
+  type HostOptions,
+  type JournalSettings,
+  type ObservabilitySettings,
+} from "../host/index.ts";
 import { registerCodeExecutionTool } from "./code-execution/code-execution-tool.ts";
 import { registerOutputTool } from "./code-execution/output-tool.ts";
 import { registerSourceTool } from "./code-execution/source-tool.ts";
 import { registerContextHook } from "./code-execution/context-hook.ts";
 import { registerExposedToolsMessage } from "./code-execution/exposed-tools.ts";
-import { JournalLink, type JournalSettings } from "./journal.ts";
 import { registerInspect } from "./commands/inspect.ts";
 import { CodeEnvironment } from "./environment.ts";
 import { registerLifecycle } from "./lifecycle.ts";
@@ -34,26 +38,29 @@ export interface CodeExecutionOptions {
 
 export function createCodeExecutionExtension(options: CodeExecutionOptions = {}) {
   return function codeExecution(pi: ExtensionAPI): void {
-    useAgentDir(getAgentDir, CONFIG_DIR_NAME); // Where every file we keep lives, as Pi names it (store/agent-dir.ts).
-    let host: SupervisorHost | undefined;
     // Settings (files + environment, hot-reloaded) and the interpreter selection: extension/environment.ts.
     const environment = new CodeEnvironment(pi);
     // One footer item for the code sessions, shells, backend and inspector (extension/footer.ts).
     const footer = new Footer();
     const status = new SessionStatus(footer, () => environment.settings().values.notebookSession);
-    const journalPath = environment.settings().values.journal;
-    const journal = new JournalLink({ ...(journalPath ? { path: journalPath } : {}), ...options.journal });
-    const observability = new Observability(options.observability);
-    journal.eventLog = () => observability.logPath();
-    journal.eventLogWritten = () => observability.logWritten();
-    const getHost = () => {
-      if (host) return host;
-      host = observability.createHost(environment.hostOptions(options.host));
-      journal.watch(host);
-      environment.attach(host);
-      status.attach(host);
-      return host;
-    };
+    // The host is built on first use; settings and the footer follow each host built.
+    const root = createSupervisorRoot({
+      agentDir: getAgentDir, // where every file we keep lives, as Pi names it (store/agent-dir.ts)
+      configDirName: CONFIG_DIR_NAME,
+      journal: () => {
+        const journalPath = environment.settings().values.journal;
+        return { ...(journalPath ? { path: journalPath } : {}), ...options.journal };
+      },
+      ...(options.observability ? { observability: options.observability } : {}),
+      hostOptions: () => environment.hostOptions(options.host),
+      onHost: (host) => {
+        environment.attach(host);
+        status.attach(host);
+      },
+    });
+    const { journal, observability } = root;
+    const getHost = root.host;
+    const peekHost = root.peekHost;
 
     // The tool surfaces (extension/surfaces.ts): each registers its tools, visible or hidden.
     let pythonCommands = false;
@@ -69,11 +76,8 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
         registerSourceTool(p, journal);
       },
       python_set_interpreter: (p) =>
-        registerSetInterpreterTool(
-          p,
-          environment,
-          () => host,
-          () => (surfaces.isActive("python") ? notebook() : undefined),
+        registerSetInterpreterTool(p, environment, peekHost, () =>
+          surfaces.isActive("python") ? notebook() : undefined,
         ),
       python: (p) => {
         registerPythonTool(p, { getHost, environment, journal });
@@ -82,9 +86,9 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
           registerPythonCommands(pi, {
             environment,
             getHost,
-            peekHost: () => host,
+            peekHost,
             report: surfaceReport,
-            places,
+            places: root.places,
             notebook,
           });
         }
@@ -110,9 +114,6 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
       }
     };
     const choose = () => surfaces.apply(chooseSurfaces(flagValue(), environment.settings(), surfaces.available()));
-    function places() {
-      return { journal: journal.where(), eventLogDir: observability.logDir(), eventLog: observability.logPath() };
-    }
     function surfaceReport() {
       const c = surfaces.current();
       return { line: `Tool surfaces: ${c.active.join(", ") || "none"} (${c.from})`, warnings: c.warnings };
@@ -127,10 +128,10 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
       environment,
       status,
       getHost,
-      peekHost: () => host,
+      peekHost,
       reregisterTool: () => surfaces.refresh(),
       surfaces: { report: surfaceReport, choose },
-      places,
+      places: root.places,
       startInspector: async (ctx, port) => {
         getHost();
         const started = await observability.openInspector(port ? { port } : {});
@@ -152,20 +153,14 @@ export function createCodeExecutionExtension(options: CodeExecutionOptions = {})
     registerInspect(pi, observability, getHost, footer);
     registerExec(pi, {
       getHost,
-      peekHost: () => host,
+      peekHost,
       journal,
       environment,
       footer,
       enabled: () => surfaces.isActive("exec"),
     });
 
-    pi.on("session_shutdown", async () => {
-      const h = host;
-      host = undefined;
-      await h?.shutdown();
-      await observability.shutdown();
-      await journal.close();
-    });
+    pi.on("session_shutdown", () => root.shutdown());
   };
 }
 

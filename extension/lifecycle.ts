@@ -2,12 +2,11 @@
 // python_set_interpreter tool, the /code-status, /code-restart and /code-sessions commands, the footer status, the
 // widget after /tree, and settings changes reaching the tool (timeouts) and the host (limits) while Pi runs.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { SupervisorHost } from "../host/index.ts";
+import { artifactsLanded, type SupervisorHost } from "../host/index.ts";
 import { registerCodeStatusCommand, type StatusPlaces, type SurfaceReport } from "./commands/code-status.ts";
 import { registerSessionCommands } from "./commands/code-sessions.ts";
 import { PYTHON_FLAG, SANDBOX_FLAG, SSH_FLAG, type CodeEnvironment } from "./environment.ts";
 import type { SessionStatus } from "./session-status.ts";
-import { savesLanded } from "../store/artifact-saves.ts";
 
 export interface LifecycleLinks {
   environment: CodeEnvironment;
@@ -103,6 +102,6 @@ export function registerLifecycle(pi: ExtensionAPI, links: LifecycleLinks): void
     status.detach();
     await environment.close();
     // Output artifacts of the last results are written after them: they land before Pi goes.
-    await savesLanded();
+    await artifactsLanded();
   });
 }

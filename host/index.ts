@@ -1,6 +1,9 @@
 // The extension's one door into the supervisor. Everything the Pi adapter (extension/) uses of the system comes
-// from here: the host (commands in; selectors and change events out), its observability (event log, inspector),
-// and the types and small helpers of its commands' inputs and outputs. The root actor is never exported.
+// from here: the composition root that builds the host and its companions (create.ts), the host (commands in;
+// selectors and change events out), its observability (event log, inspector), the journal link, every write the
+// tools ask of the store (artifacts.ts, displays.ts, settings-files.ts), and the types and small helpers of its
+// commands' inputs and outputs. The root actor is never exported.
+export { createSupervisorRoot, type RootOptions, type SupervisorRoot } from "./create.ts";
 export {
   SupervisorHost,
   type HostOptions,
@@ -11,6 +14,22 @@ export {
   type SessionsListener,
 } from "./host.ts";
 export { Observability, type ObservabilitySettings, type RecorderOptions } from "./observability.ts";
+export { JournalLink, type CallContext, type JournalSettings } from "./journal-link.ts";
+// What the tools keep on disk, decided behind the host (the extension reads the store, never writes it).
+export {
+  artifactsLanded,
+  evalDirs,
+  keepEvalOutput,
+  keepOutput,
+  keepScript,
+  prepareEvalDirs,
+  restoreScript,
+  saveScript,
+  type ArtifactOutcome,
+  type EvalDirs,
+} from "./artifacts.ts";
+export { keepImage } from "./displays.ts";
+export { moveLegacySettings } from "./settings-files.ts";
 export { brokenBackend, chooseOperations, type BackendChoice } from "./backend.ts";
 export type { BackendInfo, ProcessOperations } from "../actors/process/operations.ts";
 export { SESSION_NAME_PATTERN } from "../actors/prepare/prepare.ts";

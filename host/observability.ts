@@ -1,13 +1,14 @@
 // Observability of one supervisor: the event-log recorder (always on unless disabled) and the live inspector,
-// started on demand. Both feed from one SystemObserver that is part of the host when it is built (`createHost`):
-// the composition root wires them, the extension only asks (extension/commands/inspect.ts).
+// started on demand. Both feed from one SystemObserver that is part of the host when it is built (`observe` gives
+// the host's options): the composition root (host/create.ts) wires them, the extension only asks
+// (extension/commands/inspect.ts).
 import { SystemObserver } from "../record/observe.ts";
 import { Recorder, type RecorderOptions } from "../record/recorder.ts";
 import { CLI_COMMAND, defaultLogDir } from "../record/log-files.ts";
 import type { Result } from "../lib/result.ts";
 import { startInspector, type Inspector } from "../inspector/server.ts";
 import { startStatelyLink, type StatelyLink } from "../inspector/stately.ts";
-import { SupervisorHost, type HostOptions } from "./host.ts";
+import type { HostOptions } from "./requests.ts";
 
 export type { RecorderOptions };
 
@@ -22,27 +23,28 @@ export class Observability {
   private recorder: Recorder | undefined;
   private inspector: Inspector | undefined;
   private stately: StatelyLink | undefined;
-  private host: SupervisorHost | undefined;
   private piSession: string | undefined;
   private readonly settings: ObservabilitySettings;
   private readonly env: NodeJS.ProcessEnv;
+  /** The inspector's stop-session action: stops a named session of the current host (false: none such). */
+  private readonly stopSession: (name: string) => Promise<boolean>;
 
-  constructor(settings: ObservabilitySettings = {}) {
+  constructor(
+    settings: ObservabilitySettings = {},
+    stopSession: (name: string) => Promise<boolean> = async () => false,
+  ) {
     this.settings = settings;
     this.env = settings.env ?? process.env;
+    this.stopSession = stopSession;
   }
 
   sessionStarted(piSession: string | undefined): void {
     this.piSession = piSession;
   }
 
-  /** A new host, observed: a fresh observer (and log) per host; a caller's own `inspect` still gets events. */
-  createHost(base: HostOptions = {}): SupervisorHost {
-    this.host = new SupervisorHost(this.hostOptions(base));
-    return this.host;
-  }
-
-  private hostOptions(base: HostOptions): HostOptions {
+  /** A new host's options, observed: a fresh observer (and log) per host; a caller's own `inspect` still gets
+   * events. Called once per host, as it is built. */
+  observe(base: HostOptions = {}): HostOptions {
     this.recorder?.close("replaced");
     this.observer = new SystemObserver();
     this.recorder = this.recordingEnabled()
@@ -99,7 +101,7 @@ export class Observability {
       port: options.port ?? (Number.isInteger(envPort) && envPort > 0 ? envPort : 0),
       // The inspector reads the file at once: it gets everything recorded so far, written synchronously.
       logPath: () => (this.recorder?.flush(), this.logPath()),
-      ...(actions ? { stopSession: (name: string) => this.host?.stopSession(name) ?? Promise.resolve(false) } : {}),
+      ...(actions ? { stopSession: this.stopSession } : {}),
     });
     if (started.ok) this.inspector = started.value;
     return started;
@@ -134,7 +136,6 @@ export class Observability {
   async shutdown(): Promise<void> {
     this.recorder?.close("shutdown");
     this.recorder = undefined;
-    this.host = undefined;
     await this.closeInspector();
     await this.stately?.close();
     this.stately = undefined;

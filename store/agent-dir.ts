@@ -1,7 +1,8 @@
 // Pi's agent directory: every file this extension keeps lives under it (the global settings, saved scripts and
 // outputs, dependency environments, event and shell logs). Pi names it, with its own rule (`getAgentDir()`, which
-// reads PI_CODING_AGENT_DIR at each call); the top hands that rule down once (extension/index.ts when Pi loads the
-// extension, bin/cli.ts, a test's setup), so no floor below the extension imports Pi. The rule, not a path, is
+// reads PI_CODING_AGENT_DIR at each call); the top hands that rule down once (extension/index.ts, through the
+// composition root host/create.ts, when Pi loads the extension; bin/cli.ts; a test's setup), so no floor below the
+// extension imports Pi. The rule, not a path, is
 // handed down: the directory is read where it is used, as Pi would read it there.
 
 let rule: (() => string) | undefined;

@@ -7,6 +7,48 @@ import { dirname, join, relative, resolve } from "node:path";
 import { describe, test } from "node:test";
 import ts from "typescript";
 
+/** The extension only reads the store: every write (a script, an output, an image, eval's files, the journal, a
+ * settings file moved, where the agent directory is) is asked of the host through host/index.ts (host/artifacts.ts,
+ * host/displays.ts, host/journal-link.ts, host/settings-files.ts, host/create.ts), which decides when. So of store/,
+ * extension/ imports types, and values only from this list of reads (paths, loading and paging what was saved, the
+ * settings as read, digests computed in memory): a name not listed is refused, so a new write cannot slip in (a new
+ * read is added here). A module not listed gives types only. Aliases count by the exported name. */
+const STORE_READS: Record<string, readonly string[]> = {
+  "store/agent-dir.ts": ["agentDir", "configDirName"],
+  "store/artifact-fs.ts": ["ArtifactUnavailableError", "PAGE_BYTES"],
+  "store/artifacts.ts": ["emittedTranscript", "outputRoot", "readOutputPage"],
+  "store/legacy-artifacts.ts": [
+    "legacySourcesWithId",
+    "loadLegacySource",
+    "matchesLegacySource",
+    "readLegacyOutputPage",
+  ],
+  "store/settings.ts": [
+    "execEnabled",
+    "globalSettingsPath",
+    "projectSettingsPath",
+    "SETTING_KEYS",
+    "SettingsStore",
+    "SURFACES",
+    "TRUST_HINT",
+  ],
+  "store/sources.ts": ["loadSource", "pageOf", "readSourcePage", "sourceIdOf", "sourceRoot"],
+};
+
+/** Nor does the extension write files past the store: of Node's file system (`node:fs`, `node:fs/promises`), it
+ * imports these reads only. */
+const FS_READS = [
+  "access",
+  "constants",
+  "existsSync",
+  "lstat",
+  "lstatSync",
+  "readFile",
+  "readFileSync",
+  "stat",
+  "statSync",
+];
+
 /** What each folder may import. `folders`: project folders (a path such as `host/index.ts` allows that file only);
  * `packages`: npm packages (`*`: any) and whether `node:` modules are allowed; `typesOnly`: folders whose imports
  * must be `import type`. lib/ holds helpers without project dependencies: every layer but machines/ may import it, and it
@@ -17,7 +59,11 @@ const RULES: Record<string, Rule> = {
   store: { deny: ["extension", "host", "inspector", "actors"] },
   record: { deny: ["extension", "host", "inspector"] },
   inspector: { deny: ["extension", "host", "actors", "store"] },
-  extension: { folders: ["extension", "host/index.ts", "store", "lib"], typesOnly: ["machines"] },
+  extension: {
+    folders: ["extension", "host/index.ts", "store", "lib"],
+    typesOnly: ["machines"],
+    valuesOnly: { store: [], ...STORE_READS, "node:fs": FS_READS },
+  },
   host: { deny: ["extension"] },
   lib: { folders: ["lib"], packages: ["smol-toml"], node: true },
 };
@@ -46,6 +92,9 @@ interface Rule {
   deny?: string[];
   /** Folders that may be imported for types only (`import type`, `export type`). */
   typesOnly?: string[];
+  /** Modules (a project file or folder, or a `node:` module) of which only the named values may be imported, each
+   * import naming them (types are free); the most specific key applies: a file's own list, else its folder's. */
+  valuesOnly?: Record<string, readonly string[]>;
   /** Allowed npm packages (absent: any). */
   packages?: string[];
   /** Whether `node:` modules may be imported (absent: yes). */
@@ -61,6 +110,9 @@ interface Import {
   specifier: string;
   typeOnly: boolean;
   line: number;
+  /** The exported names it takes, each type-only or not; undefined when it takes the module unnamed (`import *`,
+   * `export *`, a bare or dynamic import). A default import is `default`. */
+  names?: { name: string; typeOnly: boolean }[];
 }
 
 /** Every import of a source text: static imports and re-exports (type-only or not) and dynamic `import()`. */
@@ -81,11 +133,25 @@ function importsOf(path: string, text: string): { imports: Import[]; impure: { w
             named.elements.length > 0 &&
             named.elements.every((e) => e.isTypeOnly))),
       );
-      imports.push({ specifier: node.moduleSpecifier.text, typeOnly, line: line(node) });
+      const names =
+        clause && !(clause.namedBindings && ts.isNamespaceImport(clause.namedBindings))
+          ? [
+              ...(clause.name ? [{ name: "default", typeOnly: clause.isTypeOnly }] : []),
+              ...(named?.elements ?? []).map((e) => ({
+                name: (e.propertyName ?? e.name).text,
+                typeOnly: clause.isTypeOnly || e.isTypeOnly,
+              })),
+            ]
+          : undefined;
+      imports.push({ specifier: node.moduleSpecifier.text, typeOnly, line: line(node), ...(names ? { names } : {}) });
     } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
       const named = node.exportClause && ts.isNamedExports(node.exportClause) ? node.exportClause : undefined;
       const typeOnly = node.isTypeOnly || (named !== undefined && named.elements.every((e) => e.isTypeOnly));
-      imports.push({ specifier: node.moduleSpecifier.text, typeOnly, line: line(node) });
+      const names = named?.elements.map((e) => ({
+        name: (e.propertyName ?? e.name).text,
+        typeOnly: node.isTypeOnly || e.isTypeOnly,
+      }));
+      imports.push({ specifier: node.moduleSpecifier.text, typeOnly, line: line(node), ...(names ? { names } : {}) });
     } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
       imports.push({ specifier: specifierOf(text, node.arguments[0]), typeOnly: false, line: line(node) });
     } else if (
@@ -154,9 +220,11 @@ export function violations(files: Map<string, string>): string[] {
     const rule = RULES[folder];
     if (!rule) continue;
     const { imports, impure } = importsOf(path, text);
-    for (const { specifier, typeOnly, line } of imports) {
+    for (const { specifier, typeOnly, line, names } of imports) {
       const where = `${path}:${line} imports ${specifier}`;
       const t = target(path, specifier);
+      const refused = typeOnly ? undefined : refusedValues(rule, t.kind === "project" ? t.path : t.name, names);
+      if (refused) out.push(`${where}: ${refused}`);
       if (t.kind === "package") {
         if (t.name.startsWith(PI_SCOPE) && folder !== "extension") {
           out.push(`${where}: Pi's packages are imported by extension/ only (hand what Pi knows down)`);
@@ -200,6 +268,26 @@ export function violations(files: Map<string, string>): string[] {
       for (const { what, line } of impure) out.push(`${path}:${line} uses ${what}: ${folder}/ reads no clock`);
   }
   return out;
+}
+
+/** Why the values an import takes of a `valuesOnly` module are refused, if they are. */
+function refusedValues(
+  rule: Rule,
+  module: string,
+  names: { name: string; typeOnly: boolean }[] | undefined,
+): string | undefined {
+  const key = Object.keys(rule.valuesOnly ?? {})
+    .filter((k) => module === k || within(module, k))
+    .sort((a, b) => b.length - a.length)[0];
+  if (key === undefined) return undefined;
+  const allowed = rule.valuesOnly![key]!;
+  const what = module.startsWith("node:")
+    ? "writes no files itself"
+    : "only reads the store (writes go through the host)";
+  if (!names) return `the extension ${what}: name what it imports (reads: ${allowed.join(", ") || "none, types only"})`;
+  const bad = names.filter((n) => !n.typeOnly && !allowed.includes(n.name)).map((n) => n.name);
+  if (!bad.length) return undefined;
+  return `the extension ${what}: ${bad.join(", ")} ${bad.length > 1 ? "are" : "is"} not among its reads of ${module} (${allowed.join(", ") || "none, types only"})`;
 }
 
 /** What is wrong with an import from `actors/<from>/` into `actors/<to>/`, if anything. */
@@ -247,7 +335,7 @@ describe("architecture", () => {
       ["actors/x/a.ts", 'import { SupervisorHost } from "../../host/host.ts";\nimport "../../store/journal.ts";'],
       ["actors/x/b.ts", 'export const later = () => import("../../extension/index.ts");'],
       ["actors/x/c.ts", 'const where = "../../inspector/server.ts";\nexport const late = () => import(where);'],
-      ["store/a.ts", 'import type { JournalLink } from "../extension/journal.ts";'],
+      ["store/a.ts", 'import type { CodeEnvironment } from "../extension/environment.ts";'],
       ["record/a.ts", 'export { x } from "../extension/session-status.ts";'],
       ["inspector/a.ts", 'import { SupervisorHost } from "../host/index.ts";\nimport "../extension/index.ts";'],
       ["extension/a.ts", 'import { createRunnerLogic } from "../actors/runner/runner.ts";'],
@@ -275,6 +363,23 @@ describe("architecture", () => {
       ["actors/process/a.ts", 'import type { Job } from "../deps/installer.ts";'],
       ["actors/registry/a.ts", 'import { localOperations } from "../process/operations.ts";'],
       ["actors/interpreter/a.ts", 'import { getAgentDir } from "@earendil-works/pi-coding-agent";'],
+      // The extension reads the store; a write (under any alias, re-exported, unnamed or late) is the host's.
+      [
+        "extension/f.ts",
+        'import { loadSource, saveSource as keep } from "../store/sources.ts";\nimport { Journal } from "../store/journal.ts";',
+      ],
+      [
+        "extension/code-execution/f.ts",
+        'export { readOutputPage, writeOutputArtifact } from "../../store/artifacts.ts";\nimport * as fs from "../../store/artifact-fs.ts";',
+      ],
+      [
+        "extension/shared/f.ts",
+        'import "../../store/images.ts";\nexport const later = () => import("../../store/sources.ts");',
+      ],
+      [
+        "extension/eval/f.ts",
+        'import { writeFile } from "node:fs/promises";\nimport { mkdirSync, statSync } from "node:fs";',
+      ],
     ]);
     const found = violations(bad);
     const expect = [
@@ -290,7 +395,7 @@ describe("architecture", () => {
       "actors/x/a.ts:2 imports ../../store/journal.ts",
       "actors/x/b.ts:1 imports ../../extension/index.ts",
       "actors/x/c.ts:2 imports ../../inspector/server.ts",
-      "store/a.ts:1 imports ../extension/journal.ts",
+      "store/a.ts:1 imports ../extension/environment.ts",
       "record/a.ts:1 imports ../extension/session-status.ts",
       "inspector/a.ts:1 imports ../host/index.ts",
       "inspector/a.ts:2 imports ../extension/index.ts",
@@ -312,6 +417,14 @@ describe("architecture", () => {
       "actors/process/a.ts:1 imports ../deps/installer.ts",
       "actors/registry/a.ts:1 imports ../process/operations.ts",
       "actors/interpreter/a.ts:1 imports @earendil-works/pi-coding-agent",
+      "extension/f.ts:1 imports ../store/sources.ts: the extension only reads the store (writes go through the host): saveSource is not",
+      "extension/f.ts:2 imports ../store/journal.ts: the extension only reads the store (writes go through the host): Journal is not",
+      "extension/code-execution/f.ts:1 imports ../../store/artifacts.ts: the extension only reads the store (writes go through the host): writeOutputArtifact is not",
+      "extension/code-execution/f.ts:2 imports ../../store/artifact-fs.ts: the extension only reads the store (writes go through the host): name what it imports",
+      "extension/shared/f.ts:1 imports ../../store/images.ts: the extension only reads the store (writes go through the host): name what it imports (reads: none, types only)",
+      "extension/shared/f.ts:2 imports ../../store/sources.ts: the extension only reads the store (writes go through the host): name what it imports",
+      "extension/eval/f.ts:1 imports node:fs/promises: the extension writes no files itself: writeFile is not",
+      "extension/eval/f.ts:2 imports node:fs: the extension writes no files itself: mkdirSync is not",
     ];
     for (const e of expect)
       assert.ok(
@@ -327,12 +440,17 @@ describe("architecture", () => {
       ],
       [
         "extension/d.ts",
-        'import { SupervisorHost } from "../host/index.ts";\nimport type { RunOutcome } from "../machines/events.ts";\nimport { ok } from "../lib/result.ts";\nimport { saveSource } from "../store/sources.ts";',
+        'import { SupervisorHost } from "../host/index.ts";\nimport type { RunOutcome } from "../machines/events.ts";\nimport { ok } from "../lib/result.ts";\nimport { loadSource } from "../store/sources.ts";',
+      ],
+      // The store's reads, and any of its types (a write's too); Node's file reads.
+      [
+        "extension/g.ts",
+        'import { type SourcePage, readSourcePage, sourceIdOf as idOf } from "../store/sources.ts";\nimport type { Journal } from "../store/journal.ts";\nimport { type OutputArtifact, readOutputPage } from "../store/artifacts.ts";\nexport type { RunRecord } from "../store/journal.ts";\nimport { readFile } from "node:fs/promises";\nimport { existsSync } from "node:fs";\nimport { join } from "node:path";',
       ],
       // A surface reaches its own files, what is shared, the extension's root and the door; the root reaches surfaces.
       [
         "extension/eval/d.ts",
-        'import { evalRenderers } from "../shared/notebook/render.ts";\nimport type { JournalLink } from "../journal.ts";\nimport { LANGUAGE_NAMES } from "./backend.ts";\nimport { show } from "../commands/show.ts";\nimport type { RunResult } from "../../host/index.ts";',
+        'import { evalRenderers } from "../shared/notebook/render.ts";\nimport type { CodeEnvironment } from "../environment.ts";\nimport { LANGUAGE_NAMES } from "./backend.ts";\nimport { show } from "../commands/show.ts";\nimport type { RunResult } from "../../host/index.ts";',
       ],
       [
         "extension/e.ts",

@@ -1,23 +1,18 @@
 // The `code_execution` tool: validates parameters, sends the run to the supervisor, streams a live preview and
 // maps the outcome to the model-visible text and details.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import type { SupervisorHost } from "../../host/index.ts";
+import { keepOutput, keepScript, type JournalLink, type SupervisorHost } from "../../host/index.ts";
 import { checkParams, codeExecutionSchema, DEFAULT_TIMEOUT_S, maxTimeoutSeconds } from "./params.ts";
 import { detailsOf, resultText, type CodeExecutionDetails } from "./result.ts";
 import { backendDetails } from "../shared/backend-mark.ts";
 import { liveUpdates } from "./live.ts";
 import { codeExecutionRenderers } from "./render.ts";
-import { outputArtifact, outputRoot, writeOutputArtifact, type OutputRef } from "../../store/artifacts.ts";
-import { saveInBackground, savesFailing } from "../../store/artifact-saves.ts";
-import type { ArtifactOutcome } from "./preview.ts";
-import { knownSourceId, saveSource, sourceIdOf } from "../../store/sources.ts";
-import type { JournalLink } from "../journal.ts";
+import type { OutputRef } from "../../store/artifacts.ts";
 import { resolveSource } from "./source-tool.ts";
 import { resolveLegacySource } from "./legacy-refs.ts";
 import { createRunTools, outerUsage } from "../shared/calls.ts";
 import { DisplayCollector, type DisplayLimits } from "../shared/display/collector.ts";
 import { withCompletion, type CompletionModels } from "../shared/completion.ts";
-import { afterResults, whenResultsDone } from "../../lib/after-results.ts";
 
 const DESCRIPTION = [
   "Run Python code and get its output.",
@@ -72,20 +67,15 @@ export function registerCodeExecutionTool(
         const checked = checkParams(params, maxTimeout, defaultTimeout);
         if (!checked.ok) throw new Error(checked.error);
         const p = checked.value;
-        // A sourceId reruns the exact verified script; new code is saved while it runs (off the start-up path). A
-        // script this process saved before is only checked for, after the result (saved again if it was removed).
+        // A sourceId reruns the exact verified script; other code is kept under its sourceId while it runs (the
+        // host decides when it is written: host/artifacts.ts).
         const code =
           p.sourceId !== undefined
             ? await resolveSource(p.sourceId, ctx)
             : p.sourceRef
               ? await resolveLegacySource(p.sourceRef, ctx) // an earlier session's reference: saved anew below
               : p.code!;
-        const known = p.sourceId === undefined ? knownSourceId(code) : undefined;
-        if (known) afterResults(() => void saveSource(code).catch(() => undefined));
-        const saving: Promise<string | undefined> =
-          p.sourceId !== undefined || known
-            ? Promise.resolve(p.sourceId ?? known)
-            : saveSource(code).catch(() => undefined);
+        const script = keepScript(code, p.sourceId);
         const supervisor = getHost();
         // The Pi tools this run's Python may await (extension/shared/calls.ts), as callable at this moment.
         const tools = withCompletion(
@@ -95,7 +85,7 @@ export function registerCodeExecutionTool(
         );
         // The sourceId is the script's digest: known before the file is saved, so every update can name it.
         const tags = {
-          sourceId: p.sourceId ?? known ?? sourceIdOf(code),
+          sourceId: script.sourceId,
           ...(p.session ? { session: p.session } : {}),
         };
         const live = onUpdate ? liveUpdates(onUpdate, tags) : undefined;
@@ -126,24 +116,13 @@ export function registerCodeExecutionTool(
         let rendered = resultText(result, noticeCtx);
         let output: OutputRef | undefined;
         if (!rendered.complete) {
-          // The preview leaves output out: the transcript is saved so it can be read back without rerunning, after
-          // the result (its outputId is its digest, known now); code_execution_output waits for the save, and
-          // says why if it failed. After a failed save, saves come before the result again, so it can say why.
-          const artifact = outputArtifact(result.capture);
-          const root = outputRoot();
-          const failing = savesFailing();
-          const write = () => writeOutputArtifact(artifact, root);
-          const writing = saveInBackground(
-            root,
-            artifact.ref.outputId,
-            failing ? write : () => whenResultsDone().then(write),
-          );
-          const error = failing ? await writing : undefined;
-          const saved: ArtifactOutcome = error === undefined ? { ok: true, ref: artifact.ref } : { ok: false, error };
+          // The preview leaves output out: the transcript is kept so it can be read back without rerunning (its
+          // outputId is known now; when it is written is the host's: host/artifacts.ts).
+          const saved = await keepOutput(result.capture);
           if (saved.ok) output = saved.ref;
           rendered = resultText(result, noticeCtx, saved);
         }
-        const sourceId = await saving;
+        const sourceId = await script.saved;
         const details: CodeExecutionDetails = detailsOf(result, {
           ...(sourceId ? { sourceId } : {}),
           ...(output ? { output } : {}),

@@ -5,7 +5,8 @@
 // resumed session) is shown as the structured `sourceRef` it names. Pi's session keeps the full calls; only what the
 // model is sent changes.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { saveSource, sourceIdOf } from "../../store/sources.ts";
+import { saveScript } from "../../host/index.ts";
+import { sourceIdOf } from "../../store/sources.ts";
 import { isPlaceholder, placeholderRef } from "./legacy-refs.ts";
 
 /** The reference must save at least this many bytes of serialized arguments (JSON escapes, UTF-8). */
@@ -59,7 +60,7 @@ export class ScriptRedactor {
   private readonly decided = new Map<string, { code: string; ref: Record<string, unknown> | null }>();
   private readonly save: (code: string) => Promise<string>;
 
-  constructor(save: (code: string) => Promise<string> = (code) => saveSource(code)) {
+  constructor(save: (code: string) => Promise<string> = saveScript) {
     this.save = save;
   }
 

@@ -8,7 +8,7 @@ import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import { ArtifactUnavailableError } from "../../store/artifact-fs.ts";
 import { loadLegacySource, matchesLegacySource, type LegacySourceRef } from "../../store/legacy-artifacts.ts";
-import { saveSource } from "../../store/sources.ts";
+import { restoreScript } from "../../host/index.ts";
 
 export type { LegacyOutputRef, LegacySourceRef } from "../../store/legacy-artifacts.ts";
 
@@ -108,6 +108,6 @@ export async function resolveLegacySource(ref: LegacySourceRef, ctx: ExtensionCo
     throw new Error(
       `Source ${describeRef(ref)} is not available: it is not saved and no code_execution call on this session branch has it. ${NO_RETRY}`,
     );
-  await saveSource(found.code).catch(() => undefined);
+  await restoreScript(found.code);
   return found.code;
 }

@@ -7,7 +7,7 @@ import { ArtifactUnavailableError, PAGE_BYTES } from "../../store/artifact-fs.ts
 import { readOutputPage } from "../../store/artifacts.ts";
 import { readLegacyOutputPage } from "../../store/legacy-artifacts.ts";
 import { legacyOutputRefSchema, type LegacyOutputRef } from "./legacy-refs.ts";
-import type { JournalLink } from "../journal.ts";
+import type { JournalLink } from "../../host/index.ts";
 import { pageParams } from "./source-tool.ts";
 import { outputToolRenderers } from "../shared/render-pages.ts";
 

@@ -1,8 +1,8 @@
 // The model-visible result text of a run, at most 20 KiB: the whole transcript when it fits, otherwise its
 // head (where stdout starts) and its tail (where a traceback ends) with exact counts of what was left out, a
 // line saying whether everything is recoverable, and finally an `outputId:` line.
-import type { ChannelCapture } from "../../host/index.ts";
-import { emittedTranscript, type OutputRef } from "../../store/artifacts.ts";
+import type { ArtifactOutcome, ChannelCapture } from "../../host/index.ts";
+import { emittedTranscript } from "../../store/artifacts.ts";
 
 export const MAX_TEXT_BYTES = 20 * 1024;
 /** Room kept for the omission marker, the recovery line and the outputId line. */
@@ -15,8 +15,7 @@ export interface Capture {
   stderr: ChannelCapture;
 }
 
-/** How the artifact save went, for the head-tail text. */
-export type ArtifactOutcome = { ok: true; ref: OutputRef } | { ok: false; error: string };
+export type { ArtifactOutcome };
 
 function joinLines(out: string, notices: string[]): string {
   if (notices.length === 0) return out || "[no output]";

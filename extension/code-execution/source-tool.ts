@@ -5,7 +5,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import { ArtifactUnavailableError, PAGE_BYTES } from "../../store/artifact-fs.ts";
-import { loadSource, pageOf, readSourcePage, saveSource, sourceIdOf, type SourcePage } from "../../store/sources.ts";
+import { loadSource, pageOf, readSourcePage, sourceIdOf, type SourcePage } from "../../store/sources.ts";
 import { legacySourcesWithId } from "../../store/legacy-artifacts.ts";
 import {
   describeRef,
@@ -14,7 +14,7 @@ import {
   resolveLegacySource,
   type LegacySourceRef,
 } from "./legacy-refs.ts";
-import type { JournalLink } from "../journal.ts";
+import { restoreScript, type JournalLink } from "../../host/index.ts";
 import { SOURCE_ID_PATTERN } from "./params.ts";
 import { sourceToolRenderers } from "../shared/render-pages.ts";
 
@@ -68,7 +68,7 @@ export async function resolveSource(sourceId: string, ctx: ExtensionContext): Pr
   const found = legacy.length ? legacy : branchSources(ctx, sourceId);
   if (found.length === 1) {
     // Put it back where it belongs; a failure here does not stop the run.
-    await saveSource(found[0]).catch(() => undefined);
+    await restoreScript(found[0]);
     return found[0];
   }
   if (found.length > 1)

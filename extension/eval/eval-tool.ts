@@ -3,7 +3,6 @@
 // Cells run in order; after the first error the rest are skipped. Each cell's timeout is a work budget.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
-import type { JournalLink } from "../journal.ts";
 import type { CodeEnvironment } from "../environment.ts";
 import { createRunTools, outerUsage } from "../shared/calls.ts";
 import { withCompletion } from "../shared/completion.ts";
@@ -11,12 +10,12 @@ import type { NestedCallRecord } from "../../machines/tool-events.ts";
 import { DisplayCollector } from "../shared/display/collector.ts";
 import { evalRenderers } from "../shared/notebook/render.ts";
 import { throttled } from "../shared/notebook/updates.ts";
-import type { BackendInfo } from "../../host/index.ts";
+import { prepareEvalDirs, type BackendInfo, type JournalLink } from "../../host/index.ts";
 import { backendDetails, type BackendMark } from "../shared/backend-mark.ts";
 import { LANGUAGE_NAMES, type EvalBackend, type EvalCellOutcome, type EvalLanguage } from "./backend.ts";
 import { ORCHESTRATION_HELP, withAgents } from "./agents.ts";
 import { StatusEvents } from "./status.ts";
-import { preludeDirs, preparePreludeDirs, withPrelude } from "./prelude.ts";
+import { preludeDirs, withPrelude } from "./prelude.ts";
 import { truncateEvalText, type EvalOutputMeta } from "./truncation.ts";
 
 export const DEFAULT_EVAL_TIMEOUT_S = 30;
@@ -171,7 +170,7 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
             )
           : undefined;
         const dirs = preludeDirs(ctx);
-        await preparePreludeDirs(dirs);
+        await prepareEvalDirs(dirs);
         // Status events (log(), phase(), agent(), tool calls) are details of the cell running when they happen.
         const status = new StatusEvents();
         display.onStatus = (i, event) => status.add(i, event);

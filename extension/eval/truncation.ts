@@ -3,7 +3,8 @@
 // `details.meta` says what was kept and where the rest is. A save that fails is said in the text; the cut stands.
 import { DEFAULT_MAX_BYTES, formatSize, truncateTail } from "@earendil-works/pi-coding-agent";
 import { errorMessage } from "../../lib/errors.ts";
-import { saveOutputArtifact, type PreludeDirs } from "./prelude.ts";
+import { keepEvalOutput } from "../../host/index.ts";
+import type { PreludeDirs } from "./prelude.ts";
 
 /** oh-my-pi's line cap for tool output (Pi's own is 2000). */
 export const EVAL_MAX_LINES = 3000;
@@ -41,7 +42,7 @@ export async function truncateEvalText(
   };
   let where: string;
   try {
-    const saved = await saveOutputArtifact(dirs, text);
+    const saved = await keepEvalOutput(dirs, text);
     truncation.artifactId = saved.id;
     truncation.path = saved.path;
     where = `the whole output is artifact://${saved.id}: output("${saved.id}") in an eval cell reads it`;

@@ -4,11 +4,10 @@
 // prompt. Enabled by `exec` in the `tools` setting (or `exec: true`); while enabled the built-in `bash` leaves the
 // active set unless `--keep-builtin-bash`.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { SupervisorHost } from "../../host/index.ts";
+import type { JournalLink, SupervisorHost } from "../../host/index.ts";
 import { execEnabled } from "../../store/settings.ts";
 import { registerExecSessionsCommand } from "./commands.ts";
 import type { CodeEnvironment } from "../environment.ts";
-import type { JournalLink } from "../journal.ts";
 import { EXEC_COMMAND, registerExecCommandTool } from "./exec-command-tool.ts";
 import { KILL_SESSION, registerKillSessionTool } from "./kill-session-tool.ts";
 import { LIST_SESSIONS, registerListSessionsTool } from "./list-sessions-tool.ts";

@@ -1,8 +1,7 @@
 // What each shell tool is given when the surface registers it (shell/register.ts): the host, reached through a
 // function that wires the host's wake and change callbacks on first use, the journal, and the settings in force. A
 // file of its own so the tools need nothing of the registration that imports them.
-import type { SupervisorHost } from "../../host/index.ts";
-import type { JournalLink } from "../journal.ts";
+import type { JournalLink, SupervisorHost } from "../../host/index.ts";
 import type { ResolvedSettings } from "../../store/setting-keys.ts";
 
 export interface ExecToolDeps {

@@ -3,8 +3,8 @@
 // for an image), and the call's result gets the images as Pi image content after its text: at most `maxImages` per
 // call, each at most `maxImageBytes`; others are saved as files and named. JSON outputs are kept as parsed values.
 import { NodeHtmlMarkdown } from "node-html-markdown";
-import type { RunShown } from "../../../host/index.ts";
-import { formatBytes, imagePath, imageSize, saveImage, svgToPng } from "./images.ts";
+import { keepImage, type RunShown } from "../../../host/index.ts";
+import { formatBytes, imageSize, svgToPng } from "./images.ts";
 
 export type DisplayItem = Exclude<RunShown, { kind: "value" | "exception" }>;
 
@@ -135,9 +135,10 @@ export class DisplayCollector {
     }
     info.shown = false;
     info.note = why;
-    info.path = imagePath(bytes, mime);
+    const kept = keepImage(bytes, mime);
+    info.path = kept.path;
     this.pending.push(
-      saveImage(info.path, bytes).catch((e: Error) => {
+      kept.saved.catch((e: Error) => {
         info.note = `${why}; it could not be saved either (${e.message})`;
         delete info.path;
         this.notes.push(`[image ${index} could not be saved: ${e.message}]`);
@@ -164,8 +165,9 @@ export class DisplayCollector {
             return;
           }
           info.note = why;
-          info.path = imagePath(png, "image/png");
-          await saveImage(info.path, png);
+          const kept = keepImage(png, "image/png");
+          info.path = kept.path;
+          await kept.saved;
           this.notes.push(`[image ${index} (SVG) not shown: ${why}; saved as ${info.path}]`);
         },
         (e: Error) => {

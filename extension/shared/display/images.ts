@@ -1,11 +1,7 @@
-// Image facts the display needs without a decoder: the size in a PNG or JPEG header, SVG rendered to PNG with
-// resvg (WebAssembly, loaded on first use), and larger images saved as private files of the output store.
-import { createHash } from "node:crypto";
+// Image facts the display needs without a decoder: the size in a PNG or JPEG header, and SVG rendered to PNG with
+// resvg (WebAssembly, loaded on first use). Images not shown are kept by the host (host/displays.ts).
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { join } from "node:path";
-import { ensurePrivateDir, placeOnce, writeAll, writeTemp } from "../../../store/artifact-fs.ts";
-import { outputRoot } from "../../../store/artifacts.ts";
 
 export function imageSize(data: Buffer, mime: string): { width: number; height: number } | undefined {
   if (mime === "image/png") {
@@ -49,20 +45,4 @@ export async function svgToPng(svg: string): Promise<Buffer> {
   const { Resvg } = await resvg;
   const png = new Resvg(svg, { font: { loadSystemFonts: false } }).render().asPng();
   return Buffer.from(png);
-}
-
-const EXT: Record<string, string> = { "image/png": "png", "image/jpeg": "jpg" };
-
-/** The file an image is saved as: content-addressed under the output store (0700 directory, 0600 file). */
-export function imagePath(data: Buffer, mime: string): string {
-  const id = createHash("sha256").update(data).digest("hex").slice(0, 16);
-  return join(outputRoot(), "images", `${id}.${EXT[mime] ?? "bin"}`);
-}
-
-export async function saveImage(path: string, data: Buffer): Promise<void> {
-  const dir = join(path, "..");
-  await ensurePrivateDir(join(dir, ".."));
-  await ensurePrivateDir(dir);
-  const temp = await writeTemp(dir, (h) => writeAll(h, data));
-  await placeOnce(temp, path); // an existing file has the same content (its name is its hash)
 }

@@ -1,11 +1,20 @@
-// The extension's link to the journal: created on first use, records each tool invocation around its execute
-// function, each run, and each session lifecycle transition it reads from the supervisor's snapshots. A journal
-// problem is told to the user once (Pi's UI when there is one, else stderr) and never reaches a result.
-import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { SupervisorHost, RunResult } from "../host/index.ts";
+// The tools' link to the journal: opened on first use, records each tool invocation around its execute function,
+// each run, and each session lifecycle transition it reads from the supervisor's snapshots. Built by the composition
+// root (host/create.ts); the tools only hand it what happened, the rows are written here. A journal problem is told to
+// the user once (Pi's UI when there is one, else stderr) and never reaches a result.
+import type { SupervisorHost } from "./host.ts";
+import type { RunResult } from "./requests.ts";
 import { Journal, journalPath, type JournalOptions } from "../store/journal.ts";
 import type { SessionEntry } from "../machines/supervisor.ts";
 import { holdResult } from "../lib/after-results.ts";
+
+/** What the link reads of a tool call's context: Pi's `ExtensionContext` has it (host/ names no Pi type). */
+export interface CallContext {
+  cwd: string;
+  hasUI: boolean;
+  ui: { notify(message: string, type?: "info" | "warning" | "error"): void };
+  sessionManager: { getSessionId(): string };
+}
 
 export interface JournalSettings {
   /** A database path, or `off`. Default: `PI_CODE_EXECUTION_JOURNAL`, else the XDG data directory. */
@@ -21,10 +30,10 @@ export class JournalLink {
   private readonly path: string | undefined;
   private readonly settings: JournalSettings;
   private journal: Journal | undefined;
-  private ctx: ExtensionContext | undefined;
+  private ctx: CallContext | undefined;
   private piSessionId: string | undefined;
   private closed = false;
-  /** Where the current event log is (set by the extension when recording is on). */
+  /** Where the current event log is (set by the composition root when recording is on). */
   eventLog: () => string | undefined = () => undefined;
   /** Resolves when the event log holds everything recorded so far (rows naming it are written after). */
   eventLogWritten: () => Promise<void> = async () => {};
@@ -50,7 +59,7 @@ export class JournalLink {
   }
 
   /** The context notices go to, and Pi's session ID for the rows. */
-  private remember(ctx: ExtensionContext): void {
+  private remember(ctx: CallContext): void {
     this.ctx = ctx;
     try {
       this.piSessionId = ctx.sessionManager.getSessionId();
@@ -67,7 +76,7 @@ export class JournalLink {
     tool: string,
     toolCallId: string,
     args: Record<string, unknown>,
-    ctx: ExtensionContext,
+    ctx: CallContext,
     execute: (note: { runId?: string }) => Promise<T>,
   ): Promise<T> {
     const startedAt = Date.now();
