@@ -12,6 +12,7 @@ import {
   readdirSync,
   readFileSync,
   realpathSync,
+  rmSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
@@ -97,6 +98,35 @@ describe("discovery order", () => {
     assert.equal(await findVenv(repo, { ...DEFAULT_VENV_DISCOVERY, parentWalk: false }), inRepo);
     assert.equal(await findVenv(deep, { ...DEFAULT_VENV_DISCOVERY, dirNames: ["env"] }), undefined, "other names");
     assert.equal(await findVenv(deep, { ...DEFAULT_VENV_DISCOVERY, enabled: false }), undefined, "disabled");
+  });
+});
+
+describe("an answer re-checked at the door (InterpreterResolver.resolvedNow)", () => {
+  test("past its bound: kept while discovery finds the same interpreter, pending once a venv appears", async () => {
+    const cwd = tmp("pcs-door-");
+    const resolver = new InterpreterResolver({ env: () => ({ PATH: process.env.PATH ?? "" }), cacheMs: 1 });
+    assert.equal(resolver.resolvedNow(cwd), "pending", "nothing resolved yet");
+    const first = await resolver.resolveForRun(cwd);
+    assert.ok(first.ok);
+    await new Promise((r) => setTimeout(r, 5));
+    // Older than the bound, nothing changed: the same answer at once (a run after a pause needs no wait).
+    const again = resolver.resolvedNow(cwd);
+    assert.ok(again !== "pending" && again.ok);
+    assert.equal(again.value.executable, first.value.executable);
+    // A venv created meanwhile: the door does not guess; the run resolves anew (and finds it).
+    const venv = makeVenv(join(cwd, ".venv"));
+    await new Promise((r) => setTimeout(r, 5));
+    assert.equal(resolver.resolvedNow(cwd), "pending");
+    const fresh = await resolver.resolveForRun(cwd);
+    assert.ok(fresh.ok);
+    assert.equal(fresh.value.requested, venv);
+    // A path interpreter that is no longer executable is not kept either (the venv's own link is replaced: a chmod
+    // through it would change the system interpreter).
+    await new Promise((r) => setTimeout(r, 5));
+    assert.ok(resolver.resolvedNow(cwd) !== "pending");
+    rmSync(venv);
+    writeFileSync(venv, "not an interpreter");
+    assert.equal(resolver.resolvedNow(cwd), "pending", "no longer executable");
   });
 });
 
