@@ -53,6 +53,9 @@ interface PendingRun {
   exception?: string;
 }
 
+/** `off` sends every run through the supervisor's queue, none straight to its session. */
+export const DIRECT_ENV = "PI_CODE_EXECUTION_DIRECT";
+
 export class SupervisorHost {
   private readonly actor: Actor<SupervisorLogic>;
   /** The escalation bounds for new runs (settings may change them: `setLimits`). */
@@ -201,7 +204,9 @@ export class SupervisorHost {
     };
     const settled: RunStartEvent = { ...start, ...this.prepareAtDoor(start) };
     // The warm path: a settled request for an idle session goes straight to it (host/selectors.ts directSession).
-    const session = directSession(this.actor.getSnapshot(), settled);
+    // `PI_CODE_EXECUTION_DIRECT=off`: every request through the supervisor (the escape hatch, and bench/direct.ts's
+    // baseline), read at each run.
+    const session = process.env[DIRECT_ENV] === "off" ? undefined : directSession(this.actor.getSnapshot(), settled);
     if (session) this.sendDirect(session, settled);
     else this.actor.send(settled);
     if (signal?.aborted) cancel();
