@@ -433,14 +433,7 @@ export class InterpreterResolver {
     const now = Date.now();
     if (hit && hit.key === key && hit.ops === ops && now - hit.at < (this.options.cacheMs ?? 1000)) return hit.value;
     const value = (async (): Promise<Result<Interpreter, InterpreterFailure>> => {
-      const request = await discoverInterpreter({
-        cwd,
-        env,
-        venv,
-        ...(this.selected ? { selected: this.selected } : {}),
-        ...(flag ? { flag } : {}),
-        ...(remote ? { remote } : {}),
-      });
+      const request = await discoverInterpreter(this.discoveryInput(cwd, { env, venv, flag, remote }));
       this.notes = request.notes;
       const probed = await checkInterpreter(request.command, request.base, env, ops);
       if (!probed.ok)
@@ -471,19 +464,27 @@ export class InterpreterResolver {
     // few stats). The same command as before, still an executable file where it is a path, keeps the answer (its
     // probe is cached per command anyway), so the run needs no wait; anything else is resolved anew, off the door.
     if (!hit.settled.ok) return "pending";
-    const request = discoverInterpreterNow({
-      cwd,
-      env,
-      venv,
-      ...(this.selected ? { selected: this.selected } : {}),
-      ...(flag ? { flag } : {}),
-      ...(remote ? { remote } : {}),
-    });
+    const request = discoverInterpreterNow(this.discoveryInput(cwd, { env, venv, flag, remote }));
     if (request.command !== hit.settled.value.requested || !stillThere(request.command, request.base, ops))
       return "pending";
     this.notes = request.notes;
     hit.at = now;
     return hit.settled;
+  }
+
+  /** Discovery's input for `cwd`, from a `lookup()`. */
+  private discoveryInput(
+    cwd: string,
+    l: Pick<ReturnType<InterpreterResolver["lookup"]>, "env" | "venv" | "flag" | "remote">,
+  ): DiscoveryInput {
+    return {
+      cwd,
+      env: l.env,
+      venv: l.venv,
+      ...(this.selected ? { selected: this.selected } : {}),
+      ...(l.flag ? { flag: l.flag } : {}),
+      ...(l.remote ? { remote: l.remote } : {}),
+    };
   }
 
   /** What a cached discovery must match: the selection, the flag, the environment, the backend. */
