@@ -277,7 +277,8 @@ export class TraceEncoder {
           keys.set(k, { value: v, copy, json: JSON.stringify(copy) });
         }
       }
-      return Object.fromEntries([...keys].map(([k, c]) => [k, c.copy]));
+      // Built only if the record carries the whole context (below): most snapshots carry a delta.
+      return BY_KEYS;
     });
     if (r?.k === "actor") {
       this.forget(r.id);
@@ -292,6 +293,22 @@ export class TraceEncoder {
     if (r.context === undefined || r.context === UNCHANGED) {
       delete r.context;
       if (ended) this.forget(r.id);
+      return r;
+    }
+    if (r.context === BY_KEYS) {
+      const previous = this.contexts.get(r.id);
+      if (ended) this.forget(r.id);
+      else this.contexts.set(r.id, keys!);
+      if (!previous || previous.has("")) {
+        r.context = Object.fromEntries([...keys!].map(([k, c]) => [k, c.copy]));
+        return r;
+      }
+      delete r.context;
+      const delta: Record<string, unknown> = {};
+      for (const [k, c] of keys!) if (previous.get(k)?.json !== c.json) delta[k] = c.copy;
+      const removed = [...previous.keys()].filter((k) => !keys!.has(k));
+      if (Object.keys(delta).length) r.delta = delta;
+      if (removed.length) r.removed = removed;
       return r;
     }
     const context = r.context;
@@ -325,6 +342,8 @@ interface KeyCopy {
 const NO_VALUE = Symbol("no raw value");
 /** A context that is the very object of the actor's previous snapshot. */
 const UNCHANGED = Symbol("unchanged context");
+/** A plain context whose keys were copied one by one: the record gets them whole or as a delta. */
+const BY_KEYS = Symbol("context by keys");
 
 /** A plain object (not an actor ref, error, map or class instance): its keys are compacted one by one. */
 function isPlainRecord(v: unknown): v is Record<string, unknown> {
