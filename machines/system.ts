@@ -4,6 +4,7 @@
 import { fromCallback, type AnyActorLogic, type CallbackActorLogic, type EventObject } from "xstate";
 import type { RunStartEvent } from "./events.ts";
 import { factOfPrepared } from "./supervisor-context.ts";
+import { forgetActorEventCandidates } from "./actor-event-candidates.ts";
 import { runMachine } from "./run.ts";
 import { sessionMachine } from "./session.ts";
 import { spareMachine } from "./spare.ts";
@@ -38,27 +39,30 @@ export function supervisorWith(runner: AnyActorLogic, boundary: BoundaryActors =
     ? toolCallMachine.provide({ actors: { dispatch: boundary.dispatch as DispatchLogic } })
     : toolCallMachine;
   const install = boundary.install ? { install: boundary.install } : {};
-  return supervisorMachine.provide({
-    actors: {
-      prepare: boundary.prepare ?? preparedBySender,
-      run: runMachine.provide({ actors: { runner, toolCall, ...install } }),
-      session: sessionMachine.provide({
-        actors: { runner, run: runMachine.provide({ actors: { toolCall, ...install } }) },
-      }),
-      spare: spareMachine.provide({ actors: { runner } }),
-      ...(boundary.shell
-        ? {
-            exec: execPoolMachine.provide({
-              actors: {
-                session: execSessionMachine.provide({
-                  actors: { shell: boundary.shell as CallbackActorLogic<ShellCommand, ShellInput> },
-                }),
-              },
-            }),
-          }
-        : {}),
-    },
-  });
+  // Every machine of the tree, so XState's transition cache does not grow with each run (issue 31).
+  return forgetActorEventCandidates(
+    supervisorMachine.provide({
+      actors: {
+        prepare: boundary.prepare ?? preparedBySender,
+        run: runMachine.provide({ actors: { runner, toolCall, ...install } }),
+        session: sessionMachine.provide({
+          actors: { runner, run: runMachine.provide({ actors: { toolCall, ...install } }) },
+        }),
+        spare: spareMachine.provide({ actors: { runner } }),
+        ...(boundary.shell
+          ? {
+              exec: execPoolMachine.provide({
+                actors: {
+                  session: execSessionMachine.provide({
+                    actors: { shell: boundary.shell as CallbackActorLogic<ShellCommand, ShellInput> },
+                  }),
+                },
+              }),
+            }
+          : {}),
+      },
+    }),
+  );
 }
 
 export type SupervisorLogic = ReturnType<typeof supervisorWith>;

@@ -1,0 +1,92 @@
+// A program, not a test: runs warm runs through a host (no Pi) and prints, as JSON, the bytes of heap each run left
+// behind after garbage collection, window by window. Run with --expose-gc (test/heap-per-run.test.ts).
+//   node --expose-gc test/helpers/heap-per-run.ts <kind> [windows] [runs per window] [--record]
+// kind: `session` (a named Python session), `fresh` (a fresh Python run each time), `js` (a JavaScript session) or
+// `calls` (a named Python session whose every run makes a nested tool call, answered by the bridge below).
+import "./agent-dir.ts";
+import { getHeapSpaceStatistics } from "node:v8";
+import { Observability } from "../../host/observability.ts";
+import type { RunCallbacks, RunRequestInput } from "../../host/requests.ts";
+import type { RunTools } from "../../actors/calls/contract.ts";
+
+const [kind = "session", windowsArg = "4", perWindowArg = "500"] = process.argv
+  .slice(2)
+  .filter((a) => !a.startsWith("--"));
+const record = process.argv.includes("--record");
+const windows = Number(windowsArg);
+const perWindow = Number(perWindowArg);
+
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error("run with --expose-gc");
+
+/** Bytes used by objects: every heap space but compiled code and bytecode (`code_*`, `trusted_*`), which V8 keeps
+ * growing as it optimizes hot functions and shrinks as it flushes cold ones, run count aside. */
+function objectHeap(): number {
+  return getHeapSpaceStatistics()
+    .filter((s) => !s.space_name.startsWith("code_") && !s.space_name.startsWith("trusted_"))
+    .reduce((sum, s) => sum + s.space_used_size, 0);
+}
+
+/** The object heap after full collections (until it stops shrinking: finalizers and weak maps settle in rounds). */
+async function settledHeap(): Promise<number> {
+  let last = Infinity;
+  for (let i = 0; i < 5; i++) {
+    await new Promise((r) => setImmediate(r));
+    gc!();
+    const used = objectHeap();
+    if (used >= last) return used;
+    last = used;
+  }
+  return last;
+}
+
+const REQUESTS: Record<string, (i: number) => Omit<RunRequestInput, "cwd" | "timeoutMs">> = {
+  session: (i) => ({ code: `x = ${i}`, session: "s" }),
+  fresh: (i) => ({ code: `x = ${i}` }),
+  js: (i) => ({ code: `globalThis.x = ${i}`, session: "j", language: "js" }),
+  calls: (i) => ({ code: `x = await echo(x='${i}')`, session: "c" }),
+};
+
+/** What the extension hands a run for its nested calls, with Pi's dispatch answering `echo` at once. */
+const echoTools: RunTools = {
+  callerId: "outer-call",
+  cwd: process.cwd(),
+  tools: [
+    {
+      spec: { name: "echo", python: "echo", signature: "echo(*, x: str)" },
+      validate: (args) => ({ ok: true, value: args }),
+    },
+  ],
+  emit() {},
+  async execute(name, input) {
+    return { result: { content: [{ type: "text", text: `${name}:${String(input.x)}` }] }, isError: false };
+  },
+};
+const callbacks: RunCallbacks = kind === "calls" ? { tools: echoTools } : {};
+const request = REQUESTS[kind];
+if (!request) throw new Error(`unknown kind ${kind}: session, fresh or js`);
+
+const observability = new Observability({ record: record ? {} : false });
+const host = observability.createHost({});
+const cwd = process.cwd();
+async function runs(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const result = await host.run({ ...request(i), cwd, timeoutMs: 30_000 }, callbacks);
+    if (result.outcome.status !== "success")
+      throw new Error(`run ${i} ended ${result.outcome.status}: ${JSON.stringify(result)}`);
+  }
+}
+
+// The first window loads and warms up what is loaded once (the interpreter, V8's feedback for the host's paths).
+await runs(perWindow);
+let before = await settledHeap();
+const perRun: number[] = [];
+for (let w = 0; w < windows; w++) {
+  await runs(perWindow);
+  const after = await settledHeap();
+  perRun.push(Math.round((after - before) / perWindow));
+  before = after;
+}
+await host.shutdown();
+process.stdout.write(`${JSON.stringify({ kind, record, perWindow, perRun })}\n`);
+process.exit(0);
