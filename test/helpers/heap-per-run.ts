@@ -6,6 +6,7 @@
 import "./agent-dir.ts";
 import { getHeapSpaceStatistics } from "node:v8";
 import { Observability } from "../../host/observability.ts";
+import { SupervisorHost } from "../../host/host.ts";
 import type { RunCallbacks, RunRequestInput } from "../../host/requests.ts";
 import type { RunTools } from "../../actors/calls/contract.ts";
 
@@ -67,7 +68,7 @@ const request = REQUESTS[kind];
 if (!request) throw new Error(`unknown kind ${kind}: session, fresh or js`);
 
 const observability = new Observability({ record: record ? {} : false });
-const host = observability.createHost({});
+const host = new SupervisorHost(observability.observe({}));
 const cwd = process.cwd();
 async function runs(n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
