@@ -13,7 +13,15 @@ import { after, before, describe, test } from "node:test";
 import { CONTAINMENT_ENV, contain, containmentMode } from "../actors/registry/containment.ts";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { cgroupDir, cgroupPeers, parentOf, pidAlive, processesMatching, sessionMembers, waitUntil } from "./helpers/procs.ts";
+import {
+  cgroupDir,
+  cgroupPeers,
+  parentOf,
+  pidAlive,
+  processesMatching,
+  sessionMembers,
+  waitUntil,
+} from "./helpers/procs.ts";
 
 /** Starts every kind of escape and prints, as JSON, the runner's pid and each escape's [pid, pgid, sid]. Each
  * child reports only once it has moved, so the run cannot end before the escape happened. */
@@ -274,6 +282,33 @@ describe("shells (exec_command) start inside their cgroup", () => {
     disposed = true;
     await pi.dispose();
     assert.ok(await waitUntil(() => !pidAlive(daemon), 3000), `the daemon (pid ${daemon}) died with Pi`);
+  });
+
+  test("a background process that outlives its command: the shell's cgroup goes when it ends, not when Pi quits", async (t) => {
+    if (containmentMode().kind !== "cgroup") return t.skip(`no cgroups here: ${containmentMode().reason}`);
+    process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,exec";
+    const pi = await startPi();
+    delete process.env.PI_CODE_EXECUTION_TOOLS;
+    t.after(() => pi.dispose());
+    pi.faux.setResponses([
+      fauxAssistantMessage(
+        [fauxToolCall("exec_command", { cmd: "setsid sleep 1.5 >/dev/null 2>&1 < /dev/null & echo $!" })],
+        {
+          stopReason: "toolUse",
+        },
+      ),
+      fauxAssistantMessage("done"),
+    ]);
+    await pi.session.prompt("go");
+    const [r] = pi.toolResults().slice(-1);
+    const daemon = Number(textOf(r).split("\n---\n")[1]?.trim());
+    assert.ok(daemon > 0, textOf(r));
+    // The shell has exited; its background `sleep` keeps the group (and its cgroup) alive.
+    assert.match(cgroupOf(daemon), /\/c\d+$/, "the sleep is in the shell's cgroup");
+    const dir = cgroupDir(daemon)!;
+    assert.ok(existsSync(dir), `control: ${dir} is there while the sleep lives`);
+    assert.ok(await waitUntil(() => !pidAlive(daemon), 5000), "the sleep ended");
+    assert.ok(await waitUntil(() => !existsSync(dir), 10_000), `${dir} was removed while Pi still runs`);
   });
 
   test("Pi exiting without a shutdown: the exit handler kills a shell's setsid daemon", async (t) => {

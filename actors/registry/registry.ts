@@ -102,6 +102,27 @@ export function unregisterGroup(pid: number): void {
   void entry?.box.releaseLater();
 }
 
+/** How often a group let go with members left is looked at again: 50 ms doubling to 5 s (a member still exiting
+ * goes within the first looks; a background process that outlives its command costs one small read every 5 s). */
+const EMPTY_POLL_MS = [50, 5000] as const;
+
+/** Stops tracking `pid` once its group is empty: at once, or when a later look finds it so (a member still exiting
+ * when the leader's end was seen, or a background process that outlived its command). Until then it stays
+ * registered, so shutdown still stops it. The looks hold nothing of the event loop. */
+export function unregisterWhenEmpty(pid: number): void {
+  const entry = entries.get(pid);
+  if (!entry) return;
+  let wait: number = EMPTY_POLL_MS[0];
+  const look = () => {
+    // Someone else took it over (a stop, a reused pid): theirs now.
+    if (entries.get(pid) !== entry || entry.stopping) return;
+    if (entry.box.members().length === 0) return unregisterGroup(pid);
+    setTimeout(look, wait).unref();
+    wait = Math.min(wait * 2, EMPTY_POLL_MS[1]);
+  };
+  look();
+}
+
 /** `signal` to everything tracked under `pid` (its process group if it is not tracked). False if nothing was there. */
 export function killGroup(pid: number, signal: NodeJS.Signals): boolean {
   if (signalGroup(pid, signal)) return true;

@@ -5,7 +5,7 @@
 // that could not be sent. Signals arrive as `shell.signal`. Stopped while the process lives, it kills the group.
 import { fromCallback } from "xstate";
 import type { ShellCommand, ShellFact, ShellInput } from "../../machines/exec-session.ts";
-import { groupAlive, registerGroup, stopTracked, unregisterGroup } from "../registry/registry.ts";
+import { registerGroup, stopTracked, unregisterWhenEmpty } from "../registry/registry.ts";
 import type { ChildHandle } from "../process/children.ts";
 import type { ProcessOperations } from "../process/operations.ts";
 import type { SessionIO } from "./session-io.ts";
@@ -57,9 +57,11 @@ export function createShellLogic(ports: ShellPorts) {
         });
         h.onClose((e) => {
           closed = true;
-          // Background processes that let go of the output may live on in the group: it stays registered (and is
-          // stopped at shutdown) until it is empty.
-          if (!groupAlive(h.pid)) unregisterGroup(h.pid);
+          // Background processes that let go of the output may live on in the group, and a killed group's members
+          // may still be exiting: it stays registered (and is stopped at shutdown) until it is empty, then goes with
+          // its cgroup (before, a group not empty at this moment kept its cgroup until Pi quit: the soak's
+          // growing count of empty cgroups).
+          unregisterWhenEmpty(h.pid);
           if (!stopped) send({ type: "shell.closed", at: ports.now(), code: e.code, signal: e.signal });
         });
       });
