@@ -372,6 +372,7 @@ export class SupervisorHost {
     await this.ops.close().catch(() => {});
     await removeSessionPackages(this.id, this.options.packages?.sessionRoot);
     // Runs that did not report within the bound end as cancelled: no caller waits forever.
+    this.direct.clear();
     for (const [runId, pending] of this.runs) {
       pending.resolve(
         requestOutcome({ runId, at: pending.requestedAt }, "cancelled", {
