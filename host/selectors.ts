@@ -1,7 +1,7 @@
 // What the host's door shows of the actor system, read from the root's snapshot: the live sessions (their phase
 // read from the active run, their process and history) and the spare runners. Pure functions of a snapshot.
 import type { AnyActorRef, SnapshotFrom } from "xstate";
-import { replacementOf, type SessionEntry } from "../machines/supervisor.ts";
+import { otherLanguage, replacementOf, type SessionEntry } from "../machines/supervisor.ts";
 import type { RunStartEvent } from "../machines/events.ts";
 import { sessionPhase } from "../machines/session.ts";
 import { spareIsReady } from "../machines/spare.ts";
@@ -77,8 +77,7 @@ export function directSession(root: RootSnapshot, request: RunStartEvent): AnyAc
   if (root.value !== "serving" || root.context.queue.length > 0) return undefined;
   const entry = root.context.sessions[request.session];
   if (!entry || entry.status !== "alive" || entry.busyRunId !== undefined) return undefined;
-  if ((entry.language ?? "python") !== (request.language ?? "python") || replacementOf(entry, request))
-    return undefined;
+  if (otherLanguage(root.context, request) || replacementOf(entry, request)) return undefined;
   const session = root.children[sessionActorId(request.session)] as AnyActorRef | undefined;
   return snapshotOf(session)?.value === "idle" ? session : undefined;
 }
