@@ -1,7 +1,8 @@
 // The JavaScript runner (runtime-js/runner.js) driven like the host drives it (docs/protocol-js.md): a real Node
-// child, real pipes and signals. A cell's output is taken one event-loop turn after its `done`, as the host does.
+// child, real pipes and signals. A cell's output is taken once as much has been read as its `done` counts (`out`), as
+// the host's output order does: the three sockets are read in no fixed order, so a turn after `done` is not enough.
 import { fileURLToPath } from "node:url";
-import { RunnerDriver, type Frame, type StartOptions } from "./runner-driver.ts";
+import { RunnerDriver, waitUntil, type Frame, type StartOptions } from "./runner-driver.ts";
 
 export const JS_RUNNER_PATH = fileURLToPath(new URL("../../runtime-js/runner.js", import.meta.url));
 
@@ -51,6 +52,12 @@ export async function runCell(
       (f) => f.type === "done" && f.id === mark.id,
       opts.timeoutMs ?? 10_000,
     )) as CellResult["done"];
+    const [outBytes, errBytes] = (done.out as [number, number] | undefined) ?? [0, 0];
+    await waitUntil(
+      () => d.stdoutBytes().length >= outBytes && d.stderrBytes().length >= errBytes,
+      10_000,
+      "the output the cell's done counts",
+    );
     await turn();
     const displays = d.frames.filter((f) => f.type === "display" && f.id === mark.id);
     return {
