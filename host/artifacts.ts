@@ -5,11 +5,17 @@
 import { afterResults, whenResultsDone } from "../lib/after-results.ts";
 import type { ChannelCapture } from "../lib/run-output.ts";
 import { outputArtifact, outputRoot, writeOutputArtifact, type OutputRef } from "../store/artifacts.ts";
-import { saveInBackground, savesFailing, savesLanded } from "../store/artifact-saves.ts";
-import { saveEvalOutput, type EvalDirs } from "../store/eval-files.ts";
+import { saveInBackground, savesFailing } from "../store/artifact-saves.ts";
 import { knownSourceId, saveSource, sourceIdOf } from "../store/sources.ts";
 
 export { evalDirs, prepareEvalDirs, type EvalDirs } from "../store/eval-files.ts";
+/** Saves a script (idempotent) and resolves with its sourceId; rejects when it cannot be saved (a collision, an
+ * unwritable directory), for a caller that then leaves the script where it was. */
+export { saveSource as saveScript } from "../store/sources.ts";
+/** Resolves when every transcript save started so far has landed or failed (Pi's shutdown waits for them). */
+export { savesLanded as artifactsLanded } from "../store/artifact-saves.ts";
+/** Saves a cut eval output whole, as an artifact of the Pi session (read back with output("<id>")). */
+export { saveEvalOutput as keepEvalOutput } from "../store/eval-files.ts";
 
 /** How a transcript's save went, for the head-tail text: its reference, or why it could not be saved. */
 export type ArtifactOutcome = { ok: true; ref: OutputRef } | { ok: false; error: string };
@@ -26,12 +32,6 @@ export function keepScript(code: string, sourceId?: string): { sourceId: string;
     return { sourceId: known, saved: Promise.resolve(known) };
   }
   return { sourceId: sourceIdOf(code), saved: saveSource(code).catch(() => undefined) };
-}
-
-/** Saves a script (idempotent) and resolves with its sourceId; rejects when it cannot be saved (a collision, an
- * unwritable directory), for a caller that then leaves the script where it was. */
-export function saveScript(code: string): Promise<string> {
-  return saveSource(code);
 }
 
 /** Puts back a script found elsewhere (an earlier session's legacy file, the session branch) under its sourceId, the
@@ -54,14 +54,4 @@ export async function keepOutput(capture: {
   const writing = saveInBackground(root, artifact.ref.outputId, failing ? write : () => whenResultsDone().then(write));
   const error = failing ? await writing : undefined;
   return error === undefined ? { ok: true, ref: artifact.ref } : { ok: false, error };
-}
-
-/** Resolves when every transcript save started so far has landed or failed (Pi's shutdown waits for them). */
-export function artifactsLanded(): Promise<void> {
-  return savesLanded();
-}
-
-/** Saves a cut eval output whole, as an artifact of the Pi session (read back with output("<id>")). */
-export function keepEvalOutput(dirs: EvalDirs, text: string): Promise<{ id: string; path: string }> {
-  return saveEvalOutput(dirs, text);
 }

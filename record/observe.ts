@@ -106,14 +106,7 @@ export class SystemObserver {
           const source = ref(event.sourceRef);
           const target = ref(event.actorRef);
           if (BOUNDARY_IDS.includes(source.id) && source._parent === target) {
-            const during = this.boundary.during(source);
-            this.emitInput({
-              k: "fact",
-              to: actorName(target),
-              from: actorName(source),
-              event: event.event as never,
-              ...(during !== undefined ? { during } : {}),
-            });
+            this.recordFact(source, target, event.event as RunnerFact);
           }
         }
         for (const l of this.listeners) this.safely(() => l.inspection?.(event));
@@ -123,20 +116,23 @@ export class SystemObserver {
       onStop: () => this.emitInput({ k: "stop" }),
       // A session's runner telling a run its facts directly (actors/runner/runner.ts): the same input record as a
       // fact to a parent, addressed to the run.
-      onFact: (from, to, fact) => {
-        const during = this.boundary.during(from);
-        this.emitInput({
-          k: "fact",
-          to: actorName(to),
-          from: actorName(from),
-          event: fact,
-          ...(during !== undefined ? { during } : {}),
-        });
-      },
+      onFact: (from, to, fact) => this.recordFact(from, to, fact),
       onOutput: (runId, channel, chunk) => {
         for (const l of this.listeners) this.safely(() => l.output?.(runId, channel, chunk.length));
       },
     };
+  }
+
+  /** A fact from a boundary actor to the actor it tells, with the events that boundary had received by then. */
+  private recordFact(from: AnyActorRef, to: AnyActorRef, fact: RunnerFact): void {
+    const during = this.boundary.during(from);
+    this.emitInput({
+      k: "fact",
+      to: actorName(to),
+      from: actorName(from),
+      event: fact,
+      ...(during !== undefined ? { during } : {}),
+    });
   }
 
   private emitInput(record: InputRecord): void {
