@@ -218,9 +218,10 @@ function wrap(
     listeners.protocol.forEach((fn) => fn(m)),
   );
   // libuv reads the readable descriptors of one poll in no fixed order, and one read of stdout can take bytes written
-  // after a frame that is only read in the next poll (it was not readable yet when the poll began). So frames are
-  // decoded in the turn after they are read, and output waits one poll longer: by then every frame written before
-  // it has been read and decoded, and output-order.ts puts each byte on its side of each frame.
+  // after a frame that is only read in the next poll (it was not readable yet when the poll began). So frames read
+  // while output waits here are decoded in the turn after they are read, and output waits one poll longer: by then
+  // every frame written before it has been read and decoded, and output-order.ts puts each byte on its side of each
+  // frame. A frame read when nothing waits (a quiet cell's `done`) is decoded at once: a turn sooner.
   let frames: Buffer[] = [];
   /** Output read before the latest poll, and output read since. */
   let older: { channel: 0 | 1; chunk: Buffer }[] = [];
@@ -268,6 +269,9 @@ function wrap(
   });
   control.on("data", (c: Buffer) => {
     if (!held) return decoder.push(c);
+    // Nothing read is waiting (no frame, no output): the frames go now. Output written before them and not read yet
+    // holds them in output-order.ts by their counts; output read with them in this poll would be waiting here.
+    if (frames.length === 0 && older.length === 0 && newer.length === 0) return decoder.push(c);
     frames.push(c);
     schedule();
   });
