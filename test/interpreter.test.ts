@@ -6,7 +6,6 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import {
   chmodSync,
-  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -17,7 +16,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import {
@@ -33,10 +32,12 @@ import { SupervisorHost } from "../host/host.ts";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { startSupervisor } from "./helpers/fake-runner.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
+import { findPython, skipWithout } from "./helpers/pythons.ts";
 
 const SYSTEM = "/usr/bin/python3";
-const PY312 = "/root/.pyenv/versions/3.12.1/bin/python3";
-const PY38 = "/root/.pyenv/versions/3.8.18/bin/python3";
+// Other interpreters, found at run time (test/helpers/pythons.ts); the tests that need one skip without it.
+const PY312 = findPython("3.12");
+const PY38 = findPython("3.8");
 const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
 const versionOf = (exe: string) =>
   execFileSync(exe, ["-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"], { encoding: "utf8" }).trim();
@@ -167,8 +168,8 @@ describe("validation: resolved once to the real executable", () => {
     assert.match(fake.ok ? "" : fake.error, /did not report itself as a Python interpreter/);
     const none = await validateInterpreter("no-such-python-here", dir);
     assert.match(none.ok ? "" : none.error, /was not found on PATH/);
-    if (existsSync(PY38)) {
-      const old = await validateInterpreter(PY38, dir);
+    if (PY38) {
+      const old = await validateInterpreter(PY38.path, dir);
       assert.match(old.ok ? "" : old.error, /Python 3\.8\.\d+ .* is too old/);
     }
   });
@@ -267,7 +268,7 @@ describe("sessions never mix interpreters or working directories", () => {
 
   test(
     "with real processes: another interpreter or cwd starts a new process and says so",
-    { skip: !existsSync(PY312) && `${PY312} is not installed` },
+    { skip: skipWithout("3.12") },
     async () => {
       const resolver = new InterpreterResolver({ env: () => ({ ...process.env, PI_PYTHON: SYSTEM, VIRTUAL_ENV: "" }) });
       const host = new SupervisorHost({ interpreter: resolver });
@@ -277,7 +278,7 @@ describe("sessions never mix interpreters or working directories", () => {
         const a = await host.run({ code: "import os\nx = 1\nos.getpid()", cwd, timeoutMs: 20_000, session: "s" });
         assert.equal(a.outcome.runner?.executable, SYSTEM);
         const pidA = Number(a.stdout.trim());
-        resolver.select(PY312);
+        resolver.select(PY312!.path);
         const b = await host.run({
           code: "import os, sys\nprint('x' in globals(), sys.version_info[:2] >= (3, 12))\nos.getpid()",
           cwd,
@@ -310,7 +311,7 @@ async function callSetInterpreter(pi: PiHarness, args: Record<string, string>) {
   return pi.toolResults().at(-1)!;
 }
 
-describe("python_set_interpreter in a Pi session", { skip: !existsSync(PY312) && `${PY312} is not installed` }, () => {
+describe("python_set_interpreter in a Pi session", { skip: skipWithout("3.12") }, () => {
   let pi: PiHarness;
   before(async () => {
     pi = await startPi();
@@ -327,15 +328,16 @@ describe("python_set_interpreter in a Pi session", { skip: !existsSync(PY312) &&
     const dir = await setInterpreter({ path: dirname312() });
     assert.equal(dir.isError, true);
     assert.match(textOf(dir), /is a directory, not an interpreter; use the interpreter inside it: .*bin\/python3/);
-    const set = await setInterpreter({ path: PY312 });
+    const set = await setInterpreter({ path: PY312!.path });
     assert.equal(set.isError, false, textOf(set));
-    assert.match(textOf(set), /code_execution now uses Python 3\.12\.1/);
+    const v312 = PY312!.version.replaceAll(".", "\\.");
+    assert.match(textOf(set), new RegExp(`code_execution now uses Python ${v312}`));
     assert.match(textOf(set), /Stopped session "work": its namespace is gone/);
     assert.deepEqual(set.details.stoppedSessions, ["work"]);
     const [after] = await pi.callTools([
       { code: "import sys\nprint('keep' in globals())\nsys.version_info[:2]", session: "work" },
     ]);
-    assert.match(textOf(after), /^False\n\(3, 12\)\n\[session "work" started \(Python 3\.12\.1\)\]/);
+    assert.match(textOf(after), new RegExp(`^False\\n\\(3, 12\\)\\n\\[session "work" started \\(Python ${v312}\\)\\]`));
     const [fresh] = await pi.callTools([{ code: "import sys\nsys.version_info[:2]" }]);
     assert.match(textOf(fresh), /^\(3, 12\)/);
     // The selection follows the conversation: back before the selection, discovery applies again; forward, it is
@@ -445,7 +447,7 @@ function onPath(command: string): string {
 }
 
 function dirname312(): string {
-  return PY312.replace(/\/bin\/python3$/, "");
+  return PY312!.prefix ?? dirname(dirname(PY312!.path));
 }
 
 describe("probes per backend", () => {

@@ -2,15 +2,17 @@
 import { describe, it, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PYTHON, RUNNER_PATH, RunnerDriver, encodeFrame, isAlive, sleep, waitUntil } from "./helpers/runner-driver.ts";
 import type { DoneFrame, RunResult, StartOptions } from "./helpers/runner-driver.ts";
+import { findPython, skipWithout } from "./helpers/pythons.ts";
 
-const PY39 = "/root/.pyenv/versions/3.9.18/bin/python3";
-const PY313 = "/root/.pyenv/versions/3.13.0/bin/python3";
+// Other interpreters, found at run time (test/helpers/pythons.ts); their tests skip without them.
+const PY39 = findPython("3.9")?.path;
+const PY313 = findPython("3.13")?.path;
 const DRIVER_PATH = fileURLToPath(new URL("./helpers/runner-driver.ts", import.meta.url));
 
 const drivers: RunnerDriver[] = [];
@@ -854,7 +856,7 @@ describe("fresh mode shutdown", () => {
 });
 
 describe("other interpreters", () => {
-  it("fresh mode on Python 3.9", { skip: !existsSync(PY39) && `${PY39} not installed` }, async () => {
+  it("fresh mode on Python 3.9", { skip: skipWithout("3.9") }, async () => {
     const d = await start({ mode: "fresh", python: PY39 });
     assert.match(String(d.ready!.python), /^3\.9\./);
     const r = await d.run(py(["import asyncio", "await asyncio.sleep(0)", 'print("py39")', '{"b": 1, "a": 2}']));
@@ -867,7 +869,7 @@ describe("other interpreters", () => {
     assert.doesNotMatch(r2.stderr, /runner\.py/);
   });
 
-  it("a session on Python 3.13", { skip: !existsSync(PY313) && `${PY313} not installed` }, async () => {
+  it("a session on Python 3.13", { skip: skipWithout("3.13") }, async () => {
     const d = await start({ mode: "session", python: PY313 });
     assert.match(String(d.ready!.python), /^3\.13\./);
     assertOk(await d.run("import asyncio\nn = 0\nasync def inc():\n    global n\n    n += 1\nawait inc()"), "");
