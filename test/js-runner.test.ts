@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { isAlive, sleep, waitUntil, type RunnerDriver } from "./helpers/runner-driver.ts";
+import { isAlive, sleep, type RunnerDriver } from "./helpers/runner-driver.ts";
+import { waitUntil } from "./helpers/procs.ts";
 import { runCell, startJs, turn, type CellResult } from "./helpers/js-runner.ts";
 
 const drivers: RunnerDriver[] = [];
@@ -550,7 +551,7 @@ describe("process deaths", () => {
     assert.ok(isAlive(childPid));
     d.control.end();
     await d.waitExit();
-    await waitUntil(() => !isAlive(childPid), 3000, "the subprocess to die with its group");
+    assert.ok(await waitUntil(() => !isAlive(childPid), 3000), "the subprocess dies with its group");
   });
 
   it("a malformed frame is fatal", async () => {

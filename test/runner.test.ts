@@ -6,7 +6,8 @@ import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { PYTHON, RUNNER_PATH, RunnerDriver, encodeFrame, isAlive, sleep, waitUntil } from "./helpers/runner-driver.ts";
+import { PYTHON, RUNNER_PATH, RunnerDriver, encodeFrame, isAlive, sleep } from "./helpers/runner-driver.ts";
+import { waitUntil } from "./helpers/procs.ts";
 import type { DoneFrame, RunResult, StartOptions } from "./helpers/runner-driver.ts";
 import { findPython, skipWithout } from "./helpers/pythons.ts";
 
@@ -305,7 +306,7 @@ describe("top-level await", () => {
     );
     // Interrupt only once the task is inside its try block (a loaded machine may take a while to get there).
     // The whole line, then a moment for the task to reach its await (a signal inside print() is not a cancel).
-    await waitUntil(() => d.stdoutText().includes("waiting\n"), 5000, "the task to start waiting");
+    assert.ok(await waitUntil(() => d.stdoutText().includes("waiting\n"), 5000), "the task starts waiting");
     await sleep(50);
     d.signal("SIGINT");
     const r = await d.finishRun(mark, 5000);
@@ -543,7 +544,7 @@ describe("control channel", () => {
     assert.ok(isAlive(child));
     d.control.end();
     assert.deepEqual(await d.waitExit(), { code: null, signal: "SIGKILL" });
-    await waitUntil(() => !isAlive(child), 3000, "the background child to die");
+    assert.ok(await waitUntil(() => !isAlive(child), 3000), "the background child dies");
   });
 
   it("a runner never outlives a killed host", async () => {
@@ -568,7 +569,7 @@ describe("control channel", () => {
     const { runner, child } = JSON.parse(line) as { runner: number; child: number };
     assert.ok(isAlive(runner) && isAlive(child));
     host.kill("SIGKILL");
-    await waitUntil(() => !isAlive(runner) && !isAlive(child), 3000, "runner and its child to die");
+    assert.ok(await waitUntil(() => !isAlive(runner) && !isAlive(child), 3000), "runner and its child die");
   });
 
   it("answers a malformed frame with fatal and exits", async () => {

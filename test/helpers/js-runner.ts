@@ -2,7 +2,9 @@
 // child, real pipes and signals. A cell's output is taken once as much has been read as its `done` counts (`out`), as
 // the host's output order does: the three sockets are read in no fixed order, so a turn after `done` is not enough.
 import { fileURLToPath } from "node:url";
-import { RunnerDriver, waitUntil, type Frame, type StartOptions } from "./runner-driver.ts";
+import assert from "node:assert/strict";
+import { RunnerDriver, type Frame, type StartOptions } from "./runner-driver.ts";
+import { waitUntil } from "./procs.ts";
 
 export const JS_RUNNER_PATH = fileURLToPath(new URL("../../runtime-js/runner.js", import.meta.url));
 
@@ -53,10 +55,9 @@ export async function runCell(
       opts.timeoutMs ?? 10_000,
     )) as CellResult["done"];
     const [outBytes, errBytes] = (done.out as [number, number] | undefined) ?? [0, 0];
-    await waitUntil(
-      () => d.stdoutBytes().length >= outBytes && d.stderrBytes().length >= errBytes,
-      10_000,
-      "the output the cell's done counts",
+    assert.ok(
+      await waitUntil(() => d.stdoutBytes().length >= outBytes && d.stderrBytes().length >= errBytes, 10_000),
+      "the output the cell's done counts arrived",
     );
     await turn();
     const displays = d.frames.filter((f) => f.type === "display" && f.id === mark.id);

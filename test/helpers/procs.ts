@@ -28,6 +28,8 @@ export function processesMatching(needle: string): number[] {
   return found;
 }
 
+/** The tests' one wait for a condition: polls `check` until it holds or `timeoutMs` passed; whether it held (a test
+ * asserts it, with what it waited for as the message). */
 export async function waitUntil(check: () => boolean, timeoutMs = 3000): Promise<boolean> {
   const started = Date.now();
   while (Date.now() - started < timeoutMs) {
@@ -89,11 +91,7 @@ export function cgroupPeers(pid: number): number[] {
   const dir = cgroupDir(pid);
   if (!dir) return [];
   try {
-    return readFileSync(`${dir}/cgroup.procs`, "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map(Number)
-      .filter(pidAlive);
+    return readFileSync(`${dir}/cgroup.procs`, "utf8").split("\n").filter(Boolean).map(Number).filter(pidAlive);
   } catch {
     return [];
   }

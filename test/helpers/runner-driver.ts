@@ -88,14 +88,6 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-export async function waitUntil(cond: () => boolean, timeoutMs = 3000, what = "condition"): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
