@@ -2,24 +2,23 @@
 // keeps there (event logs, the global settings, dependency environments, saved scripts, saved outputs) lands under
 // $HOME/.pi/agent, where Pi itself puts its own, and no folder named `~` appears anywhere. Through a real Pi session.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { waitUntil } from "./helpers/procs.ts";
+import { tempDir } from "./helpers/temp-dir.ts";
 
-const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
 const saved = { HOME: process.env.HOME, cwd: process.cwd() };
 let home: string;
 let work: string;
 let pi: PiHarness;
 
 before(async () => {
-  home = tmp("pcs-home-");
+  home = tempDir("pcs-home-");
   // The process's own directory: a relative `~/.pi/agent` taken literally would be created here.
-  work = tmp("pcs-procdir-");
+  work = tempDir("pcs-procdir-");
   process.chdir(work);
   process.env.HOME = home;
   // The global settings file, where Pi's agent directory is: a 1 s default timeout shows it was read.

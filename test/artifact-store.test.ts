@@ -11,15 +11,12 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
-  realpathSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { RunOutput } from "../lib/run-output.ts";
@@ -50,9 +47,9 @@ import {
   saveOutputArtifact,
   type OutputMetadata,
 } from "../store/artifacts.ts";
+import { tempDir } from "./helpers/temp-dir.ts";
 
 const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
-const tmp = (p = "pcs-store-") => realpathSync(mkdtempSync(join(tmpdir(), p)));
 
 /** A capture of what a run wrote, channel by channel, in chunks; `limit` is the retention. */
 function capture(writes: ["stdout" | "stderr", string | Buffer][], limit?: number) {
@@ -104,7 +101,7 @@ describe("the transcript and its counts", () => {
         retainedTranscript(cap.stdout, cap.stderr).every((b) => b.length > 0),
         "no empty parts",
       );
-      const root = join(tmp(), "out");
+      const root = join(tempDir("pcs-store-"), "out");
       const ref = await saveOutputArtifact(cap, root);
       assert.deepEqual(
         { ...ref, outputId: undefined },
@@ -137,7 +134,7 @@ describe("the transcript and its counts", () => {
     );
     // stdout does not end its line: the boundary is "\n[stderr]\n" (10 bytes).
     assert.deepEqual(emittedTranscript(cap.stdout, cap.stderr), { bytes: 13 + 10 + 4, lines: 3 + 1 + 1 });
-    const root = join(tmp(), "out");
+    const root = join(tempDir("pcs-store-"), "out");
     const ref = await saveOutputArtifact(cap, root);
     assert.equal(readFileSync(join(root, `${ref.outputId}.out`), "utf8"), "1234567\n89");
     assert.deepEqual([ref.retainedBytes, ref.retainedLines, ref.truncated], [10, 2, true]);
@@ -155,7 +152,7 @@ describe("the transcript and its counts", () => {
     );
     const text = Buffer.concat(retainedTranscript(cap.stdout, cap.stderr)).toString();
     assert.equal(text, "out\n[stderr]\n01234");
-    const ref = await saveOutputArtifact(cap, join(tmp(), "out"));
+    const ref = await saveOutputArtifact(cap, join(tempDir("pcs-store-"), "out"));
     assert.equal(ref.truncated, true);
     assert.equal(ref.retainedLines, 3);
   });
@@ -253,7 +250,7 @@ describe("the digest, hashed while stdout arrives", () => {
 
 describe("saving", () => {
   test("files are private, the sidecar is the canonical metadata, the ID hashes it", async () => {
-    const base = tmp();
+    const base = tempDir("pcs-store-");
     const root = join(base, "a", "out");
     const ref = await saveOutputArtifact(capture([["stdout", "x\n"]]), root);
     const { outputId, ...meta } = ref;
@@ -291,23 +288,23 @@ describe("saving", () => {
   });
 
   test("a loose existing directory is made private; a file or a symlink in its place is refused", async () => {
-    const loose = join(tmp(), "out");
+    const loose = join(tempDir("pcs-store-"), "out");
     mkdirSync(loose, { mode: 0o755 });
     chmodSync(loose, 0o755);
     await saveOutputArtifact(capture([["stdout", "x"]]), loose);
     assert.equal(statSync(loose).mode & 0o777, 0o700);
-    const file = join(tmp(), "out");
+    const file = join(tempDir("pcs-store-"), "out");
     writeFileSync(file, "not a directory");
     await assert.rejects(saveOutputArtifact(capture([["stdout", "x"]]), file));
-    const real = tmp();
-    const link = join(tmp(), "out");
+    const real = tempDir("pcs-store-");
+    const link = join(tempDir("pcs-store-"), "out");
     symlinkSync(real, link);
     await assert.rejects(saveOutputArtifact(capture([["stdout", "x"]]), link), /is not a directory/);
     assert.deepEqual(readdirSync(real), [], "nothing written through the symlink");
   });
 
   test("saving twice is idempotent; a different transcript or sidecar under the ID is a collision, untouched", async () => {
-    const root = join(tmp(), "out");
+    const root = join(tempDir("pcs-store-"), "out");
     const cap = capture([["stdout", "same\n"]]);
     const ref = await saveOutputArtifact(cap, root);
     assert.deepEqual(await saveOutputArtifact(cap, root), ref);
@@ -319,7 +316,7 @@ describe("saving", () => {
     assert.equal(readFileSync(json, "utf8"), "{}", "the sidecar was not overwritten");
     assert.deepEqual(readdirSync(root).sort(), [`${ref.outputId}.json`, `${ref.outputId}.out`]);
     // A damaged transcript.
-    const other = join(tmp(), "out");
+    const other = join(tempDir("pcs-store-"), "out");
     const ref2 = await saveOutputArtifact(cap, other);
     writeFileSync(join(other, `${ref2.outputId}.out`), "SAME\n");
     await assert.rejects(saveOutputArtifact(cap, other), (e: Error) => {
@@ -331,7 +328,7 @@ describe("saving", () => {
   });
 
   test("a transcript already saved is compared with the one in memory, not written again; one byte off is a collision", async () => {
-    const root = join(tmp(), "out");
+    const root = join(tempDir("pcs-store-"), "out");
     // Over one read chunk (1 MiB), in 64 KiB parts, with stderr: the comparison walks parts across reads.
     const writes: ["stdout" | "stderr", Buffer][] = [
       ...Array.from({ length: 24 }, (_, i): ["stdout", Buffer] => ["stdout", Buffer.alloc(64 * 1024, `${i % 10}`)]),
@@ -369,7 +366,7 @@ describe("saving", () => {
 describe("reading the sidecar", () => {
   /** A saved artifact whose sidecar is then replaced by `m` (JSON), under the ID `m` hashes to when valid. */
   async function withSidecar(edit: (m: Record<string, unknown>) => void | { replace: unknown }) {
-    const root = join(tmp(), "out");
+    const root = join(tempDir("pcs-store-"), "out");
     const ref = await saveOutputArtifact(capture([["stdout", "hello\nworld\n"]]), root);
     const { outputId, ...meta } = ref;
     const m = { format: "pi-code-execution-output/1", ...meta } as Record<string, unknown>;
@@ -438,7 +435,7 @@ describe("reading pages", () => {
   const MIXED = "aé€𝄞".repeat(5000);
 
   async function saved(text: string) {
-    const root = join(tmp(), "out");
+    const root = join(tempDir("pcs-store-"), "out");
     const ref = await saveOutputArtifact(capture([["stdout", text]]), root);
     return { root, ref };
   }
@@ -527,7 +524,7 @@ describe("reading pages", () => {
     writeFileSync(out, "one\ntwO\n");
     await assert.rejects(readOutputPage(ref.outputId, {}, root), unavailable(/does not match its digest/));
     // A sidecar that is self-consistent but states a wrong line count for the same bytes.
-    const lines = join(tmp(), "out");
+    const lines = join(tempDir("pcs-store-"), "out");
     const good = await saveOutputArtifact(capture([["stdout", "one\ntwo\n"]]), lines);
     const meta: OutputMetadata = { ...good, retainedLines: 3, lines: 3 };
     delete (meta as { outputId?: string }).outputId;
@@ -549,7 +546,7 @@ describe("reading pages", () => {
 
 describe("file rules (artifact-fs)", () => {
   test("ensurePrivateDir creates nested 0700 directories and tightens a loose one", async () => {
-    const dir = join(tmp(), "a", "b");
+    const dir = join(tempDir("pcs-store-"), "a", "b");
     await ensurePrivateDir(dir);
     assert.equal(statSync(dir).mode & 0o777, 0o700);
     chmodSync(dir, 0o750);
@@ -558,20 +555,20 @@ describe("file rules (artifact-fs)", () => {
   });
 
   test("checkDir: missing (marked missing), a file, a symlink to a directory", async () => {
-    const base = tmp();
+    const base = tempDir("pcs-store-");
     await assert.rejects(
       checkDir(join(base, "none"), "thing"),
       unavailable(/^the thing directory does not exist$/, true),
     );
     writeFileSync(join(base, "f"), "");
     await assert.rejects(checkDir(join(base, "f"), "thing"), unavailable(/^the thing directory is not a directory/));
-    symlinkSync(tmp(), join(base, "l"));
+    symlinkSync(tempDir("pcs-store-"), join(base, "l"));
     await assert.rejects(checkDir(join(base, "l"), "thing"), unavailable(/not a directory \(symlink\?\)/));
     await checkDir(base, "thing");
   });
 
   test("openVerified and readVerified: missing, symlink, not regular, loose modes, size limit", async () => {
-    const base = tmp();
+    const base = tempDir("pcs-store-");
     const file = join(base, "f");
     writeFileSync(file, "12345", { mode: 0o600 });
     const { handle, size } = await openVerified(file, "the file");
@@ -600,7 +597,7 @@ describe("file rules (artifact-fs)", () => {
   // Root can give files away; other users cannot, and then there is nothing of another user's to refuse.
   const asRoot = process.getuid?.() === 0 ? false : "needs root to chown";
   test("a directory or file of another user is refused", { skip: asRoot }, async () => {
-    const base = tmp();
+    const base = tempDir("pcs-store-");
     const dir = join(base, "theirs");
     mkdirSync(dir, { mode: 0o700 });
     chownSync(dir, 65534, 65534);
@@ -613,7 +610,7 @@ describe("file rules (artifact-fs)", () => {
   });
 
   test("readVerified closes its file whether it reads or refuses it", async () => {
-    const file = join(tmp(), "f");
+    const file = join(tempDir("pcs-store-"), "f");
     writeFileSync(file, "12345", { mode: 0o600 });
     const fds = () => readdirSync("/proc/self/fd").length;
     const before = fds();
@@ -625,7 +622,7 @@ describe("file rules (artifact-fs)", () => {
   });
 
   test("writeTemp: a private hidden file, removed when filling fails; placeOnce never replaces", async () => {
-    const dir = tmp();
+    const dir = tempDir("pcs-store-");
     const path = await writeTemp(dir, async (h) => void (await h.write(Buffer.from("data"))));
     assert.match(path, /\/\.tmp-\d+-[0-9a-f]{12}$/);
     assert.equal(statSync(path).mode & 0o777, 0o600);

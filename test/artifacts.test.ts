@@ -8,10 +8,8 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
-  realpathSync,
   renameSync,
   statSync,
   symlinkSync,
@@ -35,16 +33,16 @@ import { savesLanded } from "../store/artifact-saves.ts";
 import { CodeArtifactCollisionError, loadSource, readSourcePage, saveSource, sourceIdOf } from "../store/sources.ts";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
 import { waitUntil } from "./helpers/procs.ts";
+import { tempDir } from "./helpers/temp-dir.ts";
 
 const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
-const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
 
 let host: SupervisorHost;
 let cwd: string;
 const run = (code: string) => host.run({ code, cwd, timeoutMs: 60_000 });
 
 before(() => {
-  cwd = tmp("pcs-art-cwd-");
+  cwd = tempDir("pcs-art-cwd-");
   host = new SupervisorHost();
 });
 after(async () => {
@@ -71,7 +69,7 @@ async function readAll(outputId: string, root: string, limit?: number) {
 
 describe("output artifacts from real runs", () => {
   test("paging reconstructs the exact transcript with multibyte characters on page boundaries", async () => {
-    const root = join(tmp("pcs-art-"), "code-execution-output");
+    const root = join(tempDir("pcs-art-"), "code-execution-output");
     // 1-, 2-, 3- and 4-byte characters in a 10-byte cycle: every page limit lands inside some character.
     const r = await run(
       "import sys\nfor i in range(6000):\n    print('a\u00e9\u20ac\ud834\udd1e' * 3, i)\nprint('tail on stderr \u00e9', file=sys.stderr)",
@@ -111,7 +109,7 @@ describe("output artifacts from real runs", () => {
   });
 
   test("an offset inside a character moves back to its start; limits above 20 KiB are capped", async () => {
-    const root = join(tmp("pcs-art-"), "out");
+    const root = join(tempDir("pcs-art-"), "out");
     const r = await run("print('\u20ac' * 20000)");
     const ref = await saveOutputArtifact(r.capture, root);
     const page = await readOutputPage(ref.outputId, { offset: 4, limit: 1_000_000 }, root);
@@ -123,7 +121,7 @@ describe("output artifacts from real runs", () => {
   });
 
   test("the [stderr] boundary gets its own line; counts are exact", async () => {
-    const root = join(tmp("pcs-art-"), "out");
+    const root = join(tempDir("pcs-art-"), "out");
     const r = await run("import sys\nsys.stdout.write('no newline')\nsys.stdout.flush()\nsys.stderr.write('e1\\ne2');");
     const ref = await saveOutputArtifact(r.capture, root);
     const text = readFileSync(join(root, `${ref.outputId}.out`), "utf8");
@@ -145,7 +143,7 @@ describe("output artifacts from real runs", () => {
   });
 
   test("ID, sidecar, modes: 12 hex from the metadata digest, 0700 directory, 0600 files, no paths", async () => {
-    const base = tmp("pcs-art-");
+    const base = tempDir("pcs-art-");
     const root = join(base, "out");
     const r = await run("print('x' * 100)");
     const ref = await saveOutputArtifact(r.capture, root);
@@ -161,7 +159,7 @@ describe("output artifacts from real runs", () => {
   });
 
   test("concurrent identical saves produce one file and the same reference", async () => {
-    const root = join(tmp("pcs-art-"), "out");
+    const root = join(tempDir("pcs-art-"), "out");
     const r = await run("for i in range(50000): print(i)");
     const refs = await Promise.all(Array.from({ length: 6 }, () => saveOutputArtifact(r.capture, root)));
     for (const ref of refs) assert.deepEqual(ref, refs[0]);
@@ -175,7 +173,7 @@ describe("output artifacts from real runs", () => {
     out.write("stdout", Buffer.from("a".repeat(999) + "\n" + "b\n".repeat(500)));
     out.write("stderr", Buffer.from("Traceback...\nValueError: x\n"));
     const c = out.collect();
-    const root = join(tmp("pcs-art-"), "out");
+    const root = join(tempDir("pcs-art-"), "out");
     const ref = await saveOutputArtifact(c.capture, root);
     assert.equal(ref.truncated, true);
     assert.equal(ref.emittedBytes, 1000 + 1000 + 9 + Buffer.byteLength("Traceback...\nValueError: x\n"));
@@ -194,7 +192,7 @@ describe("output artifact verification", () => {
   let outFile: string;
   let jsonFile: string;
   const fresh = async () => {
-    root = join(tmp("pcs-art-"), "out");
+    root = join(tempDir("pcs-art-"), "out");
     ref = await saveOutputArtifact((await run("print('verified ' * 1000)")).capture, root);
     outFile = join(root, `${ref.outputId}.out`);
     jsonFile = join(root, `${ref.outputId}.json`);
@@ -224,14 +222,14 @@ describe("output artifact verification", () => {
   });
   test("a symlinked transcript is refused, even to an identical file", async () => {
     await fresh();
-    const elsewhere = join(tmp("pcs-art-"), "copy.out");
+    const elsewhere = join(tempDir("pcs-art-"), "copy.out");
     renameSync(outFile, elsewhere);
     symlinkSync(elsewhere, outFile);
     await assert.rejects(readOutputPage(ref.outputId, {}, root), /symlink/);
   });
   test("a symlinked sidecar is refused", async () => {
     await fresh();
-    const elsewhere = join(tmp("pcs-art-"), "copy.json");
+    const elsewhere = join(tempDir("pcs-art-"), "copy.json");
     renameSync(jsonFile, elsewhere);
     symlinkSync(elsewhere, jsonFile);
     await assert.rejects(readOutputPage(ref.outputId, {}, root), /symlink/);
@@ -246,7 +244,7 @@ describe("output artifact verification", () => {
   });
   test("the artifact directory replaced by a symlink (to an identical copy) is refused", async () => {
     await fresh();
-    const copy = join(tmp("pcs-art-"), "real");
+    const copy = join(tempDir("pcs-art-"), "real");
     renameSync(root, copy);
     symlinkSync(copy, root);
     await assert.rejects(
@@ -281,7 +279,7 @@ describe("output artifact verification", () => {
 
 describe("saved sources", () => {
   test("sourceId is the SHA-256 prefix; saving is idempotent and private", async () => {
-    const root = join(tmp("pcs-src-"), "code-execution");
+    const root = join(tempDir("pcs-src-"), "code-execution");
     const code = "print('h\u00e9llo')\n";
     const id = await saveSource(code, root);
     assert.equal(id, sha256(Buffer.from(code)).slice(0, 12));
@@ -300,7 +298,7 @@ describe("saved sources", () => {
     }
   });
   test("a different source under an existing ID is a collision and is not overwritten", async () => {
-    const root = join(tmp("pcs-src-"), "code-execution");
+    const root = join(tempDir("pcs-src-"), "code-execution");
     const code = "x = 1\n";
     const id = sourceIdOf(code);
     mkdirSync(root, { recursive: true, mode: 0o700 });
@@ -310,21 +308,21 @@ describe("saved sources", () => {
     await assert.rejects(loadSource(id, root), /does not match its ID/);
   });
   test("symlinked or over-permissive sources are refused", async () => {
-    const root = join(tmp("pcs-src-"), "code-execution");
+    const root = join(tempDir("pcs-src-"), "code-execution");
     const id = await saveSource("print(1)\n", root);
     const file = join(root, `${id}.py`);
     chmodSync(file, 0o604);
     await assert.rejects(loadSource(id, root), /readable or writable by others/);
-    const elsewhere = join(tmp("pcs-src-"), "x.py");
+    const elsewhere = join(tempDir("pcs-src-"), "x.py");
     renameSync(file, elsewhere);
     chmodSync(elsewhere, 0o600);
     symlinkSync(elsewhere, file);
     await assert.rejects(loadSource(id, root), /symlink/);
   });
   test("the source directory replaced by a symlink (to an identical copy) is refused", async () => {
-    const root = join(tmp("pcs-src-"), "code-execution");
+    const root = join(tempDir("pcs-src-"), "code-execution");
     const id = await saveSource("print('via a link')\n", root);
-    const copy = join(tmp("pcs-src-"), "real");
+    const copy = join(tempDir("pcs-src-"), "real");
     renameSync(root, copy);
     symlinkSync(copy, root);
     await assert.rejects(loadSource(id, root), /directory is not a directory \(symlink\?\)/);
@@ -332,7 +330,7 @@ describe("saved sources", () => {
     assert.equal(await loadSource(id, copy), "print('via a link')\n", "the copy itself is fine");
   });
   test("pages never split a character and reconstruct the source", async () => {
-    const root = join(tmp("pcs-src-"), "code-execution");
+    const root = join(tempDir("pcs-src-"), "code-execution");
     const code = "# \ud834\udd1e\u20ac\u00e9\n".repeat(5000);
     const id = await saveSource(code, root);
     let offset = 0;

@@ -7,7 +7,6 @@ import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -20,15 +19,15 @@ import { normalizeDependencies, parseScriptMetadata, satisfiesRequiresPython } f
 import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
 import { buildWheel } from "./helpers/wheels.ts";
+import { tempDir } from "./helpers/temp-dir.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
 const PY = "/usr/bin/python3";
-const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
 
 let wheels: string;
 let offline: NodeJS.ProcessEnv;
 before(() => {
-  wheels = tmp("pcs-wheels-");
+  wheels = tempDir("pcs-wheels-");
   buildWheel(wheels, "tinypkg", "1.0");
   buildWheel(wheels, "tinypkg", "2.0");
   buildWheel(wheels, "otherpkg", "0.1");
@@ -157,8 +156,8 @@ describe("installation with pip, offline", () => {
   const run = (code: string, extra: Partial<RunRequestInput> = {}) =>
     host.run({ code, cwd, timeoutMs: 60_000, ...extra });
   before(() => {
-    root = tmp("pcs-deps-");
-    cwd = tmp("pcs-deps-cwd-");
+    root = tempDir("pcs-deps-");
+    cwd = tempDir("pcs-deps-cwd-");
     host = new SupervisorHost({
       env: () => ({ ...process.env, ...offline }),
       packages: { envRoot: join(root, "envs"), sessionRoot: join(root, "sessions") },
@@ -225,7 +224,7 @@ describe("installation with pip, offline", () => {
   });
 
   test("a session on a virtual environment without pip installs with its base interpreter's pip", async () => {
-    const project = tmp("pcs-deps-venv-");
+    const project = tempDir("pcs-deps-venv-");
     execFileSync(PY, ["-m", "venv", "--without-pip", join(project, ".venv")]);
     const venvHost = new SupervisorHost({
       env: () => ({ ...process.env, ...offline, PI_PYTHON: "" }),
@@ -309,7 +308,7 @@ describe("installation with uv (a stand-in uv that honours the same command line
       packages: { envRoot: join(root, "envs"), sessionRoot: join(root, "sessions") },
     });
   before(() => {
-    root = tmp("pcs-uv-");
+    root = tempDir("pcs-uv-");
   });
 
   test("uv creates the environment and installs (fresh run and session)", async () => {
@@ -329,7 +328,7 @@ describe("installation with uv (a stand-in uv that honours the same command line
     );
     const host = hostWith(uv);
     try {
-      const cwd = tmp("pcs-uv-cwd-");
+      const cwd = tempDir("pcs-uv-cwd-");
       const r = await host.run({
         code: `${block("tinypkg==2.0")}import tinypkg\ntinypkg.VERSION`,
         cwd,
@@ -362,7 +361,7 @@ describe("installation with uv (a stand-in uv that honours the same command line
     try {
       const r = await host.run({
         code: `${block("tinypkg==9.9")}print(1)`,
-        cwd: tmp("pcs-uv-cwd-"),
+        cwd: tempDir("pcs-uv-cwd-"),
         timeoutMs: 60_000,
       });
       assert.equal(r.outcome.status, "setup_error");
@@ -384,7 +383,7 @@ describe("installation with uv (a stand-in uv that honours the same command line
       const t0 = Date.now();
       const r = await host.run({
         code: `${block("tinypkg==7.7")}print(1)`,
-        cwd: tmp("pcs-uv-cwd-"),
+        cwd: tempDir("pcs-uv-cwd-"),
         timeoutMs: 1500,
         session: "slow",
       });
@@ -413,7 +412,7 @@ describe("in a Pi session: notices, live progress, journal hint ids", () => {
   let saved: NodeJS.ProcessEnv;
   before(async () => {
     saved = { ...process.env };
-    journal = join(tmp("pcs-deps-journal-"), "journal.sqlite");
+    journal = join(tempDir("pcs-deps-journal-"), "journal.sqlite");
     Object.assign(process.env, offline, { PI_CODE_EXECUTION_JOURNAL: journal });
     pi = await startPi();
   });
@@ -471,7 +470,7 @@ describe("in a Pi session: notices, live progress, journal hint ids", () => {
 
 describe("replay", () => {
   test("a recorded log with installations (done, failed, session) replays identically", async () => {
-    const root = tmp("pcs-deps-replay-");
+    const root = tempDir("pcs-deps-replay-");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, { dir: join(root, "logs"), piSession: "deps-replay" });
     const host = new SupervisorHost({
@@ -479,7 +478,7 @@ describe("replay", () => {
       env: () => ({ ...process.env, ...offline }),
       packages: { envRoot: join(root, "envs"), sessionRoot: join(root, "sessions") },
     });
-    const cwd = tmp("pcs-deps-replay-cwd-");
+    const cwd = tempDir("pcs-deps-replay-cwd-");
     try {
       const run = (code: string, extra: Partial<RunRequestInput> = {}) =>
         host.run({ code, cwd, timeoutMs: 60_000, ...extra });
@@ -537,8 +536,8 @@ describe("under the sandbox: a wheel installs inside bwrap, writing only its env
   before(async () => {
     const { chooseOperations } = await import("../host/backend.ts");
     const { loadSettings } = await import("../store/settings.ts");
-    root = tmp("pcs-deps-sbx-");
-    cwd = tmp("pcs-deps-sbx-cwd-");
+    root = tempDir("pcs-deps-sbx-");
+    cwd = tempDir("pcs-deps-sbx-cwd-");
     // Outside $HOME and the temporary directory (both hidden in the sandbox): the find-links folder stays readable.
     wheelDir = realpathSync(mkdtempSync("/var/tmp/pcs-wheels-"));
     buildWheel(wheelDir, "tinypkg", "1.0");

@@ -2,18 +2,16 @@
 // from it (the host built on first use and once, what follows each host, the places for /code-status) and the order
 // of its end (a new host after a shutdown, as after Pi's reload or session switch).
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, realpathSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { createSupervisorRoot, type SupervisorHost } from "../host/index.ts";
 import { agentDir } from "../store/agent-dir.ts";
-
-const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
+import { tempDir } from "./helpers/temp-dir.ts";
 
 describe("composition root", () => {
   test("hands the agent directory down, builds the host on first use and once, and a new one after a shutdown", async () => {
-    const dir = tmp("pcs-root-");
+    const dir = tempDir("pcs-root-");
     const built: SupervisorHost[] = [];
     const root = createSupervisorRoot({
       agentDir: () => join(dir, "agent"),
@@ -38,7 +36,7 @@ describe("composition root", () => {
   });
 
   test("each host is observed from its birth, its log named by the journal's places, and the journal ends last", async () => {
-    const dir = tmp("pcs-root-");
+    const dir = tempDir("pcs-root-");
     const root = createSupervisorRoot({
       agentDir: () => join(dir, "agent"),
       journal: () => ({ path: join(dir, "journal.sqlite"), onNotice: (m) => assert.fail(m) }),

@@ -11,10 +11,8 @@ import {
   closeSync,
   ftruncateSync,
   linkSync,
-  mkdtempSync,
   openSync,
   readFileSync,
-  realpathSync,
   renameSync,
   rmSync,
   symlinkSync,
@@ -23,7 +21,6 @@ import {
   writeSync,
 } from "node:fs";
 import { createRequire, syncBuiltinESMExports } from "node:module";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ArtifactUnavailableError, readVerified } from "../store/artifact-fs.ts";
@@ -32,9 +29,9 @@ import { RunOutput } from "../lib/run-output.ts";
 import { loadSource, saveSource } from "../store/sources.ts";
 import type { PiHarness } from "./helpers/pi-session.ts";
 import { PYTHON } from "./helpers/runner-driver.ts";
+import { tempDir } from "./helpers/temp-dir.ts";
 
 const fsp = createRequire(import.meta.url)("node:fs/promises");
-const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
 
 type Fn = (...args: any[]) => any;
 
@@ -116,7 +113,7 @@ async function refusedWithin(p: Promise<unknown>, re: RegExp): Promise<void> {
 
 /** A saved transcript of `text` in a fresh artifact directory. */
 async function saved(text: string): Promise<{ root: string; ref: OutputRef; out: string; json: string }> {
-  const root = join(tmp("pcs-toctou-"), "out");
+  const root = join(tempDir("pcs-toctou-"), "out");
   const output = new RunOutput();
   output.write("stdout", Buffer.from(text));
   const ref = await saveOutputArtifact(output.collect().capture, root);
@@ -259,7 +256,7 @@ describe("the transcript changed in place while it is read (3 MiB: several chunk
 
 describe("a small verified file (a sidecar, a source) truncated after its size was taken", () => {
   test("refused as changed while it was read, at once", async () => {
-    const file = join(tmp("pcs-shrink-"), "f.json");
+    const file = join(tempDir("pcs-shrink-"), "f.json");
     writeFileSync(file, "x".repeat(1000), { mode: 0o600 });
     let cut = false;
     const truncateFirst = (orig: Fn) =>
@@ -281,7 +278,7 @@ describe("a small verified file (a sidecar, a source) truncated after its size w
 
 describe("saved sources", () => {
   test("swapped between check and open, or for a FIFO: refused; changed after the read: the verified text", async () => {
-    const root = join(tmp("pcs-toctou-src-"), "code-execution");
+    const root = join(tempDir("pcs-toctou-src-"), "code-execution");
     const code = "print('original')\n";
     const id = await saveSource(code, root);
     for (const swap of [(p: string) => replaceWith(p, "print('evil')\n"), (p: string) => replaceWith(p, code)]) {

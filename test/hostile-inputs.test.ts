@@ -4,8 +4,7 @@
 // Saved artifacts changed on disk between verification and read are in test/hostile-artifacts.test.ts.
 import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
@@ -14,8 +13,7 @@ import { liveGroups } from "../actors/registry/registry.ts";
 import { MAX_CODE_BYTES } from "../extension/code-execution/params.ts";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
-
-const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
+import { tempDir } from "./helpers/temp-dir.ts";
 
 /** Names no session may have: path separators, dots only, non-ASCII, control characters, too long, empty. */
 const BAD_SESSION_NAMES = [
@@ -78,7 +76,7 @@ describe("tool parameters from the model (a real Pi session)", () => {
     // last call started may land a little after the call returned, later on a loaded machine: the count is read
     // once it has held for three reads, 50 ms apart (a single read counted the previous test's last run late).
     let last = count();
-    for (let same = 0; same < 3; ) {
+    for (let same = 0; same < 3;) {
       await new Promise((r) => setTimeout(r, 50));
       const n = count();
       same = n === last ? same + 1 : 0;
@@ -232,8 +230,8 @@ describe("the supervisor host's API", () => {
   let host: SupervisorHost;
   let cwd: string;
   before(() => {
-    base = tmp("pcs-hostile-");
-    cwd = tmp("pcs-hostile-cwd-");
+    base = tempDir("pcs-hostile-");
+    cwd = tempDir("pcs-hostile-cwd-");
     const wheels = join(base, "no-wheels");
     mkdirSync(wheels);
     host = new SupervisorHost({

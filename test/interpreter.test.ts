@@ -4,18 +4,7 @@
 import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import {
-  chmodSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
@@ -33,12 +22,12 @@ import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { startSupervisor } from "./helpers/fake-runner.ts";
 import { pidAlive, waitUntil } from "./helpers/procs.ts";
 import { findPython, skipWithout } from "./helpers/pythons.ts";
+import { tempDir } from "./helpers/temp-dir.ts";
 
 const SYSTEM = "/usr/bin/python3";
 // Other interpreters, found at run time (test/helpers/pythons.ts); the tests that need one skip without it.
 const PY312 = findPython("3.12");
 const PY38 = findPython("3.8");
-const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
 const versionOf = (exe: string) =>
   execFileSync(exe, ["-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"], { encoding: "utf8" }).trim();
 
@@ -51,7 +40,7 @@ function makeVenv(dir: string): string {
 let venvRoot: string;
 let venvPython: string;
 before(() => {
-  venvRoot = tmp("pcs-venv-");
+  venvRoot = tempDir("pcs-venv-");
   venvPython = makeVenv(join(venvRoot, ".venv"));
 });
 
@@ -60,7 +49,7 @@ describe("discovery order", () => {
 
   test("tool selection, then --python, then PI_PYTHON, then $VIRTUAL_ENV, then .venv, then python3", async () => {
     const cwd = venvRoot;
-    const otherVenv = tmp("pcs-virtualenv-");
+    const otherVenv = tempDir("pcs-virtualenv-");
     makeVenv(otherVenv);
     const env = { PI_PYTHON: "/from/env/python", VIRTUAL_ENV: otherVenv };
     const pick = async (input: Partial<Parameters<typeof discoverInterpreter>[0]>) => {
@@ -75,14 +64,18 @@ describe("discovery order", () => {
       join(otherVenv, "bin", "python"),
     ]);
     assert.deepEqual(await pick({}), ["venv", venvPython]);
-    assert.deepEqual(await pick({ cwd: tmp("pcs-novenv-") }), ["PATH", "python3"]);
-    const stale = await discoverInterpreter({ ...base, cwd: tmp("pcs-novenv-"), env: { VIRTUAL_ENV: "/gone/venv" } });
+    assert.deepEqual(await pick({ cwd: tempDir("pcs-novenv-") }), ["PATH", "python3"]);
+    const stale = await discoverInterpreter({
+      ...base,
+      cwd: tempDir("pcs-novenv-"),
+      env: { VIRTUAL_ENV: "/gone/venv" },
+    });
     assert.equal(stale.source, "PATH");
     assert.match(stale.notes.join(), /VIRTUAL_ENV is set to \/gone\/venv, but .* does not exist/);
   });
 
   test(".venv/venv in a parent, up to the repository root and no further", async () => {
-    const outer = tmp("pcs-walk-");
+    const outer = tempDir("pcs-walk-");
     makeVenv(join(outer, "venv")); // above the repository: never used
     const repo = join(outer, "repo");
     mkdirSync(join(repo, ".git"), { recursive: true });
@@ -104,7 +97,7 @@ describe("discovery order", () => {
 
 describe("an answer re-checked at the door (InterpreterResolver.resolvedNow)", () => {
   test("past its bound: kept while discovery finds the same interpreter, pending once a venv appears", async () => {
-    const cwd = tmp("pcs-door-");
+    const cwd = tempDir("pcs-door-");
     const resolver = new InterpreterResolver({ env: () => ({ PATH: process.env.PATH ?? "" }), cacheMs: 1 });
     assert.equal(resolver.resolvedNow(cwd), "pending", "nothing resolved yet");
     const first = await resolver.resolveForRun(cwd);
@@ -156,7 +149,7 @@ describe("validation: resolved once to the real executable", () => {
   });
 
   test("missing, not executable, not Python, too old", async () => {
-    const dir = tmp("pcs-bad-");
+    const dir = tempDir("pcs-bad-");
     const missing = await validateInterpreter("./nope/python", dir);
     assert.match(missing.ok ? "" : missing.error, /not found \(.*nope\/python does not exist\)/);
     writeFileSync(join(dir, "plain"), "x");
@@ -195,7 +188,7 @@ describe("a PYTHONPATH built for another interpreter is not inherited", () => {
   });
 
   test("a run in a directory with .venv uses it, with its bin first and without the foreign PYTHONPATH", async () => {
-    const libs = tmp("pcs-pp-");
+    const libs = tempDir("pcs-pp-");
     const host = new SupervisorHost({
       env: () => ({
         ...process.env,
@@ -272,8 +265,8 @@ describe("sessions never mix interpreters or working directories", () => {
     async () => {
       const resolver = new InterpreterResolver({ env: () => ({ ...process.env, PI_PYTHON: SYSTEM, VIRTUAL_ENV: "" }) });
       const host = new SupervisorHost({ interpreter: resolver });
-      const cwd = tmp("pcs-mix-");
-      const other = tmp("pcs-mix-other-");
+      const cwd = tempDir("pcs-mix-");
+      const other = tempDir("pcs-mix-other-");
       try {
         const a = await host.run({ code: "import os\nx = 1\nos.getpid()", cwd, timeoutMs: 20_000, session: "s" });
         assert.equal(a.outcome.runner?.executable, SYSTEM);
@@ -455,7 +448,7 @@ describe("probes per backend", () => {
     const { sandboxOperations } = await import("../actors/process/sandbox.ts");
     const { localOperations } = await import("../actors/process/operations.ts");
     const { knownVersion } = await import("../actors/interpreter/interpreter.ts");
-    const dir = tmp("pcs-probe-backend-");
+    const dir = tempDir("pcs-probe-backend-");
     const script = join(dir, "bin", "py");
     mkdirSync(join(dir, "bin"));
     // Answers as a Python only in this machine's pid namespace; in any other it fails.

@@ -1,9 +1,8 @@
 // The SQLite journal: rows after real runs through a real Pi session, `off`, and every way it can fail
 // (unwritable, corrupt, locked, better-sqlite3 missing, a newer schema) without a run noticing more than one line.
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
@@ -11,9 +10,9 @@ import { Journal, journalPath } from "../store/journal.ts";
 import { deferredCount, holdResult, MAX_DEFER_MS } from "../lib/after-results.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "../store/journal-migrations.ts";
 import { EXTENSION_PATH, startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import { tempDir } from "./helpers/temp-dir.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
-const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
 
 /** Captures what is written to stderr (where journal notices go without a UI). */
 function captureStderr(): { lines: () => string[]; restore: () => void } {
@@ -60,7 +59,7 @@ describe("journal location", () => {
 
 describe("journal rows after real runs in a Pi session", () => {
   test("tool calls, runs and session transitions are recorded", async () => {
-    const dir = tmp("pcs-journal-");
+    const dir = tempDir("pcs-journal-");
     const path = join(dir, "journal.sqlite");
     process.env.PI_CODE_EXECUTION_JOURNAL = path;
     pi = await startPi();
@@ -193,7 +192,7 @@ describe("journal rows after real runs in a Pi session", () => {
 
 describe("the journal of stopped runs", () => {
   test("timeout, then SIGTERM or SIGKILL: status, stop_reason, signal, killed and message", async () => {
-    const path = join(tmp("pcs-journal-"), "journal.sqlite");
+    const path = join(tempDir("pcs-journal-"), "journal.sqlite");
     process.env.PI_CODE_EXECUTION_JOURNAL = path;
     pi = await startPi();
     const ignoreInt = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n";
@@ -254,7 +253,7 @@ describe("the journal of stopped runs", () => {
 
 describe("journal off and journal failures never break a run", () => {
   test("a run's language: python for Python cells and scripts, js for JavaScript cells (with Node's version)", async () => {
-    const path = join(tmp("pcs-journal-lang-"), "journal.sqlite");
+    const path = join(tempDir("pcs-journal-lang-"), "journal.sqlite");
     process.env.PI_CODE_EXECUTION_JOURNAL = path;
     process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,eval";
     try {
@@ -300,7 +299,7 @@ describe("journal off and journal failures never break a run", () => {
   });
 
   test("off: nothing is recorded anywhere", async () => {
-    const data = tmp("pcs-xdg-");
+    const data = tempDir("pcs-xdg-");
     process.env.XDG_DATA_HOME = data;
     process.env.PI_CODE_EXECUTION_JOURNAL = "off";
     const stderr = captureStderr();
@@ -319,7 +318,7 @@ describe("journal off and journal failures never break a run", () => {
   });
 
   test("unwritable: runs succeed and the user is told once", async () => {
-    const blocker = join(tmp("pcs-journal-"), "a-file");
+    const blocker = join(tempDir("pcs-journal-"), "a-file");
     writeFileSync(blocker, "not a directory");
     process.env.PI_CODE_EXECUTION_JOURNAL = join(blocker, "journal.sqlite");
     const stderr = captureStderr();
@@ -339,7 +338,7 @@ describe("journal off and journal failures never break a run", () => {
   });
 
   test("corrupt: one notice, runs succeed", async () => {
-    const path = join(tmp("pcs-journal-"), "journal.sqlite");
+    const path = join(tempDir("pcs-journal-"), "journal.sqlite");
     writeFileSync(path, "this is not a database".repeat(400));
     process.env.PI_CODE_EXECUTION_JOURNAL = path;
     const stderr = captureStderr();
@@ -367,7 +366,7 @@ describe("the Journal itself", () => {
   });
 
   test("records are written after the current turn, in one batch, and survive reopening", async () => {
-    const path = join(tmp("pcs-journal-"), "sub", "journal.sqlite");
+    const path = join(tempDir("pcs-journal-"), "sub", "journal.sqlite");
     const j = new Journal(path);
     for (let i = 0; i < 100; i++) j.toolCall(row(i));
     assert.equal(existsSync(path), false, "nothing is written while the caller is still on its turn");
@@ -389,7 +388,7 @@ describe("the Journal itself", () => {
     // (under stress-ng, five turns once took longer), so an attempt counts only if it ran within the bound.
     let checked = false;
     for (let attempt = 0; attempt < 10 && !checked; attempt++) {
-      const path = join(tmp("pcs-journal-"), "j.sqlite");
+      const path = join(tempDir("pcs-journal-"), "j.sqlite");
       let logWrites = 0;
       const j = new Journal(path, { beforeBatch: async () => void (logWrites += 1) });
       j.toolCall(row(0));
@@ -425,7 +424,7 @@ describe("the Journal itself", () => {
   });
 
   test("a version 2 journal is migrated: its session ordinals were incarnations, and are kept as such", async () => {
-    const path = join(tmp("pcs-journal-"), "j.sqlite");
+    const path = join(tempDir("pcs-journal-"), "j.sqlite");
     const old = new Database(path);
     for (const m of MIGRATIONS.filter((m) => m.version <= 2)) old.exec(m.sql);
     old.pragma("user_version = 2");
@@ -469,7 +468,7 @@ describe("the Journal itself", () => {
 
   test("better-sqlite3 not loadable: one notice, records dropped, nothing throws", async () => {
     const notices: string[] = [];
-    const j = new Journal(join(tmp("pcs-journal-"), "j.sqlite"), {
+    const j = new Journal(join(tempDir("pcs-journal-"), "j.sqlite"), {
       onNotice: (m) => notices.push(m),
       load: () => Promise.reject(new Error("Cannot find module 'better-sqlite3'")),
     });
@@ -483,7 +482,7 @@ describe("the Journal itself", () => {
   });
 
   test("locked by another process's transaction: the batch is dropped with one notice, later writes succeed", async () => {
-    const path = join(tmp("pcs-journal-"), "j.sqlite");
+    const path = join(tempDir("pcs-journal-"), "j.sqlite");
     const setup = new Journal(path);
     setup.toolCall(row(0));
     await setup.close();
@@ -514,7 +513,7 @@ describe("the Journal itself", () => {
   });
 
   test("a journal from a newer version is left alone", async () => {
-    const path = join(tmp("pcs-journal-"), "j.sqlite");
+    const path = join(tempDir("pcs-journal-"), "j.sqlite");
     const db = new Database(path);
     db.pragma("user_version = 99");
     db.close();
@@ -532,7 +531,7 @@ describe("the Journal itself", () => {
 
 describe("nested calls in the journal", () => {
   test("each nested tool call of a run is a row, in start order, with its status", async () => {
-    const dir = tmp("pcs-journal-nested-");
+    const dir = tempDir("pcs-journal-nested-");
     const path = join(dir, "journal.sqlite");
     process.env.PI_CODE_EXECUTION_JOURNAL = path;
     pi = await startPi({ extensionPaths: [EXTENSION_PATH, resolve(import.meta.dirname, "fixtures/pi-tools.ts")] });

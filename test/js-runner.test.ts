@@ -1,27 +1,19 @@
 // runtime-js/runner.js against real Node processes, real pipes and real signals (contract: docs/protocol-js.md).
 import { describe, it, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isAlive, sleep, type RunnerDriver } from "./helpers/runner-driver.ts";
 import { waitUntil } from "./helpers/procs.ts";
 import { runCell, startJs, turn, type CellResult } from "./helpers/js-runner.ts";
+import { tempDir } from "./helpers/temp-dir.ts";
 
 const drivers: RunnerDriver[] = [];
-const dirs: string[] = [];
 after(async () => {
   await Promise.all(drivers.map((d) => d.close()));
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-function tmp(): string {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-js-")));
-  dirs.push(dir);
-  return dir;
-}
-
-async function start(cwd = tmp()): Promise<RunnerDriver> {
+async function start(cwd = tempDir("pcs-js-")): Promise<RunnerDriver> {
   const d = await startJs({ cwd });
   drivers.push(d);
   return d;
@@ -271,7 +263,7 @@ describe("errors", () => {
 
 describe("imports", () => {
   it("reloads local modules in each cell and keeps packages and node: modules", async () => {
-    const cwd = tmp();
+    const cwd = tempDir("pcs-js-");
     writeFileSync(join(cwd, "dep.mjs"), "export const dep = 'dep v1';\n");
     writeFileSync(
       join(cwd, "local.mjs"),
@@ -313,7 +305,7 @@ describe("imports", () => {
   });
 
   it("gives require() relative to the working directory", async () => {
-    const cwd = tmp();
+    const cwd = tempDir("pcs-js-");
     writeFileSync(join(cwd, "data.json"), '{"k": 3}');
     const d = await start(cwd);
     const r = await runCell(d, "require('./data.json').k + path.basename(process.cwd()).length * 0");
@@ -323,7 +315,7 @@ describe("imports", () => {
 
 describe("helpers", () => {
   it("read, write and env", async () => {
-    const cwd = tmp();
+    const cwd = tempDir("pcs-js-");
     writeFileSync(join(cwd, "lines.txt"), "one\ntwo\nthree\nfour\n");
     const d = await start(cwd);
     const r = await runCell(

@@ -3,13 +3,11 @@
 // class; a module that no longer compiles stays as it was (and the run says so).
 import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunResult } from "../host/host.ts";
-
-const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
+import { tempDir } from "./helpers/temp-dir.ts";
 
 let host: SupervisorHost;
 let cwd: string;
@@ -26,7 +24,7 @@ async function untilOutput(code: string, want: string, session = "mods"): Promis
 }
 
 before(() => {
-  cwd = tmp("pcs-mods-");
+  cwd = tempDir("pcs-mods-");
   host = new SupervisorHost();
 });
 after(async () => {
@@ -88,7 +86,7 @@ describe("module reload in a session", () => {
 
   test("module reload can be turned off (setting moduleReload)", async () => {
     const off = new SupervisorHost({ moduleReload: () => false });
-    const dir = tmp("pcs-mods-off-");
+    const dir = tempDir("pcs-mods-off-");
     try {
       writeFileSync(join(dir, "m.py"), "V = 1\n");
       await off.run({ code: "import m", cwd: dir, timeoutMs: 20_000, session: "o" });

@@ -6,16 +6,7 @@
 import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -25,8 +16,7 @@ import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
 import { callAs } from "./helpers/notebook.ts";
 import { startSshd, type TestSshd } from "./helpers/sshd.ts";
 import { remoteBackendEnv, savedBackendEnv } from "./helpers/backend-env.ts";
-
-const tmp = (p: string) => realpathSync(mkdtempSync(join(tmpdir(), p)));
+import { tempDir } from "./helpers/temp-dir.ts";
 
 /** A script that writes `marker` when it runs, then behaves as Python (so a probe of it would succeed). */
 function plantedPython(path: string, marker: string): void {
@@ -44,9 +34,9 @@ describe("remote over a loopback sshd, remote.cwd apart from Pi's directory", ()
   let marker: string;
   before(async () => {
     sshd = await startSshd();
-    remoteDir = tmp("pcs-remote-surfaces-");
-    const cwd = tmp("pcs-remote-surfaces-local-");
-    marker = join(tmp("pcs-remote-marker-"), "ran");
+    remoteDir = tempDir("pcs-remote-surfaces-");
+    const cwd = tempDir("pcs-remote-surfaces-local-");
+    marker = join(tempDir("pcs-remote-marker-"), "ran");
     mkdirSync(join(cwd, "sub"));
     mkdirSync(join(remoteDir, "sub"));
     // Only in Pi's directory: neither may run (they name this machine's files).
@@ -123,8 +113,8 @@ describe("remote over a loopback sshd, remote.cwd apart from Pi's directory", ()
 
 describe("the command transport", () => {
   test("starts in Pi's working directory and its failure reports the real exit code (runner and probe)", async () => {
-    const root = tmp("pcs-command-root-");
-    const out = join(tmp("pcs-command-out-"), "pwd");
+    const root = tempDir("pcs-command-root-");
+    const out = join(tempDir("pcs-command-out-"), "pwd");
     const argv = ["sh", "-c", `pwd > ${out}; echo 'transport says no' >&2; exit 7`, "transport"];
     const ops = remoteOperations({ remote: { transport: "command", argv, options: [] }, localRoot: root });
     const started = await ops.start({ executable: "python3", args: [], cwd: root, env: process.env, killMs: 200 });

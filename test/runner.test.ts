@@ -2,14 +2,14 @@
 import { describe, it, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PYTHON, RUNNER_PATH, RunnerDriver, encodeFrame, isAlive, sleep } from "./helpers/runner-driver.ts";
 import { waitUntil } from "./helpers/procs.ts";
 import type { DoneFrame, RunResult, StartOptions } from "./helpers/runner-driver.ts";
 import { findPython, skipWithout } from "./helpers/pythons.ts";
+import { tempDir } from "./helpers/temp-dir.ts";
 
 // Other interpreters, found at run time (test/helpers/pythons.ts); their tests skip without them.
 const PY39 = findPython("3.9")?.path;
@@ -17,22 +17,14 @@ const PY313 = findPython("3.13")?.path;
 const DRIVER_PATH = fileURLToPath(new URL("./helpers/runner-driver.ts", import.meta.url));
 
 const drivers: RunnerDriver[] = [];
-const tmpDirs: string[] = [];
 after(async () => {
   await Promise.all(drivers.map((d) => d.close()));
-  for (const dir of tmpDirs) rmSync(dir, { recursive: true, force: true });
 });
 
 async function start(opts: StartOptions = {}): Promise<RunnerDriver> {
   const d = await RunnerDriver.start(opts);
   drivers.push(d);
   return d;
-}
-
-function tmp(): string {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-runner-")));
-  tmpDirs.push(dir);
-  return dir;
 }
 
 /** A traceback without the caret lines that 3.11+ add (`    ~~~^^^`), so tests hold on every version. */
@@ -122,7 +114,7 @@ describe("start-up and process layout", () => {
   });
 
   it("sets sys.path[0] to the start directory, hides the runner directory, sets sys.argv", async () => {
-    const cwd = tmp();
+    const cwd = tempDir("pcs-runner-");
     writeFileSync(join(cwd, "local_helper.py"), 'VALUE = "from cwd"\n');
     writeFileSync(join(cwd, "data.txt"), "relative file\n");
     mkdirSync(join(cwd, "sub"));

@@ -6,13 +6,14 @@
 import "./helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { SupervisorHost } from "../host/host.ts";
 import { PYTHON, RunnerDriver, sleep, type Frame, type RunResult, type StartOptions } from "./helpers/runner-driver.ts";
 import { findPython, skipWithout } from "./helpers/pythons.ts";
+import { tempDir } from "./helpers/temp-dir.ts";
 
 // The oldest and newest Pythons the runner supports, where this machine has them (test/helpers/pythons.ts).
 /** The default Python, then the others where this machine has them (each absent one is a skipped test, saying why). */
@@ -22,22 +23,14 @@ const pythons = (minors: string[]) => [
 ];
 
 const drivers: RunnerDriver[] = [];
-const dirs: string[] = [];
 after(async () => {
   await Promise.all(drivers.map((d) => d.close()));
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
 async function start(opts: StartOptions): Promise<RunnerDriver> {
   const d = await RunnerDriver.start({ timeoutMs: 20_000, ...opts });
   drivers.push(d);
   return d;
-}
-
-function tmp(prefix = "pcs-shadow-"): string {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
-  dirs.push(dir);
-  return dir;
 }
 
 /** A traceback without the caret lines that 3.11+ add, so expectations hold on every version. */
@@ -98,7 +91,7 @@ const pformat = (python: string) =>
 /** Every top-level module name the runner process has loaded, for itself or for the runs, after one run of each
  * kind (fresh run, traceback, `;`, display, syntax error, interrupt, top-level await, tool call, reload, sysPath). */
 async function loadedNames(python: string): Promise<string[]> {
-  const cwd = tmp();
+  const cwd = tempDir("pcs-shadow-");
   const pkgs = join(cwd, "pkgs");
   mkdirSync(pkgs);
   writeFileSync(join(pkgs, "pkgmod.py"), "V = 1\n");
@@ -142,7 +135,7 @@ const FLAVOURS = {
 };
 
 function shadowDir(names: string[], flavour: keyof typeof FLAVOURS): string {
-  const cwd = tmp(`pcs-shadow-${flavour}-`);
+  const cwd = tempDir(`pcs-shadow-${flavour}-`);
   for (const n of names) writeFileSync(join(cwd, `${n}.py`), FLAVOURS[flavour](n));
   return cwd;
 }
@@ -239,7 +232,7 @@ describe("a working directory full of files named like the modules the runner lo
 
 for (const { python, skip } of pythons(["3.9"]))
   test(`PEP 723 installs work in such a directory (pip, offline; ${python})`, { skip }, async () => {
-    const wheels = tmp("pcs-wheels-");
+    const wheels = tempDir("pcs-wheels-");
     const wheel = [
       "import sys, zipfile",
       "d = sys.argv[1]",
@@ -252,7 +245,7 @@ for (const { python, skip } of pythons(["3.9"]))
     ].join("\n");
     execFileSync(python, ["-c", wheel, wheels], { cwd: tmpdir() });
     const cwd = shadowDir(await loadedNames(python), "hostile");
-    const root = tmp("pcs-shadow-pkgs-");
+    const root = tempDir("pcs-shadow-pkgs-");
     const host = new SupervisorHost({
       env: () => ({ ...process.env, PIP_NO_INDEX: "1", PIP_FIND_LINKS: wheels, PI_PYTHON: python, VIRTUAL_ENV: "" }),
       packages: { envRoot: join(root, "envs"), sessionRoot: join(root, "sessions") },
@@ -276,7 +269,7 @@ describe("a user's token.py", () => {
   const TOKEN = 'API_TOKEN = "sk-123"\n';
 
   test("fresh and session runs show the user's own error, and the session stays", async () => {
-    const cwd = tmp();
+    const cwd = tempDir("pcs-shadow-");
     writeFileSync(join(cwd, "token.py"), TOKEN);
     const fresh = await start({ mode: "fresh", cwd });
     assert.deepEqual(outcome(await fresh.run(BOOM, { filename: "script.py" })), boom("script.py"));
@@ -287,7 +280,7 @@ describe("a user's token.py", () => {
   });
 
   test("the user's imports see it exactly as `python3 script.py` does", async () => {
-    const cwd = tmp();
+    const cwd = tempDir("pcs-shadow-");
     writeFileSync(join(cwd, "token.py"), TOKEN);
     const d = await start({ mode: "session", cwd });
     // The runner has loaded the standard token and tokenize for the traceback and the `;` by now.
@@ -310,7 +303,7 @@ describe("a user's token.py", () => {
 });
 
 test("standard modules the user blocks or replaces in sys.modules stay so for the user, not for the runner", async () => {
-  const d = await start({ mode: "session", cwd: tmp() });
+  const d = await start({ mode: "session", cwd: tempDir("pcs-shadow-") });
   const names = ["traceback", "linecache", "tokenize", "token", "pprint", "json", "asyncio", "ast", "inspect"];
   const block = `import sys, types\nfor n in ${JSON.stringify(names)}:\n    sys.modules[n] = None\nsys.modules['re'] = types.ModuleType('re')`;
   assert.deepEqual(outcome(await d.run(block)), ok(""));
@@ -323,7 +316,7 @@ test("standard modules the user blocks or replaces in sys.modules stay so for th
 });
 
 test("an interrupt while the runner loads its modules leaves the user's modules as they were", async () => {
-  const cwd = tmp();
+  const cwd = tempDir("pcs-shadow-");
   writeFileSync(join(cwd, "token.py"), 'API_TOKEN = "sk-123"\n');
   const check = [
     "import sys",
@@ -348,7 +341,7 @@ test("an interrupt while the runner loads its modules leaves the user's modules 
 
 describe("without shadowing files, the runner's modules and the user's are the same objects", () => {
   test("the runner's own work adds only built-in modules to sys.modules; imports then get the runner's copies", async () => {
-    const d = await start({ mode: "session", cwd: tmp() });
+    const d = await start({ mode: "session", cwd: tempDir("pcs-shadow-") });
     assert.deepEqual(outcome(await d.run("import sys\nbase = set(sys.modules)")), ok(""));
     await d.run(BOOM);
     await d.run("x;");
@@ -367,7 +360,7 @@ describe("without shadowing files, the runner's modules and the user's are the s
   });
 
   test("a dataclass displays with its fields after the runner loaded pprint first", async (t) => {
-    const d = await start({ mode: "session", cwd: tmp() });
+    const d = await start({ mode: "session", cwd: tempDir("pcs-shadow-") });
     await d.run(BIG);
     const code =
       "from dataclasses import dataclass\n@dataclass\nclass P:\n    a: str\n    b: str\nP('x' * 70, 'y' * 70)";
@@ -385,7 +378,7 @@ describe("without shadowing files, the runner's modules and the user's are the s
   });
 
   test("user code and the runner's event loop share asyncio (cancellation is caught by the user's class)", async () => {
-    const d = await start({ mode: "session", cwd: tmp() });
+    const d = await start({ mode: "session", cwd: tempDir("pcs-shadow-") });
     assert.deepEqual(outcome(await d.run("async def f():\n    return 1\nawait f()")), ok("1\n"));
     const code = [
       "import asyncio, sys",
