@@ -2,7 +2,8 @@
 # driver that speaks its protocol (docs/protocol.md: 4-byte length, JSON, fd 3), beside the round trip of an echo
 # process that answers each frame with a `done` at once, alternating. The difference is what the runner does around
 # the user's code (reading the frame, the reader thread's hand-over, compiling, `started`, the output drain, `done`).
-#   python3 bench/runner-own.py [rounds]
+#   python3 bench/runner-own.py [rounds] [--against OTHER/runner.py]
+# --against alternates a second runner (a copy of runtime-py/ from before a change) with the two, in the same rounds.
 import json, os, socket, subprocess, sys, time
 PY = sys.executable
 _hold = [os.open("/dev/null", os.O_RDONLY) for _ in range(3)]
@@ -41,8 +42,17 @@ def recv(s):
         return b
     n = int.from_bytes(rd(4), "big")
     return json.loads(rd(n))
-runner, rs = start([PY, RUNNER, "--mode", "session"])
-while recv(rs)["type"] != "ready": pass
+args = sys.argv[1:]
+OTHER = None
+if "--against" in args:
+    i = args.index("--against")
+    OTHER = os.path.abspath(args[i + 1])
+    del args[i : i + 2]
+runners = []
+for path in [RUNNER] + ([OTHER] if OTHER else []):
+    p, s = start([PY, path, "--mode", "session"])
+    while recv(s)["type"] != "ready": pass
+    runners.append((p, s))
 echo, es = start([PY, "-c", ECHO])
 def rtt(s, i, wait_done=True):
     t = time.perf_counter()
@@ -51,13 +61,19 @@ def rtt(s, i, wait_done=True):
         f = recv(s)
         if f["type"] == "done": break
     return (time.perf_counter() - t) * 1e6
-for i in range(200): rtt(rs, i); rtt(es, i)
-R, E = [], []
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+for i in range(200):
+    for _, s in runners: rtt(s, i)
+    rtt(es, i)
+T = [[] for _ in runners]
+E = []
+N = int(args[0]) if args else 2000
 for i in range(200, 200 + N):
-    R.append(rtt(rs, i)); E.append(rtt(es, i))
-R.sort(); E.sort()
-print("runner p50 %.0f us, echo p50 %.0f us, runner's own ~%.0f us" % (R[len(R)//2], E[len(E)//2], R[len(R)//2] - E[len(E)//2]))
-
-send(rs, {"type": "shutdown"})
-runner.wait()
+    for t, (_, s) in zip(T, runners): t.append(rtt(s, i))
+    E.append(rtt(es, i))
+p50 = lambda xs: sorted(xs)[len(xs) // 2]
+e = p50(E)
+for name, t in zip(["runner", "against"], T):
+    print("%s p50 %.0f us, echo p50 %.0f us, own ~%.0f us" % (name, p50(t), e, p50(t) - e))
+for p, s in runners:
+    send(s, {"type": "shutdown"})
+    p.wait()
