@@ -157,11 +157,16 @@ def _fatal(message):
         os._exit(70)
 
 
+_rbuf = bytearray()  # read from the channel, not yet taken (the reader thread's alone)
+
+
 def _read_exact(n):
-    buf = bytearray()
+    """n bytes of the channel. It is read in chunks of up to 64 KiB, so a frame's length and body (and the frames
+    after it) usually come in one system call."""
+    buf = _rbuf
     while len(buf) < n:
         try:
-            chunk = os.read(_CTL, min(n - len(buf), 1 << 20))
+            chunk = os.read(_CTL, min(max(n - len(buf), 1 << 16), 1 << 20))
         except InterruptedError:
             continue
         except OSError:
@@ -169,7 +174,9 @@ def _read_exact(n):
         if not chunk:
             _orphaned()
         buf += chunk
-    return bytes(buf)
+    out = bytes(buf[:n])
+    del buf[:n]
+    return out
 
 
 _nruns = 0
@@ -667,10 +674,18 @@ def _bounded(text):
     return "%s\n[... %d characters omitted ...]\n%s" % (text[:half], len(text) - 2 * half, text[-half:])
 
 
+_last_lines = (None, None)  # (source, its lines) of the last run: a script sent again is not split again
+
+
 def _remember_source(filename, src):
-    lines = _source_lines(src)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
+    global _last_lines
+    if _last_lines[0] == src:
+        lines = _last_lines[1]  # shared by the entries: linecache only reads them
+    else:
+        lines = _source_lines(src)
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        _last_lines = (src, lines)
     entry = _sources[filename] = (len(src), None, lines, filename)  # mtime None: checkcache never drops it
     # The session's linecache (else _give_sources hands them over when it is imported) and the runner's own.
     for linecache in (sys.modules.get("linecache"), pcs_imports.own.get("linecache")):
@@ -1006,13 +1021,20 @@ def _execute(msg, g):
     _flush_std()
     _drain()
     _active_run = None
-    done = {"type": "done", "id": r.id, "exitCode": code, "displayedValue": r.displayed, "error": error}
+    more = _run_extras()
     if r.value is not None:
-        done["value"] = r.value
+        more["value"] = r.value
     if r.errors:
-        done["exception"] = r.errors
-    done.update(_run_extras())
-    _send(done, True)
+        more["exception"] = r.errors
+    # What _send(done) would write, with the fields every `done` has put in place at once.
+    body = '{"type":"done","id":%s,"exitCode":%d,"displayedValue":%s,"error":%s%s}' % (
+        _jstr(r.id),
+        code,
+        "true" if r.displayed else "false",
+        "null" if error is None else _jstr(error),
+        "," + _dumps(more)[1:-1] if more else "",
+    )
+    _write_frame(body.encode("ascii"), True)
     return code
 
 
@@ -1229,7 +1251,7 @@ def _run_extras():
     if _MODE == "session":
         try:
             new = _new_module_names()
-            skip = os.path.dirname(os.__file__) + os.sep  # the standard library
+            skip = os.path.dirname(os.__file__) + os.sep if new else ""  # the standard library
             found = []
             for name in new:
                 f = getattr(sys.modules.get(name), "__file__", None)
