@@ -1571,6 +1571,7 @@ def _main():
     )
     # Work that can wait until the host reacts to `ready` (frames sent meanwhile wait in the socket).
     _start_reader()
+    _load_kit()  # the drain's and _restore_std_fds' modules and lookups
     import _ast  # first use initialises the AST types (~1 ms); every run needs them
 
     try:
