@@ -95,6 +95,11 @@ try:
 
 except ImportError:  # not CPython's usual build
 
+    def _jstr(text):
+        import json
+
+        return json.dumps(text)
+
     def _dumps(obj):
         import json
 
@@ -106,13 +111,25 @@ except ImportError:  # not CPython's usual build
         return json.loads(text)
 
 
-def _send(frame):
-    _write_frame(_dumps(frame).encode("ascii"))
+_forked = False  # set in a child forked by os.fork (an at-fork hook, registered in _setup)
 
 
-def _write_frame(data):
-    """Send one frame whose UTF-8 JSON body is `data` (also the writer of nested tool calls)."""
-    if os.getpid() != _PID:
+def _after_fork():
+    global _forked
+    _forked = True
+
+
+def _send(frame, own=False):
+    _write_frame(_dumps(frame).encode("ascii"), own)
+
+
+def _write_frame(data, own=False):
+    """Send one frame whose UTF-8 JSON body is `data` (also the writer of nested tool calls).
+
+    A fork of user code must not speak for us. `own`: a frame of the runner's own (`started`, `done`), sent where
+    user code can only have forked through os.fork, which the at-fork hook notes: the pid check, a system call, is
+    spared. User code's frames (display, tool calls) are checked by pid, whatever made the fork."""
+    if _forked if own else os.getpid() != _PID:
         return
     data = len(data).to_bytes(4, "big") + data
     with _wlock:
@@ -140,11 +157,16 @@ def _fatal(message):
         os._exit(70)
 
 
+_rbuf = bytearray()  # read from the channel, not yet taken (the reader thread's alone)
+
+
 def _read_exact(n):
-    buf = bytearray()
+    """n bytes of the channel. It is read in chunks of up to 64 KiB, so a frame's length and body (and the frames
+    after it) usually come in one system call."""
+    buf = _rbuf
     while len(buf) < n:
         try:
-            chunk = os.read(_CTL, min(n - len(buf), 1 << 20))
+            chunk = os.read(_CTL, min(max(n - len(buf), 1 << 16), 1 << 20))
         except InterruptedError:
             continue
         except OSError:
@@ -152,7 +174,9 @@ def _read_exact(n):
         if not chunk:
             _orphaned()
         buf += chunk
-    return bytes(buf)
+    out = bytes(buf[:n])
+    del buf[:n]
+    return out
 
 
 _nruns = 0
@@ -192,53 +216,33 @@ def _read_frame():
     return None
 
 
-# Who reads the control channel: the main thread itself while idle (a run frame wakes it directly, no handoff),
-# the reader thread while a run executes (tool results and shutdown must be read while user code holds the main
-# thread). `_reading` grants the reader thread a run's reading; it stops when `_wake` says the run ended and then
-# releases `_idle`, after which the main thread reads again. A run frame the reader thread read in that moment waits
-# in `_runs` for the main thread.
-_reading = _thread.allocate_lock()
-_idle = _thread.allocate_lock()
+# The reader thread owns the control channel for the runner's whole life: it reads every host frame, handling tool
+# results, signals and shutdown itself (also while user code holds the main thread), and queues run frames in `_runs`
+# for the main thread, which waits on `_have_run` while idle. A run thus costs one hand-over at its start and none at
+# its end: the main thread neither takes the channel back nor wakes the reader (docs/performance.md, "The Python
+# runner's own time per warm run").
+_have_run = _thread.allocate_lock()  # released by the reader after queueing a run frame; held while `_runs` is empty
 _runs = []
-_wake = None  # (read fd, write fd)
 
 
 def _next_run():
-    """Main thread, idle: the next run frame."""
-    if _runs:
-        return _runs.pop(0)
-    while True:
-        msg = _read_frame()
-        if msg is not None:
-            return msg
+    """Main thread, idle: the next run frame, in the order they came."""
+    while not _runs:
+        _have_run.acquire()
+    return _runs.pop(0)
 
 
-def _reader_begin():
-    _reading.release()
-
-
-def _reader_end():
-    os.write(_wake[1], b"x")
-    _idle.acquire()
-
-
-def _reader(select):
-    """Reader thread: reads host frames while a run executes in the main thread, the one SIGINT interrupts."""
+def _reader():
+    """Reader thread: reads host frames for the runner's whole life."""
     try:
         while True:
-            _reading.acquire()
-            try:
-                while True:
-                    ready = select([_CTL, _wake[0]], [], [])[0]
-                    if _CTL in ready:
-                        msg = _read_frame()
-                        if msg is not None:
-                            _runs.append(msg)
-                        continue
-                    os.read(_wake[0], 64)
-                    break
-            finally:
-                _idle.release()
+            msg = _read_frame()
+            if msg is not None:
+                _runs.append(msg)
+                try:
+                    _have_run.release()
+                except RuntimeError:  # already released: the main thread has not taken the previous one yet
+                    pass
     except BaseException:
         _fatal("runner reader failed:\n" + _format_own_exc())
 
@@ -326,6 +330,7 @@ def _setup(argv):
         )
         os._exit(2)
     _MODE = argv[2]
+    os.register_at_fork(after_in_child=_after_fork)
     # An inherited SIGINT disposition is never trusted; SIGTERM must stay able to stop us.
     _signal.signal(_SIGINT, _SIG_IGN)
     _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
@@ -346,12 +351,6 @@ def _setup(argv):
             _OUT_FDS.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64))
         except OSError:
             pass
-    # The reader thread's wake pipe, above the user's fds like the control channel (fds 3, 4... stay free).
-    global _wake
-    pipe = os.pipe()
-    _wake = tuple(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in pipe)
-    for fd in pipe:
-        os.close(fd)
     # After the runner's own descriptors exist (an openFiles limit below 64 would refuse them) and before user
     # paths reach sys.path (`resource` must come from the standard library).
     if limits:
@@ -395,9 +394,7 @@ def _apply_limits(limits):
     """setrlimit before any user code runs; children inherit the limits. CPU time is per run (_cpu_budget)."""
     import resource
 
-    # What the output drain imports lazily is imported now: a run that used up its descriptors or memory must not
-    # make the drain fail (its output would then arrive after `done` and be lost).
-    import stat, termios, time  # noqa: F401
+    _load_kit()  # see there
 
     mib = 1 << 20
     table = {
@@ -436,11 +433,8 @@ def _cpu_budget():
 
 
 def _start_reader():
-    import select  # here, in the main thread: an import from the reader thread would race the user's imports
-
-    _reading.acquire()
-    _idle.acquire()
-    _thread.start_new_thread(_reader, (select.select,))
+    _have_run.acquire()
+    _thread.start_new_thread(_reader, ())
 
 
 def _new_main():
@@ -507,7 +501,7 @@ def _interruptible(fn, *args):
 
 
 def _user_phase(r):
-    _send({"type": "started", "id": r.id})
+    _write_frame(('{"type":"started","id":%s}' % _jstr(r.id)).encode("ascii"), True)  # _send's, without a dict
     r.started = True
     _prepare_run()
     r.stage = "compile"
@@ -680,10 +674,18 @@ def _bounded(text):
     return "%s\n[... %d characters omitted ...]\n%s" % (text[:half], len(text) - 2 * half, text[-half:])
 
 
+_last_lines = (None, None)  # (source, its lines) of the last run: a script sent again is not split again
+
+
 def _remember_source(filename, src):
-    lines = _source_lines(src)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
+    global _last_lines
+    if _last_lines[0] == src:
+        lines = _last_lines[1]  # shared by the entries: linecache only reads them
+    else:
+        lines = _source_lines(src)
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        _last_lines = (src, lines)
     entry = _sources[filename] = (len(src), None, lines, filename)  # mtime None: checkcache never drops it
     # The session's linecache (else _give_sources hands them over when it is imported) and the runner's own.
     for linecache in (sys.modules.get("linecache"), pcs_imports.own.get("linecache")):
@@ -865,41 +867,60 @@ def _flush_std():
             pass
 
 
-def _drain(fds=None):
-    """Wait (bounded) until the host has read every byte of fd 1 and fd 2 (or of `fds`)."""
+# What the drain and _restore_std_fds need, loaded once by _load_kit (a lazy import goes through the runner's
+# __import__, some microseconds each, and an fstat is a system call: both used to be paid on every run).
+_ioctl = None  # fcntl.ioctl
+_monotonic = _sleep = None
+_drain_req = {}  # fd -> the ioctl request that measures what the host has not read of it yet
+_std_poll = None  # a poll object on fds 0-2 asking for no events: it reports only POLLNVAL (closed) and the like
+_POLLNVAL = 0
+
+
+def _load_kit():
+    """Also called by _apply_limits, so that a run that used up its descriptors or memory does not make the drain
+    fail (its output would then arrive after `done` and be lost)."""
+    global _ioctl, _monotonic, _sleep, _std_poll, _POLLNVAL
+    if _ioctl is not None:
+        return
     import fcntl
+    import select
     import stat
     import time
 
     try:
         import termios
-
-        outq = getattr(termios, "TIOCOUTQ", None)
-        inq = getattr(termios, "FIONREAD", None)
     except ImportError:
-        return
-    checks = []
-    for fd in _OUT_FDS if fds is None else fds:
+        termios = None
+    # The drained fds are the runner's own (private duplicates of fd 1/2, the control channel): their kinds are
+    # fixed for its life, so each is looked up once.
+    for fd in _OUT_FDS + [_CTL]:
         try:
             mode = os.fstat(fd).st_mode
         except OSError:
             continue
-        req = outq if stat.S_ISSOCK(mode) else inq if stat.S_ISFIFO(mode) else None
+        req = getattr(termios, "TIOCOUTQ" if stat.S_ISSOCK(mode) else "FIONREAD" if stat.S_ISFIFO(mode) else "", None)
         if req is not None:
-            checks.append((fd, req))
-    start = time.monotonic()
-    # Two ways to wait too long: a writer that keeps adding to the queue (a subprocess still printing: give up
-    # after _DRAIN_LIMIT) and a host that is merely slow to read (the queue only shrinks or stands still: keep
-    # waiting, up to _DRAIN_STALL_LIMIT, since giving up then would hand this run's output to the next one).
-    churn_deadline = start + _DRAIN_LIMIT
-    stall_deadline = start + _DRAIN_STALL_LIMIT
+            _drain_req[fd] = req
+    poll = select.poll()
+    for fd in (0, 1, 2):
+        poll.register(fd, 0)
+    _std_poll, _POLLNVAL, _monotonic, _sleep = poll, select.POLLNVAL, time.monotonic, time.sleep
+    _ioctl = fcntl.ioctl
+
+
+def _drain(fds=None):
+    """Wait (bounded) until the host has read every byte of fd 1 and fd 2 (or of `fds`)."""
+    if _ioctl is None:
+        _load_kit()
+    checks = [(fd, _drain_req[fd]) for fd in (_OUT_FDS if fds is None else fds) if fd in _drain_req]
+    start = None
     last = {}
     growth = 0  # how often a queue grew: a writer still at work (one growth can be the kernel's accounting)
     while checks:
         pending = []
         for fd, req in checks:
             try:
-                n = int.from_bytes(fcntl.ioctl(fd, req, b"\0\0\0\0"), sys.byteorder)
+                n = int.from_bytes(_ioctl(fd, req, b"\0\0\0\0"), sys.byteorder)
             except OSError:
                 continue
             if n:
@@ -908,14 +929,23 @@ def _drain(fds=None):
                     growth += 1
                 last[fd] = n
         checks = pending
-        now = time.monotonic()
-        if not checks or now >= stall_deadline or (growth >= 3 and now >= churn_deadline):
+        if not checks:
+            return
+        now = _monotonic()
+        if start is None:
+            # Two ways to wait too long: a writer that keeps adding to the queue (a subprocess still printing: give
+            # up after _DRAIN_LIMIT) and a host that is merely slow to read (the queue only shrinks or stands still:
+            # keep waiting, up to _DRAIN_STALL_LIMIT, since giving up then would hand this run's output to the next).
+            start = now
+            churn_deadline = start + _DRAIN_LIMIT
+            stall_deadline = start + _DRAIN_STALL_LIMIT
+        if now >= stall_deadline or (growth >= 3 and now >= churn_deadline):
             return
         pause = _drain_pause(now - start)
         if pause is None:
             os.sched_yield()
         else:
-            time.sleep(pause)
+            _sleep(pause)
 
 
 def _drain_pause(waited):
@@ -928,31 +958,24 @@ def _drain_pause(waited):
 
 
 def _restore_std_fds():
-    """A previous run may have closed fd 0-2: reopen them so this run's output still reaches the host."""
-    for fd, dup in ((1, _OUT_FDS[0] if _OUT_FDS else None), (2, _OUT_FDS[1] if len(_OUT_FDS) > 1 else None)):
-        try:
-            os.fstat(fd)
-        except OSError:
+    """A previous run may have closed fd 0-2: reopen them so this run's output still reaches the host. One poll() tells
+    which are closed (POLLNVAL), instead of an fstat per fd."""
+    if _std_poll is None:
+        _load_kit()
+    closed = [fd for fd, ev in _std_poll.poll(0) if ev & _POLLNVAL]
+    for fd in closed:
+        if fd == 0:
+            null = os.open(os.devnull, os.O_RDONLY)
+            if null != 0:
+                os.dup2(null, 0, inheritable=True)
+                os.close(null)
+        else:
+            dup = _OUT_FDS[fd - 1] if len(_OUT_FDS) >= fd else None
             if dup is not None:
                 os.dup2(dup, fd, inheritable=True)
-    try:
-        os.fstat(0)
-    except OSError:
-        null = os.open(os.devnull, os.O_RDONLY)
-        if null != 0:
-            os.dup2(null, 0, inheritable=True)
-            os.close(null)
 
 
 def _execute(msg, g):
-    _reader_begin()
-    code = _execute_run(msg, g)
-    if _MODE != "fresh":  # a fresh runner exits now; a session's main thread reads the next frames itself
-        _reader_end()
-    return code
-
-
-def _execute_run(msg, g):
     global _current, _err_sink, _active_run
     _current = msg
     _active_run = msg["id"]
@@ -969,7 +992,7 @@ def _execute_run(msg, g):
         _flush_std()
         os._exit(code & 0xFF)
     if not r.started:  # interrupted before `started` went out (a host that signals early)
-        _send({"type": "started", "id": r.id})
+        _send({"type": "started", "id": r.id}, True)
     if r.started and not isinstance(exc, KeyboardInterrupt) and _open_figures():
         # matplotlib figures left open are shown and closed, as notebooks' inline backends do.
         late = _interruptible(_show_figures)
@@ -998,13 +1021,20 @@ def _execute_run(msg, g):
     _flush_std()
     _drain()
     _active_run = None
-    done = {"type": "done", "id": r.id, "exitCode": code, "displayedValue": r.displayed, "error": error}
+    more = _run_extras()
     if r.value is not None:
-        done["value"] = r.value
+        more["value"] = r.value
     if r.errors:
-        done["exception"] = r.errors
-    done.update(_run_extras())
-    _send(done)
+        more["exception"] = r.errors
+    # What _send(done) would write, with the fields every `done` has put in place at once.
+    body = '{"type":"done","id":%s,"exitCode":%d,"displayedValue":%s,"error":%s%s}' % (
+        _jstr(r.id),
+        code,
+        "true" if r.displayed else "false",
+        "null" if error is None else _jstr(error),
+        "," + _dumps(more)[1:-1] if more else "",
+    )
+    _write_frame(body.encode("ascii"), True)
     return code
 
 
@@ -1196,14 +1226,32 @@ def _reload(names):
     return done
 
 
+_modules_mark = None  # (len(sys.modules), its last name) when _new_module_names last looked
+
+
+def _new_module_names():
+    """Names in sys.modules not seen by an earlier run. A dict keeps insertion order, so a name added since the last
+    look comes after the name that was last then: while the count and the last name stand, nothing was added (short
+    of that very name being removed and added back after a new one, with as many others removed as added). That
+    saves a walk over every module (1000+ in a scientific session) on each run that imported nothing."""
+    global _modules_mark
+    modules = sys.modules
+    mark = (len(modules), next(reversed(modules), None))
+    if mark == _modules_mark:
+        return ()
+    new = set(list(modules)) - _seen_modules
+    _seen_modules.update(new)
+    _modules_mark = mark
+    return new
+
+
 def _run_extras():
     """Fields for `done`: what _prepare_run found, and the modules imported from files since the last run."""
     out = {k: v for k, v in _extras.items() if v}
     if _MODE == "session":
         try:
-            new = set(list(sys.modules)) - _seen_modules
-            _seen_modules.update(new)
-            skip = os.path.dirname(os.__file__) + os.sep  # the standard library
+            new = _new_module_names()
+            skip = os.path.dirname(os.__file__) + os.sep if new else ""  # the standard library
             found = []
             for name in new:
                 f = getattr(sys.modules.get(name), "__file__", None)
@@ -1523,6 +1571,7 @@ def _main():
     )
     # Work that can wait until the host reacts to `ready` (frames sent meanwhile wait in the socket).
     _start_reader()
+    _load_kit()  # the drain's and _restore_std_fds' modules and lookups
     import _ast  # first use initialises the AST types (~1 ms); every run needs them
 
     try:
