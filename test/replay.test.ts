@@ -93,6 +93,16 @@ describe("committed fixtures", () => {
     });
   }
 
+  // Logs of format v2 (every trace record whole) recorded by today's machines replay identical, read as v3 is.
+  for (const file of readdirSync(join(FIXTURE_DIR, "v2")).filter((f) => f.endsWith(".jsonl"))) {
+    test(`v2/${file} (format v2, trace records whole) replays identical`, () => {
+      assert.equal(records(join(FIXTURE_DIR, "v2", file))[0].v, 2);
+      const report = replayFile(join(FIXTURE_DIR, "v2", file));
+      assert.equal(report.identical, true, formatReport(report, true));
+      assert.ok(report.inputs > 5 && report.trace > 50, "a real recording, not an empty one");
+    });
+  }
+
   // Logs recorded before runs went straight to their sessions (the runner's facts relayed by the session, every
   // command to the root) still replay identical: the machines keep the paths those logs took.
   for (const file of readdirSync(join(FIXTURE_DIR, "before-direct")).filter((f) => f.endsWith(".jsonl"))) {
