@@ -10,7 +10,8 @@ export const TRACE_STRING_LIMIT = 240;
 /** The trace copy of a JSON value (an input's event, read back from the log): what `compact` in record/trace.ts
  * makes of the live value, for values that JSON carries (strings over `limit` cut, objects past depth 12 elided). */
 export function cutJson(value: unknown, limit = TRACE_STRING_LIMIT, depth = 0): unknown {
-  if (typeof value === "string") return value.length > limit ? `${value.slice(0, limit)}…[${value.length} chars]` : value;
+  if (typeof value === "string")
+    return value.length > limit ? `${value.slice(0, limit)}…[${value.length} chars]` : value;
   if (typeof value !== "object" || value === null) return value;
   if (depth > 12) return "[…]";
   if (Array.isArray(value)) return value.map((v) => cutJson(v, limit, depth + 1));

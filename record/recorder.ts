@@ -16,15 +16,7 @@ import type { InspectionEvent } from "xstate";
 import { DEFAULT_LOG_LIMITS, defaultLogDir, logBase, pruneLogDir, segmentPath, type LogLimits } from "./log-files.ts";
 import type { SystemObserver } from "./observe.ts";
 import { afterResults, resultsPending } from "../lib/after-results.ts";
-import {
-  compact,
-  LOG_FORMAT,
-  LOG_VERSION,
-  ref,
-  TraceEncoder,
-  type HeaderRecord,
-  type LogRecord,
-} from "./trace.ts";
+import { compact, LOG_FORMAT, LOG_VERSION, ref, TraceEncoder, type HeaderRecord, type LogRecord } from "./trace.ts";
 
 export interface RecorderOptions {
   /** Directory of the logs; default `<agent dir>/pi-code-supervisor/logs` (see actors/log-files.ts). */

@@ -276,7 +276,9 @@ describe("recording live systems", () => {
       context: ({ input }: { input: Record<string, unknown> }) => ({ ...input, extra: 1 }),
       initial: "busy",
       states: {
-        busy: { on: { finish: { target: "done", actions: assign({ outcome: ({ event }) => ({ ...event.result }) }) } } },
+        busy: {
+          on: { finish: { target: "done", actions: assign({ outcome: ({ event }) => ({ ...event.result }) }) } },
+        },
         done: { type: "final" },
       },
       output: ({ context }) => context.outcome,
@@ -319,7 +321,15 @@ describe("recording live systems", () => {
         if (p) whole.push(JSON.stringify({ ...p, at }));
       },
     });
-    const header = JSON.stringify({ k: "header", format: "pi-code-supervisor.log", v: 3, segment: 0, pid: 1, startedAt: at, versions: {} });
+    const header = JSON.stringify({
+      k: "header",
+      format: "pi-code-supervisor.log",
+      v: 3,
+      segment: 0,
+      pid: 1,
+      startedAt: at,
+      versions: {},
+    });
     actor.start();
     const finish = { type: "finish", result: { status: "success", text: "z".repeat(300), n: [1, { m: 2 }] } };
     input({ k: "cmd", event: finish as never });
@@ -340,7 +350,15 @@ describe("recording live systems", () => {
   });
 
   test("a v3 record pointing at what its segment lacks is refused, naming its line", () => {
-    const header = JSON.stringify({ k: "header", format: "pi-code-supervisor.log", v: 3, segment: 0, pid: 1, startedAt: 0, versions: {} });
+    const header = JSON.stringify({
+      k: "header",
+      format: "pi-code-supervisor.log",
+      v: 3,
+      segment: 0,
+      pid: 1,
+      startedAt: 0,
+      versions: {},
+    });
     for (const [line, what] of [
       ['{"k":"event","to":"supervisor","same":true}', /line 2 .*`same`/],
       ['{"k":"snap","id":"run:x","cause":"xstate.init","status":"active","base":"input"}', /line 2 .*run:x.*`base`/],
