@@ -268,7 +268,8 @@ export class Recorder {
   }
 
   private inspection(event: InspectionEvent): void {
-    if (this.fd === undefined) return;
+    // Microsteps and actions are not traced (record/trace.ts traceOf): half the events of a run, not even queued.
+    if (this.fd === undefined || event.type === "@xstate.microstep" || event.type === "@xstate.action") return;
     this.enqueue({ ev: event, at: this.now() });
   }
 

@@ -373,6 +373,11 @@ export class TraceEncoder {
       this.inits.delete(id);
       output = this.outputs.get(id);
     }
+    // A plain context, compared key by key with the copies of the previous one (or of the start input), which it
+    // updates in place: the keys whose copy changed, and the keys gone.
+    let changed: [string, KeyCopy][] | undefined;
+    let removed: string[] | undefined;
+    let onBase = false;
     const r = traceOf(ev, (raw) => {
       if (!isPlainRecord(raw)) return compact(raw);
       // A context's top-level values are immutable (machines assign new ones): a value that is the very one of the
@@ -383,20 +388,37 @@ export class TraceEncoder {
         return UNCHANGED;
       }
       this.raws.set(id!, raw);
-      keys = new Map();
-      const known = previous ?? base;
-      const seen = new Set<object>([raw]);
-      for (const [k, v] of Object.entries(raw)) {
-        if (v === undefined) continue;
-        const had = known?.get(k);
-        if (had && had.value === v) keys.set(k, had);
-        else if (output && output.value === v) keys.set(k, output);
-        else {
-          const copy = compact(v, TRACE_STRING_LIMIT, 1, seen);
-          keys.set(k, { value: v, copy, json: JSON.stringify(copy) });
-        }
+      let seen: Set<object> | undefined;
+      const copyOf = (v: unknown): KeyCopy => {
+        if (output && output.value === v) return output;
+        seen ??= new Set<object>([raw]);
+        const copy = compact(v, TRACE_STRING_LIMIT, 1, seen);
+        return { value: v, copy, json: JSON.stringify(copy) };
+      };
+      const against = previous ?? base;
+      if (!against || against.has("")) {
+        keys = new Map();
+        for (const k in raw) if (raw[k] !== undefined) keys.set(k, copyOf(raw[k]));
+        return WHOLE;
       }
-      // Built only if the record carries the whole context (below): most snapshots carry a delta.
+      onBase = !previous;
+      keys = against;
+      changed = [];
+      let present = 0;
+      for (const k in raw) {
+        const v = raw[k];
+        if (v === undefined) continue;
+        present += 1;
+        const had = against.get(k);
+        if (had && had.value === v) continue;
+        const c = copyOf(v);
+        if (had?.json !== c.json) changed.push([k, c]);
+        against.set(k, c);
+      }
+      if (present !== against.size) {
+        removed = [...against.keys()].filter((k) => raw[k] === undefined);
+        for (const k of removed) against.delete(k);
+      }
       return BY_KEYS;
     });
     if (r?.k === "actor") {
@@ -415,27 +437,23 @@ export class TraceEncoder {
       if (ended) this.forget(r.id);
       return r;
     }
-    if (r.context === BY_KEYS) {
-      const previous = this.contexts.get(r.id);
+    if (r.context === WHOLE || r.context === BY_KEYS) {
       if (ended) this.forget(r.id);
       else this.contexts.set(r.id, keys!);
-      const against = previous ?? base;
-      if (!against || against.has("")) {
+      if (r.context === WHOLE) {
         r.context = Object.fromEntries([...keys!].map(([k, c]) => [k, c.copy]));
         return r;
       }
       delete r.context;
       const delta: Record<string, unknown> = {};
       let outputKey: string | undefined;
-      for (const [k, c] of keys!) {
-        if (against.get(k)?.json === c.json) continue;
+      for (const [k, c] of changed!) {
         if (c === output && outputKey === undefined) outputKey = k;
         else delta[k] = c.copy;
       }
-      const removed = [...against.keys()].filter((k) => !keys!.has(k));
-      if (!previous) r.base = "input";
+      if (onBase) r.base = "input";
       if (Object.keys(delta).length) r.delta = delta;
-      if (removed.length) r.removed = removed;
+      if (removed?.length) r.removed = removed;
       if (outputKey !== undefined) {
         r.output = outputKey;
         this.outputs.delete(r.id);
@@ -453,9 +471,9 @@ export class TraceEncoder {
     delete r.context;
     const delta: Record<string, unknown> = {};
     for (const [k, c] of keys) if (previous.get(k)?.json !== c.json) delta[k] = context[k];
-    const removed = [...previous.keys()].filter((k) => !keys!.has(k));
+    const gone = [...previous.keys()].filter((k) => !keys!.has(k));
     if (Object.keys(delta).length) r.delta = delta;
-    if (removed.length) r.removed = removed;
+    if (gone.length) r.removed = gone;
     return r;
   }
 
@@ -505,8 +523,10 @@ interface KeyCopy {
 const NO_VALUE = Symbol("no raw value");
 /** A context that is the very object of the actor's previous snapshot. */
 const UNCHANGED = Symbol("unchanged context");
-/** A plain context whose keys were copied one by one: the record gets them whole or as a delta. */
+/** A plain context compared key by key with the previous one: the record gets its changed keys (a delta). */
 const BY_KEYS = Symbol("context by keys");
+/** A plain context copied key by key with nothing to compare it with: the record gets it whole. */
+const WHOLE = Symbol("whole context");
 
 /** A plain object (not an actor ref, error, map or class instance): its keys are compacted one by one. */
 function isPlainRecord(v: unknown): v is Record<string, unknown> {
