@@ -10,6 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startInspector } from "../inspector/server.ts";
+import { parseLog } from "../record/replay.ts";
 import { launchChromium } from "../test/helpers/chromium.ts";
 import { stats, fmt } from "./run.ts";
 
@@ -18,14 +19,11 @@ const SESSIONS = 64;
 
 /** A 64-session log from the fixtures, of at least `bytes`. */
 export function fixtureSoakLog(bytes = 8 * 1024 * 1024): string {
+  // Records whole (record/log-codec.ts): a v3 record pointing at the input before it would point elsewhere once
+  // the copies are interleaved.
   const fixtures = readdirSync(FIXTURES)
     .filter((f) => f.endsWith(".jsonl"))
-    .map((f) =>
-      readFileSync(join(FIXTURES, f), "utf8")
-        .split("\n")
-        .filter((l) => l.trim())
-        .map((l) => JSON.parse(l)),
-    );
+    .map((f) => parseLog(readFileSync(join(FIXTURES, f), "utf8")).lines.map((l) => l.record as any));
   const head = fixtures[0].slice(0, fixtures[0].findIndex((r) => r.k === "snap" && r.id === "supervisor") + 1);
   const out: { at: number; n: number; text: string }[] = [];
   let size = 0;

@@ -78,6 +78,7 @@ const PAGE_FILES: Record<string, string> = {
  * file of that name re-exports the module for Node, which reads TypeScript itself). */
 const SHARED_MODULES: Record<string, URL> = {
   "actor-ids.js": new URL("../machines/actor-ids.ts", import.meta.url),
+  "log-codec.js": new URL("../record/log-codec.ts", import.meta.url),
 };
 const stripped = new Map<string, Promise<string>>();
 const sharedModule = (name: string): Promise<string> => {

@@ -109,7 +109,14 @@ export class SystemObserver {
             this.recordFact(source, target, event.event as RunnerFact);
           }
         }
-        for (const l of this.listeners) this.safely(() => l.inspection?.(event));
+        // Every inspection event passes here (a run has a score of them): no closure per listener.
+        for (const l of this.listeners) {
+          try {
+            l.inspection?.(event);
+          } catch {
+            // As in `safely`: an observer's failure never reaches the machines.
+          }
+        }
       },
       clock: this.clock,
       onCommand: (event, to) => this.emitInput({ k: "cmd", event, ...(to !== undefined ? { to } : {}) }),

@@ -16,16 +16,7 @@ import type { InspectionEvent } from "xstate";
 import { DEFAULT_LOG_LIMITS, defaultLogDir, logBase, pruneLogDir, segmentPath, type LogLimits } from "./log-files.ts";
 import type { SystemObserver } from "./observe.ts";
 import { afterResults, resultsPending } from "../lib/after-results.ts";
-import {
-  compact,
-  eventLine,
-  LOG_FORMAT,
-  LOG_VERSION,
-  ref,
-  TraceEncoder,
-  type HeaderRecord,
-  type LogRecord,
-} from "./trace.ts";
+import { compact, LOG_FORMAT, LOG_VERSION, ref, TraceEncoder, type HeaderRecord, type LogRecord } from "./trace.ts";
 
 export interface RecorderOptions {
   /** Directory of the logs; default `<agent dir>/pi-code-supervisor/logs` (see actors/log-files.ts). */
@@ -111,7 +102,7 @@ export class Recorder {
   private readonly unsubscribe: () => void;
   private readonly onExit = () => this.flushSync();
   private closed = false;
-  private encoder = new TraceEncoder();
+  private encoder = new TraceEncoder(true);
 
   private readonly observer: SystemObserver;
 
@@ -213,8 +204,10 @@ export class Recorder {
     const until = budgetMs === Infinity || queue.length > MAX_QUEUED ? Infinity : performance.now() + budgetMs;
     for (let i = 0; i < queue.length; i++) {
       const q = queue[i]!;
-      if ("record" in q) this.encodeLine(q.record);
-      else this.encodeInspection(q.ev, q.at);
+      if ("record" in q) {
+        this.encoder.input(q.record);
+        this.encodeLine(q.record);
+      } else this.encodeInspection(q.ev, q.at);
       if (this.fd === undefined) return false;
       // The clock is read every 8 items: an item takes microseconds.
       if ((i & 7) === 7 && i + 1 < queue.length && performance.now() >= until) {
@@ -275,7 +268,8 @@ export class Recorder {
   }
 
   private inspection(event: InspectionEvent): void {
-    if (this.fd === undefined) return;
+    // Microsteps and actions are not traced (record/trace.ts traceOf): half the events of a run, not even queued.
+    if (this.fd === undefined || event.type === "@xstate.microstep" || event.type === "@xstate.action") return;
     this.enqueue({ ev: event, at: this.now() });
   }
 
@@ -284,7 +278,7 @@ export class Recorder {
     if (event.type === "@xstate.event" && event.event.type === "xstate.init" && !ref(event.actorRef)._parent) {
       this.encodeLine({ k: "start", input: compact((event.event as { input?: unknown }).input, Infinity), at });
     }
-    if (event.type === "@xstate.event") return this.pushLine(eventLine(event, at));
+    if (event.type === "@xstate.event") return this.pushLine(this.encoder.eventLine(event, at));
     const record = this.encoder.encode(event);
     if (record) this.encodeLine({ ...record, at });
   }
@@ -386,7 +380,7 @@ export class Recorder {
       this.flushSync();
       this.closeFd();
       this.open(previous);
-      this.encoder = new TraceEncoder();
+      this.encoder = new TraceEncoder(true);
       this.write({
         k: "checkpoint",
         snapshot: root.getPersistedSnapshot(),

@@ -22,12 +22,14 @@ import {
   INPUT_KINDS,
   LOG_FORMAT,
   LOG_VERSION,
+  READABLE_VERSIONS,
   TraceEncoder,
   TRACE_KINDS,
   type InputRecord,
   type LogRecord,
   type TraceRecord,
 } from "./trace.ts";
+import { LogDecoder } from "./log-codec.ts";
 import { firstDifference, summarize, type ReplayReport, type Traced } from "./divergence.ts";
 
 export { formatReport, summarize, type Divergence, type ReplayReport } from "./divergence.ts";
@@ -38,8 +40,11 @@ export interface LogLine {
   record: LogRecord;
 }
 
+/** The log's records, whole: a v3 record pointing at a value the log already holds gets that value
+ * (record/log-codec.ts), so every reader sees the records a v2 log would hold. */
 export function parseLog(text: string): { lines: LogLine[]; error?: string } {
   const lines: LogLine[] = [];
+  const decoder = new LogDecoder();
   const raw = text.split("\n");
   for (let i = 0; i < raw.length; i++) {
     const s = raw[i].trim();
@@ -54,7 +59,9 @@ export function parseLog(text: string): { lines: LogLine[]; error?: string } {
     }
     const problem = malformed(record);
     if (problem !== undefined) return { lines, error: `line ${i + 1} is not a log record${problem && `: ${problem}`}` };
-    lines.push({ line: i + 1, record: record as LogRecord });
+    const whole = decoder.decode(record as Record<string, unknown>);
+    if (typeof whole === "string") return { lines, error: `line ${i + 1} is not a log record: ${whole}` };
+    lines.push({ line: i + 1, record: whole as LogRecord });
   }
   return { lines };
 }
@@ -136,7 +143,7 @@ export function replayRecords(lines: LogLine[]): ReplayReport {
   if (!header || header.k !== "header" || header.format !== LOG_FORMAT) {
     return { identical: false, inputs: 0, trace: 0, error: "not a pi-code-supervisor event log (no header)" };
   }
-  if (header.v !== LOG_VERSION) {
+  if (!READABLE_VERSIONS.includes(header.v)) {
     const which = header.v > LOG_VERSION ? "newer" : "older";
     return {
       identical: false,

@@ -3,14 +3,17 @@
 // events with these functions, so a recorded trace and a replayed one compare field by field.
 import type { AnyActorRef, InspectionEvent } from "xstate";
 import type { CommandEvent, RunnerFact } from "../machines/events.ts";
+import { TRACE_STRING_LIMIT } from "./log-codec.ts";
+
+export { TRACE_STRING_LIMIT };
 
 export const LOG_FORMAT = "pi-code-supervisor.log";
-/** v2: runner.* facts (were kernel.*), the `prepare` boundary actor, runs reporting through their parents. Replay
- * takes this version only: a log describes the machines that recorded it. */
-export const LOG_VERSION = 2;
-
-/** Long strings (code, messages) are cut in trace records; inputs keep them whole. */
-export const TRACE_STRING_LIMIT = 240;
+/** v2: runner.* facts (were kernel.*), the `prepare` boundary actor, runs reporting through their parents. v3: the
+ * same machines; trace records may point at a value the log already holds instead of repeating it
+ * (record/log-codec.ts). Replay takes these versions only: a log describes the machines that recorded it. */
+export const LOG_VERSION = 3;
+/** The versions replay reads: those recorded by the same machines. */
+export const READABLE_VERSIONS: readonly number[] = [2, 3];
 
 const names = new WeakMap<object, string>();
 
@@ -29,6 +32,10 @@ export function actorName(ref: AnyActorRef): string {
 function isActorRef(value: object): value is AnyActorRef {
   return typeof (value as { send?: unknown }).send === "function" && "sessionId" in value;
 }
+
+/** How many times `compact` elided an object (a cycle, or past depth 12): a copy made while this did not move
+ * depends on nothing but the value, so it may stand for the same value at another depth. */
+let elided = 0;
 
 /** A JSON-safe copy: strings over `limit` are cut (with their length), errors become `{error, message}`,
  * actor refs become `{actor: name}`, functions and cycles are named, `undefined` fields are dropped. */
@@ -53,7 +60,10 @@ export function compact(value: unknown, limit = TRACE_STRING_LIMIT, depth = 0, s
   const object = value as object;
   if (object instanceof Error) return { error: object.name, message: compact(object.message, limit) };
   if (isActorRef(object)) return { actor: actorName(object) };
-  if (seen.has(object) || depth > 12) return "[…]";
+  if (seen.has(object) || depth > 12) {
+    elided += 1;
+    return "[…]";
+  }
   seen.add(object);
   try {
     if (Array.isArray(object)) return object.map((v) => compact(v, limit, depth + 1, seen) ?? null);
@@ -85,6 +95,10 @@ export type TraceRecord =
       /** Context keys changed since this actor's previous snapshot (see TraceEncoder), and keys removed. */
       delta?: Record<string, unknown>;
       removed?: string[];
+      /** Recorder only (v3, decoded on reading): the context before `delta`/`removed` is the actor's start input. */
+      base?: "input";
+      /** Recorder only (v3, decoded on reading): this context key changed to the output of the actor's done event. */
+      output?: string;
       children?: string[];
       error?: unknown;
     }
@@ -239,12 +253,19 @@ export function traceOf(
 
 /** Reduces inspection events to trace records, writing a snapshot's context in full only the first time for each
  * actor: after that a snapshot carries `delta` (the top-level keys whose value changed) and `removed` (keys gone),
- * or neither when the context is unchanged. The recorder and replay each use one from the same starting point, so
- * the encoding itself is compared too. */
+ * or neither when the context is unchanged. Replay uses one as it is (whole records); the recorder's (`refs`) also
+ * points at values the log already holds (format v3, decoded by record/log-codec.ts): an event that is the input
+ * just recorded (`same`), an actor's first context as a delta of its `xstate.init` input (`base: "input"`), a
+ * context key that is its done event's output (`output`). Replay decodes the log and compares it with its own
+ * whole records, so the encoding itself is checked too. */
 export class TraceEncoder {
-  /** How many actors it holds a context or a name for: live ones only. */
+  private readonly refs: boolean;
+  constructor(refs = false) {
+    this.refs = refs;
+  }
+  /** How many actors it holds a context, a name, a start input or an output for: live ones only. */
   get size(): number {
-    return Math.max(this.contexts.size, this.holders.size);
+    return Math.max(this.contexts.size, this.holders.size, this.inits.size, this.outputs.size);
   }
   /** Per actor, its last context by top-level key: the raw value, its compact copy and that copy's JSON. */
   private readonly contexts = new Map<string, Map<string, KeyCopy>>();
@@ -253,9 +274,110 @@ export class TraceEncoder {
   private readonly raws = new Map<string, object>();
   /** Which actor holds each name now (a reset session's name passes to its successor). */
   private readonly holders = new Map<string, AnyActorRef>();
+  /** `refs`: the event of the latest input record, which an event record delivering that very object points at. */
+  private lastInput: object | undefined;
+  /** `refs`: per actor, the copies of its `xstate.init` input by key, until its first snapshot (whose context is
+   * mostly that input: machines spread it into their context, so its values are the very same objects). */
+  private readonly inits = new Map<string, Map<string, KeyCopy>>();
+  /** `refs`: per actor, the copy of the output its done event carried, until its last snapshot. */
+  private readonly outputs = new Map<string, KeyCopy>();
+
+  /** An input record, in log order (`refs`: an event record that delivers its very event points at it). */
+  input(record: { k: string; event?: unknown }): void {
+    if (!INPUT_KINDS.has(record.k)) return;
+    this.lastInput =
+      (record.k === "cmd" || record.k === "fact") && typeof record.event === "object" && record.event !== null
+        ? record.event
+        : undefined;
+  }
+
+  /** An event record's JSON line: `eventLine`'s, or (`refs`) one pointing at what the log already holds. */
+  eventLine(ev: Extract<InspectionEvent, { type: "@xstate.event" }>, at: number): string {
+    if (!this.refs) return eventLine(ev, at);
+    const event = ev.event as { type: unknown; input?: unknown; output?: unknown; actorId?: unknown };
+    const to = actorName(ref(ev.actorRef));
+    const head = `{"k":"event","to":${JSON.stringify(to)}${ev.sourceRef ? `,"from":${JSON.stringify(actorName(ref(ev.sourceRef)))}` : ""}`;
+    // The input record holds it whole; read back through JSON it gives the same trace copy (plain JSON data only).
+    if (event === this.lastInput && jsonPlain(event, 0)) return `${head},"same":true,"at":${JSON.stringify(at)}}`;
+    let json: string;
+    if (event.type === "xstate.init" && isPlainRecord(event.input)) json = this.initJson(to, event);
+    else if (
+      typeof event.type === "string" &&
+      event.type.startsWith("xstate.done.actor.") &&
+      typeof event.actorId === "string" &&
+      event.output !== undefined &&
+      this.holders.has(event.actorId)
+    )
+      json = this.doneJson(event.actorId, event);
+    else return eventLine(ev, at);
+    return `${head},"event":${json},"at":${JSON.stringify(at)}}`;
+  }
+
+  /** An init event's JSON, its input copied key by key (as `compact` would, at the same depth) and kept for the
+   * actor's first snapshot, unless copying elided anything (then a copy depends on its depth). */
+  private initJson(to: string, event: object): string {
+    const seen = new Set<object>([event]);
+    const parts: string[] = [];
+    const before = elided;
+    let keys: Map<string, KeyCopy> | undefined;
+    for (const [k, v] of Object.entries(event)) {
+      if (v === undefined) continue;
+      if (k !== "input") {
+        parts.push(`${JSON.stringify(k)}:${JSON.stringify(compact(v, TRACE_STRING_LIMIT, 1, seen))}`);
+        continue;
+      }
+      keys = new Map();
+      const inner: string[] = [];
+      seen.add(v as object);
+      for (const [ik, iv] of Object.entries(v as object)) {
+        if (iv === undefined) continue;
+        const copy = compact(iv, TRACE_STRING_LIMIT, 2, seen);
+        const json = JSON.stringify(copy);
+        keys.set(ik, { value: iv, copy, json });
+        inner.push(`${JSON.stringify(ik)}:${json}`);
+      }
+      seen.delete(v as object);
+      parts.push(`"input":{${inner.join(",")}}`);
+    }
+    if (keys && elided === before) this.inits.set(to, keys);
+    else this.inits.delete(to);
+    return `{${parts.join(",")}}`;
+  }
+
+  /** A done event's JSON, its output's copy kept for the actor's last snapshot (the same object in its context). */
+  private doneJson(actorId: string, event: object): string {
+    const seen = new Set<object>([event]);
+    const parts: string[] = [];
+    const before = elided;
+    let output: KeyCopy | undefined;
+    for (const [k, v] of Object.entries(event)) {
+      if (v === undefined) continue;
+      const copy = compact(v, TRACE_STRING_LIMIT, 1, seen);
+      const json = JSON.stringify(copy);
+      if (k === "output") output = { value: v, copy, json };
+      parts.push(`${JSON.stringify(k)}:${json}`);
+    }
+    if (output && elided === before) this.outputs.set(actorId, output);
+    else this.outputs.delete(actorId);
+    return `{${parts.join(",")}}`;
+  }
+
   encode(ev: InspectionEvent): TraceRecord | undefined {
     let keys: Map<string, KeyCopy> | undefined;
     const id = ev.type === "@xstate.snapshot" ? actorName(ref(ev.actorRef)) : undefined;
+    // What this actor's snapshot may point at: its start input (first snapshot only), its done event's output.
+    let base: Map<string, KeyCopy> | undefined;
+    let output: KeyCopy | undefined;
+    if (id !== undefined && this.refs) {
+      base = this.inits.get(id);
+      this.inits.delete(id);
+      output = this.outputs.get(id);
+    }
+    // A plain context, compared key by key with the copies of the previous one (or of the start input), which it
+    // updates in place: the keys whose copy changed, and the keys gone.
+    let changed: [string, KeyCopy][] | undefined;
+    let removed: string[] | undefined;
+    let onBase = false;
     const r = traceOf(ev, (raw) => {
       if (!isPlainRecord(raw)) return compact(raw);
       // A context's top-level values are immutable (machines assign new ones): a value that is the very one of the
@@ -266,18 +388,37 @@ export class TraceEncoder {
         return UNCHANGED;
       }
       this.raws.set(id!, raw);
-      keys = new Map();
-      const seen = new Set<object>([raw]);
-      for (const [k, v] of Object.entries(raw)) {
-        if (v === undefined) continue;
-        const known = previous?.get(k);
-        if (known && known.value === v) keys.set(k, known);
-        else {
-          const copy = compact(v, TRACE_STRING_LIMIT, 1, seen);
-          keys.set(k, { value: v, copy, json: JSON.stringify(copy) });
-        }
+      let seen: Set<object> | undefined;
+      const copyOf = (v: unknown): KeyCopy => {
+        if (output && output.value === v) return output;
+        seen ??= new Set<object>([raw]);
+        const copy = compact(v, TRACE_STRING_LIMIT, 1, seen);
+        return { value: v, copy, json: JSON.stringify(copy) };
+      };
+      const against = previous ?? base;
+      if (!against || against.has("")) {
+        keys = new Map();
+        for (const k in raw) if (raw[k] !== undefined) keys.set(k, copyOf(raw[k]));
+        return WHOLE;
       }
-      // Built only if the record carries the whole context (below): most snapshots carry a delta.
+      onBase = !previous;
+      keys = against;
+      changed = [];
+      let present = 0;
+      for (const k in raw) {
+        const v = raw[k];
+        if (v === undefined) continue;
+        present += 1;
+        const had = against.get(k);
+        if (had && had.value === v) continue;
+        const c = copyOf(v);
+        if (had?.json !== c.json) changed.push([k, c]);
+        against.set(k, c);
+      }
+      if (present !== against.size) {
+        removed = [...against.keys()].filter((k) => raw[k] === undefined);
+        for (const k of removed) against.delete(k);
+      }
       return BY_KEYS;
     });
     if (r?.k === "actor") {
@@ -290,25 +431,33 @@ export class TraceEncoder {
     // under the name, as it always was, so logs encode as they did.
     const ended = r.status !== "active" && this.holders.get(r.id) === ref((ev as { actorRef: unknown }).actorRef);
     if (ended) this.holders.delete(r.id);
+    if (r.status !== "active") this.outputs.delete(r.id);
     if (r.context === undefined || r.context === UNCHANGED) {
       delete r.context;
       if (ended) this.forget(r.id);
       return r;
     }
-    if (r.context === BY_KEYS) {
-      const previous = this.contexts.get(r.id);
+    if (r.context === WHOLE || r.context === BY_KEYS) {
       if (ended) this.forget(r.id);
       else this.contexts.set(r.id, keys!);
-      if (!previous || previous.has("")) {
+      if (r.context === WHOLE) {
         r.context = Object.fromEntries([...keys!].map(([k, c]) => [k, c.copy]));
         return r;
       }
       delete r.context;
       const delta: Record<string, unknown> = {};
-      for (const [k, c] of keys!) if (previous.get(k)?.json !== c.json) delta[k] = c.copy;
-      const removed = [...previous.keys()].filter((k) => !keys!.has(k));
+      let outputKey: string | undefined;
+      for (const [k, c] of changed!) {
+        if (c === output && outputKey === undefined) outputKey = k;
+        else delta[k] = c.copy;
+      }
+      if (onBase) r.base = "input";
       if (Object.keys(delta).length) r.delta = delta;
-      if (removed.length) r.removed = removed;
+      if (removed?.length) r.removed = removed;
+      if (outputKey !== undefined) {
+        r.output = outputKey;
+        this.outputs.delete(r.id);
+      }
       return r;
     }
     const context = r.context;
@@ -322,16 +471,48 @@ export class TraceEncoder {
     delete r.context;
     const delta: Record<string, unknown> = {};
     for (const [k, c] of keys) if (previous.get(k)?.json !== c.json) delta[k] = context[k];
-    const removed = [...previous.keys()].filter((k) => !keys!.has(k));
+    const gone = [...previous.keys()].filter((k) => !keys!.has(k));
     if (Object.keys(delta).length) r.delta = delta;
-    if (removed.length) r.removed = removed;
+    if (gone.length) r.removed = gone;
     return r;
   }
 
   private forget(id: string): void {
     this.contexts.delete(id);
     this.raws.delete(id);
+    this.inits.delete(id);
+    this.outputs.delete(id);
   }
+}
+
+/** A value JSON carries as it is, so its trace copy read back from an input record's JSON is the one `compact` makes
+ * of it: strings, finite numbers, booleans, null, arrays and plain objects (without `toJSON`), at most 12 deep. */
+function jsonPlain(v: unknown, depth: number): boolean {
+  switch (typeof v) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(v);
+    case "undefined":
+      // A field left out (or an array's `null`) in both copies.
+      return depth > 0;
+    case "object":
+      break;
+    default:
+      return false;
+  }
+  if (v === null) return true;
+  if (depth > 12) return false;
+  if (Array.isArray(v)) {
+    for (const x of v) if (!jsonPlain(x, depth + 1)) return false;
+    return true;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if ((proto !== Object.prototype && proto !== null) || typeof (v as { toJSON?: unknown }).toJSON === "function")
+    return false;
+  for (const k in v) if (!jsonPlain((v as Record<string, unknown>)[k], depth + 1)) return false;
+  return true;
 }
 
 interface KeyCopy {
@@ -342,8 +523,10 @@ interface KeyCopy {
 const NO_VALUE = Symbol("no raw value");
 /** A context that is the very object of the actor's previous snapshot. */
 const UNCHANGED = Symbol("unchanged context");
-/** A plain context whose keys were copied one by one: the record gets them whole or as a delta. */
+/** A plain context compared key by key with the previous one: the record gets its changed keys (a delta). */
 const BY_KEYS = Symbol("context by keys");
+/** A plain context copied key by key with nothing to compare it with: the record gets it whole. */
+const WHOLE = Symbol("whole context");
 
 /** A plain object (not an actor ref, error, map or class instance): its keys are compacted one by one. */
 function isPlainRecord(v: unknown): v is Record<string, unknown> {

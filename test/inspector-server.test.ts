@@ -17,6 +17,7 @@ import { startStatelyLink } from "../inspector/stately.ts";
 import { applyFrame, createModel, modelAt, stepsFromLog } from "../inspector/page/model.js";
 import { Recorder } from "../record/recorder.ts";
 import { actorKind } from "../machines/actor-ids.ts";
+import { parseLog } from "../record/replay.ts";
 import { mkdtempSync, readFileSync } from "node:fs";
 
 let observer: SystemObserver;
@@ -141,6 +142,27 @@ describe("binding and access", () => {
     const ids = ["run:abc", "session:notebook", "session:n/runner", "spare:3", "tool:r:1", "exec:7", "wake:2", "supervisor", "x:y"];
     assert.deepEqual(ids.map(page.actorKind), ids.map(actorKind));
     assert.deepEqual(ids.map(actorKind), ["run", "session", "session", "spare", "tool", "exec", "wake", undefined, undefined]);
+  });
+
+  test("the page's log decoder is record/log-codec.ts itself, its types stripped, and reads a log as replay does", async () => {
+    const t = inspector.token;
+    assert.equal((await get("/log-codec.js")).status, 403);
+    const served = await get(`/${t}/log-codec.js`);
+    assert.equal(served.status, 200);
+    assert.doesNotMatch(served.body, /: string|private readonly/, "no TypeScript left");
+    const page = (await import(
+      `data:text/javascript;base64,${Buffer.from(served.body).toString("base64")}`
+    )) as typeof import("../record/log-codec.ts");
+    const text = readFileSync(join(resolve(import.meta.dirname, ".."), "test/fixtures/replay/nested-calls.jsonl"), "utf8");
+    const decoder = new page.LogDecoder();
+    const decoded = text
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => decoder.decode(JSON.parse(l)));
+    assert.deepEqual(
+      decoded,
+      parseLog(text).lines.map((l) => l.record),
+    );
   });
 
   test("requests naming another host or origin are refused (DNS rebinding, cross-site)", async () => {
@@ -280,7 +302,10 @@ describe("recorded logs in the page model", () => {
     const live = createModel();
     for (const f of frames) applyFrame(live, f);
     recorder.flush();
-    const { steps, error } = stepsFromLog(readFileSync(recorder.path, "utf8"));
+    const text = readFileSync(recorder.path, "utf8");
+    // The log points at values it already holds (format v3): the page reads them back.
+    for (const ref of ['"same":true', '"base":"input"', '"output":"outcome"']) assert.ok(text.includes(ref), ref);
+    const { steps, error } = stepsFromLog(text);
     assert.equal(error, undefined);
     const logged = modelAt(steps, steps.length);
     const compared = [...live.actors.keys()].filter((id) => id.includes("same") || id.startsWith("run:"));

@@ -14,8 +14,8 @@ import { SystemObserver } from "../record/observe.ts";
 import { Recorder } from "../record/recorder.ts";
 import { holdResult } from "../lib/after-results.ts";
 import { formatReport, parseLog, replayFile, replayRecords } from "../record/replay.ts";
-import { eventLine, traceOf } from "../record/trace.ts";
-import { createActor, fromCallback, sendTo, setup } from "xstate";
+import { canonical, eventLine, traceOf, TraceEncoder, type InputRecord } from "../record/trace.ts";
+import { assign, createActor, fromCallback, sendTo, setup } from "xstate";
 import { PI_TOOLS, FAULT_FIXTURE_DIR, FIXTURE_DIR, recordScenario } from "../scripts/record-fixtures.ts";
 import { startPi } from "./helpers/pi-session.ts";
 import { phasesOf } from "./helpers/fake-runner.ts";
@@ -30,11 +30,12 @@ const REQUIRED = [
   "js-session",
 ];
 const fixture = (name: string) => join(FIXTURE_DIR, `${name}.jsonl`);
-const records = (path: string) =>
-  readFileSync(path, "utf8")
-    .split("\n")
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
+/** A log's records whole (a v3 record pointing at a value the log holds gets it back: record/log-codec.ts). */
+const records = (path: string): any[] => {
+  const parsed = parseLog(readFileSync(path, "utf8"));
+  assert.equal(parsed.error, undefined);
+  return parsed.lines.map((l) => l.record);
+};
 
 /** The distinct consecutive states one actor went through, as recorded (a session's is its phase: `phasesOf`). */
 function statesOf(path: string, actor: string): string[] {
@@ -87,6 +88,16 @@ describe("committed fixtures", () => {
   ]) {
     test(`${file} replays identical`, () => {
       const report = replayFile(join(FIXTURE_DIR, file));
+      assert.equal(report.identical, true, formatReport(report, true));
+      assert.ok(report.inputs > 5 && report.trace > 50, "a real recording, not an empty one");
+    });
+  }
+
+  // Logs of format v2 (every trace record whole) recorded by today's machines replay identical, read as v3 is.
+  for (const file of readdirSync(join(FIXTURE_DIR, "v2")).filter((f) => f.endsWith(".jsonl"))) {
+    test(`v2/${file} (format v2, trace records whole) replays identical`, () => {
+      assert.equal(records(join(FIXTURE_DIR, "v2", file))[0].v, 2);
+      const report = replayFile(join(FIXTURE_DIR, "v2", file));
       assert.equal(report.identical, true, formatReport(report, true));
       assert.ok(report.inputs > 5 && report.trace > 50, "a real recording, not an empty one");
     });
@@ -257,6 +268,105 @@ describe("recording live systems", () => {
     for (const [line, expected] of lines) assert.equal(line, expected);
     assert.match(relayed[1]![0], /"to":"[^"]+\/kid","from":/);
     assert.match(relayed[1]![0], /…\[1000 chars\]/);
+  });
+
+  test("v3 lines point at what the log holds (the input just recorded, a start input, a done output) and read back whole", () => {
+    // A run-like child: its context spreads its input, and its output is a context value; the parent gets commands.
+    const child = setup({}).createMachine({
+      context: ({ input }: { input: Record<string, unknown> }) => ({ ...input, extra: 1 }),
+      initial: "busy",
+      states: {
+        busy: {
+          on: { finish: { target: "done", actions: assign({ outcome: ({ event }) => ({ ...event.result }) }) } },
+        },
+        done: { type: "final" },
+      },
+      output: ({ context }) => context.outcome,
+    });
+    const parent = setup({ actors: { child } }).createMachine({
+      initial: "a",
+      states: {
+        a: {
+          invoke: {
+            id: "job:1",
+            src: "child",
+            input: { code: "y".repeat(500), list: [1, 2], deep: { a: { b: 1 } } },
+            onDone: "b",
+          },
+          on: { finish: { actions: sendTo("job:1", ({ event }) => event) } },
+        },
+        b: {},
+      },
+    });
+    const at = 1_700_000_000_123;
+    const written: string[] = [];
+    const whole: string[] = [];
+    const encoder = new TraceEncoder(true);
+    const plain = new TraceEncoder();
+    const input = (record: InputRecord) => {
+      encoder.input(record);
+      written.push(JSON.stringify({ ...record, at }));
+      whole.push(JSON.stringify({ ...record, at }));
+    };
+    const actor = createActor(parent, {
+      inspect: (ev) => {
+        if (ev.type === "@xstate.event") {
+          written.push(encoder.eventLine(ev, at));
+          whole.push(JSON.stringify({ ...traceOf(ev), at }));
+          return;
+        }
+        const r = encoder.encode(ev);
+        if (r) written.push(JSON.stringify({ ...r, at }));
+        const p = plain.encode(ev);
+        if (p) whole.push(JSON.stringify({ ...p, at }));
+      },
+    });
+    const header = JSON.stringify({
+      k: "header",
+      format: "pi-code-supervisor.log",
+      v: 3,
+      segment: 0,
+      pid: 1,
+      startedAt: at,
+      versions: {},
+    });
+    actor.start();
+    const finish = { type: "finish", result: { status: "success", text: "z".repeat(300), n: [1, { m: 2 }] } };
+    input({ k: "cmd", event: finish as never });
+    actor.send(finish as never);
+    actor.stop();
+    const text = [header, ...written].join("\n");
+    assert.match(text, /"same":true/, "the event that is the input just recorded");
+    assert.match(text, /"base":"input"/, "the child's first context, on its start input");
+    assert.match(text, /"output":"outcome"/, "the child's last context, on its done event's output");
+    assert.ok(text.length < [header, ...whole].join("\n").length);
+    const parsed = parseLog(text);
+    assert.equal(parsed.error, undefined);
+    const expected = parseLog([header, ...whole].join("\n"));
+    assert.deepEqual(
+      parsed.lines.map((l) => canonical(l.record)),
+      expected.lines.map((l) => canonical(l.record)),
+    );
+  });
+
+  test("a v3 record pointing at what its segment lacks is refused, naming its line", () => {
+    const header = JSON.stringify({
+      k: "header",
+      format: "pi-code-supervisor.log",
+      v: 3,
+      segment: 0,
+      pid: 1,
+      startedAt: 0,
+      versions: {},
+    });
+    for (const [line, what] of [
+      ['{"k":"event","to":"supervisor","same":true}', /line 2 .*`same`/],
+      ['{"k":"snap","id":"run:x","cause":"xstate.init","status":"active","base":"input"}', /line 2 .*run:x.*`base`/],
+      ['{"k":"snap","id":"run:x","cause":"e","status":"done","output":"outcome"}', /line 2 .*run:x.*`output`/],
+    ] as const) {
+      const parsed = parseLog(`${header}\n${line}\n`);
+      assert.match(parsed.error ?? "", what);
+    }
   });
 
   test("the recorder holds state for live actors only: it does not grow with the runs, calls and resets there were", async () => {

@@ -1,6 +1,7 @@
 // The inspector page's model: the actor tree rebuilt from @statelyai/inspect frames (live from the WebSocket, or
 // converted from a recorded JSONL log). Plain ES module, no DOM: the page and Node tests both use it.
 import { isActor } from "./actor-ids.js";
+import { LogDecoder } from "./log-codec.js";
 import { sessionPhase } from "./phase.js";
 
 const MAX_EVENTS = 40;
@@ -274,6 +275,8 @@ export function stepsFromLog(text) {
   const steps = [];
   // Contexts are written whole once per actor, then as deltas of top-level keys (record/trace.ts, TraceEncoder).
   const contexts = new Map();
+  // Records that point at a value the log already holds get it back (format v3, record/log-codec.ts).
+  const decoder = new LogDecoder();
   let header;
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
@@ -289,6 +292,11 @@ export function stepsFromLog(text) {
       continue;
     }
     const line = i + 1;
+    if (r && typeof r === "object" && !Array.isArray(r)) {
+      const whole = decoder.decode(r);
+      if (typeof whole === "string") return { header, steps, error: `line ${line}: ${whole}` };
+      r = whole;
+    }
     const at = r.at;
     switch (r.k) {
       case "header":
