@@ -38,6 +38,19 @@ const records = (path: string): any[] => {
 };
 
 /** The distinct consecutive states one actor went through, as recorded (a session's is its phase: `phasesOf`). */
+/** A v3 log's header line (record/trace.ts), started at `at`. */
+function v3Header(at: number): string {
+  return JSON.stringify({
+    k: "header",
+    format: "pi-code-supervisor.log",
+    v: 3,
+    segment: 0,
+    pid: 1,
+    startedAt: at,
+    versions: {},
+  });
+}
+
 function statesOf(path: string, actor: string): string[] {
   let context: Record<string, unknown> = {};
   return phasesOf(
@@ -321,15 +334,7 @@ describe("recording live systems", () => {
         if (p) whole.push(JSON.stringify({ ...p, at }));
       },
     });
-    const header = JSON.stringify({
-      k: "header",
-      format: "pi-code-supervisor.log",
-      v: 3,
-      segment: 0,
-      pid: 1,
-      startedAt: at,
-      versions: {},
-    });
+    const header = v3Header(at);
     actor.start();
     const finish = { type: "finish", result: { status: "success", text: "z".repeat(300), n: [1, { m: 2 }] } };
     input({ k: "cmd", event: finish as never });
@@ -350,15 +355,7 @@ describe("recording live systems", () => {
   });
 
   test("a v3 record pointing at what its segment lacks is refused, naming its line", () => {
-    const header = JSON.stringify({
-      k: "header",
-      format: "pi-code-supervisor.log",
-      v: 3,
-      segment: 0,
-      pid: 1,
-      startedAt: 0,
-      versions: {},
-    });
+    const header = v3Header(0);
     for (const [line, what] of [
       ['{"k":"event","to":"supervisor","same":true}', /line 2 .*`same`/],
       ['{"k":"snap","id":"run:x","cause":"xstate.init","status":"active","base":"input"}', /line 2 .*run:x.*`base`/],
