@@ -9,7 +9,11 @@ const which = process.argv[2] ?? "sessionRun";
 const b = benchHost({ recorder: process.argv[3] === "rec" });
 const cases = hostCases(b) as Record<string, () => Promise<unknown>>;
 const run = cases[which];
-if (!run) throw new Error(`unknown case ${which}: one of ${Object.keys(cases).join(", ")}`);
+if (!run) {
+  await b.close();
+  console.error(`unknown case ${which}: one of ${Object.keys(cases).join(", ")}`);
+  process.exit(2);
+}
 for (let i = 0; i < 200; i++) await run();
 const c = await measure(Number(process.env.N ?? 3000), run);
 await b.settled();
