@@ -22,7 +22,7 @@ const ROOT = resolve(import.meta.dirname, "..");
 const PKG = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
 
 /** The size budget (also stated in docs/development.md, "The package"): the tarball as npm packs it, and unpacked. */
-export const BUDGET = { packedBytes: 512 * 1024, unpackedBytes: 1536 * 1024 };
+export const BUDGET = { packedBytes: 512 * 1024, unpackedBytes: 1792 * 1024 };
 
 const scratch = mkdtempSync(join(tmpdir(), "pcs-package-"));
 const installed = join(scratch, "node_modules", PKG.name as string);
