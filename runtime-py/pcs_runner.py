@@ -43,7 +43,11 @@ _BOOT_FILE = getattr(sys.modules.get("__main__"), "__file__", None)
 _CTL = -1  # control channel fd, set in _setup
 _MODE = ""
 _wlock = _thread.allocate_lock()
-_sources = {}  # filename -> linecache entry, for every run so far; tracebacks start in one of these files
+_sources = {}  # filename -> linecache entry, oldest first; tracebacks start in one of these files
+# Source text kept for tracebacks, in characters: past it the oldest runs' go (a session's memory stays bounded; a
+# traceback through a function defined that long ago shows its file and line without the line's text).
+_SOURCES_MAX_CHARS = 32 * 1024 * 1024
+_sources_chars = 0
 _loop = None  # (asyncio, the event loop), created on the first run that awaits; a session keeps it
 _PID = os.getpid()  # a forked child that returns from user code must not speak for us
 _MAIN_TID = _thread.get_ident()  # the thread that runs user code: the one an interrupt must reach
@@ -678,7 +682,7 @@ _last_lines = (None, None)  # (source, its lines) of the last run: a script sent
 
 
 def _remember_source(filename, src):
-    global _last_lines
+    global _last_lines, _sources_chars
     if _last_lines[0] == src:
         lines = _last_lines[1]  # shared by the entries: linecache only reads them
     else:
@@ -686,12 +690,25 @@ def _remember_source(filename, src):
         if lines and not lines[-1].endswith("\n"):
             lines[-1] += "\n"
         _last_lines = (src, lines)
+    old = _sources.pop(filename, None)
+    if old is not None:
+        _sources_chars -= old[0]
     entry = _sources[filename] = (len(src), None, lines, filename)  # mtime None: checkcache never drops it
+    _sources_chars += len(src)
     # The session's linecache (else _give_sources hands them over when it is imported) and the runner's own.
+    caches = []
     for linecache in (sys.modules.get("linecache"), pcs_imports.own.get("linecache")):
         cache = _linecache_dict(linecache)
         if cache is not None:
             cache[filename] = entry
+            caches.append(cache)
+    while _sources_chars > _SOURCES_MAX_CHARS and len(_sources) > 1:
+        name = next(iter(_sources))
+        gone = _sources.pop(name)
+        _sources_chars -= gone[0]
+        for cache in caches:
+            if cache.get(name) is gone:
+                del cache[name]
 
 
 def _linecache_dict(linecache):

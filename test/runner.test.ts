@@ -348,6 +348,34 @@ describe("tracebacks", () => {
     assert.doesNotMatch(r.stderr, /runner\.py/);
   });
 
+  it("keeps the source of recent runs, not of every run: past 32 MiB the oldest runs' go", async () => {
+    const d = await start();
+    assertOk(
+      await d.run(py(["def old():", "    return 1 / 0  # line from the first run"]), { filename: "<first>" }),
+      "",
+    );
+    const before = await d.run("old()", { filename: "<control>" });
+    assert.match(before.stderr, /File "<first>", line 2, in old\n {4}return 1 \/ 0 {2}# line from the first run\n/);
+    // 40 runs of 1 MiB of source each (a comment): 40 MiB sent, more than the runner keeps.
+    const filler = `x = 1\n#${"-".repeat(1 << 20)}\n`;
+    for (let i = 0; i < 40; i++) assertOk(await d.run(filler, { filename: `<filler-${i}>` }), "");
+    assertOk(
+      await d.run(py(["def recent():", "    return old()  # line from a recent run"]), { filename: "<recent>" }),
+      "",
+    );
+    const after = await d.run("recent()", { filename: "<last>" });
+    assertDone(after, { error: "exception", exitCode: 1 });
+    assert.match(after.stderr, /File "<last>", line 1, in <module>\n {4}recent\(\)\n/);
+    assert.match(after.stderr, /File "<recent>", line 2, in recent\n {4}return old\(\) {2}# line from a recent run\n/);
+    // The first run's file and line are still named; its text went with the oldest sources.
+    assert.match(after.stderr, /File "<first>", line 2, in old\nZeroDivisionError/);
+    const kept = await d.run("import linecache\nsum(1 for k in linecache.cache if k.startswith('<filler-'))", {
+      filename: "<count>",
+    });
+    const n = Number(kept.stdout.trim());
+    assert.ok(n >= 28 && n < 40, `filler sources kept: ${n} of 40`);
+  });
+
   it("prints chained exceptions normally", async () => {
     const d = await start();
     const r = await d.run(
