@@ -247,7 +247,10 @@ describe("actors created before the inspector started, and run labels", () => {
       const inspector = await startInspector({ observer });
       assert.ok(inspector.ok);
       late = inspector.value;
-      assert.ok(spareHost.spares().some((s) => s.id === spare), "the spare is alive when the inspector starts");
+      assert.ok(
+        spareHost.spares().some((s) => s.id === spare),
+        "the spare is alive when the inspector starts",
+      );
       inspectorStarted();
       // The spare retires while the inspector runs, before any page connects: its frames are in the history,
       // its creation is not.
@@ -289,14 +292,15 @@ describe("actors created before the inspector started, and run labels", () => {
         surface: "code_execution",
       });
       const run = `run:${labelled.outcome.runId}`;
-      await page.waitFor(`document.querySelector('li[data-actor="${run}"] .name')?.textContent.includes(":")`);
+      // A label is `surface: code`; the id it replaces (`run:<id>`) has a colon too, but no space after it.
+      await page.waitFor(`document.querySelector('li[data-actor="${run}"] .name')?.textContent.includes(": ")`);
       assert.deepEqual(
         await page.evaluate(
           `(() => { const n = document.querySelector('li[data-actor="${run}"] .name'); return [n.textContent, n.title]; })()`,
         ),
         ["code_execution: total = 6 * 7", run],
       );
-      await page.waitFor(`document.querySelector('.lane[data-actor="${run}"] .lane-name')?.textContent.includes(":")`);
+      await page.waitFor(`document.querySelector('.lane[data-actor="${run}"] .lane-name')?.textContent.includes(": ")`);
       assert.equal(
         await page.evaluate(`document.querySelector('.lane[data-actor="${run}"] .lane-name').textContent`),
         "code_execution: total = 6 * 7",
