@@ -200,7 +200,15 @@ describe("kill", () => {
     if (containmentMode().kind !== "cgroup") return t.skip(`no cgroups here: ${containmentMode().reason}`);
     const s = await start("setsid sleep 30 & echo $!", { yieldMs: 300 });
     assert.equal(s.running, true, "the daemon holds the output");
-    const daemon = Number(text(s.output).trim());
+    // Under load the shell may not have printed the pid within the 300 ms window (Number("") was 0): poll the
+    // session, as write_stdin does, until the pid's whole line is there.
+    let printed = text(s.output);
+    while (!/^\d+\n/.test(printed)) {
+      const p = await write(s.id, { durationMs: 200 });
+      assert.equal(p.running, true, `the session ended before printing the pid: ${JSON.stringify(printed)}`);
+      printed += text(p.output);
+    }
+    const daemon = Number(printed.trim());
     assert.notEqual(sessionOf(daemon), s.pid, "it left the shell's session");
     const k = await host.exec.kill(s.id, "SIGTERM", callId());
     assert.equal(k?.killed, true);
