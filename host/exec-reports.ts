@@ -39,6 +39,9 @@ export interface KillReport extends Omit<ProcessReport, "wait" | "consumedWake">
   escalated: boolean;
   /** The process had already exited when the kill came. */
   alreadyExited: boolean;
+  /** A stop was already under way when the kill came (an LRU eviction, another kill, Pi's shutdown): this call
+   * sent no signal and only waited for that stop, so it did not kill the session itself. */
+  alreadyStopping: boolean;
   failure?: string;
 }
 

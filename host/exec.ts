@@ -268,6 +268,7 @@ export class ExecHost {
     if (!r || !io) return undefined;
     const began = performance.now();
     let alreadyExited = false;
+    const alreadyStopping = r.status === "stopping";
     let failed: Emitted<"exec.stop_failed"> | undefined;
     if (io.ended) {
       // Nothing to signal: the result reports the exit, which observes it.
@@ -276,7 +277,7 @@ export class ExecHost {
       this.send({ type: "exec.forget", at: this.now(), id, callId });
     } else {
       const stopped = this.events.stopped(id);
-      if (r.status !== "stopping") this.send({ type: "exec.kill", at: this.now(), id, signal });
+      if (!alreadyStopping) this.send({ type: "exec.kill", at: this.now(), id, signal });
       failed = await stopped;
     }
     const killed = !alreadyExited && io.ended !== undefined;
@@ -289,6 +290,7 @@ export class ExecHost {
       killed,
       escalated: failed?.escalated ?? io.ended?.escalated ?? false,
       alreadyExited,
+      alreadyStopping,
       ...(failed ? { failure: failed.message } : {}),
     };
   }

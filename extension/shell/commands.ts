@@ -54,7 +54,9 @@ export function registerExecSessionsCommand(pi: ExtensionAPI, peekHost: () => Su
     }
     const outcomes = await Promise.all(chosen.map((s) => host!.exec.kill(s.id, "SIGTERM", `${name}:${s.id}:${Date.now()}`)));
     after();
-    const killed = outcomes.filter((o) => o?.killed).length;
+    // A session already being stopped (an eviction at the cap that has not closed yet) was listed as live, and the
+    // kill waited for its end, but that stop was not this command's: counted, it made "killed 65" of 64 sessions.
+    const killed = outcomes.filter((o) => o?.killed && !o.alreadyStopping).length;
     const failed = outcomes.filter((o) => o && !o.killed && o.running).length;
     show(
       ctx,
