@@ -6,7 +6,7 @@
 // waiters' deadline), and every other process ends up with the environment.
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
@@ -16,7 +16,6 @@ const CHILD = resolve(import.meta.dirname, "helpers/env-build-child.ts");
 const PY = "/usr/bin/python3";
 /** A held lock is refreshed every half of this (short for the test; long enough for a loaded machine). */
 const STALE_MS = 4000;
-const REFRESH_MS = STALE_MS / 2;
 /** Each process gives up at this point, as a run at its deadline would. */
 const DEADLINE_MS = 60_000;
 const BUILD_MS = 2500;
@@ -94,13 +93,34 @@ async function race(stop: "SIGKILL" | "SIGSTOP") {
   // Six Node processes start at once: on a loaded machine that alone can take a while.
   assert.ok(await waitUntil(() => readLog(log).some((l) => l.kind === "pip"), 120_000), "a build started");
   const first = readLog(log).find((l) => l.kind === "pip")!;
+  const lockDir = readdirSync(root).find((f) => f.endsWith(".build.lock"));
+  assert.ok(lockDir, `the build lock is held: ${readdirSync(root).join(", ")}`);
+  const lockPath = join(root, lockDir);
+  const seen = statSync(lockPath);
   process.kill(first.uv, stop);
   process.kill(first.builder, stop);
   const stoppedAt = Date.now();
+  // A killed builder prints no outcome: its promise rejects, and nothing waits for it.
   outcomes.get(first.builder)?.catch(() => {});
+  // Where staleness counts from is the lock's last refresh, not this moment: proper-lockfile re-arms its refresh
+  // timer only once the previous stat and utimes have answered, so on a loaded machine the last refresh can lie
+  // well over STALE_MS / 2 before the stop. Read it once the builder can no longer refresh (stopped, or gone).
+  const halted = (pid: number) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return "TtZ".includes(stat.slice(stat.lastIndexOf(")") + 2)[0]!);
+    } catch {
+      return true;
+    }
+  };
+  assert.ok(await waitUntil(() => halted(first.builder), 60_000), "the builder stopped");
+  // A lock already taken over (another directory) was stale by then: its last refresh is the one seen before.
+  const now = statSync(lockPath, { throwIfNoEntry: false });
+  const same = now?.ino === seen.ino && now.birthtimeMs === seen.birthtimeMs;
+  const refreshedAt = same ? now.mtimeMs : seen.mtimeMs;
   const others = await Promise.all([...outcomes].filter(([pid]) => pid !== first.builder).map(([, o]) => o));
   for (const pid of [first.uv, first.builder]) if (pidAlive(pid)) process.kill(pid, "SIGKILL");
-  return { lines: readLog(log), first, stoppedAt, others };
+  return { lines: readLog(log), first, stoppedAt, refreshedAt, others };
 }
 
 function check(r: Awaited<ReturnType<typeof race>>) {
@@ -116,13 +136,15 @@ function check(r: Awaited<ReturnType<typeof race>>) {
   const end = r.lines.find((l) => l.kind === "end" && l.builder === taker.builder);
   assert.ok(end, "the second build finished");
   assert.equal(r.lines.filter((l) => l.kind === "end").length, 1, "the stopped builder never finished its build");
-  // Taken over once the stopped builder's lock was stale (its last refresh at most REFRESH_MS before it stopped),
-  // and soon after: not at the waiters' deadline.
-  const waited = taker.at - r.stoppedAt;
+  // Taken over once the stopped builder's lock was stale (STALE_MS after its last refresh: the taker saw the lock
+  // older than that, then began), and soon after: not at the waiters' deadline.
+  const sinceRefresh = taker.at - r.refreshedAt;
   assert.ok(
-    waited >= STALE_MS - REFRESH_MS - 100,
-    `taken over ${waited} ms after the builder stopped: before its lock was stale`,
+    sinceRefresh >= STALE_MS,
+    `taken over ${sinceRefresh.toFixed(0)} ms after the lock's last refresh ` +
+      `(${(r.stoppedAt - r.refreshedAt).toFixed(0)} ms before the stop): before it was stale`,
   );
+  const waited = taker.at - r.stoppedAt;
   assert.ok(waited < STALE_MS + 8000, `taken over ${waited} ms after the builder stopped`);
   for (const o of r.others) assert.ok(o.ms < DEADLINE_MS / 2, `a process waited ${o.ms} ms`);
 }
