@@ -131,29 +131,13 @@ describe("footer, /tree widget, /unified-exec-sessions", () => {
     await batch(59);
     assert.ok(started.every((r) => r.details.running));
     assert.deepEqual(notices().slice(before), [], "59 open: no warning yet");
-    // Its pid, for the check that eviction stops it: a result has none when the spawn had not finished (load).
-    let victimPid: number | undefined = started[0].details.pid;
-    while (victimPid === undefined) {
-      const from = pi.toolResults().length;
-      pi.faux.setResponses([
-        fauxAssistantMessage([fauxToolCall("list_sessions", {} as never)], { stopReason: "toolUse" }),
-        fauxAssistantMessage("done"),
-      ]);
-      await pi.session.prompt("go");
-      const id = started[0].details.session_id;
-      const listed = pi.toolResults()[from].details.sessions.find((s: any) => s.session_id === id);
-      assert.equal(listed?.running, true, "the first session is live");
-      victimPid = listed.pid;
-    }
     await batch(2);
     assert.deepEqual(notices().slice(before), ["unified-exec: 60/64 sessions open", "unified-exec: 61/64 sessions open"]);
     assert.equal(ui.notices.at(-1)!.level, "warning");
     await batch(4);
     const evicted = notices().slice(before).filter((t) => t.includes("evicted"));
     assert.deepEqual(evicted, [`unified-exec: evicted session ${started[0].details.session_id} (LRU, over cap 64)`]);
-    assert.ok(await waitUntil(() => !pidAlive(victimPid), 5000), "the evicted process is stopped");
-    // Its session may still be closing (a slow exit under load): the user's kill waits for it but does not count
-    // it, as it did not stop it (it said "killed 65" of 64 sessions).
+    assert.ok(await waitUntil(() => !pidAlive(started[0].details.pid), 5000), "the evicted process is stopped");
     await pi.session.prompt("/unified-exec-sessions all");
     assert.equal(notices().at(-1), "unified-exec: killed 64 sessions");
     assert.equal(status(), undefined);
