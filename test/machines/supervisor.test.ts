@@ -10,7 +10,7 @@ import type { PrepareFact, RunOutcome, RunStartEvent } from "../../machines/even
 import { runMachine } from "../../machines/run.ts";
 import { sessionMachine } from "../../machines/session.ts";
 import { spareMachine } from "../../machines/spare.ts";
-import { supervisorMachine } from "../../machines/supervisor.ts";
+import { factOfPrepared, supervisorMachine } from "../../machines/supervisor.ts";
 import { createActor } from "xstate";
 import { undescribedStates } from "../helpers/machine-states.ts";
 import { TEST_LIMITS, createFakeRunner, startSupervisor, type FakeRunnerInstance } from "../helpers/fake-runner.ts";
@@ -148,6 +148,35 @@ describe("serving: preparation", () => {
     prepare.last().send({ type: "prepare.done", at: h.now(), runId: "r1" });
     assert.deepEqual(h.children(), ["run:r1"]);
     assertHealthy(h);
+  });
+
+  test("a request its sender settled is not prepared again, also when it waits behind one being prepared", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "r1" });
+    h.start({ runId: "r2", prepared: {} });
+    prepare.last().send({ type: "prepare.done", at: h.now(), runId: "r1" });
+    assert.equal(prepare.instances.length, 1, "only r1 was prepared");
+    assert.deepEqual(h.children().sort(), ["run:r1", "run:r2"], "r2 started as soon as r1 was done");
+    assertHealthy(h);
+  });
+
+  test("the fact a settled request stands for carries what its sender settled, and no key it left unset", () => {
+    const base = { type: "run.start", at: 7, runId: "r", code: "1", cwd: CWD, timeoutMs: 1000 } as const;
+    assert.deepEqual(factOfPrepared({ ...base, prepared: {} }), { type: "prepare.done", at: 7, runId: "r" });
+    const settled = { python: "/py/bin/python3", dependencies: ["rich"], spareKey: "k", notes: ["[a note]"] };
+    assert.deepEqual(factOfPrepared({ ...base, ...settled, prepared: {} }), {
+      type: "prepare.done",
+      at: 7,
+      runId: "r",
+      ...settled,
+    });
+    assert.deepEqual(factOfPrepared({ ...base, python: "/py", prepared: { failed: { message: "no" } } }), {
+      type: "prepare.failed",
+      at: 7,
+      runId: "r",
+      message: "no",
+    });
   });
 
   test("a request id waiting for preparation is in use", () => {
