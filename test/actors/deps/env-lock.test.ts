@@ -10,9 +10,9 @@ import { chmodSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
+import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 
-const CHILD = resolve(import.meta.dirname, "helpers/env-build-child.ts");
+const CHILD = resolve(import.meta.dirname, "../../helpers/env-build-child.ts");
 const PY = "/usr/bin/python3";
 /** A held lock is refreshed every half of this (short for the test; long enough for a loaded machine). */
 const STALE_MS = 4000;

@@ -6,11 +6,11 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { describe, test } from "node:test";
-import { collectChild, spawnLocalChild, type ChildSpec } from "../actors/process/children.ts";
-import { localOperations } from "../actors/process/operations.ts";
-import { containmentMode } from "../actors/registry/containment.ts";
-import { liveGroups, stopTracked } from "../actors/registry/registry.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
+import { collectChild, spawnLocalChild, type ChildSpec } from "../../../actors/process/children.ts";
+import { localOperations } from "../../../actors/process/operations.ts";
+import { containmentMode } from "../../../actors/registry/containment.ts";
+import { liveGroups, stopTracked } from "../../../actors/registry/registry.ts";
+import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 
 const spec = (command: string, more: Partial<ChildSpec> = {}): ChildSpec => ({
   file: "/bin/sh",

@@ -3,16 +3,16 @@
 // started outlives Pi, even when Pi exits without shutting down. Where cgroup v2 is writable (here: as root) even
 // a `setsid()` child is contained; with session tracking (forced by PI_CODE_EXECUTION_CONTAINMENT=session, or
 // where cgroups are unavailable) it escapes, as the README says.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { CONTAINMENT_ENV, contain, containmentMode } from "../actors/registry/containment.ts";
+import { CONTAINMENT_ENV, contain, containmentMode } from "../../../actors/registry/containment.ts";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import {
   cgroupDir,
   cgroupPeers,
@@ -21,7 +21,7 @@ import {
   processesMatching,
   sessionMembers,
   waitUntil,
-} from "./helpers/procs.ts";
+} from "../../helpers/procs.ts";
 
 /** Starts every kind of escape and prints, as JSON, the runner's pid and each escape's [pid, pgid, sid]. Each
  * child reports only once it has moved, so the run cannot end before the escape happened. */
@@ -227,7 +227,7 @@ describe("Pi's shutdown", () => {
 
   for (const forced of [false, true])
     test(`Pi exiting without a shutdown: the exit handler kills every runner's descendants${forced ? " (session tracking)" : ""}`, async () => {
-      const host = new URL("../host/host.ts", import.meta.url).pathname;
+      const host = new URL("../../../host/host.ts", import.meta.url).pathname;
       const script = `import { SupervisorHost } from ${JSON.stringify(host)};
 const h = new SupervisorHost();
 const r = await h.run({ code: ${JSON.stringify(ESCAPES)}, cwd: process.cwd(), timeoutMs: 30000, session: "s" });
@@ -313,7 +313,7 @@ describe("shells (exec_command) start inside their cgroup", () => {
 
   test("Pi exiting without a shutdown: the exit handler kills a shell's setsid daemon", async (t) => {
     if (containmentMode().kind !== "cgroup") return t.skip(`no cgroups here: ${containmentMode().reason}`);
-    const host = new URL("../host/host.ts", import.meta.url).pathname;
+    const host = new URL("../../../host/host.ts", import.meta.url).pathname;
     const logDir = mkdtempSync(join(tmpdir(), "pcs-exec-logs-"));
     const script = `import { SupervisorHost } from ${JSON.stringify(host)};
 const h = new SupervisorHost({ exec: { logDir: ${JSON.stringify(logDir)} } });

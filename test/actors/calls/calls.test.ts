@@ -1,22 +1,22 @@
 // Nested tool calls in a real Pi session driven by the scripted model: Python awaits Pi tools registered by a helper
 // extension (test/fixtures/pi-tools.ts), a second extension blocks one call in its tool_call hook
 // (test/fixtures/call-blocker.ts), and every nested call goes through Pi's hooked dispatch.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { EXTENSION_PATH, startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
-import { probe } from "./fixtures/pi-tools.ts";
-import { waitUntil } from "./helpers/procs.ts";
-import { defaultLogDir } from "../record/log-files.ts";
-import { PYTHON } from "./helpers/runner-driver.ts";
+import { EXTENSION_PATH, startPi, textOf, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
+import { probe } from "../../fixtures/pi-tools.ts";
+import { waitUntil } from "../../helpers/procs.ts";
+import { defaultLogDir } from "../../../record/log-files.ts";
+import { PYTHON } from "../../helpers/runner-driver.ts";
 
-const TOOLS_FIXTURE = resolve(import.meta.dirname, "fixtures/pi-tools.ts");
-const BLOCKER_FIXTURE = resolve(import.meta.dirname, "fixtures/call-blocker.ts");
-const PROBE = resolve(import.meta.dirname, "fixtures/foreign-probe.py");
+const TOOLS_FIXTURE = resolve(import.meta.dirname, "../../fixtures/pi-tools.ts");
+const BLOCKER_FIXTURE = resolve(import.meta.dirname, "../../fixtures/call-blocker.ts");
+const PROBE = resolve(import.meta.dirname, "../../fixtures/foreign-probe.py");
 
 let pi: PiHarness;
 before(async () => {

@@ -3,20 +3,20 @@
 // Python cells); interpreters are probed on the remote side and nothing planted in Pi's directory runs here (a
 // `.venv/bin/python` and a selected script that exist only locally); the command transport starts in Pi's working
 // directory and its failure reports its real exit code.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { remoteOperations } from "../actors/process/remote.ts";
-import { SupervisorHost } from "../host/host.ts";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { callAs } from "./helpers/notebook.ts";
-import { startSshd, type TestSshd } from "./helpers/sshd.ts";
-import { remoteBackendEnv, savedBackendEnv } from "./helpers/backend-env.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+import { remoteOperations } from "../../../actors/process/remote.ts";
+import { SupervisorHost } from "../../../host/host.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { callAs } from "../../helpers/notebook.ts";
+import { startSshd, type TestSshd } from "../../helpers/sshd.ts";
+import { remoteBackendEnv, savedBackendEnv } from "../../helpers/backend-env.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 /** A script that writes `marker` when it runs, then behaves as Python (so a probe of it would succeed). */
 function plantedPython(path: string, marker: string): void {

@@ -3,17 +3,17 @@
 // session is left on the far side after kill_session, a dropped connection or the host's shutdown (checked in the
 // process table by a marker argument). The login here is slow (root's .bashrc runs `pyenv init` for every ssh
 // command, seconds on a loaded machine), so windows are long and a live session is waited for in the process table.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { execDriver } from "./helpers/exec-driver.ts";
-import { SupervisorHost } from "../host/host.ts";
-import { remoteOperations } from "../actors/process/remote.ts";
-import { startSshd, type TestSshd } from "./helpers/sshd.ts";
-import { parentOf, processesMatching, waitUntil } from "./helpers/procs.ts";
+import { execDriver } from "../../helpers/exec-driver.ts";
+import { SupervisorHost } from "../../../host/host.ts";
+import { remoteOperations } from "../../../actors/process/remote.ts";
+import { startSshd, type TestSshd } from "../../helpers/sshd.ts";
+import { parentOf, processesMatching, waitUntil } from "../../helpers/procs.ts";
 
 let sshd: TestSshd;
 let local: string;

@@ -1,20 +1,20 @@
 // The fork server (actors/process/fork-server.ts, `runner.py --mode zygote`): fresh runners forked from it behave as
 // spawned ones (frames, output, exit statuses, their own session), its end never loses a child's end, and it does
 // not outlive its last child. Real processes throughout.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { localOperations, type RunnerExit, type RunnerHandle, type RunnerSpec } from "../actors/process/operations.ts";
-import { RUNNER_PATH } from "../actors/runner/kinds.ts";
-import { SLOTS } from "../actors/process/fork-server.ts";
-import { SupervisorHost } from "../host/host.ts";
-import { encodeFrame, FrameDecoder, type Frame } from "../actors/process/framing.ts";
-import { PYTHON } from "./helpers/runner-driver.ts";
-import { pidAlive, processesMatching, waitUntil } from "./helpers/procs.ts";
+import { localOperations, type RunnerExit, type RunnerHandle, type RunnerSpec } from "../../../actors/process/operations.ts";
+import { RUNNER_PATH } from "../../../actors/runner/kinds.ts";
+import { SLOTS } from "../../../actors/process/fork-server.ts";
+import { SupervisorHost } from "../../../host/host.ts";
+import { encodeFrame, FrameDecoder, type Frame } from "../../../actors/process/framing.ts";
+import { PYTHON } from "../../helpers/runner-driver.ts";
+import { pidAlive, processesMatching, waitUntil } from "../../helpers/procs.ts";
 
 const cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-fork-")));
 let hosts = 0;

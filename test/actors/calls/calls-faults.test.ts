@@ -7,18 +7,18 @@
 // Forged, replayed or malformed frames must never be mistaken for the real calls: each real call gets its own
 // answer, its record stays, and the supervisor keeps serving. Then 10 000 calls at once, through the runner's cap
 // and, forged, past it into the host's.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import type { RunTool, RunTools } from "../actors/calls/contract.ts";
-import { SupervisorHost, type RunResult } from "../host/host.ts";
-import { liveGroups } from "../actors/registry/registry.ts";
-import { MAX_OPEN_CALLS } from "../machines/tool-events.ts";
-import { waitUntil } from "./helpers/procs.ts";
-import { RunnerDriver } from "./helpers/runner-driver.ts";
+import type { RunTool, RunTools } from "../../../actors/calls/contract.ts";
+import { SupervisorHost, type RunResult } from "../../../host/host.ts";
+import { liveGroups } from "../../../actors/registry/registry.ts";
+import { MAX_OPEN_CALLS } from "../../../machines/tool-events.ts";
+import { waitUntil } from "../../helpers/procs.ts";
+import { RunnerDriver } from "../../helpers/runner-driver.ts";
 
 interface Probe {
   /** Every execution: `name:arg`. */

@@ -3,23 +3,23 @@
 // block parser (against tomllib), cached environments for fresh runs (shared, built once under concurrency),
 // session package directories, failures as setup_error with stable hint ids, the uv path (a stand-in uv that
 // delegates to pip, fails on certificates, or hangs past the deadline), run-time hints, and the journal's hint ids.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
-import { SystemObserver } from "../record/observe.ts";
-import { Recorder } from "../record/recorder.ts";
-import { formatReport, replayFile } from "../record/replay.ts";
-import { environmentKey, packageOf } from "../actors/deps/dependencies.ts";
-import { normalizeDependencies, parseScriptMetadata, satisfiesRequiresPython } from "../lib/pep723.ts";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
-import { buildWheel } from "./helpers/wheels.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+import { SupervisorHost, type RunRequestInput } from "../../../host/host.ts";
+import { SystemObserver } from "../../../record/observe.ts";
+import { Recorder } from "../../../record/recorder.ts";
+import { formatReport, replayFile } from "../../../record/replay.ts";
+import { environmentKey, packageOf } from "../../../actors/deps/dependencies.ts";
+import { normalizeDependencies, parseScriptMetadata, satisfiesRequiresPython } from "../../../lib/pep723.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { buildWheel } from "../../helpers/wheels.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
 const PY = "/usr/bin/python3";
@@ -497,7 +497,7 @@ describe("replay", () => {
 
 describe("under the sandbox: what may be installed, and how", () => {
   test("local paths, archives, file:// and VCS requirements are refused; names and remote URLs are not", async () => {
-    const { sandboxRequirementProblem, sandboxRefusal, wheelsOnly } = await import("../actors/deps/sandbox-policy.ts");
+    const { sandboxRequirementProblem, sandboxRefusal, wheelsOnly } = await import("../../../actors/deps/sandbox-policy.ts");
     for (const [req, why] of [
       ["evil @ file:///work/evil", "file URL"],
       ["evil@file:./x", "file URL"],
@@ -534,8 +534,8 @@ describe("under the sandbox: a wheel installs inside bwrap, writing only its env
   let cwd: string;
   let wheelDir: string;
   before(async () => {
-    const { chooseOperations } = await import("../host/backend.ts");
-    const { loadSettings } = await import("../store/settings.ts");
+    const { chooseOperations } = await import("../../../host/backend.ts");
+    const { loadSettings } = await import("../../../store/settings.ts");
     root = tempDir("pcs-deps-sbx-");
     cwd = tempDir("pcs-deps-sbx-cwd-");
     // Outside $HOME and the temporary directory (both hidden in the sandbox): the find-links folder stays readable.

@@ -2,17 +2,17 @@
 // a scripted runner sends a frame naming output it writes only later, as a busy host can read a `done` before the
 // stdout bytes written ahead of it (the three sockets are read in no fixed order). And the JS runner's frames say
 // how much it wrote before them.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { localOperations, type RunnerHandle } from "../actors/process/operations.ts";
-import { OUTPUT_WAIT_MS } from "../actors/process/output-order.ts";
-import type { Frame } from "../actors/process/framing.ts";
-import { runCell, startJs } from "./helpers/js-runner.ts";
-import { SupervisorHost } from "../host/host.ts";
+import { localOperations, type RunnerHandle } from "../../../actors/process/operations.ts";
+import { OUTPUT_WAIT_MS } from "../../../actors/process/output-order.ts";
+import type { Frame } from "../../../actors/process/framing.ts";
+import { runCell, startJs } from "../../helpers/js-runner.ts";
+import { SupervisorHost } from "../../../host/host.ts";
 
 const cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-order-")));
 

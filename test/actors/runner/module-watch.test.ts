@@ -1,13 +1,13 @@
 // Local modules a session imported from its working directory are watched; after an edit on disk the next run
 // reloads them first and says which. The documented limits hold: objects made from the old module keep the old
 // class; a module that no longer compiles stays as it was (and the run says so).
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { SupervisorHost, type RunResult } from "../host/host.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+import { SupervisorHost, type RunResult } from "../../../host/host.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 let host: SupervisorHost;
 let cwd: string;

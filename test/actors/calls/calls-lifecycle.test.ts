@@ -11,8 +11,8 @@ import {
   runNestedCall,
   type RunTool,
   type RunTools,
-} from "../actors/calls/dispatch.ts";
-import { errorMessage } from "../lib/errors.ts";
+} from "../../../actors/calls/dispatch.ts";
+import { errorMessage } from "../../../lib/errors.ts";
 import {
   MAX_RESULT_BYTES,
   PREVIEW_FLOOR,
@@ -22,9 +22,9 @@ import {
   structuredText,
   RUN_PREVIEW_BUDGET,
   usageOf,
-} from "../actors/calls/tool-results.ts";
-import type { NestedCallOutcome } from "../actors/calls/contract.ts";
-import type { DispatchInput } from "../machines/tool-events.ts";
+} from "../../../actors/calls/tool-results.ts";
+import type { NestedCallOutcome } from "../../../actors/calls/contract.ts";
+import type { DispatchInput } from "../../../machines/tool-events.ts";
 
 const input = (seq: number, args: Record<string, unknown> = { q: "x" }): DispatchInput => ({
   runId: "r",

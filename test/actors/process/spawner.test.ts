@@ -9,11 +9,11 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { spawnLocalChild, type ChildExit, type ChildHandle, type ChildSpec } from "../actors/process/children.ts";
-import { containmentMode } from "../actors/registry/containment.ts";
-import { stopTracked } from "../actors/registry/registry.ts";
-import { SPAWNER_ENV, SPAWNER_SLOTS, spawnerPids } from "../actors/process/spawner.ts";
-import { parentOf, pidAlive, waitUntil } from "./helpers/procs.ts";
+import { spawnLocalChild, type ChildExit, type ChildHandle, type ChildSpec } from "../../../actors/process/children.ts";
+import { containmentMode } from "../../../actors/registry/containment.ts";
+import { stopTracked } from "../../../actors/registry/registry.ts";
+import { SPAWNER_ENV, SPAWNER_SLOTS, spawnerPids } from "../../../actors/process/spawner.ts";
+import { parentOf, pidAlive, waitUntil } from "../../helpers/procs.ts";
 
 const scratch = mkdtempSync(join(tmpdir(), "pcs-spawner-"));
 const spec = (command: string, more: Partial<ChildSpec> = {}): ChildSpec => ({
@@ -255,8 +255,8 @@ describe("spawn server", () => {
   });
 
   test("the host process killed outright: its server's children die with it (nothing outlives Pi)", async () => {
-    const children = new URL("../actors/process/children.ts", import.meta.url).pathname;
-    const spawner = new URL("../actors/process/spawner.ts", import.meta.url).pathname;
+    const children = new URL("../../../actors/process/children.ts", import.meta.url).pathname;
+    const spawner = new URL("../../../actors/process/spawner.ts", import.meta.url).pathname;
     const script = `import { spawnLocalChild } from ${JSON.stringify(children)};
 import { spawnerPids } from ${JSON.stringify(spawner)};
 const s = { file: "bash", args: ["-c", "true"], cwd: "/", env: process.env, purpose: "shell" };

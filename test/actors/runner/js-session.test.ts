@@ -1,19 +1,19 @@
 // JavaScript sessions through the supervisor host: the generic runner actor with the `js` kind, the session and run
 // machines, real Node runners (docs/protocol-js.md).
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { SupervisorHost, type RunRequestInput, type RunCallbacks } from "../host/host.ts";
-import type { RunTools } from "../actors/calls/dispatch.ts";
-import { fail, ok } from "../lib/result.ts";
-import { sandboxOperations } from "../actors/process/sandbox.ts";
-import { JS_RUNNER_PATH, RUNNER_PATH } from "../actors/runner/kinds.ts";
-import type { ProcessOperations } from "../actors/process/operations.ts";
+import { SupervisorHost, type RunRequestInput, type RunCallbacks } from "../../../host/host.ts";
+import type { RunTools } from "../../../actors/calls/dispatch.ts";
+import { fail, ok } from "../../../lib/result.ts";
+import { sandboxOperations } from "../../../actors/process/sandbox.ts";
+import { JS_RUNNER_PATH, RUNNER_PATH } from "../../../actors/runner/kinds.ts";
+import type { ProcessOperations } from "../../../actors/process/operations.ts";
 import { dirname } from "node:path";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
+import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 
 let host: SupervisorHost;
 let cwd: string;

@@ -1,16 +1,16 @@
 // The bubblewrap backend against real processes: each promise of the sandbox is checked from inside Python, and the
 // interrupt reaches the runner without killing the sandbox (a session's state survives it, as locally).
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
-import { sandboxOperations, bwrapArgv, bwrapExit } from "../actors/process/sandbox.ts";
-import { liveGroups } from "../actors/registry/registry.ts";
-import { RUNNER_PATH } from "../actors/runner/runner.ts";
+import { SupervisorHost, type RunRequestInput } from "../../../host/host.ts";
+import { sandboxOperations, bwrapArgv, bwrapExit } from "../../../actors/process/sandbox.ts";
+import { liveGroups } from "../../../actors/registry/registry.ts";
+import { RUNNER_PATH } from "../../../actors/runner/runner.ts";
 import { dirname } from "node:path";
 
 let cwd: string;

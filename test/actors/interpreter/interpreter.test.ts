@@ -1,7 +1,7 @@
 // Interpreter discovery and validation against real interpreters and a real `python -m venv`; a PYTHONPATH for
 // another interpreter left out; sessions never shared across interpreters or working directories (in the machine
 // and with real processes); the python_set_interpreter tool in a real Pi session.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -16,13 +16,13 @@ import {
   InterpreterResolver,
   runnerEnv,
   validateInterpreter,
-} from "../actors/interpreter/interpreter.ts";
-import { SupervisorHost } from "../host/host.ts";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { startSupervisor } from "./helpers/fake-runner.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
-import { findPython, skipWithout } from "./helpers/pythons.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+} from "../../../actors/interpreter/interpreter.ts";
+import { SupervisorHost } from "../../../host/host.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { startSupervisor } from "../../helpers/fake-runner.ts";
+import { pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { findPython, skipWithout } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 const SYSTEM = "/usr/bin/python3";
 // Other interpreters, found at run time (test/helpers/pythons.ts); the tests that need one skip without it.
@@ -354,7 +354,7 @@ describe("python_set_interpreter in a Pi session", { skip: skipWithout("3.12") }
 
 describe("one interpreter probe", () => {
   test("only actors/interpreter/interpreter.ts starts Python to learn what an interpreter is", () => {
-    const root = join(import.meta.dirname, "..");
+    const root = join(import.meta.dirname, "../../..");
     const probes: string[] = [];
     const walk = (dir: string) => {
       for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -445,9 +445,9 @@ function dirname312(): string {
 
 describe("probes per backend", () => {
   test("a probe on this machine never validates the same path in the sandbox, nor the other way round", async () => {
-    const { sandboxOperations } = await import("../actors/process/sandbox.ts");
-    const { localOperations } = await import("../actors/process/operations.ts");
-    const { knownVersion } = await import("../actors/interpreter/interpreter.ts");
+    const { sandboxOperations } = await import("../../../actors/process/sandbox.ts");
+    const { localOperations } = await import("../../../actors/process/operations.ts");
+    const { knownVersion } = await import("../../../actors/interpreter/interpreter.ts");
     const dir = tempDir("pcs-probe-backend-");
     const script = join(dir, "bin", "py");
     mkdirSync(join(dir, "bin"));

@@ -1,18 +1,18 @@
 // Shell sessions through the supervisor host with real processes, pipes, PTYs and signals: start and wait, write
 // and answer, polls, the head+tail window against a 5 MiB burst, logs and their quotas, kills and escalation, a
 // held output stream, and shutdown leaving nothing behind.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync, chmodSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "node:child_process";
 import { after, describe, test } from "node:test";
-import { execDriver } from "./helpers/exec-driver.ts";
-import { SupervisorHost } from "../host/host.ts";
-import { ExecLogs, cutLine, REMOVED_FILE } from "../actors/shell/logs.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
-import { CONTAINMENT_ENV, containmentMode } from "../actors/registry/containment.ts";
+import { execDriver } from "../../helpers/exec-driver.ts";
+import { SupervisorHost } from "../../../host/host.ts";
+import { ExecLogs, cutLine, REMOVED_FILE } from "../../../actors/shell/logs.ts";
+import { pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { CONTAINMENT_ENV, containmentMode } from "../../../actors/registry/containment.ts";
 
 /** The session id of a live process (field 6 of /proc/<pid>/stat). */
 function sessionOf(pid: number): number {

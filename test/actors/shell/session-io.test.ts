@@ -4,10 +4,10 @@
 import assert from "node:assert/strict";
 import { tmpdir } from "node:os";
 import { describe, test } from "node:test";
-import { SessionIO } from "../actors/shell/session-io.ts";
-import { spawnLocalChild } from "../actors/process/children.ts";
-import { fail } from "../lib/result.ts";
-import { waitUntil } from "./helpers/procs.ts";
+import { SessionIO } from "../../../actors/shell/session-io.ts";
+import { spawnLocalChild } from "../../../actors/process/children.ts";
+import { fail } from "../../../lib/result.ts";
+import { waitUntil } from "../../helpers/procs.ts";
 
 const catHandle = async () => {
   const started = await spawnLocalChild({ file: "cat", args: [], cwd: tmpdir(), env: process.env, purpose: "shell" });

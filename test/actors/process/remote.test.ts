@@ -1,21 +1,21 @@
 // The remote backend through a real OpenSSH server on a loopback port (started and stopped here; if it cannot start
 // the test fails with sshd's reason). The core acceptance scenarios run through it; the kubectl/docker/podman/command
 // presets are checked for argv and stream plumbing with a stand-in executable.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
-import { mapCwd, remoteOperations, runtimeBundle } from "../actors/process/remote.ts";
-import { transportArgv, shellQuote } from "../actors/process/transport.ts";
-import { parseSshFlag } from "../actors/process/backends.ts";
-import { liveGroups } from "../actors/registry/registry.ts";
-import type { RunTools } from "../actors/calls/contract.ts";
-import { startSshd, type TestSshd } from "./helpers/sshd.ts";
-import { buildWheel } from "./helpers/wheels.ts";
+import { SupervisorHost, type RunRequestInput } from "../../../host/host.ts";
+import { mapCwd, remoteOperations, runtimeBundle } from "../../../actors/process/remote.ts";
+import { transportArgv, shellQuote } from "../../../actors/process/transport.ts";
+import { parseSshFlag } from "../../../actors/process/backends.ts";
+import { liveGroups } from "../../../actors/registry/registry.ts";
+import type { RunTools } from "../../../actors/calls/contract.ts";
+import { startSshd, type TestSshd } from "../../helpers/sshd.ts";
+import { buildWheel } from "../../helpers/wheels.ts";
 
 let sshd: TestSshd;
 let local: string;
