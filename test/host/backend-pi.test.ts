@@ -14,9 +14,9 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { callAs } from "./helpers/notebook.ts";
-import { scriptedUI } from "./helpers/scripted-ui.ts";
+import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
+import { callAs } from "../helpers/notebook.ts";
+import { scriptedUI } from "../helpers/scripted-ui.ts";
 
 async function statusOf(pi: Awaited<ReturnType<typeof startPi>>, ui: ReturnType<typeof scriptedUI>) {
   const before = ui.notices.length;

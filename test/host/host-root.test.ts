@@ -5,9 +5,9 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { createSupervisorRoot, type SupervisorHost } from "../host/index.ts";
-import { agentDir } from "../store/agent-dir.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+import { createSupervisorRoot, type SupervisorHost } from "../../host/index.ts";
+import { agentDir } from "../../store/agent-dir.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 describe("composition root", () => {
   test("hands the agent directory down, builds the host on first use and once, and a new one after a shutdown", async () => {

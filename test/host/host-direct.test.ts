@@ -1,14 +1,14 @@
 // The warm path through the real host (docs/design.md, "A warm session run"): a settled request for an idle session
 // goes straight to the session, the runner tells the run its facts, and everything the supervisor's table used to
 // show of a busy session (the footer, /code-status, /python-restart) still shows, read from the session itself.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdtempSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { SupervisorHost } from "../host/host.ts";
-import type { CommandEvent } from "../machines/events.ts";
+import { SupervisorHost } from "../../host/host.ts";
+import type { CommandEvent } from "../../machines/events.ts";
 
 let host: SupervisorHost;
 let cwd: string;

@@ -2,16 +2,16 @@
 // printed is lost, that no process is orphaned, and that the supervisor keeps serving the next run.
 // PI_CODE_EXECUTION_BACKEND=sandbox runs them inside bubblewrap: pids reported from inside the sandbox's pid
 // namespace are mapped to host pids among the sandbox's own processes (NSpid) before anything is killed or checked.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
-import { containmentMode } from "../actors/registry/containment.ts";
-import { liveGroups } from "../actors/registry/registry.ts";
-import { hostPidIn, pidAlive, waitUntil } from "./helpers/procs.ts";
+import { SupervisorHost, type RunRequestInput } from "../../host/host.ts";
+import { containmentMode } from "../../actors/registry/containment.ts";
+import { liveGroups } from "../../actors/registry/registry.ts";
+import { hostPidIn, pidAlive, waitUntil } from "../helpers/procs.ts";
 
 const SANDBOX = process.env.PI_CODE_EXECUTION_BACKEND === "sandbox";
 /** A pid a runner of host `h` reported, as this machine sees it (mapped in the sandbox; never a guess). Every

@@ -1,13 +1,13 @@
 // Each semantic of the core issue against real Python processes, through the supervisor host (actors + machines).
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
+import { SupervisorHost, type RunRequestInput } from "../../host/host.ts";
+import { pidAlive, waitUntil } from "../helpers/procs.ts";
 
 let host: SupervisorHost;
 let cwd: string;
