@@ -5,12 +5,12 @@
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
-import { agentDir, useAgentDir } from "../store/agent-dir.ts";
-import { sourceRoot } from "../store/sources.ts";
-import { outputRoot } from "../store/artifacts.ts";
-import { globalSettingsPath, piPythonSettingsPaths } from "../store/settings.ts";
-import { defaultLogDir } from "../record/log-files.ts";
-import { defaultEnvRoot } from "../host/backend.ts";
+import { agentDir, useAgentDir } from "../../store/agent-dir.ts";
+import { sourceRoot } from "../../store/sources.ts";
+import { outputRoot } from "../../store/artifacts.ts";
+import { globalSettingsPath, piPythonSettingsPaths } from "../../store/settings.ts";
+import { defaultLogDir } from "../../record/log-files.ts";
+import { defaultEnvRoot } from "../../host/backend.ts";
 
 const saved = process.env.PI_CODING_AGENT_DIR;
 after(() => {

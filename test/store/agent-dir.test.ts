@@ -6,9 +6,9 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { getAgentDir } from "@earendil-works/pi-coding-agent";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { waitUntil } from "./helpers/procs.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
+import { waitUntil } from "../helpers/procs.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const saved = { HOME: process.env.HOME, cwd: process.cwd() };
 let home: string;

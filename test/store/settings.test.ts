@@ -2,17 +2,17 @@
 // file of a project Pi trusts; test/settings-trust.test.ts covers trust and boundary keys), malformed
 // files and values as warnings with fallback, hot reload of files that do not exist yet, and changes reaching a
 // running Pi session (the tool's timeout bounds, the host's grace) without restarting it.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import fs, { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
-import { globalSettingsPath, loadSettings, POLL_MS, projectSettingsPath, SettingsStore } from "../store/settings.ts";
-import { brokenBackend } from "../host/backend.ts";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { waitUntil } from "./helpers/procs.ts";
+import { globalSettingsPath, loadSettings, POLL_MS, projectSettingsPath, SettingsStore } from "../../store/settings.ts";
+import { brokenBackend } from "../../host/backend.ts";
+import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
+import { waitUntil } from "../helpers/procs.ts";
 
 function dirs() {
   const root = mkdtempSync(join(tmpdir(), "pcs-settings-"));

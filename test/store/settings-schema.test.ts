@@ -4,7 +4,7 @@
 // when loading applies it without a warning, and the warning names the file, the key, what was expected and what was
 // found; a variable's text is read and checked by the same schema; unknown keys, a group that is not an object and a
 // project's boundary key are said once each; the settings examples of the docs name a schema that accepts them.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,7 +12,7 @@ import { dirname, join, resolve } from "node:path";
 import { describe, test } from "node:test";
 import type { TSchema } from "typebox";
 import { Value } from "typebox/value";
-import { schemaTexts } from "../scripts/settings-schema.ts";
+import { schemaTexts } from "../../scripts/settings-schema.ts";
 import {
   boundaryOf,
   globalSettingsPath,
@@ -20,10 +20,10 @@ import {
   projectSettingsPath,
   SETTING_KEYS,
   type ResolvedSettings,
-} from "../store/settings.ts";
-import { SCHEMA_FILES, SCHEMA_URL, settingsSchema, type SettingsFile } from "../store/settings-schema.ts";
+} from "../../store/settings.ts";
+import { SCHEMA_FILES, SCHEMA_URL, settingsSchema, type SettingsFile } from "../../store/settings-schema.ts";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "../..");
 const global = settingsSchema("global");
 const project = settingsSchema("project");
 /** The shipped files, as an editor reads them. */

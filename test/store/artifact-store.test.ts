@@ -2,7 +2,7 @@
 // output buffers (no Python), real files in temporary directories. Exact metadata for every shape of transcript,
 // every malformed sidecar refused, pages on character boundaries, and the file rules (modes, symlinks, create once).
 // Transcripts from real runs and through Pi are in test/artifacts.test.ts; races in test/hostile-artifacts.test.ts.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
@@ -19,7 +19,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { RunOutput } from "../lib/run-output.ts";
+import { RunOutput } from "../../lib/run-output.ts";
 import {
   ArtifactUnavailableError,
   charEnd,
@@ -34,7 +34,7 @@ import {
   placeOnce,
   readVerified,
   writeTemp,
-} from "../store/artifact-fs.ts";
+} from "../../store/artifact-fs.ts";
 import {
   emittedTranscript,
   OutputArtifactCollisionError,
@@ -46,8 +46,8 @@ import {
   retainedTranscript,
   saveOutputArtifact,
   type OutputMetadata,
-} from "../store/artifacts.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+} from "../../store/artifacts.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
 

@@ -6,11 +6,11 @@ import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { afterEach, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { Journal, journalPath } from "../store/journal.ts";
-import { deferredCount, holdResult, MAX_DEFER_MS } from "../lib/after-results.ts";
-import { MIGRATIONS, SCHEMA_VERSION } from "../store/journal-migrations.ts";
-import { EXTENSION_PATH, startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+import { Journal, journalPath } from "../../store/journal.ts";
+import { deferredCount, holdResult, MAX_DEFER_MS } from "../../lib/after-results.ts";
+import { MIGRATIONS, SCHEMA_VERSION } from "../../store/journal-migrations.ts";
+import { EXTENSION_PATH, startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
 
@@ -534,7 +534,7 @@ describe("nested calls in the journal", () => {
     const dir = tempDir("pcs-journal-nested-");
     const path = join(dir, "journal.sqlite");
     process.env.PI_CODE_EXECUTION_JOURNAL = path;
-    pi = await startPi({ extensionPaths: [EXTENSION_PATH, resolve(import.meta.dirname, "fixtures/pi-tools.ts")] });
+    pi = await startPi({ extensionPaths: [EXTENSION_PATH, resolve(import.meta.dirname, "../fixtures/pi-tools.ts")] });
     const [r] = await pi.callTools([
       {
         code: "a = await json_info(name='x')\ntry:\n    await fail_tool()\nexcept RuntimeError:\n    pass\na.json()['name']",

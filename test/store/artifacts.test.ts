@@ -1,7 +1,7 @@
 // Output and source artifacts: the canonical transcript from real Python output, paging that reconstructs it
 // exactly, verification that rejects tampered, symlinked and over-permissive files, collisions that never
 // overwrite, and the whole path through a real Pi session (preview, outputId, rerun by sourceId).
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
@@ -20,20 +20,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { SupervisorHost } from "../host/host.ts";
+import { SupervisorHost } from "../../host/host.ts";
 import {
   OutputArtifactCollisionError,
   outputIdOf,
   readOutputPage,
   saveOutputArtifact,
   type OutputRef,
-} from "../store/artifacts.ts";
-import { PAGE_BYTES } from "../store/artifact-fs.ts";
-import { savesLanded } from "../store/artifact-saves.ts";
-import { CodeArtifactCollisionError, loadSource, readSourcePage, saveSource, sourceIdOf } from "../store/sources.ts";
-import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
-import { waitUntil } from "./helpers/procs.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+} from "../../store/artifacts.ts";
+import { PAGE_BYTES } from "../../store/artifact-fs.ts";
+import { savesLanded } from "../../store/artifact-saves.ts";
+import { CodeArtifactCollisionError, loadSource, readSourcePage, saveSource, sourceIdOf } from "../../store/sources.ts";
+import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../helpers/pi-session.ts";
+import { waitUntil } from "../helpers/procs.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
 
@@ -168,7 +168,7 @@ describe("output artifacts from real runs", () => {
 
   test("output past the retention limit is counted exactly; the artifact says it is truncated", async () => {
     // The host's limit is 64 MiB (test/output-1gib.test.ts); a RunOutput with a small limit stands in for it here.
-    const { RunOutput } = await import("../lib/run-output.ts");
+    const { RunOutput } = await import("../../lib/run-output.ts");
     const out = new RunOutput(1000);
     out.write("stdout", Buffer.from("a".repeat(999) + "\n" + "b\n".repeat(500)));
     out.write("stderr", Buffer.from("Traceback...\nValueError: x\n"));
