@@ -1,26 +1,26 @@
 // Recording and deterministic replay: committed fixtures from real runs replay identical, an altered log reports
 // its first divergence, fresh recordings (real Python, a real Pi session) replay identical, and logs rotate and
 // stay bounded.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
-import { SupervisorHost } from "../host/host.ts";
-import { pruneLogDir, DEFAULT_LOG_LIMITS } from "../record/log-files.ts";
-import { SystemObserver } from "../record/observe.ts";
-import { Recorder } from "../record/recorder.ts";
-import { holdResult } from "../lib/after-results.ts";
-import { formatReport, parseLog, replayFile, replayRecords } from "../record/replay.ts";
-import { canonical, eventLine, traceOf, TraceEncoder, type InputRecord } from "../record/trace.ts";
+import { SupervisorHost } from "../../host/host.ts";
+import { pruneLogDir, DEFAULT_LOG_LIMITS } from "../../record/log-files.ts";
+import { SystemObserver } from "../../record/observe.ts";
+import { Recorder } from "../../record/recorder.ts";
+import { holdResult } from "../../lib/after-results.ts";
+import { formatReport, parseLog, replayFile, replayRecords } from "../../record/replay.ts";
+import { canonical, eventLine, traceOf, TraceEncoder, type InputRecord } from "../../record/trace.ts";
 import { assign, createActor, fromCallback, sendTo, setup } from "xstate";
-import { PI_TOOLS, FAULT_FIXTURE_DIR, FIXTURE_DIR, recordScenario } from "../scripts/record-fixtures.ts";
-import { startPi } from "./helpers/pi-session.ts";
-import { phasesOf } from "./helpers/fake-runner.ts";
+import { PI_TOOLS, FAULT_FIXTURE_DIR, FIXTURE_DIR, recordScenario } from "../../scripts/record-fixtures.ts";
+import { startPi } from "../helpers/pi-session.ts";
+import { phasesOf } from "../helpers/fake-runner.ts";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "../..");
 const REQUIRED = [
   "interrupt-keeps-state",
   "swallowed-interrupt-lost",
