@@ -3,7 +3,7 @@
 // however the writes are cut, and every count is exact.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { completeEnd, countNewlines, RunOutput, tailText, WINDOW_BYTES } from "../lib/run-output.ts";
+import { completeEnd, countNewlines, RunOutput, tailText, WINDOW_BYTES } from "../../lib/run-output.ts";
 
 const EURO = Buffer.from("€"); // e2 82 ac
 

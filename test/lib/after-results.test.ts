@@ -1,7 +1,7 @@
 // Work put off while a tool result is pending (lib/after-results.ts): the scheduler itself with real timers, the
 // event-log recorder under a pending result, and the extension in a real Pi session (loaded as a factory, so it
 // shares this module's scheduler), where Pi starts the next call of a turn without an event-loop turn in between.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -16,12 +16,12 @@ import {
   resultsPending,
   runDeferred,
   whenResultsDone,
-} from "../lib/after-results.ts";
-import { Recorder } from "../record/recorder.ts";
-import { SystemObserver } from "../record/observe.ts";
-import { SupervisorHost } from "../host/index.ts";
-import { createCodeExecutionExtension } from "../extension/index.ts";
-import { startPi } from "./helpers/pi-session.ts";
+} from "../../lib/after-results.ts";
+import { Recorder } from "../../record/recorder.ts";
+import { SystemObserver } from "../../record/observe.ts";
+import { SupervisorHost } from "../../host/index.ts";
+import { createCodeExecutionExtension } from "../../extension/index.ts";
+import { startPi } from "../helpers/pi-session.ts";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 

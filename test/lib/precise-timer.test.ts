@@ -2,7 +2,7 @@
 // early, and a cleared one never fires.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { clearPreciseTimeout, preciseClock, setPreciseTimeout } from "../lib/precise-timer.ts";
+import { clearPreciseTimeout, preciseClock, setPreciseTimeout } from "../../lib/precise-timer.ts";
 
 const lateness = (ms: number) =>
   new Promise<number>((resolve) => {

@@ -2,7 +2,7 @@
 // counted as one edit, nothing when no known name is near.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { closestName, didYouMean, editDistance } from "../lib/closest.ts";
+import { closestName, didYouMean, editDistance } from "../../lib/closest.ts";
 
 const SURFACES = ["code_execution", "python", "eval", "exec"];
 
