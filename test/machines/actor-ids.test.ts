@@ -11,7 +11,7 @@ import {
   spareActorId,
   toolActorId,
   wakeActorId,
-} from "../machines/actor-ids.ts";
+} from "../../machines/actor-ids.ts";
 
 test("each id built is read back as its kind", () => {
   const built: [string, string][] = [

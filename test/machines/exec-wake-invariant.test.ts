@@ -15,9 +15,9 @@ import { describe, test } from "node:test";
 import type { AnyActorRef, InspectionEvent } from "xstate";
 import { getShortestPaths } from "xstate/graph";
 import type { AnyMachineSnapshot } from "xstate";
-import { startExec } from "./helpers/fake-shell.ts";
-import { analysable } from "./helpers/machine-graph.ts";
-import { wakeEntryMachine, type WakeEntryEvent, type WakeEntryOutput } from "../machines/exec-wake-entry.ts";
+import { startExec } from "../helpers/fake-shell.ts";
+import { analysable } from "../helpers/machine-graph.ts";
+import { wakeEntryMachine, type WakeEntryEvent, type WakeEntryOutput } from "../../machines/exec-wake-entry.ts";
 
 function rng(seed: number) {
   let a = seed >>> 0;
