@@ -5,16 +5,16 @@ import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { PYTHON, RUNNER_PATH, RunnerDriver, encodeFrame, isAlive, sleep } from "./helpers/runner-driver.ts";
-import { waitUntil } from "./helpers/procs.ts";
-import type { DoneFrame, RunResult, StartOptions } from "./helpers/runner-driver.ts";
-import { findPython, skipWithout } from "./helpers/pythons.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+import { PYTHON, RUNNER_PATH, RunnerDriver, encodeFrame, isAlive, sleep } from "../helpers/runner-driver.ts";
+import { waitUntil } from "../helpers/procs.ts";
+import type { DoneFrame, RunResult, StartOptions } from "../helpers/runner-driver.ts";
+import { findPython, skipWithout } from "../helpers/pythons.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 // Other interpreters, found at run time (test/helpers/pythons.ts); their tests skip without them.
 const PY39 = findPython("3.9")?.path;
 const PY313 = findPython("3.13")?.path;
-const DRIVER_PATH = fileURLToPath(new URL("./helpers/runner-driver.ts", import.meta.url));
+const DRIVER_PATH = fileURLToPath(new URL("../helpers/runner-driver.ts", import.meta.url));
 
 const drivers: RunnerDriver[] = [];
 after(async () => {

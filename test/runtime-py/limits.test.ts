@@ -1,13 +1,13 @@
 // Resource limits (settings `limits`) against real processes: applied by the runner before user code (setrlimit),
 // each ends or breaks the run with its hint, the session is told truthfully whether it survived, output is kept.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
-import type { ResourceLimits } from "../store/settings.ts";
+import { SupervisorHost, type RunRequestInput } from "../../host/host.ts";
+import type { ResourceLimits } from "../../store/settings.ts";
 
 let cwd: string;
 const hosts: SupervisorHost[] = [];

@@ -5,7 +5,7 @@ import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
 
 let pi: PiHarness;
 before(async () => {

@@ -3,17 +3,17 @@
 // the tool bridge, reloads, package paths) never picks them up (docs/protocol.md, "The runner's modules").
 // The shadowed names are not a fixed list: they are every module the runner process loads, read from a probe
 // runner after one run of each kind, per interpreter.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { SupervisorHost } from "../host/host.ts";
-import { PYTHON, RunnerDriver, sleep, type Frame, type RunResult, type StartOptions } from "./helpers/runner-driver.ts";
-import { findPython, skipWithout } from "./helpers/pythons.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+import { SupervisorHost } from "../../host/host.ts";
+import { PYTHON, RunnerDriver, sleep, type Frame, type RunResult, type StartOptions } from "../helpers/runner-driver.ts";
+import { findPython, skipWithout } from "../helpers/pythons.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 // The oldest and newest Pythons the runner supports, where this machine has them (test/helpers/pythons.ts).
 /** The default Python, then the others where this machine has them (each absent one is a skipped test, saying why). */

@@ -4,7 +4,7 @@
 // driver and alternating with it, in the same run. Reported, and bounded only against that same-run baseline.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { PYTHON, RunnerDriver } from "./helpers/runner-driver.ts";
+import { PYTHON, RunnerDriver } from "../helpers/runner-driver.ts";
 
 // The protocol's least answer to a run: `ready` once, then a `done` per run frame (a quick run's `started` is never
 // sent: docs/protocol.md).

@@ -2,7 +2,7 @@
 // `tool.call` frames and answering with `tool.result` (docs/protocol.md, "Nested tool calls").
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { RunnerDriver, sleep, type Frame } from "./helpers/runner-driver.ts";
+import { RunnerDriver, sleep, type Frame } from "../helpers/runner-driver.ts";
 
 const TOOLS = [
   { name: "echo", python: "echo", signature: "echo(*, x: int)", description: "Returns its arguments as JSON." },
