@@ -3,10 +3,10 @@ import { describe, it, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { isAlive, sleep, type RunnerDriver } from "./helpers/runner-driver.ts";
-import { waitUntil } from "./helpers/procs.ts";
-import { runCell, startJs, turn, type CellResult } from "./helpers/js-runner.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+import { isAlive, sleep, type RunnerDriver } from "../helpers/runner-driver.ts";
+import { waitUntil } from "../helpers/procs.ts";
+import { runCell, startJs, turn, type CellResult } from "../helpers/js-runner.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const drivers: RunnerDriver[] = [];
 after(async () => {
@@ -58,7 +58,7 @@ describe("start-up and process layout", () => {
 
   it("refuses a start without --mode session", async () => {
     const d = await startJs({
-      args: [(await import("./helpers/js-runner.ts")).JS_RUNNER_PATH, "--mode", "fresh"],
+      args: [(await import("../helpers/js-runner.ts")).JS_RUNNER_PATH, "--mode", "fresh"],
       waitReady: false,
     });
     drivers.push(d);

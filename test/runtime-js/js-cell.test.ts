@@ -6,7 +6,7 @@ import vm from "node:vm";
 import { describe, test } from "node:test";
 
 const require = createRequire(import.meta.url);
-const { transform } = require("../runtime-js/cell.js") as {
+const { transform } = require("../../runtime-js/cell.js") as {
   transform(code: string): {
     source: string;
     lineOffset: number;
