@@ -2,15 +2,15 @@
 // pi-unified-exec words it), the widget after /tree, /unified-exec-sessions (and /exec-sessions) stopping one or all
 // without the model, the warning near the 60-session mark and each eviction, the tools setting in /code-status, and
 // the five tools' renderers (banner, five-line tail expanding with Pi's expand key, live elapsed, [wake] marks).
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { startPi, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
-import { scriptedUI, type ScriptedUI } from "./helpers/scripted-ui.ts";
-import { execRenderers, PREVIEW_LINES } from "../extension/shell/render.ts";
-import type { RenderContext } from "../extension/shared/render-kit.ts";
+import { startPi, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
+import { pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { scriptedUI, type ScriptedUI } from "../../helpers/scripted-ui.ts";
+import { execRenderers, PREVIEW_LINES } from "../../../extension/shell/render.ts";
+import type { RenderContext } from "../../../extension/shared/render-kit.ts";
 
 let pi: PiHarness;
 let ui: ScriptedUI;

@@ -5,10 +5,10 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { EXTENSION_PATH, startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { callAs } from "./helpers/notebook.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
-import { PI_TOOLS } from "../scripts/record-fixtures.ts";
+import { EXTENSION_PATH, startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { callAs } from "../../helpers/notebook.ts";
+import { pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { PI_TOOLS } from "../../../scripts/record-fixtures.ts";
 
 let pi: PiHarness;
 const GRACE_MS = 600;

@@ -8,10 +8,10 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
-import { disposePiWithShells, header, one, startPiWithShells, turns, type Call } from "./helpers/exec-pi.ts";
-import { replayFile } from "../record/replay.ts";
+import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
+import { pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { disposePiWithShells, header, one, startPiWithShells, turns, type Call } from "../../helpers/exec-pi.ts";
+import { replayFile } from "../../../record/replay.ts";
 
 let pi: PiHarness;
 before(async () => (pi = await startPiWithShells()));

@@ -1,10 +1,10 @@
 // The model-visible head-tail preview (extension/code-execution/preview.ts) built from real output buffers: whole
 // characters only, wherever the cut falls, and shown + omitted = emitted.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { RunOutput } from "../lib/run-output.ts";
-import { completeText, headTailText, MAX_TEXT_BYTES } from "../extension/code-execution/preview.ts";
+import { RunOutput } from "../../../lib/run-output.ts";
+import { completeText, headTailText, MAX_TEXT_BYTES } from "../../../extension/code-execution/preview.ts";
 
 const NOT_SAVED = { ok: false as const, error: "not saved in this test" };
 

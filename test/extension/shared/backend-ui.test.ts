@@ -8,12 +8,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { initTheme } from "@earendil-works/pi-coding-agent";
-import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
-import { callAs } from "./helpers/notebook.ts";
-import { scriptedUI, type ScriptedUI } from "./helpers/scripted-ui.ts";
-import { startSshd, type TestSshd } from "./helpers/sshd.ts";
-import { remoteBackendEnv, savedBackendEnv } from "./helpers/backend-env.ts";
-import { drawnResult } from "./helpers/drawn.ts";
+import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
+import { callAs } from "../../helpers/notebook.ts";
+import { scriptedUI, type ScriptedUI } from "../../helpers/scripted-ui.ts";
+import { startSshd, type TestSshd } from "../../helpers/sshd.ts";
+import { remoteBackendEnv, savedBackendEnv } from "../../helpers/backend-env.ts";
+import { drawnResult } from "../../helpers/drawn.ts";
 
 const restoreEnv = savedBackendEnv();
 

@@ -8,9 +8,9 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { initTheme } from "@earendil-works/pi-coding-agent";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { callAs } from "./helpers/notebook.ts";
-import { drawnResult } from "./helpers/drawn.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { callAs } from "../../helpers/notebook.ts";
+import { drawnResult } from "../../helpers/drawn.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
 

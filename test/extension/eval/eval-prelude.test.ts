@@ -9,10 +9,10 @@ import { after, before, describe, test } from "node:test";
 import { initTheme } from "@earendil-works/pi-coding-agent";
 import { stripTerminalSequences } from "@earendil-works/pi-tui";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
-import { waitUntil } from "./helpers/procs.ts";
-import { callAs } from "./helpers/notebook.ts";
-import { evalRenderers } from "../extension/shared/notebook/render.ts";
+import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
+import { waitUntil } from "../../helpers/procs.ts";
+import { callAs } from "../../helpers/notebook.ts";
+import { evalRenderers } from "../../../extension/shared/notebook/render.ts";
 
 let pi: PiHarness;
 before(async () => {

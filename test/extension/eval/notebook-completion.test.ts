@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 
 let pi: PiHarness;
 before(async () => {

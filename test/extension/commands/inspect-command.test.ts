@@ -1,13 +1,13 @@
 // `/code-inspect` and `--code-inspect` in Pi: the command starts the inspector of the session's supervisor and
 // prints its URL (and the session's event log); the flag does the same at start-up, through the real `pi` CLI.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { piPrint } from "./helpers/pi-cli.ts";
-import { startPi } from "./helpers/pi-session.ts";
+import { piPrint } from "../../helpers/pi-cli.ts";
+import { startPi } from "../../helpers/pi-session.ts";
 
 /** Resolves with the first frame a WebSocket receives. */
 function firstFrame(url: string): Promise<any> {

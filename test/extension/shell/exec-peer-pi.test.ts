@@ -8,9 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
-import { disposePiWithShells, header, one, startPiWithShells, turns } from "./helpers/exec-pi.ts";
+import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
+import { pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { disposePiWithShells, header, one, startPiWithShells, turns } from "../../helpers/exec-pi.ts";
 
 let pi: PiHarness;
 before(async () => (pi = await startPiWithShells()));

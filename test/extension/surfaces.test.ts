@@ -1,16 +1,16 @@
 // The `tools` setting: which surfaces register (settings files, PI_CODE_EXECUTION_TOOLS, --code-tools); unknown
 // names are warnings in /code-status, never a crash; /code-status lists the active surfaces. Unknown names (a surface,
 // a setting key, a backend) are also said once at start-up in Pi's UI, with the closest known name (issue 29).
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { piPrint } from "./helpers/pi-cli.ts";
-import { startPi } from "./helpers/pi-session.ts";
-import { scriptedUI } from "./helpers/scripted-ui.ts";
-import { waitUntil } from "./helpers/procs.ts";
+import { piPrint } from "../helpers/pi-cli.ts";
+import { startPi } from "../helpers/pi-session.ts";
+import { scriptedUI } from "../helpers/scripted-ui.ts";
+import { waitUntil } from "../helpers/procs.ts";
 
 async function printed(run: () => Promise<void>): Promise<string> {
   const out: string[] = [];

@@ -1,15 +1,15 @@
 // The context hook through a real Pi session: what the scripted model receives. Older completed scripts become
 // `{"sourceId": ...}` when that saves at least 64 serialized bytes; the latest script and short ones stay inline;
 // Pi's own session keeps every script. Source recovery reads only the current session branch.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { readFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall, type FauxResponseStep } from "@earendil-works/pi-ai";
-import { sourceIdOf } from "../store/sources.ts";
-import { MIN_SAVING_BYTES, referenceArguments } from "../extension/code-execution/context-hook.ts";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import { sourceIdOf } from "../../../store/sources.ts";
+import { MIN_SAVING_BYTES, referenceArguments } from "../../../extension/code-execution/context-hook.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 
 let pi: PiHarness;
 before(async () => {

@@ -1,6 +1,6 @@
 // The exec tools' pure pieces: C-style escapes, base64, yield windows, RFC 3339 deadlines, signal names, the
 // head+tail output window with its omission marker, and the model-visible text (inert, tail-capped, footer).
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
@@ -13,9 +13,9 @@ import {
   signalName,
   writeInput,
   yieldWindow,
-} from "../extension/shell/params.ts";
-import { omissionMarker, OutputWindow, RollingTail } from "../actors/shell/window.ts";
-import { inertText, modelOutput, oneLine } from "../extension/shell/text.ts";
+} from "../../../extension/shell/params.ts";
+import { omissionMarker, OutputWindow, RollingTail } from "../../../actors/shell/window.ts";
+import { inertText, modelOutput, oneLine } from "../../../extension/shell/text.ts";
 
 const bytes = (b: Uint8Array) => [...b];
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");

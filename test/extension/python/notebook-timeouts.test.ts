@@ -6,8 +6,8 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { callAs } from "./helpers/notebook.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { callAs } from "../../helpers/notebook.ts";
 
 let pi: PiHarness;
 before(async () => {

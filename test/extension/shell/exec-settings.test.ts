@@ -1,15 +1,15 @@
 // The `tools` setting (a list of surface names; unknown ones are warnings), `exec: true`, the log quotas, the
 // empty-poll cap with pi-unified-exec's variable for it, and turning the exec surface on and off in a running Pi
 // session by editing the user's global settings file.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, test } from "node:test";
-import { execEnabled, globalSettingsPath, loadSettings, projectSettingsPath } from "../store/settings.ts";
-import { startPi } from "./helpers/pi-session.ts";
-import { waitUntil } from "./helpers/procs.ts";
+import { execEnabled, globalSettingsPath, loadSettings, projectSettingsPath } from "../../../store/settings.ts";
+import { startPi } from "../../helpers/pi-session.ts";
+import { waitUntil } from "../../helpers/procs.ts";
 
 function dirs() {
   const root = mkdtempSync(join(tmpdir(), "pcs-exec-settings-"));

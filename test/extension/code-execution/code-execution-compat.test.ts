@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { callAs } from "./helpers/notebook.ts";
-import { legacyOutputArtifactId } from "../store/legacy-artifacts.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { callAs } from "../../helpers/notebook.ts";
+import { legacyOutputArtifactId } from "../../../store/legacy-artifacts.ts";
 
 const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
 const lines = (code: string) => code.split(/\r?\n/).length;

@@ -5,9 +5,9 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
-import { scriptedUI, type ScriptedUI } from "./helpers/scripted-ui.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { scriptedUI, type ScriptedUI } from "../../helpers/scripted-ui.ts";
 
 let pi: PiHarness;
 let ui: ScriptedUI;

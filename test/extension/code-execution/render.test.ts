@@ -1,14 +1,14 @@
 // The tool renderers, rendered to text at several widths: the script (highlighted, numbered and collapsed when
 // long), live progress (elapsed counter, newest output, dependency installation), and final labels taken from the
 // details, never from the text.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
 import { initTheme } from "@earendil-works/pi-coding-agent";
 import { stripTerminalSequences, visibleWidth } from "@earendil-works/pi-tui";
-import { CODE_PREVIEW_LINES, renderCodeCall, renderCodeResult } from "../extension/code-execution/render.ts";
-import type { RenderContext, ToolResultLike } from "../extension/shared/render-kit.ts";
-import { outputToolRenderers, setInterpreterRenderers, sourceToolRenderers } from "../extension/shared/render-pages.ts";
+import { CODE_PREVIEW_LINES, renderCodeCall, renderCodeResult } from "../../../extension/code-execution/render.ts";
+import type { RenderContext, ToolResultLike } from "../../../extension/shared/render-kit.ts";
+import { outputToolRenderers, setInterpreterRenderers, sourceToolRenderers } from "../../../extension/shared/render-pages.ts";
 
 const WIDTHS = [24, 40, 80, 132];
 const theme = { fg: (_color: string, text: string) => text, bold: (text: string) => text } as never;

@@ -9,10 +9,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { CONFIG_DIR_NAME, getAgentDir } from "@earendil-works/pi-coding-agent";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { callAs } from "./helpers/notebook.ts";
-import { useAgentDir } from "../store/agent-dir.ts";
-import { piPythonSettingsPaths, projectSettingsPath } from "../store/settings.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { callAs } from "../../helpers/notebook.ts";
+import { useAgentDir } from "../../../store/agent-dir.ts";
+import { piPythonSettingsPaths, projectSettingsPath } from "../../../store/settings.ts";
 
 /** What `fn` printed on stdout and stderr (commands print there in Pi's print mode; start-up warnings too). Every
  * write still goes through: the test runner reports on the same stream. */

@@ -2,8 +2,8 @@
 // details the user sees.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 
 let pi: PiHarness;
 before(async () => {

@@ -7,8 +7,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxProvider, fauxToolCall } from "@earendil-works/pi-ai";
-import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
-import { evalRenderers } from "../extension/shared/notebook/render.ts";
+import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
+import { evalRenderers } from "../../../extension/shared/notebook/render.ts";
 
 const py = (code: string, extra: Record<string, unknown> = {}) => ({ language: "py", code, ...extra });
 const js = (code: string, extra: Record<string, unknown> = {}) => ({ language: "js", code, ...extra });

@@ -1,11 +1,11 @@
 // Python names and signatures of exposed tools (extension/shared/python-names.ts), checked against a real interpreter:
 // every name must be an identifier that is no keyword and shadows no builtin.
-import "./helpers/agent-dir.ts";
+import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { describe, test } from "node:test";
-import { pythonName, pythonNames, pythonType, signature } from "../extension/shared/python-names.ts";
-import { PYTHON } from "./helpers/runner-driver.ts";
+import { pythonName, pythonNames, pythonType, signature } from "../../../extension/shared/python-names.ts";
+import { PYTHON } from "../../helpers/runner-driver.ts";
 
 describe("Python names", () => {
   test("sanitized, never a keyword, soft keyword, builtin, helper or dunder; unique in order", () => {

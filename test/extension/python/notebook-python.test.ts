@@ -2,8 +2,8 @@
 // state with code_execution's notebook session, timeouts with pi-python's escalation, interpreter switching.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { callAs } from "./helpers/notebook.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { callAs } from "../../helpers/notebook.ts";
 
 let pi: PiHarness;
 before(async () => {

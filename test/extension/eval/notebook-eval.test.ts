@@ -3,8 +3,8 @@
 // a cell awaits a bridged tool call.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { callAs } from "./helpers/notebook.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { callAs } from "../../helpers/notebook.ts";
 
 let pi: PiHarness;
 before(async () => {
