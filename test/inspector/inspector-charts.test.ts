@@ -10,16 +10,16 @@ import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { getStateNodes } from "xstate";
-import { CHARTED_MACHINES, chartedMachineOf, chartsJson, stateTests } from "../inspector/charts.ts";
-import { machineChart } from "../inspector/graph.ts";
-import { LogCursor } from "../inspector/page/cursor.js";
-import { modelAt, stepsFromLog, type Model } from "../inspector/page/model.js";
-import { runMachine } from "../machines/run.ts";
-import { supervisorMachine } from "../machines/supervisor.ts";
-import { FIXTURE_DIR } from "../scripts/record-fixtures.ts";
-import { reachableMachines, sorted, stateNodes, transitionIds } from "./helpers/machine-states.ts";
-import { startExec } from "./helpers/fake-shell.ts";
-import { actorName, ref } from "../record/trace.ts";
+import { CHARTED_MACHINES, chartedMachineOf, chartsJson, stateTests } from "../../inspector/charts.ts";
+import { machineChart } from "../../inspector/graph.ts";
+import { LogCursor } from "../../inspector/page/cursor.js";
+import { modelAt, stepsFromLog, type Model } from "../../inspector/page/model.js";
+import { runMachine } from "../../machines/run.ts";
+import { supervisorMachine } from "../../machines/supervisor.ts";
+import { FIXTURE_DIR } from "../../scripts/record-fixtures.ts";
+import { reachableMachines, sorted, stateNodes, transitionIds } from "../helpers/machine-states.ts";
+import { startExec } from "../helpers/fake-shell.ts";
+import { actorName, ref } from "../../record/trace.ts";
 import type { InspectionEvent } from "xstate";
 
 describe("machine charts", () => {
@@ -142,7 +142,7 @@ describe("stepping through a log", () => {
 describe("tests that cover a state", () => {
   test("a test's states are recorded under its title by the suite's hook, and the per-file indexes merge", async () => {
     const dir = mkdtempSync(join(tmpdir(), "pcs-state-tests-"));
-    const probeDir = resolve(import.meta.dirname, "../test-artifacts/coverage-probe");
+    const probeDir = resolve(import.meta.dirname, "../../test-artifacts/coverage-probe");
     mkdirSync(probeDir, { recursive: true });
     const probe = join(probeDir, "probe.test.ts");
     writeFileSync(
@@ -164,7 +164,7 @@ test("a spare whose process dies while warming", () => {
       delete env.NODE_TEST_CONTEXT;
       const r = spawnSync(
         process.execPath,
-        ["--import", resolve(import.meta.dirname, "helpers/state-coverage.ts"), "--test", probe],
+        ["--import", resolve(import.meta.dirname, "../helpers/state-coverage.ts"), "--test", probe],
         { env, encoding: "utf8" },
       );
       assert.equal(r.status, 0, r.stdout + r.stderr);

@@ -3,24 +3,24 @@
 // within 100 ms of the transition (less the time Node or the page could not run at all, measured in the same run);
 // the stop-session action works from the page; a recorded log opens in the page, steps, and verifies. Screenshots
 // go to test-artifacts/ (not committed).
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { InspectionEvent } from "xstate";
-import { SupervisorHost } from "../host/host.ts";
-import { SystemObserver } from "../record/observe.ts";
-import { actorName, ref, stateLabel } from "../record/trace.ts";
-import { sessionPhase } from "../machines/session.ts";
-import { startInspector, type Inspector } from "../inspector/server.ts";
-import { FIXTURE_DIR } from "../scripts/record-fixtures.ts";
-import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from "./helpers/chromium.ts";
-import { waitUntil } from "./helpers/procs.ts";
-import { PAGE_TICKS, stalledWithin, stallsOf, tickLoop } from "./helpers/stalls.ts";
+import { SupervisorHost } from "../../host/host.ts";
+import { SystemObserver } from "../../record/observe.ts";
+import { actorName, ref, stateLabel } from "../../record/trace.ts";
+import { sessionPhase } from "../../machines/session.ts";
+import { startInspector, type Inspector } from "../../inspector/server.ts";
+import { FIXTURE_DIR } from "../../scripts/record-fixtures.ts";
+import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from "../helpers/chromium.ts";
+import { waitUntil } from "../helpers/procs.ts";
+import { PAGE_TICKS, stalledWithin, stallsOf, tickLoop } from "../helpers/stalls.ts";
 
-const ARTIFACTS = resolve(import.meta.dirname, "../test-artifacts");
+const ARTIFACTS = resolve(import.meta.dirname, "../../test-artifacts");
 /** The issue's bound: a transition is on the page within 100 ms, less any time Node or the page could not run at
  * all (a loaded machine deschedules both; test/helpers/stalls.ts measures that in the same run). */
 const BOUND_MS = 100;

@@ -1,7 +1,7 @@
 // The inspector server's guarantees (loopback only, token in every URL, own Host/Origin only, read-only by
 // default), its @statelyai/inspect-compatible frames read by a local WebSocket client, logs in the page model, the
 // CLI's inspect command, and the online mode feeding @statelyai/inspect's own server.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { request } from "node:http";
@@ -10,14 +10,14 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import WebSocket from "ws";
-import { SupervisorHost } from "../host/host.ts";
-import { SystemObserver } from "../record/observe.ts";
-import { isLoopback, startInspector, type Inspector } from "../inspector/server.ts";
-import { startStatelyLink } from "../inspector/stately.ts";
-import { applyFrame, createModel, modelAt, stepsFromLog } from "../inspector/page/model.js";
-import { Recorder } from "../record/recorder.ts";
-import { actorKind } from "../machines/actor-ids.ts";
-import { parseLog } from "../record/replay.ts";
+import { SupervisorHost } from "../../host/host.ts";
+import { SystemObserver } from "../../record/observe.ts";
+import { isLoopback, startInspector, type Inspector } from "../../inspector/server.ts";
+import { startStatelyLink } from "../../inspector/stately.ts";
+import { applyFrame, createModel, modelAt, stepsFromLog } from "../../inspector/page/model.js";
+import { Recorder } from "../../record/recorder.ts";
+import { actorKind } from "../../machines/actor-ids.ts";
+import { parseLog } from "../../record/replay.ts";
 import { mkdtempSync, readFileSync } from "node:fs";
 
 let observer: SystemObserver;
@@ -138,7 +138,7 @@ describe("binding and access", () => {
     assert.doesNotMatch(served.body, /: string|ActorKind \|/, "no TypeScript left");
     const page = (await import(
       `data:text/javascript;base64,${Buffer.from(served.body).toString("base64")}`
-    )) as typeof import("../machines/actor-ids.ts");
+    )) as typeof import("../../machines/actor-ids.ts");
     const ids = ["run:abc", "session:notebook", "session:n/runner", "spare:3", "tool:r:1", "exec:7", "wake:2", "supervisor", "x:y"];
     assert.deepEqual(ids.map(page.actorKind), ids.map(actorKind));
     assert.deepEqual(ids.map(actorKind), ["run", "session", "session", "spare", "tool", "exec", "wake", undefined, undefined]);
@@ -152,8 +152,8 @@ describe("binding and access", () => {
     assert.doesNotMatch(served.body, /: string|private readonly/, "no TypeScript left");
     const page = (await import(
       `data:text/javascript;base64,${Buffer.from(served.body).toString("base64")}`
-    )) as typeof import("../record/log-codec.ts");
-    const text = readFileSync(join(resolve(import.meta.dirname, ".."), "test/fixtures/replay/nested-calls.jsonl"), "utf8");
+    )) as typeof import("../../record/log-codec.ts");
+    const text = readFileSync(join(resolve(import.meta.dirname, "../.."), "test/fixtures/replay/nested-calls.jsonl"), "utf8");
     const decoder = new page.LogDecoder();
     const decoded = text
       .split("\n")
@@ -329,7 +329,7 @@ describe("recorded logs in the page model", () => {
 
 describe("the CLI's inspect command", () => {
   test("serves a recorded log without Pi, until stopped", async () => {
-    const root = resolve(import.meta.dirname, "..");
+    const root = resolve(import.meta.dirname, "../..");
     const log = join(root, "test/fixtures/replay/reset.jsonl");
     const child = spawn(process.execPath, [join(root, "bin/pi-code-supervisor.js"), "inspect", log], {
       stdio: ["ignore", "pipe", "inherit"],

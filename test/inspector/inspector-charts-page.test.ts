@@ -5,7 +5,7 @@
 // recorded log moves the lit state and highlights each transition taken; every charted machine is drawn for its
 // actors; the sequence view shows a fixture log's events between actors in order and follows the log position, and
 // live the events as the system delivered them. Screenshots go to test-artifacts/.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
 import { request } from "node:http";
@@ -14,19 +14,19 @@ import { join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { getStateNodes } from "xstate";
 import type { AnyStateNode, InspectionEvent } from "xstate";
-import { SupervisorHost } from "../host/host.ts";
-import { CHARTED_MACHINES, chartedMachineOf, stateTests, type ChartedMachine } from "../inspector/charts.ts";
-import { startInspector, type Inspector } from "../inspector/server.ts";
-import { runMachine } from "../machines/run.ts";
-import { SystemObserver } from "../record/observe.ts";
-import { actorName, ref } from "../record/trace.ts";
-import { FIXTURE_DIR } from "../scripts/record-fixtures.ts";
-import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from "./helpers/chromium.ts";
-import { openLogAt, show } from "./helpers/inspector-page.ts";
-import { startExec } from "./helpers/fake-shell.ts";
-import { activeAncestors, activeLeaves, sorted, stateNodes, transitionIds } from "./helpers/machine-states.ts";
+import { SupervisorHost } from "../../host/host.ts";
+import { CHARTED_MACHINES, chartedMachineOf, stateTests, type ChartedMachine } from "../../inspector/charts.ts";
+import { startInspector, type Inspector } from "../../inspector/server.ts";
+import { runMachine } from "../../machines/run.ts";
+import { SystemObserver } from "../../record/observe.ts";
+import { actorName, ref } from "../../record/trace.ts";
+import { FIXTURE_DIR } from "../../scripts/record-fixtures.ts";
+import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from "../helpers/chromium.ts";
+import { openLogAt, show } from "../helpers/inspector-page.ts";
+import { startExec } from "../helpers/fake-shell.ts";
+import { activeAncestors, activeLeaves, sorted, stateNodes, transitionIds } from "../helpers/machine-states.ts";
 
-const ARTIFACTS = resolve(import.meta.dirname, "../test-artifacts");
+const ARTIFACTS = resolve(import.meta.dirname, "../../test-artifacts");
 
 let observer: SystemObserver;
 let host: SupervisorHost;

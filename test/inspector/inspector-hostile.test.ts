@@ -19,7 +19,7 @@ import {
   serverFrames,
   upgradeRequest,
   type FrameSpec,
-} from "./helpers/inspector-wire.ts";
+} from "../helpers/inspector-wire.ts";
 import WebSocket from "ws";
 
 function freePort(): Promise<number> {

@@ -23,8 +23,8 @@ import {
   upgradeRequest,
   type Exchange,
   type ExchangeOptions,
-} from "./helpers/inspector-wire.ts";
-import { prng, type Rng } from "./helpers/prng.ts";
+} from "../helpers/inspector-wire.ts";
+import { prng, type Rng } from "../helpers/prng.ts";
 
 const SEED = Number(process.env.PCS_FUZZ_SEED ?? 20261101);
 const SCALE = Number(process.env.PCS_FUZZ_SCALE ?? 1);
