@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { describe, test } from "node:test";
-import { assertHelp, assertUserError, cli, CLI, LOG, scratch } from "./helpers/cli.ts";
+import { assertHelp, assertUserError, cli, CLI, LOG, scratch } from "../helpers/cli.ts";
 
 describe("inspect", () => {
   test("--help and -h print its usage instead of starting a server", () => {

@@ -5,7 +5,7 @@ import { spawnSync } from "node:child_process";
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, symlinkSync } from "node:fs";
 import { delimiter, join, resolve } from "node:path";
 import { describe, test } from "node:test";
-import { assertHelp, cli, CLI, LOG, ROOT, scratch } from "./helpers/cli.ts";
+import { assertHelp, cli, CLI, LOG, ROOT, scratch } from "../helpers/cli.ts";
 
 /** The first `node` on PATH (without scripts/env.sh's Node 22) older than 22.19, if this machine has one. */
 function oldNode(): { path: string; version: string } | undefined {

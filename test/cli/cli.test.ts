@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { assertHelp, assertUserError, cli, LOG, ROOT, scratch } from "./helpers/cli.ts";
+import { assertHelp, assertUserError, cli, LOG, ROOT, scratch } from "../helpers/cli.ts";
 
 describe("top level", () => {
   test("--help and -h print the usage on stdout and exit 0", () => {
