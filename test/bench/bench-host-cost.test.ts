@@ -18,8 +18,8 @@ import {
   summarize,
   type BenchHost,
   type CaseKey,
-} from "../bench/host-cost.ts";
-import { peerManifest } from "../bench/pi-peers.ts";
+} from "../../bench/host-cost.ts";
+import { peerManifest } from "../../bench/pi-peers.ts";
 
 const hosts: BenchHost[] = [];
 after(async () => {

@@ -3,7 +3,7 @@
 // on the inspection stream of the real machines and host, on the scripted process port (no timing involved).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { warmRunPath } from "../bench/run-path.ts";
+import { warmRunPath } from "../../bench/run-path.ts";
 
 test("a warm session run: 5 events, one actor (the run), no supervisor on its path, nothing relayed that need not be", async () => {
   const path = await warmRunPath();
