@@ -13,7 +13,7 @@ import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
 import { test } from "node:test";
 
-const PROGRAM = resolve(import.meta.dirname, "helpers/heap-per-run.ts");
+const PROGRAM = resolve(import.meta.dirname, "../helpers/heap-per-run.ts");
 const FLAGS = ["--expose-gc", "--no-opt", "--no-maglev", "--no-flush-bytecode"];
 /** Bytes a run may leave, by the median of three windows: a third of the smallest window the leak ever gave. */
 const PER_RUN_LIMIT = 100;

@@ -6,9 +6,9 @@ import { createHash } from "node:crypto";
 import { createReadStream, existsSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { RETAIN_LIMIT } from "../lib/run-output.ts";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { waitUntil } from "./helpers/procs.ts";
+import { RETAIN_LIMIT } from "../../lib/run-output.ts";
+import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
+import { waitUntil } from "../helpers/procs.ts";
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;

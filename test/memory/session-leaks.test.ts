@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
 import { test } from "node:test";
 
-const PROGRAM = resolve(import.meta.dirname, "helpers/many-pi-sessions.ts");
+const PROGRAM = resolve(import.meta.dirname, "../helpers/many-pi-sessions.ts");
 /** The heap (objects, not compiled code) may differ by this much after garbage collection (60 KiB a session); it
  * moves by about 1 MiB either way as V8 keeps metadata of the modules Pi loads afresh for each session. */
 const HEAP_TOLERANCE = 3 * 1024 * 1024;
