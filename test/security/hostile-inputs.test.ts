@@ -2,18 +2,18 @@
 // Pi's schema validation, then the extension's own checks) and the supervisor host's API (the extension's caller
 // may be something else). Every refusal names the parameter and starts nothing; inputs at the bounds still work.
 // Saved artifacts changed on disk between verification and read are in test/hostile-artifacts.test.ts.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { SupervisorHost } from "../host/host.ts";
-import { liveGroups } from "../actors/registry/registry.ts";
-import { MAX_CODE_BYTES } from "../extension/code-execution/params.ts";
-import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+import { SupervisorHost } from "../../host/host.ts";
+import { liveGroups } from "../../actors/registry/registry.ts";
+import { MAX_CODE_BYTES } from "../../extension/code-execution/params.ts";
+import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../helpers/pi-session.ts";
+import { pidAlive, waitUntil } from "../helpers/procs.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 /** Names no session may have: path separators, dots only, non-ASCII, control characters, too long, empty. */
 const BAD_SESSION_NAMES = [

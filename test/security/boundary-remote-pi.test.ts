@@ -5,9 +5,9 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { startSshd, type TestSshd } from "./helpers/sshd.ts";
-import { boundaryFixtures, clearEnv, root, session, turn } from "./helpers/boundary.ts";
+import { textOf, type PiHarness } from "../helpers/pi-session.ts";
+import { startSshd, type TestSshd } from "../helpers/sshd.ts";
+import { boundaryFixtures, clearEnv, root, session, turn } from "../helpers/boundary.ts";
 
 boundaryFixtures();
 

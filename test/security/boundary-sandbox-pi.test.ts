@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import type { PiHarness } from "./helpers/pi-session.ts";
-import { ACTIONS, SURFACES, boundaryFixtures, clearEnv, hostDir, probe, session, turn } from "./helpers/boundary.ts";
-import { textOf } from "./helpers/pi-session.ts";
+import type { PiHarness } from "../helpers/pi-session.ts";
+import { ACTIONS, SURFACES, boundaryFixtures, clearEnv, hostDir, probe, session, turn } from "../helpers/boundary.ts";
+import { textOf } from "../helpers/pi-session.ts";
 
 boundaryFixtures();
 

@@ -3,7 +3,7 @@
 // interpreter planted in the working directory. Each attack is asserted blocked in the sandbox beside a control
 // showing the same code succeeds where it is allowed (the local backend, or the sandbox with the network allowed).
 // docs/sandbox.md names these tests as the proof of each promise.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import {
@@ -22,15 +22,15 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
-import { bwrapArgv, sandboxOperations, type SandboxOptions } from "../actors/process/sandbox.ts";
-import { sandboxEnv } from "../actors/process/sandbox-env.ts";
-import { unixSocketFilter } from "../actors/process/seccomp.ts";
-import { localOperations, type ProcessOperations } from "../actors/process/operations.ts";
-import { JS_RUNNER_PATH, RUNNER_PATH } from "../actors/runner/kinds.ts";
-import { liveGroups } from "../actors/registry/registry.ts";
-import { ok } from "../lib/result.ts";
-import { loadPty } from "../actors/process/pty.ts";
+import { SupervisorHost, type RunRequestInput } from "../../host/host.ts";
+import { bwrapArgv, sandboxOperations, type SandboxOptions } from "../../actors/process/sandbox.ts";
+import { sandboxEnv } from "../../actors/process/sandbox-env.ts";
+import { unixSocketFilter } from "../../actors/process/seccomp.ts";
+import { localOperations, type ProcessOperations } from "../../actors/process/operations.ts";
+import { JS_RUNNER_PATH, RUNNER_PATH } from "../../actors/runner/kinds.ts";
+import { liveGroups } from "../../actors/registry/registry.ts";
+import { ok } from "../../lib/result.ts";
+import { loadPty } from "../../actors/process/pty.ts";
 
 const ROOT = process.getuid?.() === 0;
 let base: string; // outside /tmp and the fake home: the host's filesystem the sandbox still sees

@@ -3,7 +3,7 @@
 // window: hooks on the real fs calls (fs/promises, rebound in every module's imports) swap it right after a check,
 // and a separate process swaps it in a loop while reads race it. A read either fails with a reason or returns
 // bytes that were verified: never the swapped-in ones, and it never hangs.
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import {
@@ -23,13 +23,13 @@ import {
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { ArtifactUnavailableError, readVerified } from "../store/artifact-fs.ts";
-import { readOutputPage, saveOutputArtifact, type OutputRef } from "../store/artifacts.ts";
-import { RunOutput } from "../lib/run-output.ts";
-import { loadSource, saveSource } from "../store/sources.ts";
-import type { PiHarness } from "./helpers/pi-session.ts";
-import { PYTHON } from "./helpers/runner-driver.ts";
-import { tempDir } from "./helpers/temp-dir.ts";
+import { ArtifactUnavailableError, readVerified } from "../../store/artifact-fs.ts";
+import { readOutputPage, saveOutputArtifact, type OutputRef } from "../../store/artifacts.ts";
+import { RunOutput } from "../../lib/run-output.ts";
+import { loadSource, saveSource } from "../../store/sources.ts";
+import type { PiHarness } from "../helpers/pi-session.ts";
+import { PYTHON } from "../helpers/runner-driver.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const fsp = createRequire(import.meta.url)("node:fs/promises");
 
@@ -309,10 +309,10 @@ describe("saved sources", () => {
 
   describe("through a Pi session", () => {
     let pi: PiHarness;
-    let textOf: typeof import("./helpers/pi-session.ts").textOf;
+    let textOf: typeof import("../helpers/pi-session.ts").textOf;
     before(async () => {
       // Loaded here, so the store tests above do not wait for Pi's packages (mutation runs skip this part).
-      const session = await import("./helpers/pi-session.ts");
+      const session = await import("../helpers/pi-session.ts");
       textOf = session.textOf;
       pi = await session.startPi();
     });

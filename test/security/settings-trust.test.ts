@@ -4,7 +4,7 @@
 // the file and why. Through real Pi sessions: a hostile project file neither moves runs to its `command` transport
 // nor turns on exec_command, whether Pi trusts the project or not, nor when code writes it while Pi runs; the same
 // values in the user's global file do apply (the controls).
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,11 +19,11 @@ import {
   SETTING_KEYS,
   SettingsStore,
   type ResolvedSettings,
-} from "../store/settings.ts";
-import { piPrint } from "./helpers/pi-cli.ts";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
-import { waitUntil } from "./helpers/procs.ts";
-import { scriptedUI } from "./helpers/scripted-ui.ts";
+} from "../../store/settings.ts";
+import { piPrint } from "../helpers/pi-cli.ts";
+import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
+import { waitUntil } from "../helpers/procs.ts";
+import { scriptedUI } from "../helpers/scripted-ui.ts";
 
 // This file decides the backend and the surfaces itself: variables of the run (a suite run against the sandbox)
 // would win over every file and hide what is tested.

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { startPi, textOf } from "./helpers/pi-session.ts";
+import { startPi, textOf } from "../helpers/pi-session.ts";
 
 const SECRET = "sk-pcs-pi-openai";
 const saved = { ...process.env };

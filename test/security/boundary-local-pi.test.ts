@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import type { PiHarness } from "./helpers/pi-session.ts";
-import { ACTIONS, SURFACES, boundaryFixtures, clearEnv, hostDir, isRoot, probe, session } from "./helpers/boundary.ts";
+import type { PiHarness } from "../helpers/pi-session.ts";
+import { ACTIONS, SURFACES, boundaryFixtures, clearEnv, hostDir, isRoot, probe, session } from "../helpers/boundary.ts";
 
 boundaryFixtures();
 

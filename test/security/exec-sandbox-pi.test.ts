@@ -3,7 +3,7 @@
 // here, Pi's own pid and a path outside the working directory are all out of reach, beside a control on the local
 // backend where each of the same actions works. PTY shells work in the sandbox, and kill_session and Pi's quit
 // leave no process of a session behind (found by a marker argument).
-import "./helpers/agent-dir.ts";
+import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
@@ -11,10 +11,10 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
-import { processesMatching, waitUntil } from "./helpers/procs.ts";
-import { SupervisorHost } from "../host/host.ts";
-import { sandboxOperations } from "../actors/process/sandbox.ts";
+import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../helpers/pi-session.ts";
+import { processesMatching, waitUntil } from "../helpers/procs.ts";
+import { SupervisorHost } from "../../host/host.ts";
+import { sandboxOperations } from "../../actors/process/sandbox.ts";
 
 const SECRET = join(homedir(), `pcs-exec-secret-${process.pid}`);
 const OUTSIDE = join("/var/tmp", `pcs-exec-outside-${process.pid}`);
