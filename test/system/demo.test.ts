@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, describe, test } from "node:test";
 
-const DEMO = resolve(import.meta.dirname, "../scripts/demo.sh");
-const PI = resolve(import.meta.dirname, "../scripts/pi.sh");
-const CLI = resolve(import.meta.dirname, "../bin/pi-code-supervisor.js");
+const DEMO = resolve(import.meta.dirname, "../../scripts/demo.sh");
+const PI = resolve(import.meta.dirname, "../../scripts/pi.sh");
+const CLI = resolve(import.meta.dirname, "../../bin/pi-code-supervisor.js");
 
 interface Demo {
   status: number | null;

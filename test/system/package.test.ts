@@ -16,9 +16,9 @@ import { tmpdir } from "node:os";
 import { dirname, join, posix, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { startPi, textOf, type PiHarness } from "./helpers/pi-session.ts";
+import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "../..");
 const PKG = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
 
 /** The size budget (also stated in docs/development.md, "The package"): the tarball as npm packs it, and unpacked. */

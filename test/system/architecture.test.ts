@@ -103,7 +103,7 @@ interface Rule {
   pure?: boolean;
 }
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "../..");
 const SOURCE_FOLDERS = Object.keys(RULES);
 
 interface Import {

@@ -7,9 +7,9 @@ import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, describe, test } from "node:test";
-import { pidAlive, waitUntil } from "./helpers/procs.ts";
+import { pidAlive, waitUntil } from "../helpers/procs.ts";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "../..");
 const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
 const SOCKET = `pcs-test-${process.pid}`;
 const SESSION = "pi";

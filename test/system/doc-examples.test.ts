@@ -10,13 +10,13 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFil
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./helpers/pi-session.ts";
+import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../helpers/pi-session.ts";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { callAs } from "./helpers/notebook.ts";
-import { scriptedUI } from "./helpers/scripted-ui.ts";
-import { waitUntil } from "./helpers/procs.ts";
+import { callAs } from "../helpers/notebook.ts";
+import { scriptedUI } from "../helpers/scripted-ui.ts";
+import { waitUntil } from "../helpers/procs.ts";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "../..");
 /** What each `runnable=` value runs, and the fence languages it takes. */
 const KINDS: Record<string, string[]> = {
   code_execution: ["python"],

@@ -9,9 +9,9 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
 import type { AnyStateMachine, AnyStateNode } from "xstate";
-import type { Manifest } from "../scripts/screenshots.ts";
+import type { Manifest } from "../../scripts/screenshots.ts";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "../..");
 const DOCS = join(ROOT, "docs");
 const MACHINES_DIR = join(ROOT, "machines");
 const MANIFEST_PATH = join(DOCS, "inspector-screenshots.json");

@@ -8,9 +8,9 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize, resolve } from "node:path";
 import { describe, test } from "node:test";
-import { SETTING_KEYS } from "../store/setting-keys.ts";
+import { SETTING_KEYS } from "../../store/setting-keys.ts";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "../..");
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
 const DOCS = [
   ["README.md", README],

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "../..");
 const DOC = join(ROOT, "docs", "compatibility.md");
 
 export type Row = { section: string; line: number; feature: string; status: string; tests: string };

@@ -25,7 +25,7 @@ import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 import { after, describe, test } from "node:test";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "../..");
 const SETUP = join(ROOT, "scripts", "setup.sh");
 const NODE_VERSION = /PI_CS_NODE_VERSION:-([\d.]+)\}/.exec(readFileSync(SETUP, "utf8"))![1];
 const TOOLS_NODE = join(ROOT, ".tools", "node_modules");
