@@ -1,5 +1,5 @@
 // The `pi-code-supervisor` command line as a user runs it: every subcommand's --help, one-line errors (exit 2, no
-// stack trace) for unknown options, bad values and missing files. The launcher itself: test/cli-launcher.test.ts.
+// stack trace) for unknown options, bad values and missing files. The launcher itself: test/cli/cli-launcher.test.ts.
 import assert from "node:assert/strict";
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

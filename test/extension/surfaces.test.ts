@@ -57,7 +57,7 @@ describe("tool surfaces", () => {
   });
 
   test("the global settings file chooses surfaces, and an edit applies while Pi runs (dropped tools are hidden)", async () => {
-    // The user's file: a project's `tools` is never read (a boundary key: test/settings-trust.test.ts).
+    // The user's file: a project's `tools` is never read (a boundary key: test/security/settings-trust.test.ts).
     const agentDir = mkdtempSync(join(tmpdir(), "pcs-surfaces-agent-"));
     const file = join(agentDir, "pi-code-execution", "settings.json");
     mkdirSync(join(file, ".."), { recursive: true });

@@ -142,10 +142,14 @@ describe("hostile user code", () => {
   });
 
   // Pids from a fresh run's children cannot be mapped after the run (the sandbox is gone); inside the sandbox no
-  // child outlives the run at all (test/sandbox.test.ts).
+  // child outlives the run at all (test/actors/process/sandbox.test.ts).
   test(
     "children and grandchildren die with a fresh run; a setsid() child too where cgroups apply",
-    { skip: SANDBOX && "under the sandbox: a fresh run's pids cannot be mapped after it (test/sandbox.test.ts covers it)" },
+    {
+      skip:
+        SANDBOX &&
+        "under the sandbox: a fresh run's pids cannot be mapped after it (test/actors/process/sandbox.test.ts covers it)",
+    },
     async () => {
       const r = await run(
         "import subprocess, os\nc = subprocess.Popen(['sh', '-c', 'sleep 1000 & echo $!; wait'], stdout=subprocess.PIPE)\ngrand = int(c.stdout.readline())\nesc = subprocess.Popen(['sleep', '1000'], start_new_session=True)\nprint(c.pid, grand, esc.pid)",

@@ -328,7 +328,7 @@ test(`generated hostile requests are all refused or answered, and the inspector 
     if (failures.length < 20) failures.push(`#${i} ${c.what}: ${problem}`);
   };
   const verdict = (summary: string) =>
-    `seed ${SEED} (rerun: PCS_FUZZ_SEED=${SEED} node --test test/inspector-fuzz.test.ts): ${summary}\n` +
+    `seed ${SEED} (rerun: PCS_FUZZ_SEED=${SEED} node --test test/inspector/inspector-fuzz.test.ts): ${summary}\n` +
     failures.join("\n");
   const down = () => !inspector.alive;
 

@@ -1,7 +1,7 @@
 // Requests that took Pi down through its inspector, or got a wrong answer, one by one: the inspector runs in a
 // child process (test/helpers/inspector-child.ts), so a crash is that process exiting, seen here with its stack.
 // Without the token every request gets 403, whatever its path, method, headers or encoding; nothing a client sends
-// throws past the server. The generated version of these is test/inspector-fuzz.test.ts.
+// throws past the server. The generated version of these is test/inspector/inspector-fuzz.test.ts.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";

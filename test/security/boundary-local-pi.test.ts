@@ -1,6 +1,6 @@
-// The boundary through a real Pi session on the local backend, the control of test/boundary-sandbox-pi.test.ts:
-// every hostile action of test/helpers/boundary.ts works from every surface here (so blocking it elsewhere means
-// something).
+// The boundary through a real Pi session on the local backend, the control of
+// test/security/boundary-sandbox-pi.test.ts: every hostile action of test/helpers/boundary.ts works from every surface
+// here (so blocking it elsewhere means something).
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";

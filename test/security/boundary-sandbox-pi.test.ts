@@ -1,7 +1,7 @@
 // The boundary through a real Pi session under the sandbox: every hostile action of test/helpers/boundary.ts (a
 // secret in $HOME, loopback, a unix socket on the host, signalling Pi, writing outside, capabilities, Pi's
 // credentials) is blocked from every surface: code_execution, python, eval's Python and JavaScript cells,
-// exec_command and write_stdin into a shell. The control is test/boundary-local-pi.test.ts.
+// exec_command and write_stdin into a shell. The control is test/security/boundary-local-pi.test.ts.
 import assert from "node:assert/strict";
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";

@@ -1,5 +1,5 @@
 // Saved artifacts changed between their verification and their read (time of check, time of use). What exists at
-// rest (symlinks, modes, tampering, collisions) is in test/artifacts.test.ts; here the file changes inside the
+// rest (symlinks, modes, tampering, collisions) is in test/store/artifacts.test.ts; here the file changes inside the
 // window: hooks on the real fs calls (fs/promises, rebound in every module's imports) swap it right after a check,
 // and a separate process swaps it in a loop while reads race it. A read either fails with a reason or returns
 // bytes that were verified: never the swapped-in ones, and it never hangs.

@@ -1,7 +1,7 @@
 // Hostile inputs at the two boundaries that take them: tool parameters as a model sends them (a real Pi session:
 // Pi's schema validation, then the extension's own checks) and the supervisor host's API (the extension's caller
 // may be something else). Every refusal names the parameter and starts nothing; inputs at the bounds still work.
-// Saved artifacts changed on disk between verification and read are in test/hostile-artifacts.test.ts.
+// Saved artifacts changed on disk between verification and read are in test/security/hostile-artifacts.test.ts.
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";

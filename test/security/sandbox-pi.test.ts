@@ -1,6 +1,7 @@
 // The sandbox's boundary through a real Pi session (--sandbox), as the hostile audit attacked it: Pi's credentials in
 // its environment, capabilities as root, and settings planted in the working directory's .pi. Beside each, the same
-// call on the local backend shows the action works where it is allowed. test/sandbox-boundary.test.ts holds the rest.
+// call on the local backend shows the action works where it is allowed. test/security/sandbox-boundary.test.ts holds
+// the rest.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";

@@ -427,8 +427,8 @@ describe("through Pi", () => {
       const ceiling = () =>
         (pi.session.getToolDefinition("code_execution")?.parameters as any)?.properties?.timeout?.maximum === 78;
       assert.ok(await waitUntil(ceiling, 10_000), "the reload happened");
-      // The user's own `tools` does apply while Pi runs (test/exec-settings.test.ts); the backend waits for the
-      // next session.
+      // The user's own `tools` does apply while Pi runs (test/extension/shell/exec-settings.test.ts); the backend waits
+      // for the next session.
       await runsHere(pi);
       assert.equal(existsSync(marker), false, "the backend chosen at the first run stays");
     } finally {

@@ -1,7 +1,8 @@
 // The output artifact store on its own (store/artifacts.ts, store/artifact-fs.ts), fast: captures built from real
 // output buffers (no Python), real files in temporary directories. Exact metadata for every shape of transcript,
 // every malformed sidecar refused, pages on character boundaries, and the file rules (modes, symlinks, create once).
-// Transcripts from real runs and through Pi are in test/artifacts.test.ts; races in test/hostile-artifacts.test.ts.
+// Transcripts from real runs and through Pi are in test/store/artifacts.test.ts; races in
+// test/security/hostile-artifacts.test.ts.
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";

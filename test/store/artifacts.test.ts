@@ -167,7 +167,8 @@ describe("output artifacts from real runs", () => {
   });
 
   test("output past the retention limit is counted exactly; the artifact says it is truncated", async () => {
-    // The host's limit is 64 MiB (test/output-1gib.test.ts); a RunOutput with a small limit stands in for it here.
+    // The host's limit is 64 MiB (test/memory/output-1gib.test.ts); a RunOutput with a small limit stands in for it
+    // here.
     const { RunOutput } = await import("../../lib/run-output.ts");
     const out = new RunOutput(1000);
     out.write("stdout", Buffer.from("a".repeat(999) + "\n" + "b\n".repeat(500)));

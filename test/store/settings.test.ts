@@ -1,5 +1,5 @@
 // Settings: precedence (default < global file < project file < environment) with each value's source (the project
-// file of a project Pi trusts; test/settings-trust.test.ts covers trust and boundary keys), malformed
+// file of a project Pi trusts; test/security/settings-trust.test.ts covers trust and boundary keys), malformed
 // files and values as warnings with fallback, hot reload of files that do not exist yet, and changes reaching a
 // running Pi session (the tool's timeout bounds, the host's grace) without restarting it.
 import "../helpers/agent-dir.ts";

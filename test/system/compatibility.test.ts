@@ -79,10 +79,10 @@ describe("docs/compatibility.md", () => {
       "## s",
       "| feature | status | test |",
       "| --- | --- | --- |",
-      "| a | implemented | `test/compatibility.test.ts` › the checker catches |",
+      "| a | implemented | `test/system/compatibility.test.ts` › the checker catches |",
       "| b | implemented | `test/nowhere.test.ts` › anything |",
-      "| c | implemented | `test/compatibility.test.ts` › no such title here |",
-      "| d | done | `test/compatibility.test.ts` › the checker catches |",
+      "| c | implemented | `test/system/compatibility.test.ts` › no such title here |",
+      "| d | done | `test/system/compatibility.test.ts` › the checker catches |",
       "| e | differs: private logs | - |",
       "| f | not applicable: no such thing here | - |",
     ].join("\n");
@@ -92,7 +92,7 @@ describe("docs/compatibility.md", () => {
       [0, 1, 1, 1, 1, 0],
     );
     assert.match(problems[1][0], /test\/nowhere\.test\.ts does not exist/);
-    assert.match(problems[2][0], /no test in test\/compatibility\.test\.ts is titled "no such title here"/);
+    assert.match(problems[2][0], /no test in test\/system\/compatibility\.test\.ts is titled "no such title here"/);
     assert.match(problems[3][0], /the status is "done"/);
     assert.match(problems[4][0], /no test \(only a not-applicable row may say -\)/);
   });

@@ -1,6 +1,6 @@
 // Faults on nested tool calls, against real runners and the real host (runner, machines, dispatch actors); the Pi
-// side is a RunTools whose tools are plain functions (what Pi adds is covered in test/calls.test.ts, including a
-// foreign local process that finds no channel into the runner or the host).
+// side is a RunTools whose tools are plain functions (what Pi adds is covered in test/actors/calls/calls.test.ts,
+// including a foreign local process that finds no channel into the runner or the host).
 //
 // User code runs inside the runner, so it can write any frame to the control channel itself: through the runner's
 // own locked writer (`pcs_runner._write_frame`, so frames never interleave) or raw `os.write` on the descriptor.

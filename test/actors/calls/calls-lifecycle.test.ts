@@ -1,6 +1,6 @@
 // The nested-call lifecycle of actors/calls/dispatch.ts against a scripted RunTools, and what Python receives from
 // a tool (actors/calls/tool-results.ts): no process, no Pi. What Pi's own hooks add is covered in
-// test/calls.test.ts; here are the edges that are hard to reach through a session.
+// test/actors/calls/calls.test.ts; here are the edges that are hard to reach through a session.
 import assert from "node:assert/strict";
 import { getEventListeners } from "node:events";
 import { performance } from "node:perf_hooks";

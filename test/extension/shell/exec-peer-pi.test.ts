@@ -1,7 +1,8 @@
 // What a pi-unified-exec user meets that its description spells out beyond the tools' shapes (issue 27), through a
 // real Pi session driven by the scripted faux model: a start that cannot happen reported in the result, the
 // `failure:` line beside `failure_message`, the 5 s minimum of an empty poll, Esc ending a wait but not the process,
-// and PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS. The tools' envelopes, wakes and limits are test/exec-pi.test.ts's.
+// and PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS. The tools' envelopes, wakes and limits are
+// test/extension/shell/exec-pi.test.ts's.
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

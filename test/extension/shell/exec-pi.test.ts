@@ -2,7 +2,8 @@
 // envelopes, details and structuredContent, a dev server across calls, a Python REPL in a PTY, binary input, a
 // 5 MiB burst, wakes (once, never, batched), LRU eviction, bash leaving the active set, shutdown with nothing left,
 // and the session's event log replaying exactly. One file, past 400 lines: the cases share one Pi session and its
-// event log, which the last test replays whole. What pi-unified-exec's description adds is test/exec-peer-pi.test.ts.
+// event log, which the last test replays whole. What pi-unified-exec's description adds is
+// test/extension/shell/exec-peer-pi.test.ts.
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:net";
@@ -200,7 +201,7 @@ describe("driving sessions across calls", () => {
     assert.ok(p.details.output.endsWith("END"), JSON.stringify(p.details.output.slice(-20)));
     assert.equal(p.details.truncated, true);
     assert.match(textOf(p), /\[Showing .*Full output: .*\.log\]$/);
-    // The log has every byte; the window's marker (at the exact cut) is tested in test/exec-host.test.ts.
+    // The log has every byte; the window's marker (at the exact cut) is tested in test/actors/shell/exec-host.test.ts.
     assert.equal(statSync(p.details.log_path).size, 5242885);
     assert.match(readFileSync(p.details.log_path, "latin1").slice(-5), /\nEND\n/);
   });

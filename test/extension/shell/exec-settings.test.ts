@@ -34,7 +34,7 @@ describe("the tools setting", () => {
     assert.equal(execEnabled(none.values), false);
     assert.deepEqual(none.values.execLogs, { perLogBytes: 64 * 1024 * 1024, totalBytes: 512 * 1024 * 1024 });
 
-    // From the user's global file (a project's never turns it on: test/settings-trust.test.ts).
+    // From the user's global file (a project's never turns it on: test/security/settings-trust.test.ts).
     write(globalSettingsPath(), { exec: true });
     assert.equal(execEnabled(loadSettings(cwd, env).values), true);
 
