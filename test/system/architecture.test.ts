@@ -1,8 +1,10 @@
 // The folders are the design: this test reads the import graph of the source folders (static imports, re-exports
 // and dynamic `import()`, parsed with the TypeScript compiler) and fails on an arrow the design forbids. The rules
-// are the table below; a change of the design edits one line of it.
+// are the table below; a change of the design edits one line of it. The tests' folders mirror the source's, checked
+// here too. One file, past 400 lines: the rules, their checker and the bad files that prove each rule are one table
+// read three ways.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, test } from "node:test";
 import ts from "typescript";
@@ -312,6 +314,72 @@ function sourceFiles(): Map<string, string> {
   for (const folder of SOURCE_FOLDERS) walk(folder);
   return files;
 }
+
+/** Test folders that mirror no source folder: tests that cross every floor on purpose, named for what they check
+ * (`cli` is bin/'s, named for what a user runs). Any other folder under test/ is a source folder's path. */
+const CROSS_TEST_FOLDERS = ["cli", "memory", "security", "system"];
+
+/** Where each test file (a path relative to the root) stands against the layout: in a folder under test/ that says
+ * what it tests, the path of a source folder (`test/actors/process/` for actors/process/) or a cross folder. */
+export function misplacedTests(files: string[], isSourceFolder: (path: string) => boolean): string[] {
+  const out: string[] = [];
+  for (const file of files) {
+    const folder = dirname(file);
+    if (folder === "test") {
+      out.push(`${file}: a test lives in a folder that says what it tests (test/<source folder>/ or test/system/ ...)`);
+      continue;
+    }
+    const under = relative("test", folder);
+    if (CROSS_TEST_FOLDERS.includes(under.split("/")[0]!) || isSourceFolder(under)) continue;
+    out.push(
+      `${file}: test/${under}/ mirrors no source folder (${under}/) and is not one of ${CROSS_TEST_FOLDERS.join(", ")}`,
+    );
+  }
+  return out;
+}
+
+/** Every test file of the checkout, relative to the root. */
+function testFiles(): string[] {
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith(".test.ts")) files.push(path);
+    }
+  };
+  walk("test");
+  return files;
+}
+
+const isSourceFolder = (path: string) => existsSync(join(ROOT, path)) && statSync(join(ROOT, path)).isDirectory();
+
+describe("the tests' layout", () => {
+  test("every test lives in a folder named for the source folder it tests, or for what it checks across them", () => {
+    const files = testFiles();
+    assert.ok(files.length > 100, `read the tests (${files.length} files)`);
+    assert.deepEqual(misplacedTests(files, isSourceFolder), []);
+  });
+
+  test("a test directly under test/, or in a folder that mirrors nothing, is caught", () => {
+    const found = misplacedTests(
+      [
+        "test/loose.test.ts",
+        "test/misc/a.test.ts",
+        "test/actors/nojob/b.test.ts",
+        "test/host/c.test.ts",
+        "test/extension/shell/d.test.ts",
+        "test/security/e.test.ts",
+        "test/machines/f.test.ts",
+      ],
+      isSourceFolder,
+    );
+    assert.equal(found.length, 3, found.join("\n"));
+    assert.match(found[0]!, /^test\/loose\.test\.ts: a test lives in a folder that says what it tests/);
+    assert.match(found[1]!, /^test\/misc\/a\.test\.ts: test\/misc\/ mirrors no source folder/);
+    assert.match(found[2]!, /^test\/actors\/nojob\/b\.test\.ts: test\/actors\/nojob\/ mirrors no source folder/);
+  });
+});
 
 describe("architecture", () => {
   test("no source file imports across a forbidden arrow", () => {
