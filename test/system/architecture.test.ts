@@ -338,6 +338,18 @@ export function misplacedTests(files: string[], isSourceFolder: (path: string) =
   return out;
 }
 
+/** Test files that share a file name: the index of the states each test entered (test/helpers/state-coverage.ts, the
+ * inspector's "tests that cover it") keys a file's part by its name and titles a test `<name> › <test>`, so two of a
+ * name would overwrite each other's part and read as one file. */
+export function sharedNames(files: string[]): string[] {
+  const byName = new Map<string, string[]>();
+  for (const f of files) {
+    const name = f.slice(f.lastIndexOf("/") + 1);
+    byName.set(name, [...(byName.get(name) ?? []), f]);
+  }
+  return [...byName].filter(([, same]) => same.length > 1).map(([name, same]) => `${name}: ${same.join(", ")}`);
+}
+
 /** Every test file of the checkout, relative to the root. */
 function testFiles(): string[] {
   const files: string[] = [];
@@ -355,13 +367,14 @@ function testFiles(): string[] {
 const isSourceFolder = (path: string) => existsSync(join(ROOT, path)) && statSync(join(ROOT, path)).isDirectory();
 
 describe("the tests' layout", () => {
-  test("every test lives in a folder named for the source folder it tests, or for what it checks across them", () => {
+  test("every test lives in a folder named for the source folder it tests, or for what it checks across them; no two share a name", () => {
     const files = testFiles();
     assert.ok(files.length > 100, `read the tests (${files.length} files)`);
     assert.deepEqual(misplacedTests(files, isSourceFolder), []);
+    assert.deepEqual(sharedNames(files), []);
   });
 
-  test("a test directly under test/, or in a folder that mirrors nothing, is caught", () => {
+  test("a test directly under test/, in a folder that mirrors nothing, or sharing a name, is caught", () => {
     const found = misplacedTests(
       [
         "test/loose.test.ts",
@@ -378,6 +391,10 @@ describe("the tests' layout", () => {
     assert.match(found[0]!, /^test\/loose\.test\.ts: a test lives in a folder that says what it tests/);
     assert.match(found[1]!, /^test\/misc\/a\.test\.ts: test\/misc\/ mirrors no source folder/);
     assert.match(found[2]!, /^test\/actors\/nojob\/b\.test\.ts: test\/actors\/nojob\/ mirrors no source folder/);
+    assert.deepEqual(
+      sharedNames(["test/host/render.test.ts", "test/lib/a.test.ts", "test/extension/shell/render.test.ts"]),
+      ["render.test.ts: test/host/render.test.ts, test/extension/shell/render.test.ts"],
+    );
   });
 });
 
