@@ -11,7 +11,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { SupervisorHost } from "../../host/host.ts";
-import { PYTHON, RunnerDriver, sleep, type Frame, type RunResult, type StartOptions } from "../helpers/runner-driver.ts";
+import {
+  PYTHON,
+  RunnerDriver,
+  sleep,
+  type Frame,
+  type RunResult,
+  type StartOptions,
+} from "../helpers/runner-driver.ts";
 import { findPython, skipWithout } from "../helpers/pythons.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 

@@ -497,7 +497,8 @@ describe("replay", () => {
 
 describe("under the sandbox: what may be installed, and how", () => {
   test("local paths, archives, file:// and VCS requirements are refused; names and remote URLs are not", async () => {
-    const { sandboxRequirementProblem, sandboxRefusal, wheelsOnly } = await import("../../../actors/deps/sandbox-policy.ts");
+    const { sandboxRequirementProblem, sandboxRefusal, wheelsOnly } =
+      await import("../../../actors/deps/sandbox-policy.ts");
     for (const [req, why] of [
       ["evil @ file:///work/evil", "file URL"],
       ["evil@file:./x", "file URL"],
