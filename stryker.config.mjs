@@ -43,11 +43,15 @@ export const GROUPS = {
   },
   "tool-machines": {
     mutate: ["machines/tool-call.ts", "machines/tool-events.ts", "machines/tool-records.ts"],
-    tests: ["test/machines/tool-records.test.ts", "test/machines/tool-call.test.ts", "test/calls-lifecycle.test.ts"],
+    tests: [
+      "test/machines/tool-records.test.ts",
+      "test/machines/tool-call.test.ts",
+      "test/actors/calls/calls-lifecycle.test.ts",
+    ],
   },
   "exec-machines": {
     mutate: ["machines/exec-*.ts"],
-    // test/exec-wake-invariant.test.ts (400 generated runs, ~30 s) is left to the suite.
+    // test/machines/exec-wake-invariant.test.ts (400 generated runs, ~30 s) is left to the suite.
     tests: [
       "test/machines/exec-pool.test.ts",
       "test/machines/exec-session.test.ts",
@@ -57,17 +61,17 @@ export const GROUPS = {
   },
   output: {
     mutate: ["lib/run-output.ts"],
-    tests: ["test/output.test.ts", "test/preview.test.ts"],
+    tests: ["test/lib/output.test.ts", "test/extension/code-execution/preview.test.ts"],
   },
   artifacts: {
     mutate: ["store/artifacts.ts", "store/artifact-fs.ts"],
-    tests: ["test/artifact-store.test.ts", "test/hostile-artifacts.test.ts"],
+    tests: ["test/store/artifact-store.test.ts", "test/security/hostile-artifacts.test.ts"],
     // Pi sessions and the racing process go through the same store functions, far slower.
     skip: "through a Pi session|racing a process",
   },
   calls: {
     mutate: ["actors/calls/*.ts"],
-    tests: ["test/calls-lifecycle.test.ts"],
+    tests: ["test/actors/calls/calls-lifecycle.test.ts"],
   },
 };
 

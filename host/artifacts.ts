@@ -1,7 +1,7 @@
 // What the tools keep on disk, decided behind the host: each script under its sourceId, a run's transcript when its
 // result leaves output out, and eval's files (its directories, its whole output when the text is cut). The extension
 // decides what a result says and asks here for anything to be written; the store does the writing and the extension
-// reads it back itself (test/architecture.test.ts holds extension/ to reads of store/).
+// reads it back itself (test/system/architecture.test.ts holds extension/ to reads of store/).
 import { afterResults, whenResultsDone } from "../lib/after-results.ts";
 import type { ChannelCapture } from "../lib/run-output.ts";
 import { outputArtifact, outputRoot, writeOutputArtifact, type OutputRef } from "../store/artifacts.ts";

@@ -1,6 +1,6 @@
 // The machines the inspector draws, in one place: each kind of actor the supervisor runs, the machine it runs and
-// which actor names are its actors. A new machine is one line here (test/inspector-charts.test.ts fails for any
-// machine the supervisor can spawn that is missing). Charts are computed once per process and served as JSON.
+// which actor names are its actors. A new machine is one line here (test/inspector/inspector-charts.test.ts fails for
+// any machine the supervisor can spawn that is missing). Charts are computed once per process and served as JSON.
 import { readdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import type { AnyStateMachine } from "xstate";

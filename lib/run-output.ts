@@ -160,7 +160,7 @@ class Ring {
       : Buffer.from(this.buf.subarray(0, this.end));
     // Never cutting would be equivalent for every caller (the capture asks for the whole window; the preview cuts
     // its own 4 KiB); always cutting would not: a negative start counts from the end, so fewer than `n` bytes but
-    // more than `n / 2` would lose their beginning (test/output.test.ts, output shorter than the window).
+    // more than `n / 2` would lose their beginning (test/lib/output.test.ts, output shorter than the window).
     return ordered.length > n ? ordered.subarray(ordered.length - n) : ordered;
   }
 }

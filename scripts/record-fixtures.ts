@@ -90,7 +90,7 @@ const scenarios: Record<string, (run: Run) => Promise<void>> = {
 const FIND_CONTROL =
   "import os, stat\nfd = min(int(f) for f in os.listdir('/proc/self/fd') if int(f) >= 64 and stat.S_ISSOCK(os.fstat(int(f)).st_mode))\n";
 
-/** Injected faults (test/faults.test.ts, docs/reliability.md), recorded into `faults/`: each failure mode is a
+/** Injected faults (test/host/faults.test.ts, docs/reliability.md), recorded into `faults/`: each failure mode is a
  * fixture that must replay identical. */
 const faultScenarios: Record<string, (run: Run) => Promise<void>> = {
   /** The session's process is SIGKILLed mid-run: runtime_error with the signal, output before it kept, lost. */

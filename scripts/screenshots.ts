@@ -3,7 +3,7 @@
 // enters `stopping.grace`: the statechart view of that run and its sequence view. Beside them it writes
 // docs/inspector-screenshots.json, what each shot shows, read from the page at capture time: the machine states
 // (tree, header, timeline, chart) and the event types (chart transitions, sequence messages) visible in it, and the
-// PNG's sha256. test/screenshots.test.ts fails when a state or event named there is no longer in machines/.
+// PNG's sha256. test/system/screenshots.test.ts fails when a state or event named there is no longer in machines/.
 // The state panel's "tests that cover it" lists what test-artifacts/state-tests/ holds: run `bash scripts/test.sh`
 // first for the whole suite's list.
 //   source scripts/env.sh && node scripts/screenshots.ts

@@ -1,7 +1,7 @@
 // Writes the settings files' JSON Schemas, schema.json (the global file) and schema.project.json (a project's): the
 // schemas Pi checks the files with (store/settings-schema.ts), annotated with docs/settings.md's descriptions. Run
-// after changing a key: `source scripts/env.sh && node scripts/settings-schema.ts`; test/settings-schema.test.ts fails
-// until then.
+// after changing a key: `source scripts/env.sh && node scripts/settings-schema.ts`; test/store/settings-schema.test.ts
+// fails until then.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {

@@ -33,10 +33,10 @@ for arg in "$@"; do
 done
 
 NODE_VERSION="${PI_CS_NODE_VERSION:-22.23.5}"
-# chromium: test/inspector.test.ts drives it headless; tmux: test/tmux.test.ts runs interactive pi in it;
-# python3-matplotlib: test/notebook-display.test.ts draws a real figure with Debian's python3; bubblewrap: the
-# sandbox backend; openssh-server/-client: test/remote.test.ts starts its own sshd on loopback; stress-ng: load for
-# the timing tests.
+# chromium: test/inspector/inspector.test.ts drives it headless; tmux: test/system/tmux.test.ts runs interactive pi in
+# it; python3-matplotlib: test/extension/shared/notebook-display.test.ts draws a real figure with Debian's python3;
+# bubblewrap: the sandbox backend; openssh-server/-client: test/actors/process/remote.test.ts starts its own sshd on
+# loopback; stress-ng: load for the timing tests.
 APT_PACKAGES="${PI_CS_APT_PACKAGES-chromium tmux python3-matplotlib bubblewrap openssh-server openssh-client stress-ng}"
 APT_PACKAGES="$(echo $APT_PACKAGES)" # one space between names, none around them
 TOOLS=.tools

@@ -1,8 +1,8 @@
 // The settings files' JSON Schemas, one per file, built with typebox from the key table (store/setting-keys.ts: each
 // key's schema): `schema.json` for the global file and `schema.project.json` for a project's, which has no boundary
 // key. The same schemas check the files when they are loaded (`checkFile`, through typebox's compiled validator) and
-// are written out by scripts/settings-schema.ts (test/settings-schema.test.ts checks that the shipped files are these),
-// so what an editor flags and what Pi ignores cannot drift apart.
+// are written out by scripts/settings-schema.ts (test/store/settings-schema.test.ts checks that the shipped files are
+// these), so what an editor flags and what Pi ignores cannot drift apart.
 import { Type, type TSchema } from "typebox";
 import { Compile } from "typebox/compile";
 import { Value } from "typebox/value";

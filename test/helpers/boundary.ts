@@ -1,4 +1,4 @@
-// The boundary matrix's shared half (test/boundary-*-pi.test.ts): the same hostile actions (read a secret in
+// The boundary matrix's shared half (test/security/boundary-*-pi.test.ts): the same hostile actions (read a secret in
 // $HOME, connect to a loopback listener and to a unix socket on the host, signal Pi, write outside the working
 // directory, hold capabilities, see Pi's credentials in the environment) as Python, JavaScript and shell programs,
 // run through each surface of a real Pi session, each printing `<action>=OK` or `<action>=NO:<why>`.

@@ -1,6 +1,6 @@
 // A program, not a test: one process that wants the PEP 723 environment of `tinypkg==1.0` under ROOT, as a fresh
-// run would (actors/deps/install-targets.ts), with a stand-in installer (test/env-lock.test.ts writes it: it
-// creates the environment and logs when it starts and ends). Prints one JSON line: the outcome and how long this
+// run would (actors/deps/install-targets.ts), with a stand-in installer (test/actors/deps/env-lock.test.ts writes it:
+// it creates the environment and logs when it starts and ends). Prints one JSON line: the outcome and how long this
 // process took. Gives up at its deadline, as a run would.
 //   node env-build-child.ts <root> <uv> <python> <staleMs> <deadlineMs>
 import { freshEnvironment } from "../../actors/deps/install-targets.ts";

@@ -1,5 +1,6 @@
-// The shell tools through a real Pi session, as test/exec-pi.test.ts and test/exec-peer-pi.test.ts drive them: a Pi
-// session with code_execution and the shells for the file, and turns of scripted tool calls.
+// The shell tools through a real Pi session, as test/extension/shell/exec-pi.test.ts and
+// test/extension/shell/exec-peer-pi.test.ts drive them: a Pi session with code_execution and the shells for the file,
+// and turns of scripted tool calls.
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./pi-session.ts";
 

@@ -1,7 +1,7 @@
 // A program, not a test: opens and closes N real Pi sessions (this extension loaded as Pi loads it) one after
 // another in this process, each running a fresh run and a session run that imports a local module, and prints
 // what the process holds before and after as JSON: listeners on `process` by event name, active resources by type,
-// and the heap after garbage collection. Run with --expose-gc (test/session-leaks.test.ts).
+// and the heap after garbage collection. Run with --expose-gc (test/memory/session-leaks.test.ts).
 import "./agent-dir.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";

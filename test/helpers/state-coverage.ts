@@ -4,6 +4,8 @@
 // actors, replay and `xstate/graph` paths alike) adds that test's title to each active state. The prototype is
 // patched before any machine exists (machines bind these methods when they are created). At exit the file's part of
 // the index is written to test-artifacts/state-tests/<file>.json; snapshots outside a test (hooks) are not counted.
+// A file's part and its tests' titles go by the file's name, which test/system/architecture.test.ts keeps unique
+// across the test tree's folders.
 import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { basename, relative, resolve } from "node:path";
 import { afterEach, beforeEach } from "node:test";

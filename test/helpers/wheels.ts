@@ -1,5 +1,6 @@
-// A minimal pure-Python wheel for offline installs (test/dependencies.test.ts, test/remote.test.ts): a wheel is a zip
-// with the module, METADATA, WHEEL and RECORD, so no package index is needed. Its module records its version.
+// A minimal pure-Python wheel for offline installs (test/actors/deps/dependencies.test.ts,
+// test/actors/process/remote.test.ts): a wheel is a zip with the module, METADATA, WHEEL and RECORD, so no package
+// index is needed. Its module records its version.
 import { execFileSync } from "node:child_process";
 
 /** `python -c WHEEL_SCRIPT <dir> <name> <version>` writes `<dir>/<name>-<version>-py3-none-any.whl`. */

@@ -1,0 +1,172 @@
+// Output lands before the frames that follow it (actors/process/output-order.ts), with real processes and sockets:
+// a scripted runner sends a frame naming output it writes only later, as a busy host can read a `done` before the
+// stdout bytes written ahead of it (the three sockets are read in no fixed order). And the JS runner's frames say
+// how much it wrote before them.
+import "../../helpers/agent-dir.ts";
+import { test, describe } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { localOperations, type RunnerHandle } from "../../../actors/process/operations.ts";
+import { OUTPUT_WAIT_MS } from "../../../actors/process/output-order.ts";
+import type { Frame } from "../../../actors/process/framing.ts";
+import { runCell, startJs } from "../../helpers/js-runner.ts";
+import { SupervisorHost } from "../../../host/host.ts";
+
+const cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-order-")));
+
+/** A runner that sends `frames` on fd 3 first, then writes `stdout` after `delayMs`, then exits. */
+function scripted(frames: object[], stdout: string, delayMs: number): string {
+  const path = join(cwd, `scripted-${Math.random().toString(36).slice(2)}.cjs`);
+  writeFileSync(
+    path,
+    [
+      "const fs = require('node:fs');",
+      `for (const f of ${JSON.stringify(frames)}) {`,
+      "  const body = Buffer.from(JSON.stringify(f));",
+      "  const head = Buffer.alloc(4); head.writeUInt32BE(body.length);",
+      "  fs.writeSync(3, Buffer.concat([head, body]));",
+      "}",
+      `setTimeout(() => { fs.writeSync(1, ${JSON.stringify(stdout)}); setTimeout(() => process.exit(0), 300); }, ${delayMs});`,
+    ].join("\n"),
+  );
+  return path;
+}
+
+async function start(script: string, settleOutput = true): Promise<RunnerHandle> {
+  const r = await localOperations.start({
+    executable: process.execPath,
+    args: [script],
+    cwd,
+    env: { PATH: process.env.PATH ?? "" },
+    settleOutput,
+    killMs: 500,
+  });
+  assert.ok(r.ok, r.ok ? "" : r.error.message);
+  return r.value;
+}
+
+/** A runner that writes `steps` in order, each at once (fd 1 text, or a frame on fd 3), then exits: a later write can
+ * be read before an earlier one (three sockets), or in one chunk with output written before and after a frame. */
+function sequence(steps: (string | object)[]): string {
+  const path = join(cwd, `sequence-${Math.random().toString(36).slice(2)}.cjs`);
+  writeFileSync(
+    path,
+    [
+      "const fs = require('node:fs');",
+      `for (const s of ${JSON.stringify(steps)}) {`,
+      "  if (typeof s === 'string') { fs.writeSync(1, s); continue; }",
+      "  const body = Buffer.from(JSON.stringify(s));",
+      "  const head = Buffer.alloc(4); head.writeUInt32BE(body.length);",
+      "  fs.writeSync(3, Buffer.concat([head, body]));",
+      "}",
+      "setTimeout(() => process.exit(0), 100);",
+    ].join("\n"),
+  );
+  return path;
+}
+
+/** What the host saw, in order, until the runner exited. */
+async function observe(handle: RunnerHandle): Promise<{ order: string[]; at: Record<string, number> }> {
+  const order: string[] = [];
+  const at: Record<string, number> = {};
+  const t0 = performance.now();
+  handle.onStdout((c) => {
+    order.push(`stdout:${c.toString()}`);
+    at.stdout = performance.now() - t0;
+  });
+  handle.onFrame((f: Frame) => {
+    order.push(`frame:${String(f.type)}`);
+    at[String(f.type)] = performance.now() - t0;
+  });
+  await new Promise<void>((resolve) => handle.onExit(() => resolve()));
+  return { order, at };
+}
+
+describe("output before the frames after it", () => {
+  test("a frame naming output not yet read waits for it, and the frames behind it wait too", async () => {
+    const h = await start(scripted([{ type: "done", id: "r", out: [5, 0] }, { type: "ready" }], "late\n", 40));
+    const { order } = await observe(h);
+    assert.deepEqual(order, ["stdout:late\n", "frame:done", "frame:ready"]);
+  });
+
+  test("a frame without `out`, or whose output has arrived, is not held", async () => {
+    const h = await start(
+      scripted(
+        [
+          { type: "started", id: "r" },
+          { type: "done", id: "r", out: [0, 0] },
+        ],
+        "x\n",
+        60,
+      ),
+    );
+    const { order, at } = await observe(h);
+    assert.deepEqual(order, ["frame:started", "frame:done", "stdout:x\n"]);
+    assert.ok(at.done! < at.stdout!);
+  });
+
+  test("output that never comes holds the frame for OUTPUT_WAIT_MS at most", async () => {
+    // Both frames leave the runner together: the first names no output, the second more than ever comes.
+    const h = await start(scripted([{ type: "ready" }, { type: "done", id: "r", out: [1000, 0] }], "short\n", 2000));
+    const at: Record<string, number> = {};
+    const seen = new Promise<void>((resolve) =>
+      h.onFrame((f: Frame) => {
+        at[String(f.type)] = performance.now();
+        if (f.type === "done") resolve();
+      }),
+    );
+    await seen;
+    const held = at.done! - at.ready!;
+    assert.ok(held >= OUTPUT_WAIT_MS - 20 && held < OUTPUT_WAIT_MS + 500, `done held ${held.toFixed(0)} ms`);
+    h.signalGroup("SIGKILL");
+  });
+
+  test("the JS runner's display and done say how many bytes it wrote before them", async () => {
+    const d = await startJs({ cwd });
+    try {
+      const r = await runCell(
+        d,
+        "console.log('out')\nprocess.stderr.write('e\u00e9')\ndisplay('shown')\nprint('after')",
+      );
+      assert.equal(r.stdout, "out\nafter\n");
+      const display = r.displays[0]!;
+      assert.deepEqual(display.out, [4, 3], "written before the display: 'out\\n' and 'e\u00e9' (3 bytes)");
+      assert.deepEqual(r.done.out, [10, 3]);
+    } finally {
+      await d.close();
+    }
+  });
+
+  test("output written after a frame stays after it, even read first or in one chunk with what came before", async () => {
+    // Three bytes before the display, three after, written back to back: whichever way the host reads them, the
+    // display goes between the two parts (a chunk holding both is cut at the display's count).
+    for (let i = 0; i < 20; i++) {
+      const h = await start(
+        sequence(["ab\n", { type: "display", id: "r", out: [3, 0] }, "cd\n", { type: "done", id: "r", out: [6, 0] }]),
+      );
+      const { order } = await observe(h);
+      assert.deepEqual(
+        order.join("").replace(/stdout:/g, ""),
+        "ab\nframe:displaycd\nframe:done",
+        `round ${i}: ${JSON.stringify(order)}`,
+      );
+    }
+  });
+
+  test("a JS cell's displays and console.log lines come out in the order the cell made them", async () => {
+    const host = new SupervisorHost({ spareRunners: () => false });
+    try {
+      const code = "for (let i = 0; i < 40; i++) { display('d' + i); console.log('l' + i); }";
+      for (let round = 0; round < 3; round++) {
+        const r = await host.run({ code, cwd, timeoutMs: 20_000, session: "js", language: "js" });
+        assert.equal(r.outcome.status, "success", r.stderr);
+        const expected = Array.from({ length: 40 }, (_, i) => `d${i}\nl${i}\n`).join("");
+        assert.equal(r.stdout, expected);
+      }
+    } finally {
+      await host.shutdown();
+    }
+  });
+});

@@ -1,0 +1,351 @@
+// What the user sees of shell sessions in Pi's terminal: the footer while processes are alive (`unified-exec: …`, as
+// pi-unified-exec words it), the widget after /tree, /unified-exec-sessions (and /exec-sessions) stopping one or all
+// without the model, the warning near the 60-session mark and each eviction, the tools setting in /code-status, and
+// the five tools' renderers (banner, five-line tail expanding with Pi's expand key, live elapsed, [wake] marks).
+import "../../helpers/agent-dir.ts";
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
+import { startPi, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
+import { pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { scriptedUI, type ScriptedUI } from "../../helpers/scripted-ui.ts";
+import { execRenderers, PREVIEW_LINES } from "../../../extension/shell/render.ts";
+import type { RenderContext } from "../../../extension/shared/render-kit.ts";
+
+let pi: PiHarness;
+let ui: ScriptedUI;
+
+before(async () => {
+  process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,exec,bogus,python";
+  ui = scriptedUI();
+  pi = await startPi({ uiContext: ui.ui });
+});
+after(async () => {
+  await pi.dispose();
+  delete process.env.PI_CODE_EXECUTION_TOOLS;
+});
+
+async function call(name: string, args: Record<string, unknown>): Promise<ToolResultMessage> {
+  const before = pi.toolResults().length;
+  pi.faux.setResponses([
+    fauxAssistantMessage([fauxToolCall(name, args as never)], { stopReason: "toolUse" }),
+    fauxAssistantMessage("done"),
+  ]);
+  await pi.session.prompt("go");
+  return pi.toolResults()[before];
+}
+
+/** The extension's one footer item (extension/footer.ts), and its shells part. */
+const footer = () => ui.statuses.get("code-execution");
+const status = () =>
+  footer()
+    ?.split(" │ ")
+    .find((p) => p.startsWith("unified-exec: "));
+
+describe("footer, /tree widget, /unified-exec-sessions", () => {
+  test("the footer counts running sessions and armed wakes, and clears when none is left", async () => {
+    assert.equal(status(), undefined);
+    const a = await call("exec_command", { cmd: "sleep 30", yield_time_ms: 250, on_exit: "wake" });
+    assert.equal(status(), "unified-exec: 1 session running · 1 [wake]");
+    const b = await call("exec_command", { cmd: "sleep 30", yield_time_ms: 250 });
+    assert.equal(status(), "unified-exec: 2 sessions running · 1 [wake]");
+    await call("kill_session", { session_id: b.details.session_id });
+    assert.equal(status(), "unified-exec: 1 session running · 1 [wake]");
+    await call("kill_session", { session_id: a.details.session_id });
+    assert.equal(status(), undefined);
+  });
+
+  test("the footer's parts are separated: code sessions named by runtime, then shells", async () => {
+    const shell = await call("exec_command", { cmd: "sleep 30", yield_time_ms: 250 });
+    const code = await call("code_execution", { code: "x = 1", session: "footer" });
+    assert.equal(code.isError, false);
+    const notebook = await call("python", { cells: [{ code: "y = 2" }] });
+    assert.equal(notebook.isError, false);
+    assert.equal(
+      footer(),
+      "2 sessions: 1 Python (code_execution), 1 Python (python/eval notebook) · idle │ unified-exec: 1 session running",
+    );
+    await pi.session.prompt("/code-sessions all");
+    await call("kill_session", { session_id: shell.details.session_id });
+    assert.equal(footer(), undefined, "nothing left: the item is gone");
+  });
+
+  test("a background exit refreshes the footer at once", async () => {
+    await call("exec_command", { cmd: "sleep 0.4", yield_time_ms: 250 });
+    assert.equal(status(), "unified-exec: 1 session running");
+    assert.ok(await waitUntil(() => status() === undefined, 3000));
+  });
+
+  test("after /tree a widget lists the processes that did not rewind", async () => {
+    const s = await call("exec_command", { cmd: "sleep 30", yield_time_ms: 250, on_exit: "wake" });
+    const first = (pi.session.sessionManager.getEntries() as any[]).find(
+      (e) => e.type === "message" && e.message.role === "user",
+    );
+    await pi.session.navigateTree(first.id);
+    const widget = ui.widgets.get("exec-sessions-tree") as string[];
+    assert.ok(Array.isArray(widget), "widget shown");
+    assert.match(widget[0], /^unified-exec: 1 session still running/);
+    assert.match(widget[1], new RegExp(`#${s.details.session_id} \\d+s \\[wake\\] sleep 30 \\(`));
+    await call("list_sessions", {});
+    assert.equal(ui.widgets.get("exec-sessions-tree"), undefined, "cleared when the conversation moves on");
+  });
+
+  test("/unified-exec-sessions: pick one to kill; /exec-sessions `all` kills the rest", async () => {
+    const extra = await call("exec_command", { cmd: "sleep 30", yield_time_ms: 250 });
+    const live = () => (pi.session.messages.length, status());
+    assert.equal(live(), "unified-exec: 2 sessions running · 1 [wake]");
+    ui.selects.push((_title, options) => options.find((o) => o.startsWith(`#${extra.details.session_id} `)));
+    await pi.session.prompt("/unified-exec-sessions");
+    const picked = ui.selectCalls.at(-1)!;
+    assert.equal(picked.title, "unified-exec: 2 live sessions — select to kill (Esc to cancel)");
+    assert.equal(picked.options.at(-1), "Kill all 2 sessions");
+    assert.match(picked.options.find((o) => !o.startsWith(`#${extra.details.session_id} `))!, /^#\d+ \d+s \[wake\] sleep 30/);
+    assert.equal(ui.notices.at(-1)!.text, "unified-exec: killed 1 session");
+    assert.ok(!pidAlive(extra.details.pid));
+    assert.equal(status(), "unified-exec: 1 session running · 1 [wake]");
+    await pi.session.prompt("/exec-sessions all");
+    assert.equal(ui.notices.at(-1)!.text, "unified-exec: killed 1 session");
+    assert.equal(status(), undefined);
+    await pi.session.prompt("/unified-exec-sessions");
+    assert.equal(ui.notices.at(-1)!.text, "unified-exec: no live sessions");
+    await pi.session.prompt("/exec-sessions");
+    assert.equal(ui.notices.at(-1)!.text, "unified-exec: no live sessions");
+  });
+
+  test("near the cap: a warning from 60 open sessions on, and each LRU eviction said", async () => {
+    const notices = () => ui.notices.filter((n) => n.text.startsWith("unified-exec:")).map((n) => n.text);
+    const before = notices().length;
+    const started: ToolResultMessage[] = [];
+    const batch = async (n: number) => {
+      const from = pi.toolResults().length;
+      pi.faux.setResponses([
+        fauxAssistantMessage(
+          Array.from({ length: n }, () => fauxToolCall("exec_command", { cmd: "sleep 60", yield_time_ms: 250 } as never)),
+          { stopReason: "toolUse" },
+        ),
+        fauxAssistantMessage("done"),
+      ]);
+      await pi.session.prompt("go");
+      started.push(...pi.toolResults().slice(from));
+    };
+    await batch(59);
+    assert.ok(started.every((r) => r.details.running));
+    assert.deepEqual(notices().slice(before), [], "59 open: no warning yet");
+    await batch(2);
+    assert.deepEqual(notices().slice(before), ["unified-exec: 60/64 sessions open", "unified-exec: 61/64 sessions open"]);
+    assert.equal(ui.notices.at(-1)!.level, "warning");
+    await batch(4);
+    const evicted = notices().slice(before).filter((t) => t.includes("evicted"));
+    assert.deepEqual(evicted, [`unified-exec: evicted session ${started[0].details.session_id} (LRU, over cap 64)`]);
+    assert.ok(await waitUntil(() => !pidAlive(started[0].details.pid), 5000), "the evicted process is stopped");
+    await pi.session.prompt("/unified-exec-sessions all");
+    assert.equal(notices().at(-1), "unified-exec: killed 64 sessions");
+    assert.equal(status(), undefined);
+  });
+
+  test("/code-status shows the tools setting and warns about unknown surfaces", async () => {
+    await pi.session.prompt("/code-status");
+    const text = ui.notices.at(-1)!.text;
+    assert.match(text, /tools +\["code_execution","exec","bogus","python"\] +env PI_CODE_EXECUTION_TOOLS/);
+    assert.match(
+      text,
+      /PI_CODE_EXECUTION_TOOLS: tools: unknown surface "bogus" is ignored \(known: code_execution, python, eval, exec\)/,
+    );
+    // python is a surface since issue 14: it is listed as active, not warned about.
+    assert.match(text, /^Tool surfaces: code_execution, exec, python \(env PI_CODE_EXECUTION_TOOLS\)/m);
+    assert.doesNotMatch(text, /"python" is not available/);
+    assert.match(text, /execLogs\.perLogBytes +67108864 +default/);
+  });
+});
+
+// ---- renderers, with a plain theme and a render context ----
+
+const theme = { fg: (_c: string, t: string) => t, bold: (t: string) => t } as never;
+function ctx(over: Partial<RenderContext> = {}): RenderContext {
+  return {
+    state: {},
+    executionStarted: true,
+    invalidate: () => {},
+    keyHint: (_k: never, d: string) => `ctrl+o ${d}`,
+    ...over,
+  };
+}
+const render = (c: { render(w: number): readonly string[] }) =>
+  c
+    .render(200)
+    .map((l) => l.trimEnd())
+    .join("\n");
+
+describe("renderers", () => {
+  test("exec_command: banner, five-line tail with the expand hint, footer", () => {
+    const call = execRenderers.exec_command.renderCall(
+      { cmd: "npm test", yield_time_ms: 2500, on_exit: "wake" },
+      theme,
+      ctx(),
+    );
+    assert.equal(render(call), "$ npm test (yield 2.5s · [wake])");
+    const output = Array.from({ length: 12 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
+    const details = { running: false, exit_code: 0, output, log_path: "/l/x.log", wall_time_seconds: 4.2 };
+    const collapsed = render(
+      execRenderers.exec_command.renderResult(
+        { content: [], details },
+        { expanded: false, isPartial: false },
+        theme,
+        ctx(),
+      ),
+    );
+    const lines = collapsed.split("\n");
+    assert.equal(lines[0], "… (7 earlier lines, ctrl+o to expand)");
+    assert.deepEqual(lines.slice(1, 1 + PREVIEW_LINES), ["line 8", "line 9", "line 10", "line 11", "line 12"]);
+    assert.match(lines.at(-1)!, /^ {2}took \d+\.\ds · exit_code=0 · log: \/l\/x\.log$/);
+    const expanded = render(
+      execRenderers.exec_command.renderResult(
+        { content: [], details },
+        { expanded: true, isPartial: false },
+        theme,
+        ctx(),
+      ),
+    );
+    assert.ok(expanded.startsWith("line 1\nline 2"));
+  });
+
+  test("while attached: live elapsed counter; yielded: session id and [wake]", () => {
+    const c = ctx();
+    c.state.startedAt = Date.now() - 1300;
+    const live = render(
+      execRenderers.exec_command.renderResult(
+        { content: [], details: { running: true, session_id: 2, output: "round 2\n" } },
+        { expanded: false, isPartial: true },
+        theme,
+        c,
+      ),
+    );
+    assert.match(live, /round 2\n {2}elapsed 1\.\ds · session_id=2/);
+    clearInterval(c.state.interval);
+    const done = render(
+      execRenderers.exec_command.renderResult(
+        {
+          content: [],
+          details: {
+            running: true,
+            session_id: 2,
+            completion_notification: "armed",
+            output: "",
+            wall_time_seconds: 2.5,
+          },
+        },
+        { expanded: false, isPartial: false },
+        theme,
+        ctx(),
+      ),
+    );
+    assert.match(done, /yielded .* · session_id=2 · \[wake\]/);
+  });
+
+  test("write_stdin banners: poll, input with control bytes, base64", () => {
+    assert.equal(
+      render(execRenderers.write_stdin.renderCall({ session_id: 2, yield_time_ms: 5000 }, theme, ctx())),
+      "⟳ poll → session_id=2 (yield 5.0s)",
+    );
+    assert.equal(
+      render(execRenderers.write_stdin.renderCall({ session_id: 1, chars: "\\x03" }, theme, ctx())),
+      "» ^C → session_id=1 (until it answers)",
+    );
+    assert.equal(
+      render(
+        execRenderers.write_stdin.renderCall(
+          { session_id: 1, chars: "print(7*6)\\r", yield_time_ms: 1000 },
+          theme,
+          ctx(),
+        ),
+      ),
+      "» print(7*6)\\r → session_id=1 (yield 1.0s)",
+    );
+    assert.equal(
+      render(execRenderers.write_stdin.renderCall({ session_id: 1, chars_b64: "G3s6wgo=" }, theme, ctx())),
+      "» (base64, 5 bytes) → session_id=1 (until it answers)",
+    );
+    assert.match(
+      render(
+        execRenderers.write_stdin.renderCall(
+          { session_id: 2, yield_until: new Date(Date.now() + 9_660_000).toISOString() },
+          theme,
+          ctx(),
+        ),
+      ),
+      /⟳ poll → session_id=2 \(2h4\dm later\)/,
+    );
+  });
+
+  test("kill_session, list_sessions, set_on_exit", () => {
+    assert.equal(
+      render(execRenderers.kill_session.renderCall({ session_id: 2 }, theme, ctx())),
+      "kill_session session_id=2 signal=SIGTERM",
+    );
+    const killed = render(
+      execRenderers.kill_session.renderResult(
+        {
+          content: [],
+          details: {
+            found: true,
+            killed: true,
+            session_id: 2,
+            signal: "SIGTERM",
+            wall_time_seconds: 0.3,
+            output: "bye\n",
+            log_path: "/l",
+          },
+        },
+        { expanded: false, isPartial: false },
+        theme,
+        ctx(),
+      ),
+    );
+    assert.equal(killed, "bye\n  killed session_id=2 · took 0.3s · signal=SIGTERM · log: /l");
+    const sessions = Array.from({ length: 7 }, (_, i) => ({
+      session_id: i + 1,
+      running: true,
+      state: "running",
+      wake_armed: i === 0,
+      command: `job ${i + 1}`,
+      elapsed_ms: 2000,
+    }));
+    const list = render(
+      execRenderers.list_sessions.renderResult(
+        { content: [], details: { sessions } },
+        { expanded: false, isPartial: false },
+        theme,
+        ctx(),
+      ),
+    );
+    assert.match(list, /^ {2}#1 running 2\.0s \[wake\] job 1/);
+    assert.match(list, /… 2 more \(ctrl\+o to expand\)$/);
+    assert.equal(
+      render(execRenderers.set_on_exit.renderCall({ session_id: 2, on_exit: "none" }, theme, ctx())),
+      "set_on_exit session_id=2 → none",
+    );
+    assert.equal(
+      render(
+        execRenderers.set_on_exit.renderResult(
+          { content: [], details: { found: true, status: "disarmed", wake_armed: false } },
+          { expanded: false, isPartial: false },
+          theme,
+          ctx(),
+        ),
+      ),
+      "  disarmed · wake not armed",
+    );
+  });
+
+  test("terminal control sequences never reach the screen", () => {
+    const r = render(
+      execRenderers.exec_command.renderResult(
+        { content: [{ type: "text", text: "\x1b]52;c;Zm9v\x07x\x1b[2J" }] },
+        { expanded: false, isPartial: false },
+        theme,
+        ctx(),
+      ),
+    );
+    assert.doesNotMatch(r, /\x1b/);
+  });
+});

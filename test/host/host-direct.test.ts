@@ -1,0 +1,89 @@
+// The warm path through the real host (docs/design.md, "A warm session run"): a settled request for an idle session
+// goes straight to the session, the runner tells the run its facts, and everything the supervisor's table used to
+// show of a busy session (the footer, /code-status, /python-restart) still shows, read from the session itself.
+import "../helpers/agent-dir.ts";
+import assert from "node:assert/strict";
+import { mkdtempSync, realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { SupervisorHost } from "../../host/host.ts";
+import type { CommandEvent } from "../../machines/events.ts";
+
+let host: SupervisorHost;
+let cwd: string;
+const commands: { event: CommandEvent; to?: string }[] = [];
+
+before(() => {
+  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-direct-")));
+  host = new SupervisorHost({ onCommand: (event, to) => commands.push({ event, ...(to ? { to } : {}) }) });
+});
+after(async () => {
+  await host.shutdown();
+});
+
+const run = (code: string, session = "d", extra: Record<string, unknown> = {}) =>
+  host.run({ code, cwd, timeoutMs: 20_000, session, ...extra });
+const toOf = (runId: string) => commands.find((c) => "runId" in c.event && c.event.runId === runId)?.to;
+
+/** Starts runs of `code` until one goes straight to the session (a request is settled at the door only while the
+ * interpreter resolver's answer is fresh); a run that went through the root is aborted and awaited. */
+async function directRun(code: string, signal?: AbortSignal): Promise<{ result: ReturnType<SupervisorHost["run"]> }> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const before = commands.length;
+    const abort = new AbortController();
+    signal?.addEventListener("abort", () => abort.abort(), { once: true });
+    const pending = host.run({ code, cwd, timeoutMs: 60_000, session: "d" }, { signal: abort.signal });
+    if (commands.slice(before).some((c) => c.to === "session:d")) return { result: pending };
+    abort.abort();
+    await pending;
+  }
+  throw new Error("no run went straight to its session in 50 attempts");
+}
+
+test("a warm run goes straight to its idle session; a first run and a reset go through the root", async () => {
+  const first = await run("x = 1");
+  assert.equal(first.outcome.status, "success");
+  assert.equal(toOf(first.outcome.runId), undefined, "a session's first run starts it: the supervisor's");
+  const warm = await (await directRun("x += 1\nx")).result;
+  assert.equal(warm.outcome.status, "success");
+  assert.match(warm.stdout, /^\d+\n$/);
+  assert.equal(warm.outcome.session?.incarnation, 1);
+  const reset = await run("y = 1", "d", { reset: true });
+  assert.equal(reset.outcome.status, "success");
+  assert.equal(toOf(reset.outcome.runId), undefined, "a reset is the supervisor's");
+  assert.equal(reset.outcome.session?.incarnation, 2);
+});
+
+test("a direct run's session shows busy (sessions(), listeners told), and the supervisor refuses to reset it", async () => {
+  await run("import time");
+  let told = 0;
+  const off = host.onSessionsChange(() => told++);
+  const slow = (await directRun("time.sleep(1)")).result;
+  assert.ok(told >= 1, "the listeners heard the session become busy");
+  assert.ok(host.sessions().find((s) => s.name === "d")?.busyRunId);
+  assert.equal(host.stats().activeRuns, 1);
+  const refused = await run("z = 1", "d", { reset: true });
+  assert.equal(refused.outcome.status, "setup_error");
+  assert.equal(refused.outcome.message, 'Session "d" is busy with another run; wait for it to finish.');
+  const done = await slow;
+  assert.equal(done.outcome.status, "success");
+  assert.equal(host.sessions().find((s) => s.name === "d")?.busyRunId, undefined);
+  assert.equal(host.stats().activeRuns, 0);
+  const heard = told;
+  assert.ok(heard >= 2, "and idle again");
+  off();
+  await run("pass");
+  assert.equal(told, heard, "an unsubscribed listener hears nothing more");
+});
+
+test("a direct run is cancelled by the caller's abort like any other; the session keeps its state", async () => {
+  await run("import time\nkept = 7");
+  const controller = new AbortController();
+  const pending = (await directRun("time.sleep(30)", controller.signal)).result;
+  controller.abort();
+  const r = await pending;
+  assert.equal(r.outcome.status, "cancelled");
+  assert.equal(r.outcome.session?.isLost, false, "an interruptible sleep ends at the interrupt; the session lives");
+  assert.equal((await run("kept")).stdout, "7\n");
+});
