@@ -59,7 +59,7 @@ for path in [RUNNER] + ([OTHER] if OTHER else []):
     while recv(s)["type"] != "ready": pass
     runners.append((p, s))
 echo, es = start([PY, "-c", "STARTED = False\n" + ECHO])
-# Protocol 1's least answer: `started` and `done`, each its own write (protocol 2 sends `done` alone for a quick run).
+# The protocol's least answer: `started` and `done`, each its own write, as the runner sends them.
 echo2, es2 = start([PY, "-c", "STARTED = True\n" + ECHO])
 def rtt(s, i, wait_done=True):
     t = time.perf_counter()

@@ -1,7 +1,7 @@
 // A process port (actors/process/operations.ts) with no process and no pipe, for bench/host-cost.ts: runners and
 // shells that answer at once, so what a host call costs is the supervisor's own work. A runner says `ready` when
 // its owner listens, and answers a `run` on the next turn of the event loop (setImmediate, where a pipe's answer
-// would land) with `done` (a quick run's `started` is never sent); a run whose code starts with `#nested N` first makes N nested calls of
+// would land) with `started` and `done`; a run whose code starts with `#nested N` first makes N nested calls of
 // the tool `bench_noop`, one after another, each after the previous `tool.result`. A shell's command `true` exits
 // at once (exit code 0, no output); `cat` echoes what is written to it until it is signalled.
 //
@@ -94,11 +94,9 @@ function scriptedRunner(pid: number, executable: string, counts: ScriptedCounts)
           const id = String(frame.id);
           const m = NESTED.exec(String(frame.code));
           later(() => {
-            // As the runner does (docs/protocol.md, protocol 2): `started` before a nested call, none for a quick run.
-            if (m && Number(m[1]) > 0) {
-              emit({ type: "started", id });
-              call((nested = { run: id, left: Number(m[1]), seq: 0 }));
-            } else done(id);
+            emit({ type: "started", id });
+            if (m && Number(m[1]) > 0) call((nested = { run: id, left: Number(m[1]), seq: 0 }));
+            else done(id);
           });
           break;
         }

@@ -271,9 +271,7 @@ export const runMachine = setup({
       after: { deadline: { target: "finished", actions: { type: "settleInstallStopped", params: "timeout" } } },
     },
     starting: {
-      description:
-        "Waiting for the interpreter to be ready and to take up the script. A quick script's `done` comes without a " +
-        "`started` (the runner sends it only to a run that lasts or calls out) and ends the run from here.",
+      description: "Waiting for the interpreter to be ready and to confirm that the script is about to run.",
       entry: "sendRunIfReady",
       on: {
         "runner.ready": { actions: ["noteReady", "sendRun"] },

@@ -12,31 +12,7 @@ function send(frame) {
   writeBody(Buffer.from(JSON.stringify(frame), "utf8"));
 }
 
-/** The executing cell's `started`, held until the cell sends another frame or lasts (docs/protocol-js.md, "When
- * `started` is sent"); a `done` drops it (it stands for both). */
-let held;
-
-function holdStarted(id) {
-  held = Buffer.from(JSON.stringify({ type: "started", id }), "utf8");
-}
-
-function sendHeld() {
-  if (held === undefined) return;
-  const body = held;
-  held = undefined;
-  write(body);
-}
-
-function dropHeld() {
-  held = undefined;
-}
-
 function writeBody(body) {
-  sendHeld();
-  write(body);
-}
-
-function write(body) {
   if (body.length > MAX_FRAME) throw new RangeError(`a frame of ${body.length} bytes exceeds the 64 MiB limit`);
   const buf = Buffer.allocUnsafe(4 + body.length);
   buf.writeUInt32BE(body.length, 0);
@@ -115,4 +91,4 @@ function onData(chunk) {
   }
 }
 
-module.exports = { send, writeBody, fatal, listen, leadsGroup, holdStarted, sendHeld, dropHeld };
+module.exports = { send, writeBody, fatal, listen, leadsGroup };

@@ -3,12 +3,10 @@
 // context, out of Pi's process. The contract with the host (file descriptors, frames, interrupts, ordering of output
 // and frames, cell semantics) is docs/protocol-js.md; read it before changing this file. Plain CommonJS, Node's own
 // modules only. Start-up loads only what `ready` needs; the context is built right after it.
-const { send, fatal, listen, leadsGroup, holdStarted, sendHeld, dropHeld } = require("./channel.js");
+const { send, fatal, listen, leadsGroup } = require("./channel.js");
 const calls = require("./calls.js");
 
-const PROTOCOL = 2;
-/** A cell's `started` goes out once it has run this long without sending another frame (docs/protocol-js.md). */
-const STARTED_AFTER_MS = 5;
+const PROTOCOL = 1;
 /** Errors from earlier cells' timers kept for the next cell to report (beyond this they are only counted). */
 const MAX_BACKGROUND = 20;
 
@@ -134,8 +132,7 @@ function pump() {
 async function execute(msg) {
   const run = new Run(msg);
   current = run;
-  holdStarted(run.id);
-  const startedTimer = setTimeout(sendHeld, STARTED_AFTER_MS);
+  send({ type: "started", id: run.id });
   if (early.delete(run.id)) run.interrupt();
   let error = null;
   try {
@@ -169,8 +166,6 @@ async function execute(msg) {
   };
   if (run.asValue && run.value !== undefined) done.value = run.value;
   if (run.asValue && run.errorText) done.exception = run.errorText;
-  clearTimeout(startedTimer);
-  dropHeld();
   send(done);
 }
 

@@ -21,7 +21,7 @@ import _thread
 
 pcs_imports = sys.modules["pcs_imports"]  # loaded by the bootstrap, before this module
 
-PROTOCOL = 2
+PROTOCOL = 1
 MAX_FRAME = 64 << 20
 _SIGINT = _signal.SIGINT
 _SIG_IGN = _signal.SIG_IGN
@@ -127,56 +127,21 @@ def _send(frame, own=False):
     _write_frame(_dumps(frame).encode("ascii"), own)
 
 
-def _write_frame(data, own=False, done=False):
+def _write_frame(data, own=False):
     """Send one frame whose UTF-8 JSON body is `data` (also the writer of nested tool calls).
 
-    A fork of user code must not speak for us. `own`: a frame of the runner's own (`done`, `fatal`), sent where
+    A fork of user code must not speak for us. `own`: a frame of the runner's own (`started`, `done`), sent where
     user code can only have forked through os.fork, which the at-fork hook notes: the pid check, a system call, is
-    spared. User code's frames (display, tool calls) are checked by pid, whatever made the fork.
-
-    The executing run's `started` goes out first if it has not yet; a `done` stands for it (docs/protocol.md)."""
-    global _unstarted, _open_run
+    spared. User code's frames (display, tool calls) are checked by pid, whatever made the fork."""
     if _forked if own else os.getpid() != _PID:
         return
     data = len(data).to_bytes(4, "big") + data
     with _wlock:
-        if _unstarted is not None:
-            if not done:
-                data = _unstarted + data
-            _unstarted = None
-        if done:
-            _open_run = False
         try:
             while data:
                 data = data[os.write(_CTL, data) :]
         except OSError:  # the host is gone
             _orphaned()
-
-
-# A run's `started` is sent only when the host can use it (docs/protocol.md, "started"): before the run's first
-# other frame, or by the reader thread once the run has lasted _STARTED_AFTER. A quick run's `done` stands for it,
-# so it costs one frame each way and the host wakes once.
-_STARTED_AFTER_MS = 5
-_unstarted = None  # the executing run's `started` frame (with its length) while it has not gone out; under _wlock
-_open_run = False  # a run frame was handed to the main thread and its `done` has not gone out; under _wlock
-
-
-def _started_due():
-    """Reader thread, no input for _STARTED_AFTER_MS while a run is open: its `started` goes out. Returns whether
-    the run is still open with its `started` not out (the main thread has not reached user code yet)."""
-    global _unstarted, _open_run
-    with _wlock:
-        frame = _unstarted
-        if frame is None:
-            return _open_run
-        _unstarted = None
-        _open_run = False
-        try:
-            while frame:
-                frame = frame[os.write(_CTL, frame) :]
-        except OSError:
-            _orphaned()
-    return False
 
 
 def _orphaned():
@@ -272,27 +237,11 @@ def _next_run():
 
 
 def _reader():
-    """Reader thread: reads host frames for the runner's whole life. While a run is open and its `started` not out, it
-    waits for input at most _STARTED_AFTER_MS at a time, and sends the `started` when nothing came."""
-    global _open_run
-    import select
-
-    poll = select.poll()
-    poll.register(_CTL, select.POLLIN)
+    """Reader thread: reads host frames for the runner's whole life."""
     try:
         while True:
-            while _open_run and not _rbuf:
-                try:
-                    if poll.poll(_STARTED_AFTER_MS):
-                        break
-                except InterruptedError:
-                    continue
-                if not _started_due():
-                    break
             msg = _read_frame()
             if msg is not None:
-                with _wlock:
-                    _open_run = True
                 _runs.append(msg)
                 try:
                     _have_run.release()
@@ -556,10 +505,7 @@ def _interruptible(fn, *args):
 
 
 def _user_phase(r):
-    global _unstarted
-    body = ('{"type":"started","id":%s}' % _jstr(r.id)).encode("ascii")  # _send's, without a dict
-    with _wlock:  # sent later, or never (see _write_frame)
-        _unstarted = len(body).to_bytes(4, "big") + body
+    _write_frame(('{"type":"started","id":%s}' % _jstr(r.id)).encode("ascii"), True)  # _send's, without a dict
     r.started = True
     _prepare_run()
     r.stage = "compile"
@@ -1062,6 +1008,8 @@ def _execute(msg, g):
         code = _report(r, exc)[1]
         _flush_std()
         os._exit(code & 0xFF)
+    if not r.started:  # interrupted before `started` went out (a host that signals early)
+        _send({"type": "started", "id": r.id}, True)
     if r.started and not isinstance(exc, KeyboardInterrupt) and _open_figures():
         # matplotlib figures left open are shown and closed, as notebooks' inline backends do.
         late = _interruptible(_show_figures)
@@ -1103,7 +1051,7 @@ def _execute(msg, g):
         "null" if error is None else _jstr(error),
         "," + _dumps(more)[1:-1] if more else "",
     )
-    _write_frame(body.encode("ascii"), True, True)
+    _write_frame(body.encode("ascii"), True)
     return code
 
 

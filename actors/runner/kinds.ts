@@ -29,11 +29,8 @@ export interface RunnerKind {
     limits: ResourceLimits | undefined,
     backend: BackendInfo,
   ): Promise<Result<{ spec: Omit<RunnerSpec, "cwd" | "killMs">; version: string }>>;
-  /** Interrupts the executing run (only after its `started`, unless `interruptsAnyTime`). */
+  /** Interrupts the executing run (only after its `started`). */
   interrupt(proc: RunnerHandle, runId: string): void;
-  /** The interrupt names its run, and the runtime holds one for a run it has not taken up and drops one for a run
-   * that ended: the host need not wait for `started` (which a quick cell never sends). */
-  interruptsAnyTime: boolean;
   /** The runtime's version in a `ready` frame. */
   version(frame: Frame): string | undefined;
   /** Python sessions watch their local modules for reload; the JavaScript runner reloads them itself. */
@@ -65,7 +62,6 @@ export function pythonKind(deps: KindDeps): RunnerKind {
       });
     },
     interrupt: (proc) => void proc.signal("SIGINT"),
-    interruptsAnyTime: false,
     version: (frame) => (frame.python === undefined ? undefined : String(frame.python)),
     watchesModules: true,
   };
@@ -96,7 +92,6 @@ export function jsKind(deps: Pick<KindDeps, "env">): RunnerKind {
       });
     },
     interrupt: (proc, runId) => void proc.send({ type: "interrupt", id: runId }),
-    interruptsAnyTime: true,
     version: (frame) => (frame.node === undefined ? undefined : String(frame.node)),
     watchesModules: false,
     language: "js",

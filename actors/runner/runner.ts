@@ -167,6 +167,7 @@ export function createRunnerLogic(deps: RunnerDeps) {
           case "started": {
             const runId = String(frame.id);
             startedRun = runId;
+            waitingCalls.clear();
             // Reported once this read's frames are handled: a quick run's `done` in the same read stands for both
             // (the run goes from starting to its end on one event, not two relayed through its session).
             unreported = { type: "runner.started", at, runId };
@@ -180,9 +181,7 @@ export function createRunnerLogic(deps: RunnerDeps) {
           case "done": {
             const runId = String(frame.id);
             if (unreported?.runId === runId) unreported = undefined;
-            // A quick Python run's `done` comes without a `started` (docs/protocol.md): it stands for both.
-            if (runId === startedRun || runId === currentRun)
-              for (const item of doneShown(frame)) deps.shown?.(runId, item);
+            if (runId === startedRun) for (const item of doneShown(frame)) deps.shown?.(runId, item);
             currentRun = undefined;
             startedRun = undefined;
             return send({
@@ -218,10 +217,6 @@ export function createRunnerLogic(deps: RunnerDeps) {
       });
       p.onExit((exit) => {
         reportStarted();
-        // A run sent to the ready process and not done: its code was taken up even if its `started` never came
-        // (a quick run that ended the process, os._exit or a crash, sends none), so the run ends as after start.
-        if (currentRun !== undefined && startedRun !== currentRun)
-          send({ type: "runner.started", at: deps.now(), runId: currentRun });
         currentRun = undefined;
         if (broken)
           end({
@@ -256,7 +251,6 @@ export function createRunnerLogic(deps: RunnerDeps) {
       switch (command.type) {
         case "runner.run":
           currentRun = command.runId;
-          waitingCalls.clear();
           proc?.send({
             type: "run",
             id: command.runId,
@@ -275,9 +269,7 @@ export function createRunnerLogic(deps: RunnerDeps) {
           return;
         case "runner.interrupt":
           // Only once the runner has taken up this run (Python: installed its SIGINT handler); before, it waits.
-          // A runtime whose interrupt names its run (JavaScript) takes it for a run it was sent at any time.
-          if (proc && (startedRun === command.runId || (kind.interruptsAnyTime && currentRun === command.runId)))
-            kind.interrupt(proc, command.runId);
+          if (proc && startedRun === command.runId) kind.interrupt(proc, command.runId);
           else pendingInterrupt = command.runId;
           return;
         case "runner.terminate":

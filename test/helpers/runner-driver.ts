@@ -259,8 +259,9 @@ export class RunnerDriver {
     code: string,
     opts: { id?: string; filename?: string; timeoutMs?: number; extra?: Record<string, unknown> } = {},
   ): Promise<RunResult> {
-    // A quick run's `done` comes without a `started` (docs/protocol.md); a longer one's `started` is left unclaimed.
-    return this.finishRun(this.startRun(code, opts), opts.timeoutMs);
+    const mark = this.startRun(code, opts);
+    await this.waitFrame((f) => f.type === "started" && f.id === mark.id, opts.timeoutMs ?? 10000);
+    return this.finishRun(mark, opts.timeoutMs);
   }
 
   /** Stop reading fd 1 and fd 2 (the bytes stay in the kernel buffer), as a slow host would. */

@@ -1,13 +1,13 @@
 // The Python runner's own time per warm run (issue 26): what runtime-py/runner.py adds around the user's code, from
 // timing marks around each round trip of a `pass` run in a session runner, beside the round trip of an echo process
-// that speaks the same protocol with no work at all (a `done` for each run frame), through the same
+// that speaks the same protocol with no work at all (`started`, then `done`, for each run frame), through the same
 // driver and alternating with it, in the same run. Reported, and bounded only against that same-run baseline.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { PYTHON, RunnerDriver } from "../helpers/runner-driver.ts";
 
-// The protocol's least answer to a run: `ready` once, then a `done` per run frame (a quick run's `started` is never
-// sent: docs/protocol.md).
+// The protocol's least answer to a run: `ready` once, then `started` and `done` per run frame, each its own write,
+// as the runner sends them (docs/protocol.md).
 const ECHO = String.raw`
 import json, os
 def frame(obj):
@@ -21,11 +21,12 @@ def read(n):
             os._exit(0)
         b += c
     return b
-frame({"type": "ready", "protocol": 2, "pid": os.getpid()})
+frame({"type": "ready", "protocol": 1, "pid": os.getpid()})
 while True:
     msg = json.loads(read(int.from_bytes(read(4), "big")))
     if msg["type"] == "shutdown":
         os._exit(0)
+    frame({"type": "started", "id": msg["id"]})
     frame({"type": "done", "id": msg["id"], "exitCode": 0, "displayedValue": False, "error": None})
 `;
 
