@@ -43,6 +43,11 @@ function ownValues(h: ReturnType<typeof startSupervisor>, id: string): string[] 
   return out;
 }
 
+/** The run a session is executing, read from the session's own context (the one place that knows it). */
+function activeRun(h: ReturnType<typeof startSupervisor>, name: string): string | undefined {
+  return (h.ref(`session:${name}`)!.getSnapshot() as { context: { activeRunId?: string } }).context.activeRunId;
+}
+
 /** A session started on its own (no supervisor, no first run). */
 function startSession() {
   const clock = new SimulatedClock();
@@ -280,6 +285,35 @@ describe("starting", () => {
     k.started("s2");
     k.done("s2");
     assert.equal(h.outcome("s2").status, "success");
+    assertHealthy(h);
+  });
+
+  test("a run that comes after the first ended, before the interpreter is ready, waits for it in the first's place", () => {
+    // Fixed: it was refused as "busy with another run" while no run was active (the session's own check answered
+    // for a starting session whatever it held; the supervisor's copy of the busy run had already been cleared).
+    const installs: ((fact: InstallFact) => void)[] = [];
+    const install = fromCallback<EventObject, InstallInput>(({ sendBack }) => void installs.push(sendBack));
+    const h = startSupervisor({ install });
+    h.start({ runId: "s1", session: "s", dependencies: ["nope==1"] });
+    installs[0]!({ type: "install.failed", at: h.now(), message: "no such package" });
+    assert.equal(h.outcome("s1").status, "setup_error");
+    h.advance(5);
+    h.start({ runId: "s2", session: "s", code: "y = 2" });
+    assert.equal(h.value("session:s"), "starting");
+    assert.equal(h.value("run:s2"), "starting", "it waits for the process, not refused");
+    assert.equal(activeRun(h, "s"), "s2");
+    const k = h.runner.of("session:s");
+    assert.deepEqual(k.types(), [], "nothing goes to the process before it is ready");
+    h.advance(10);
+    k.ready();
+    assert.equal(h.value("session:s"), "running");
+    assert.deepEqual(k.received, [run("s2", "y = 2", "script-2.py")]);
+    k.started("s2");
+    k.done("s2");
+    assert.equal(h.outcome("s2").status, "success");
+    // The second run in this process (the first, refused before it ran, counted), which did not start it.
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, incarnation: 1, started: false, isLost: false });
+    assert.equal(h.value("session:s"), "idle");
     assertHealthy(h);
   });
 });
@@ -633,18 +667,19 @@ describe("running", () => {
     assert.equal(h.value("run:s1"), "running");
     assert.deepEqual(k.types(), ["runner.run"]);
     assert.deepEqual(ctx(h).active, { s1: "s" });
-    assert.equal(ctx(h).sessions.s?.busyRunId, "s1");
+    assert.equal(activeRun(h, "s"), "s1", "busy is the session's own fact");
+    assert.equal("busyRunId" in ctx(h).sessions.s!, false, "the supervisor keeps no copy of it");
     assert.deepEqual(h.children(), ["session:s"]);
     k.done("s1");
     assert.equal(h.outcome("s1").status, "success");
-    assert.equal(ctx(h).sessions.s?.busyRunId, undefined);
+    assert.equal(activeRun(h, "s"), undefined);
     assertHealthy(h);
   });
 
   test("the session itself refuses a run while busy (behind the supervisor's own check)", () => {
     const h = startSupervisor();
     const k = sessionRunning(h, "s", "s1");
-    // Bypass the supervisor's sessionBusy guard: the session refuses on its own and reports to the supervisor.
+    // Past the supervisor's check (which reads the session): the session refuses on its own and reports to the supervisor.
     h.ref("session:s")!.send({
       type: "run.start",
       at: 21,

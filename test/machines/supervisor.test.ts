@@ -86,6 +86,37 @@ describe("serving: preparation", () => {
     assertHealthy(h);
   });
 
+  test("a request prepared for a busy session is refused at the time its preparation ended, busy read from the session", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "s1", session: "s", code: "1" });
+    prepare.last().send({ type: "prepare.done", at: h.now(), runId: "s1" });
+    const k = h.runner.of("session:s");
+    k.ready();
+    k.started("s1");
+    h.advance(10);
+    h.start({ runId: "s2", session: "s", code: "2" });
+    h.advance(25);
+    prepare.last().send({ type: "prepare.done", at: h.now(), runId: "s2" });
+    assert.deepEqual(h.outcome("s2"), {
+      runId: "s2",
+      status: "setup_error",
+      displayedValue: false,
+      requestedAt: 10,
+      finishedAt: 35,
+      durationMs: 25,
+      killed: false,
+      message: 'Session "s" is busy with another run; wait for it to finish.',
+      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
+    } satisfies RunOutcome);
+    assert.deepEqual(ctx(h).active, { s1: "s" }, "the refused run is not active");
+    assert.equal("busyRunId" in ctx(h).sessions.s!, false, "whether the session is busy is its own fact alone");
+    assert.deepEqual(k.types(), ["runner.run"], "nothing of s2 reached the process");
+    k.done("s1");
+    assert.equal(h.outcome("s1").status, "success");
+    assertHealthy(h);
+  });
+
   test("a request whose preparation fails is refused with the reason and its hints; no actor serves it", () => {
     const prepare = scriptedPrepare();
     const h = startSupervisor({ prepare: prepare.logic });
@@ -206,7 +237,7 @@ describe("serving: routing", () => {
     const k2 = h.runner.of("session:s");
     assert.equal(k2.index, 1);
     assert.deepEqual(k2.input, { mode: "session", cwd: "/elsewhere", owner: "session:s" });
-    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 2, status: "alive", cwd: "/elsewhere", busyRunId: "s2" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 2, status: "alive", cwd: "/elsewhere" } });
     k2.ready();
     k2.started("s2");
     k2.done("s2");
@@ -345,7 +376,7 @@ describe("serving: routing", () => {
     assert.notEqual(k2, old);
     assert.equal(k2.stopped, false, "the new incarnation's process lives");
     assert.deepEqual(h.children(), ["session:s"]);
-    assert.deepEqual(ctx(h).sessions.s, { incarnation: 2, status: "alive", cwd: CWD, busyRunId: "s2" });
+    assert.deepEqual(ctx(h).sessions.s, { incarnation: 2, status: "alive", cwd: CWD });
     k2.ready();
     k2.started("s2");
     k2.done("s2");
@@ -377,7 +408,6 @@ describe("serving: languages and replacements", () => {
       status: "alive",
       cwd: CWD,
       language: "js",
-      busyRunId: "j1",
     });
     assert.equal(input(h, "session:js").language, "js");
     const js = h.runner.of("session:js");

@@ -106,7 +106,8 @@ describe("committed fixtures", () => {
     });
   }
 
-  // Logs of format v2 (every trace record whole) recorded by today's machines replay identical, read as v3 is.
+  // Logs of format v2 (every trace record whole) replay identical, read as v3 is (recorded before the supervisor's
+  // busy copy was retired: record/retired.ts, test/record/retired.test.ts).
   for (const file of readdirSync(join(FIXTURE_DIR, "v2")).filter((f) => f.endsWith(".jsonl"))) {
     test(`v2/${file} (format v2, trace records whole) replays identical`, () => {
       assert.equal(records(join(FIXTURE_DIR, "v2", file))[0].v, 2);
