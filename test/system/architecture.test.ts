@@ -364,6 +364,28 @@ function testFiles(): string[] {
   return files;
 }
 
+/** Actor ids are built and read back in machines/actor-ids.ts alone (the page imports it too): an id's prefix written
+ * into a template, concatenated, or matched with `startsWith` anywhere else is a second copy of that logic. */
+const ID_KINDS = "run|session|spare|tool|exec|wake";
+const ID_LITERAL = new RegExp(
+  [
+    `[\`"'](?:${ID_KINDS}):\\$\\{`,
+    `["'\`](?:${ID_KINDS}):["'\`]\\s*\\+`,
+    `startsWith\\(\\s*["'\`](?:${ID_KINDS}):`,
+  ].join("|"),
+);
+export function idLiterals(files: Map<string, string>): string[] {
+  const out: string[] = [];
+  for (const [path, text] of files) {
+    if (path === "machines/actor-ids.ts") continue;
+    text.split("\n").forEach((line, i) => {
+      if (ID_LITERAL.test(line))
+        out.push(`${path}:${i + 1} builds or reads an actor id itself (machines/actor-ids.ts)`);
+    });
+  }
+  return out;
+}
+
 const isSourceFolder = (path: string) => existsSync(join(ROOT, path)) && statSync(join(ROOT, path)).isDirectory();
 
 describe("the tests' layout", () => {
@@ -403,6 +425,21 @@ describe("architecture", () => {
     const files = sourceFiles();
     assert.ok(files.size > 60, `read the source folders (${files.size} files)`);
     assert.deepEqual(violations(files), []);
+  });
+
+  test("actor ids are built and read only in machines/actor-ids.ts", () => {
+    assert.deepEqual(idLiterals(sourceFiles()), []);
+    const bad = new Map<string, string>([
+      ["host/a.ts", "const id = `run:${runId}`;\nconst ok = runActorId(runId);"],
+      ["inspector/page/a.js", 'if (id.startsWith("session:")) show();\nconst s = "exec:" + n;'],
+      ["machines/actor-ids.ts", "export const runActorId = (runId) => `run:${runId}`;"],
+      ["record/a.ts", "// a comment naming `run:<id>` and `session:<name>` is no copy"],
+    ]);
+    assert.deepEqual(idLiterals(bad), [
+      "host/a.ts:1 builds or reads an actor id itself (machines/actor-ids.ts)",
+      "inspector/page/a.js:1 builds or reads an actor id itself (machines/actor-ids.ts)",
+      "inspector/page/a.js:2 builds or reads an actor id itself (machines/actor-ids.ts)",
+    ]);
   });
 
   test("every folder of the extension is a surface or serves them", () => {
