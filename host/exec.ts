@@ -23,6 +23,7 @@ import { resolveShell } from "../actors/shell/shell-path.ts";
 import { SessionIO } from "../actors/shell/session-io.ts";
 import { answeredAfter, settleTurn, waitOn, type WaitOutcome } from "../actors/shell/waits.ts";
 import { liveGroups, stopGroup } from "../actors/registry/registry.ts";
+import { SHUTDOWN } from "../actors/registry/shutdown.ts";
 import { ExecEvents, type Emitted } from "./exec-events.ts";
 import {
   notStarted,
@@ -351,7 +352,9 @@ export class ExecHost {
         }
       });
     }
-    await Promise.all(liveGroups(this.options.hostId, /^exec:/).map((pgid) => stopGroup(pgid, 1000)));
+    await Promise.all(
+      liveGroups(this.options.hostId, /^exec:/).map((pgid) => stopGroup(pgid, SHUTDOWN.shellLeftovers)),
+    );
     for (const io of this.ios.values()) io.log?.close();
   }
 }

@@ -386,6 +386,22 @@ export function idLiterals(files: Map<string, string>): string[] {
   return out;
 }
 
+/** Every process group is stopped as its kind declares (actors/registry/shutdown.ts `SHUTDOWN`): a grace written at
+ * the call is a second place that decides escalation. */
+const STOP_CALL = /\b(?:stopGroup|stopTracked)\(\s*[^,()]+(?:\([^()]*\))?\s*,\s*([^)]*)\)/g;
+export function undeclaredShutdowns(files: Map<string, string>): string[] {
+  const out: string[] = [];
+  for (const [path, text] of files) {
+    if (path === "actors/registry/registry.ts") continue; // the one implementation
+    text.split("\n").forEach((line, i) => {
+      for (const m of line.matchAll(STOP_CALL))
+        if (!m[1]!.trim().startsWith("SHUTDOWN."))
+          out.push(`${path}:${i + 1} stops a group with its own grace (${m[1]!.trim()}): name its kind in SHUTDOWN`);
+    });
+  }
+  return out;
+}
+
 const isSourceFolder = (path: string) => existsSync(join(ROOT, path)) && statSync(join(ROOT, path)).isDirectory();
 
 describe("the tests' layout", () => {
@@ -439,6 +455,20 @@ describe("architecture", () => {
       "host/a.ts:1 builds or reads an actor id itself (machines/actor-ids.ts)",
       "inspector/page/a.js:1 builds or reads an actor id itself (machines/actor-ids.ts)",
       "inspector/page/a.js:2 builds or reads an actor id itself (machines/actor-ids.ts)",
+    ]);
+  });
+
+  test("every process group is stopped as its kind declares in actors/registry/shutdown.ts", () => {
+    assert.deepEqual(undeclaredShutdowns(sourceFiles()), []);
+    const bad = new Map<string, string>([
+      ["host/a.ts", "await stopGroup(pgid, 1000);\nvoid stopTracked(h.pid, SHUTDOWN.shell);"],
+      ["actors/x/a.ts", "void stopTracked(handle.pid, 0);\nvoid stopGroup(p.pid, SHUTDOWN.runner(deps.killMs));"],
+      ["actors/x/b.ts", "void stopGroup(child.pid(), { graceMs: 5 });"],
+    ]);
+    assert.deepEqual(undeclaredShutdowns(bad), [
+      "host/a.ts:1 stops a group with its own grace (1000): name its kind in SHUTDOWN",
+      "actors/x/a.ts:1 stops a group with its own grace (0): name its kind in SHUTDOWN",
+      "actors/x/b.ts:1 stops a group with its own grace ({ graceMs: 5 }): name its kind in SHUTDOWN",
     ]);
   });
 
