@@ -39,7 +39,9 @@ import {
 } from "./exec-reports.ts";
 import { wakeActorId } from "../machines/actor-ids.ts";
 
-const LIVE = new Set(["starting", "running", "held", "stopping"]);
+/** The statuses a shell session is reported `running` in (list_sessions): its process may still be there, a session
+ * being stopped included (the pool's `LIVE` leaves `stopping` out: a stop has begun there already). */
+const REPORTED_RUNNING = new Set(["starting", "running", "held", "stopping"]);
 
 export interface ExecHostOptions {
   hostId: string;
@@ -125,7 +127,7 @@ export class ExecHost {
     const io = this.ios.get(r.id);
     return {
       ...r,
-      running: LIVE.has(r.status),
+      running: REPORTED_RUNNING.has(r.status),
       wakeArmed: this.wakeArmed(r.id),
       ...(io?.logPath ? { logPath: io.logPath } : {}),
       totalBytes: io?.totalBytes ?? 0,

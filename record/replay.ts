@@ -31,7 +31,7 @@ import {
 } from "./trace.ts";
 import { LogDecoder } from "./log-codec.ts";
 import { firstDifference, summarize, type ReplayReport, type Traced } from "./divergence.ts";
-import { checkpointWithoutRetired, withoutRetired } from "./retired.ts";
+import { asRecordedToday, checkpointWithoutRetired } from "./retired.ts";
 
 export { formatReport, summarize, type Divergence, type ReplayReport } from "./divergence.ts";
 
@@ -176,8 +176,9 @@ export function replayRecords(lines: LogLine[]): ReplayReport {
       recorded.push({ record: r, key: canonical(r), line, input: inputs.length - 1 });
     }
   }
-  // A log from before a field was retired (record/retired.ts) is compared as today's machines record it.
-  const expected = withoutRetired(recorded);
+  // A log from before a field was retired or an event renamed (record/retired.ts) is compared as today's machines
+  // record it.
+  const expected = asRecordedToday(recorded);
 
   const actual: Traced[] = [];
   let recording = origin.k === "start";

@@ -1,8 +1,10 @@
-// Context fields the machines once kept and no longer do. A log recorded before such a field was retired carries it
-// in its snapshots; today's machines, replaying the same inputs, do not. Replay reads an older log with those fields
-// taken out, and a snapshot whose only change was to one of them then shows no change to that key, as today's
-// machines record it: a log from before a deliberate removal still replays identical, and any other difference
-// still diverges. A field is retired here when a machine stops keeping it, with the change that did so.
+// What the machines once recorded and no longer do: context fields they stopped keeping, and events between actors
+// that were renamed. A log recorded before such a change carries the old; today's machines, replaying the same
+// inputs, record the new. Replay reads an older log as today's machines would have recorded it (a retired field
+// taken out, and a snapshot whose only change was to it then showing no change to that key; a renamed event under
+// its new name), so a log from before a deliberate change still replays identical, and any other difference still
+// diverges. An entry is added here with the change that made it.
+import { isActor } from "../machines/actor-ids.ts";
 import { canonical, type TraceRecord } from "./trace.ts";
 import type { Traced } from "./divergence.ts";
 
@@ -33,18 +35,59 @@ export const RETIRED: readonly Retired[] = [
   { actor: "supervisor", key: "sessions", without: fromEntries("busyRunId") },
 ];
 
-type Snap = Extract<TraceRecord, { k: "snap" }>;
+interface Renamed {
+  from: string;
+  to: string;
+  /** The actors whose events these are: the same old name may mean another event elsewhere. */
+  actor: (id: string) => boolean;
+}
 
-/** The recorded trace as today's machines would record it: retired fields out of every snapshot of their actor,
- * and a key whose value is then what it was before out of that snapshot's `delta`. */
-export function withoutRetired(expected: Traced[]): Traced[] {
+const shellActor = (id: string) => isActor(id, "exec");
+
+export const RENAMED: readonly Renamed[] = [
+  // 2026-12-03: a shell session's own events are `shell.*`; `session.*` is a named interpreter session's (issue 30).
+  { from: "session.stop", to: "shell.stop", actor: shellActor },
+  { from: "session.stop_failed", to: "shell.stop_failed", actor: shellActor },
+  { from: "session.running", to: "shell.running", actor: shellActor },
+  { from: "session.held", to: "shell.held", actor: shellActor },
+];
+
+type Snap = Extract<TraceRecord, { k: "snap" }>;
+type EventRecord = Extract<TraceRecord, { k: "event" }>;
+
+/** An event type as today's machines name it, for an event between `actors`. */
+function renamed(type: string, actors: (string | undefined)[]): string {
+  const r = RENAMED.find((r) => r.from === type && actors.some((a) => a !== undefined && r.actor(a)));
+  return r ? r.to : type;
+}
+
+/** An event record under today's name of its event. */
+function eventAsToday(t: Traced, e: EventRecord): Traced {
+  const event = e.event as { type?: unknown } | undefined;
+  if (typeof event?.type !== "string") return t;
+  const type = renamed(event.type, [e.to, e.from]);
+  if (type === event.type) return t;
+  const record: EventRecord = { ...e, event: { ...event, type } };
+  return { ...t, record, key: canonical(record) };
+}
+
+/** The recorded trace as today's machines would record it: renamed events under their new names; retired fields out
+ * of every snapshot of their actor, and a key whose value is then what it was before out of that snapshot's
+ * `delta`. */
+export function asRecordedToday(expected: Traced[]): Traced[] {
   const last = new Map<string, string>(); // `${actor}\0${key}` -> the value's JSON after the actor's last snapshot
   return expected.map((t) => {
     const recorded = t.record;
+    if (recorded.k === "event") return eventAsToday(t, recorded);
     if (recorded.k !== "snap") return t;
+    const cause = renamed(recorded.cause, [recorded.id]);
+    if (cause !== recorded.cause) {
+      const record: Snap = { ...recorded, cause };
+      t = { ...t, record, key: canonical(record) };
+    }
     const rules = RETIRED.filter((r) => r.actor === recorded.id);
     if (rules.length === 0) return t;
-    const snap: Snap = { ...recorded };
+    const snap: Snap = { ...(t.record as Snap) };
     if (snap.context && typeof snap.context === "object") {
       const context = { ...(snap.context as Record<string, unknown>) };
       for (const r of rules)

@@ -22,6 +22,7 @@ import { phasesOf } from "../helpers/fake-runner.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const REQUIRED = [
+  "shell-sessions",
   "interrupt-keeps-state",
   "swallowed-interrupt-lost",
   "os-exit-lost",
@@ -151,6 +152,13 @@ describe("committed fixtures", () => {
     assert.deepEqual(js.slice(0, 6), ["starting", "running", "idle", "running", "interrupted", "idle"]);
     const k = js.indexOf("grace");
     assert.deepEqual(js.slice(k - 1, k + 3), ["interrupted", "grace", "killed", "lost"]);
+    // Shell sessions: one exits within its window, one is killed (its stop escalates no further), one is held past
+    // its window and ends by its own exit; the pool stops with the host.
+    const shellStates = (id: string) => statesOf(fixture("shell-sessions"), id);
+    assert.deepEqual(shellStates("exec:1"), ["starting", "running", "exited"]);
+    assert.deepEqual(shellStates("exec:2"), ["starting", "running", "stopping", "killed"]);
+    assert.deepEqual(shellStates("exec:3"), ["starting", "running", "exited"]);
+    assert.deepEqual(shellStates("exec:pool"), ["serving", "stopping"]);
     const ready = records(fixture("js-session")).find((r) => r.k === "fact" && r.event?.type === "runner.ready");
     assert.equal(ready?.event.language, "js");
   });
