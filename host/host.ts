@@ -31,7 +31,7 @@ import type { RunShown } from "../actors/runner/display-frames.ts";
 import { directSession, sessionInfos, spareList, type SessionInfo } from "./selectors.ts";
 import { ToolSets } from "./tool-sets.ts";
 import { SessionBook } from "./session-book.ts";
-import { commandTo, tapCommands } from "./system.ts";
+import { commandTo, tapCommands } from "./command-taps.ts";
 import { ExecHost, execLogDir } from "./exec.ts";
 import type { HostOptions, RunCallbacks, RunRequestInput, RunResult, SessionsListener } from "./requests.ts";
 import { agentDir } from "../store/agent-dir.ts";

@@ -493,7 +493,7 @@ describe("architecture", () => {
       ["extension/a.ts", 'import { createRunnerLogic } from "../actors/runner/runner.ts";'],
       [
         "extension/b.ts",
-        'import { Recorder } from "../record/recorder.ts";\nimport { tapCommands } from "../host/system.ts";',
+        'import { Recorder } from "../record/recorder.ts";\nimport { tapCommands } from "../host/command-taps.ts";',
       ],
       ["extension/c.ts", 'import { runMachine } from "../machines/run.ts";'],
       ["extension/python/a.ts", 'import { jsBackend } from "../eval/js-backend.ts";'],
@@ -553,7 +553,7 @@ describe("architecture", () => {
       "inspector/a.ts:2 imports ../extension/index.ts",
       "extension/a.ts:1 imports ../actors/runner/runner.ts",
       "extension/b.ts:1 imports ../record/recorder.ts",
-      "extension/b.ts:2 imports ../host/system.ts",
+      "extension/b.ts:2 imports ../host/command-taps.ts",
       "extension/c.ts:1 imports ../machines/run.ts",
       "extension/python/a.ts:1 imports ../eval/js-backend.ts",
       "extension/shell/a.ts:1 imports ../code-execution/render.ts",
