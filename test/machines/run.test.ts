@@ -821,7 +821,11 @@ describe("running", () => {
     const h = startSystem();
     const k = h.running();
     const run = k.received.find((c) => c.type === "runner.run")!;
-    assert.equal((run as { toolSet?: string }).toolSet, "t1", "the run command names the tool set (the runner sends its specs)");
+    assert.equal(
+      (run as { toolSet?: string }).toolSet,
+      "t1",
+      "the run command names the tool set (the runner sends its specs)",
+    );
     h.call(k, "r1", "c1");
     assert.deepEqual(h.spawned, ["tool:r1:1"]);
     const child = h.actor.system.get("tool:r1:1");
@@ -960,7 +964,12 @@ describe("running", () => {
 describe("waiting", () => {
   test("running -> waiting while a call is open; the deadline moves by the time spent waiting", () => {
     const h = startSystem();
-    h.start({ runId: "w1", timeoutMs: 1000, budget: "work", calls: { callerId: "call_1", toolSet: "t1", tools: TOOLS } });
+    h.start({
+      runId: "w1",
+      timeoutMs: 1000,
+      budget: "work",
+      calls: { callerId: "call_1", toolSet: "t1", tools: TOOLS },
+    });
     const k = h.runner.of("run:w1");
     h.clock.increment(10);
     k.ready();
@@ -1063,7 +1072,10 @@ describe("stopping.interrupted", () => {
     assert.equal(typeof d.received[0]!.at, "number");
     h.call(k, "r1", "c2"); // a call from cleanup code after the interrupt: never started
     assert.equal(h.results(k)[0]!.status, "cancelled");
-    assert.match(h.results(k)[0]!.text, /^\S.*: the run is being stopped \(timeout or cancellation\); no new tool calls start\.$/);
+    assert.match(
+      h.results(k)[0]!.text,
+      /^\S.*: the run is being stopped \(timeout or cancellation\); no new tool calls start\.$/,
+    );
     k.done("r1", { exitCode: 130, error: "interrupt" });
     assert.equal(h.value("run:r1"), "draining", "waits for the open call's after handler");
     h.call(k, "r1", "c3"); // a call that arrives after the run's code ended: never started either
@@ -1253,7 +1265,10 @@ describe("finished and draining", () => {
     k.done("s1");
     assert.equal(h.value("run:s1"), "draining");
     assert.equal(h.finished.length, 0);
-    assert.deepEqual(d.received.map((c) => c.type), ["dispatch.cancel"]);
+    assert.deepEqual(
+      d.received.map((c) => c.type),
+      ["dispatch.cancel"],
+    );
     d.finish("cancelled");
     assert.equal(h.finished[0]!.status, "success");
     assert.equal(h.finished[0]!.session?.isLost, false);
@@ -1267,7 +1282,10 @@ describe("finished and draining", () => {
     const d = h.dispatch.of("tool:r1:1");
     k.exited({ code: 1 });
     assert.equal(h.value("run:r1"), "draining");
-    assert.deepEqual(d.received.map((c) => c.type), ["dispatch.cancel"]);
+    assert.deepEqual(
+      d.received.map((c) => c.type),
+      ["dispatch.cancel"],
+    );
     d.finish("cancelled");
     assert.equal(h.finished[0]!.status, "runtime_error");
     assert.equal(h.calls("r1")[0]!.durationMs, 7);
@@ -1314,7 +1332,10 @@ describe("finished: what the outcome says (machines/run-outcome.ts)", () => {
     ({ type: "runner.exited", at: 150, code, signal }) satisfies RunnerFact;
 
   test("a process that exits before user code: which runtime, and the signal or the exit code", () => {
-    assert.equal(exitedOutcome(context(), exited(3, null), false).message, "Python exited during start-up (exit code 3)");
+    assert.equal(
+      exitedOutcome(context(), exited(3, null), false).message,
+      "Python exited during start-up (exit code 3)",
+    );
     const js = exitedOutcome(context({ language: "js" }), exited(null, "SIGKILL"), false);
     assert.deepEqual(
       [js.status, js.message, js.signal, js.exitCode],
@@ -1337,14 +1358,17 @@ describe("finished: what the outcome says (machines/run-outcome.ts)", () => {
 
   test("a runner failure: setup or runtime error, its hint, and a session lost only after user code started", () => {
     const session = { name: "s", ordinal: 1, incarnation: 1, started: true };
-    const failed = { type: "runner.failed", at: 120, message: "gone", hint: { id: "h", text: "try" } } satisfies RunnerFact;
+    const failed = {
+      type: "runner.failed",
+      at: 120,
+      message: "gone",
+      hint: { id: "h", text: "try" },
+    } satisfies RunnerFact;
     const before = failedOutcome(context({ session }), failed, false);
-    assert.deepEqual([before.status, before.message, before.hints, before.session?.isLost], [
-      "setup_error",
-      "gone",
-      [{ id: "h", text: "try" }],
-      false,
-    ]);
+    assert.deepEqual(
+      [before.status, before.message, before.hints, before.session?.isLost],
+      ["setup_error", "gone", [{ id: "h", text: "try" }], false],
+    );
     const after = failedOutcome(context({ session }), { ...failed, hint: undefined }, true);
     assert.deepEqual([after.status, after.hints, after.session?.isLost], ["runtime_error", undefined, true]);
   });
@@ -1366,11 +1390,17 @@ describe("finished: what the outcome says (machines/run-outcome.ts)", () => {
       ["success", 0, true, ["mod"], ["pkg"], ["n"], 30],
     );
     const bare = finishedOutcome(context(), { ...done, exitCode: 1, reloaded: [], alreadyLoaded: [] });
-    assert.deepEqual([bare.status, bare.reloaded, bare.alreadyLoaded, bare.notes], ["runtime_error", undefined, undefined, undefined]);
+    assert.deepEqual(
+      [bare.status, bare.reloaded, bare.alreadyLoaded, bare.notes],
+      ["runtime_error", undefined, undefined, undefined],
+    );
   });
 
   test("a request no run served: ordinal 0 in its session, never a negative duration, empty notes left out", () => {
-    const o = requestOutcome({ runId: "q", at: 50, session: "s", notes: [] }, "setup_error", { at: 40, incarnation: 2 });
+    const o = requestOutcome({ runId: "q", at: 50, session: "s", notes: [] }, "setup_error", {
+      at: 40,
+      incarnation: 2,
+    });
     assert.deepEqual(o.session, { name: "s", ordinal: 0, incarnation: 2, started: false, isLost: false });
     assert.equal(o.durationMs, 0);
     assert.equal(o.notes, undefined);
@@ -1516,7 +1546,10 @@ describe("the definition", () => {
       requestedAt: 0,
       limits: TEST_LIMITS,
     };
-    assert.equal(missingEffectError(runMachine, input), "run: the `runner` actor must be provided (machines/system.ts)");
+    assert.equal(
+      missingEffectError(runMachine, input),
+      "run: the `runner` actor must be provided (machines/system.ts)",
+    );
     assert.equal(
       missingEffectError(runMachine, { ...input, dependencies: ["x==1"] }),
       "run: the `install` actor must be provided (machines/system.ts)",
