@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitUntil } from "./procs.ts";
 
 export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
@@ -79,12 +80,8 @@ export class Page {
   }
 
   async waitFor(expression: string, timeoutMs = 10_000): Promise<void> {
-    const started = Date.now();
-    while (Date.now() - started < timeoutMs) {
-      if (await this.evaluate<boolean>(`Boolean(${expression})`)) return;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`timed out waiting for ${expression}`);
+    if (!(await waitUntil(() => this.evaluate<boolean>(`Boolean(${expression})`), timeoutMs)))
+      throw new Error(`timed out waiting for ${expression}`);
   }
 
   async setFiles(selector: string, files: string[]): Promise<void> {

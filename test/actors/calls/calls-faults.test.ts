@@ -292,8 +292,7 @@ describe("10 000 calls at once", () => {
       },
       { tools: toolsFor(probe), onOutput: (o) => (issued ||= o.preview().stdout.includes("issued")) },
     );
-    while ((!issued || probe.running < MAX_OPEN_CALLS) && performance.now() - t0 < 200_000)
-      await new Promise((r) => setTimeout(r, 20));
+    await waitUntil(() => issued && probe.running >= MAX_OPEN_CALLS, 200_000 - (performance.now() - t0));
     probe.openGate();
     const r = await pending;
     const seconds = (performance.now() - t0) / 1000;

@@ -88,8 +88,7 @@ describe("fork server", { timeout: 30_000 }, () => {
       assert.ok(zygote, "a fork server was started for this command line");
       assert.equal(ppid(a.pid), zygote, "the runner is the fork server's child");
       // The child makes its own session right after the fork; the server's `forked` frame can come first.
-      const deadline = Date.now() + 5000;
-      while (sid(a.pid) !== a.pid && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      await waitUntil(() => sid(a.pid) === a.pid, 5000);
       assert.equal(sid(a.pid), a.pid, "and leads its own session, as a spawned runner does");
       const one = await runIn(
         a,

@@ -11,6 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { CONFIG_DIR_NAME, getAgentDir } from "@earendil-works/pi-coding-agent";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { callAs } from "../../helpers/notebook.ts";
+import { waitUntil } from "../../helpers/procs.ts";
 import { useAgentDir } from "../../../store/agent-dir.ts";
 import { piPythonSettingsPaths, projectSettingsPath } from "../../../store/settings.ts";
 
@@ -40,10 +41,8 @@ async function printed(fn: () => Promise<unknown>): Promise<string> {
 async function fileAppears(path: string, call: Promise<unknown>): Promise<void> {
   let ended = false;
   void call.finally(() => (ended = true));
-  while (!existsSync(path)) {
-    if (ended) throw new Error(`the call ended before ${path} was written`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitUntil(() => existsSync(path) || ended, Infinity);
+  if (!existsSync(path)) throw new Error(`the call ended before ${path} was written`);
 }
 
 /** A cell that catches the timeout's KeyboardInterrupt (writing `marker`), then goes on until `release` exists. */
@@ -281,10 +280,8 @@ describe("pi-python's --python check, live output, serialized calls, a dead kern
       );
     let ended = false;
     void done.finally(() => (ended = true));
-    while (!seen()) {
-      if (ended) assert.fail(`the call ended before any update showed its first line: ${textOf((await done)[0]!)}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitUntil(() => seen() || ended, Infinity);
+    if (!seen()) assert.fail(`the call ended before any update showed its first line: ${textOf((await done)[0]!)}`);
     // The update came while the cell was still waiting: the file it waits for did not exist yet.
     writeFileSync(release, "");
     const [r] = await done;
