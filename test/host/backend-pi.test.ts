@@ -17,6 +17,7 @@ import { after, before, describe, test } from "node:test";
 import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
 import { callAs } from "../helpers/notebook.ts";
 import { scriptedUI } from "../helpers/scripted-ui.ts";
+import { PYTHON, PYTHON_RE } from "../helpers/pythons.ts";
 
 async function statusOf(pi: Awaited<ReturnType<typeof startPi>>, ui: ReturnType<typeof scriptedUI>) {
   const before = ui.notices.length;
@@ -73,7 +74,7 @@ function planted(path: string, name: string, markers: string): void {
     "#!/bin/sh\n" +
       `readlink /proc/self/ns/pid >> ./${name}-ns\n` +
       `echo "$(id -u) $$" >> ${markers}/${name} 2>/dev/null\n` +
-      'exec /usr/bin/python3 "$@"\n',
+      `exec ${PYTHON} "$@"\n`,
   );
   chmodSync(path, 0o755);
 }
@@ -144,8 +145,8 @@ describe("under the sandbox, the user's interpreters and builds never run on the
     for (const side of ["sandbox", "local"] as const) {
       const { pi, markers } = sides[side];
       const [r] = await pi.callTools([{ code: "import sys\nsys.executable" }]);
-      // The sandbox starts the interpreter by its real path (actors/process/sandbox.ts): python3.11 there.
-      assert.match(textOf(r!), /^\/usr\/bin\/python3(\.\d+)?\n$/, `${side}: ${textOf(r!)}`);
+      // The sandbox starts the interpreter by its real path (actors/process/sandbox.ts): python3.11 for Debian's.
+      assert.match(textOf(r!), new RegExp(`^${PYTHON_RE}(\\.\\d+)?\n$`), `${side}: ${textOf(r!)}`);
       const ns = nsOf(pi, "venv");
       assert.ok(ns.length > 0, `${side}: the planted interpreter was probed`);
       if (side === "sandbox") {
@@ -166,7 +167,7 @@ describe("under the sandbox, the user's interpreters and builds never run on the
       const { pi, markers } = sides[side];
       const [set] = await callAs(pi, [["python_set_interpreter", { path: "tools/py.sh" }]]);
       assert.equal(set!.isError, false, `${side}: ${textOf(set!)}`);
-      assert.match(textOf(set!), /now uses Python 3\.\d+\.\d+ at \/usr\/bin\/python3/);
+      assert.match(textOf(set!), new RegExp(`now uses Python 3\\.\\d+\\.\\d+ at ${PYTHON_RE}`));
       const ns = nsOf(pi, "selected");
       assert.equal(ns.length, 1, `${side}: probed once`);
       if (side === "sandbox") {

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput } from "../../host/host.ts";
 import { pidAlive, waitUntil } from "../helpers/procs.ts";
+import { PYTHON } from "../helpers/pythons.ts";
 
 let host: SupervisorHost;
 let cwd: string;
@@ -33,7 +34,7 @@ describe("final expression", () => {
     const value = "{'zeta': 1, 'alpha': ['x' * 30] * 4, 'mid': {'b': 2, 'a': 1}}";
     const r = await run(value);
     const expected = execFileSync(
-      "/usr/bin/python3",
+      PYTHON,
       ["-c", `import pprint; print(pprint.pformat(${value}, width=120, sort_dicts=False))`],
       { encoding: "utf8" },
     );

@@ -8,6 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { textOf, type PiHarness } from "../helpers/pi-session.ts";
 import { startSshd, type TestSshd } from "../helpers/sshd.ts";
 import { boundaryFixtures, clearEnv, root, session, turn } from "../helpers/boundary.ts";
+import { PYTHON } from "../helpers/pythons.ts";
 
 boundaryFixtures();
 
@@ -24,7 +25,7 @@ describe("remote: every surface runs on the remote side", () => {
     // Global settings: the user's own choice of backend (a project file could not choose it).
     writeFileSync(
       join(agentDir, "pi-code-execution", "settings.json"),
-      JSON.stringify({ backend: "remote", remote: sshd.remote({ cwd: remoteDir, python: "/usr/bin/python3" }) }),
+      JSON.stringify({ backend: "remote", remote: sshd.remote({ cwd: remoteDir, python: PYTHON }) }),
     );
     pi = await session(env, agentDir);
   });

@@ -4,6 +4,7 @@
 // showing the same code succeeds where it is allowed (the local backend, or the sandbox with the network allowed).
 // docs/sandbox.md names these tests as the proof of each promise.
 import "../helpers/agent-dir.ts";
+import { PYTHON, systemPython } from "../helpers/pythons.ts";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import {
@@ -351,13 +352,14 @@ describe("unix sockets", () => {
 });
 
 describe("the interpreter", () => {
-  const SYSTEM = "/usr/bin/python3";
+  const SYSTEM = systemPython()?.path;
   const READ_KEY = `import os\ntry:\n    print(open(${JSON.stringify("HOME/.ssh/id_ed25519")}).read())\nexcept OSError as e:\n    print('hidden', e.errno)`;
 
   test(
     "symlinked from ~/bin: started by its real path, $HOME stays hidden",
-    { skip: !existsSync(SYSTEM) },
+    { skip: SYSTEM ? false : "no Python 3 on this machine (looked on PATH and in the usual places)" },
     async () => {
+      assert.ok(SYSTEM);
       mkdirSync(join(home, "bin"), { recursive: true });
       const link = join(home, "bin", "python3");
       rmSync(link, { force: true });
@@ -393,9 +395,9 @@ describe("the interpreter", () => {
   test("a virtual environment under $HOME keeps its own path and is shown read-only", () => {
     const venv = join(home, "proj", ".venv");
     mkdirSync(join(venv, "bin"), { recursive: true });
-    writeFileSync(join(venv, "pyvenv.cfg"), "home = /usr/bin\n");
+    writeFileSync(join(venv, "pyvenv.cfg"), `home = ${dirname(PYTHON)}\n`);
     rmSync(join(venv, "bin", "python"), { force: true });
-    symlinkSync("/usr/bin/python3", join(venv, "bin", "python"));
+    symlinkSync(PYTHON, join(venv, "bin", "python"));
     const built = bwrapArgv(options(), { executable: join(venv, "bin", "python"), args: [], cwd });
     assert.ok(built.ok);
     const s = built.value.join(" ");

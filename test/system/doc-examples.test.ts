@@ -15,6 +15,7 @@ import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { callAs } from "../helpers/notebook.ts";
 import { scriptedUI } from "../helpers/scripted-ui.ts";
 import { waitUntil } from "../helpers/procs.ts";
+import { PYTHON } from "../helpers/pythons.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 /** What each `runnable=` value runs, and the fence languages it takes. */
@@ -28,7 +29,6 @@ const KINDS: Record<string, string[]> = {
   journal: ["sql"],
 };
 /** The Debian interpreter the set-up installs python3-matplotlib for: every Python example runs on it. */
-const PYTHON = "/usr/bin/python3";
 
 export interface Example {
   file: string;

@@ -20,9 +20,10 @@ import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 import { buildWheel } from "../../helpers/wheels.ts";
 import { tempDir } from "../../helpers/temp-dir.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
-const PY = "/usr/bin/python3";
+const PY = PYTHON;
 
 let wheels: string;
 let offline: NodeJS.ProcessEnv;

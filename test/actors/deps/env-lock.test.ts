@@ -11,9 +11,10 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
 
 const CHILD = resolve(import.meta.dirname, "../../helpers/env-build-child.ts");
-const PY = "/usr/bin/python3";
+const PY = PYTHON;
 /** A held lock is refreshed every half of this (short for the test; long enough for a loaded machine). */
 const STALE_MS = 4000;
 /** Each process gives up at this point, as a run at its deadline would. */

@@ -16,6 +16,8 @@ import { liveGroups } from "../../../actors/registry/registry.ts";
 import type { RunTools } from "../../../actors/calls/contract.ts";
 import { startSshd, type TestSshd } from "../../helpers/sshd.ts";
 import { buildWheel } from "../../helpers/wheels.ts";
+import { waitUntil } from "../../helpers/procs.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
 
 let sshd: TestSshd;
 let local: string;
@@ -134,13 +136,14 @@ describe("remote backend over a real sshd", () => {
     const localEnvs = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-localenvs-")));
     buildWheel(wheels, "remotepkg", "1.0");
     const h = new SupervisorHost({
-      ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir, python: "/usr/bin/python3" }), localRoot: local }),
+      ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir, python: PYTHON }), localRoot: local }),
       env: () => ({ ...process.env, PIP_NO_INDEX: "1", PIP_FIND_LINKS: wheels }),
       packages: { envRoot: join(localEnvs, "envs"), sessionRoot: join(localEnvs, "sessions") },
       spareRunners: () => false,
     });
     extra.push(h);
-    const code = '# /// script\n# dependencies = ["remotepkg==1.0"]\n# ///\nimport remotepkg\nprint(remotepkg.VERSION, remotepkg.__file__)';
+    const code =
+      '# /// script\n# dependencies = ["remotepkg==1.0"]\n# ///\nimport remotepkg\nprint(remotepkg.VERSION, remotepkg.__file__)';
     const progress: string[] = [];
     const first = await h.run({ code, cwd: local, timeoutMs: 60_000 }, { onProgress: (p) => progress.push(p.line) });
     const envDir = first.outcome.install?.sysPath ?? "";
@@ -150,7 +153,10 @@ describe("remote backend over a real sshd", () => {
       assert.ok(envDir.startsWith(join(sshd.cache, "pi-code-supervisor", "envs")), envDir);
       assert.equal(first.stdout, `1.0 ${join(envDir, "remotepkg", "__init__.py")}\n`);
       assert.deepEqual(first.outcome.install?.modules, ["remotepkg"]);
-      assert.ok(progress.some((l) => /remotepkg/.test(l)), `progress named the package: ${progress.join(" | ")}`);
+      assert.ok(
+        progress.some((l) => /remotepkg/.test(l)),
+        `progress named the package: ${progress.join(" | ")}`,
+      );
       assert.equal(existsSync(join(localEnvs, "envs")), false, "nothing installed on this machine");
       const again = await h.run({ code, cwd: local, timeoutMs: 60_000 });
       assert.equal(again.outcome.status, "success", again.stderr);
@@ -164,7 +170,11 @@ describe("remote backend over a real sshd", () => {
       assert.equal(s2.outcome.install?.cached, true);
       rmSync(s1.outcome.install?.sysPath ?? "/nonexistent", { recursive: true, force: true });
       // A requirement the remote pip cannot find: the install stage fails with pip's words.
-      const missing = await h.run({ code: code.replace("remotepkg==1.0", "remotepkg==9.9"), cwd: local, timeoutMs: 60_000 });
+      const missing = await h.run({
+        code: code.replace("remotepkg==1.0", "remotepkg==9.9"),
+        cwd: local,
+        timeoutMs: 60_000,
+      });
       assert.equal(missing.outcome.stage, "install");
       assert.match(missing.outcome.message ?? "", /remotepkg==9\.9/);
     } finally {
@@ -184,7 +194,10 @@ describe("remote backend over a real sshd", () => {
     const r = await p;
     assert.equal(r.outcome.session?.isLost, true);
     assert.equal(r.stdout, "partial\n");
-    assert.ok(r.outcome.hints?.some((h) => h.id === "remote_disconnected"), JSON.stringify(r.outcome));
+    assert.ok(
+      r.outcome.hints?.some((h) => h.id === "remote_disconnected"),
+      JSON.stringify(r.outcome),
+    );
     await new Promise((res) => setTimeout(res, 500));
     assert.deepEqual(remoteRunners(), [], "the remote group was killed when the connection went");
     // The next run reconnects.
@@ -206,10 +219,15 @@ describe("remote backend over a real sshd", () => {
         const h = await ops.health();
         assert.equal(h.ok, true, JSON.stringify(h));
         // The master is the ssh whose ControlPath is in this backend's own folder: drop it, the next use reconnects.
-        const pids = spawnSync("pgrep", ["-f", `ControlPath=${dir}/`]).stdout.toString().trim().split("\n").filter(Boolean);
+        const pids = spawnSync("pgrep", ["-f", `ControlPath=${dir}/`])
+          .stdout.toString()
+          .trim()
+          .split("\n")
+          .filter(Boolean);
         assert.equal(pids.length, 1, `one master: ${pids.join(",")}`);
         process.kill(Number(pids[0]), "SIGKILL");
-        for (let t = 0; t < 200 && spawnSync("kill", ["-0", pids[0]!]).status === 0; t++) await new Promise((r) => setTimeout(r, 10));
+        // Gone as `kill -0` sees it, a zombie still counting (with pidAlive, which counts a zombie gone, it failed once).
+        await waitUntil(() => spawnSync("kill", ["-0", pids[0]!]).status !== 0, 2000);
       }
       assert.equal((await ops.health()).ok, true);
       assert.equal(added(), 1);
@@ -250,13 +268,35 @@ describe("remote backend over a real sshd", () => {
 describe("transport presets", () => {
   const base = { transport: "ssh" as const, options: [], argv: [] };
   test("argv per preset", () => {
-    assert.deepEqual(transportArgv({ ...base, transport: "kubectl", host: "pod-1", options: ["-c", "py"] }, ["python3", "-c", "x y"]), [
-      "kubectl", "exec", "-i", "-c", "py", "pod-1", "--", "python3", "-c", "x y",
+    assert.deepEqual(
+      transportArgv({ ...base, transport: "kubectl", host: "pod-1", options: ["-c", "py"] }, ["python3", "-c", "x y"]),
+      ["kubectl", "exec", "-i", "-c", "py", "pod-1", "--", "python3", "-c", "x y"],
+    );
+    assert.deepEqual(transportArgv({ ...base, transport: "docker", host: "box" }, ["python3"]), [
+      "docker",
+      "exec",
+      "-i",
+      "box",
+      "python3",
     ]);
-    assert.deepEqual(transportArgv({ ...base, transport: "docker", host: "box" }, ["python3"]), ["docker", "exec", "-i", "box", "python3"]);
-    assert.deepEqual(transportArgv({ ...base, transport: "podman", host: "box" }, ["python3"]), ["podman", "exec", "-i", "box", "python3"]);
-    assert.deepEqual(transportArgv({ ...base, transport: "command", argv: ["nsenter", "-t", "1"] }, ["python3"]), ["nsenter", "-t", "1", "python3"]);
-    const ssh = transportArgv({ ...base, host: "h", user: "u", port: 2222 }, ["python3", "-c", "print('a b')"], "/tmp/m");
+    assert.deepEqual(transportArgv({ ...base, transport: "podman", host: "box" }, ["python3"]), [
+      "podman",
+      "exec",
+      "-i",
+      "box",
+      "python3",
+    ]);
+    assert.deepEqual(transportArgv({ ...base, transport: "command", argv: ["nsenter", "-t", "1"] }, ["python3"]), [
+      "nsenter",
+      "-t",
+      "1",
+      "python3",
+    ]);
+    const ssh = transportArgv(
+      { ...base, host: "h", user: "u", port: 2222 },
+      ["python3", "-c", "print('a b')"],
+      "/tmp/m",
+    );
     assert.equal(ssh.at(-1), "python3 -c 'print('\\''a b'\\'')'");
     assert.ok(ssh.includes("ControlPath=/tmp/m"));
     assert.equal(shellQuote("it's"), `'it'\\''s'`);
@@ -291,7 +331,12 @@ describe("transport presets", () => {
       });
       try {
         await h.run({ code: "z = 2", cwd: local, timeoutMs: 20_000, session: "p" });
-        const r = await h.run({ code: "import os\nprint(os.getcwd())\nz * 21", cwd: local, timeoutMs: 20_000, session: "p" });
+        const r = await h.run({
+          code: "import os\nprint(os.getcwd())\nz * 21",
+          cwd: local,
+          timeoutMs: 20_000,
+          session: "p",
+        });
         assert.equal(r.outcome.status, "success", `${r.outcome.message} ${r.stderr}`);
         assert.equal(r.stdout, `${local}\n42\n`);
         const argv = spawnSync("cat", [log]).stdout.toString().split("\n");

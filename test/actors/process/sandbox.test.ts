@@ -12,6 +12,7 @@ import { sandboxOperations, bwrapArgv, bwrapExit } from "../../../actors/process
 import { liveGroups } from "../../../actors/registry/registry.ts";
 import { RUNNER_PATH } from "../../../actors/runner/runner.ts";
 import { dirname } from "node:path";
+import { PYTHON } from "../../helpers/pythons.ts";
 
 let cwd: string;
 let outside: string;
@@ -167,7 +168,7 @@ describe("sandbox backend", () => {
   test("bwrap argv: writable paths bound, hidden support folders read-only, the runner last", () => {
     const built = bwrapArgv(
       { network: false, writable: ["/srv/data"], readable: [join(homedir(), "models")], support: [], home: homedir() },
-      { executable: "/usr/bin/python3", args: ["runner.py", "--mode", "fresh"], cwd: "/" },
+      { executable: PYTHON, args: ["runner.py", "--mode", "fresh"], cwd: "/" },
     );
     assert.ok(built.ok);
     const argv = built.value;
@@ -177,7 +178,7 @@ describe("sandbox backend", () => {
     assert.match(s, /--unshare-net/);
     assert.match(s, /--die-with-parent/);
     // The interpreter runs by its real path (a symlink never decides what is shown).
-    assert.deepEqual(argv.slice(-4), [realpathSync("/usr/bin/python3"), "runner.py", "--mode", "fresh"]);
+    assert.deepEqual(argv.slice(-4), [realpathSync(PYTHON), "runner.py", "--mode", "fresh"]);
   });
 
   test("bwrap argv: Pi's project folder kept read-only is Pi's CONFIG_DIR_NAME as handed down (`.pi` by default)", () => {
@@ -185,7 +186,7 @@ describe("sandbox backend", () => {
     const held = (configDir?: string) => {
       const built = bwrapArgv(
         { network: false, writable: [], readable: [], support: [], ...(configDir ? { configDir } : {}) },
-        { executable: "/usr/bin/python3", args: [], cwd },
+        { executable: PYTHON, args: [], cwd },
       );
       assert.ok(built.ok);
       return [".pi", ".mypi", ".venv", "venv"].filter((name) => built.value.includes(join(cwd, name)));

@@ -11,6 +11,7 @@ import { initTheme } from "@earendil-works/pi-coding-agent";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { callAs } from "../../helpers/notebook.ts";
 import { drawnResult } from "../../helpers/drawn.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
 
@@ -184,8 +185,8 @@ describe("rich display", () => {
 });
 
 describe("matplotlib", () => {
-  test("matplotlib (Debian's, /usr/bin/python3): a figure left open is shown as PNG and closed; MPLBACKEND=Agg", async (t) => {
-    const probe = await callAs(pi, [["python_set_interpreter", { path: "/usr/bin/python3" }]]);
+  test("matplotlib (Debian's, in the machine's python3): a figure left open is shown as PNG and closed; MPLBACKEND=Agg", async (t) => {
+    const probe = await callAs(pi, [["python_set_interpreter", { path: PYTHON }]]);
     assert.equal(probe[0].isError, false, textOf(probe[0]));
     const [check] = await callAs(pi, [
       ["python", { cells: [{ code: "import importlib.util\nimportlib.util.find_spec('matplotlib') is not None" }] }],
