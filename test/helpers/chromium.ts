@@ -1,10 +1,9 @@
 // A real headless Chromium driven over the DevTools protocol (Node's built-in WebSocket client; no extra package).
 // Debian's `chromium` package; `CHROMIUM` overrides the path.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { waitUntil } from "./procs.ts";
+import { tempDir } from "./temp-dir.ts";
 
 export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
@@ -104,7 +103,7 @@ export interface Browser {
 }
 
 export async function launchChromium(viewport = { width: 1280, height: 900 }): Promise<Browser> {
-  const profile = mkdtempSync(join(tmpdir(), "pcs-chromium-"));
+  const profile = tempDir("pcs-chromium-");
   const proc: ChildProcess = spawn(
     CHROMIUM,
     [

@@ -2,12 +2,13 @@
 // made for the test, no other way in. Started and stopped by the test itself; a server that cannot start fails the
 // test with sshd's own words (nothing is skipped).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, connect } from "node:net";
-import { tmpdir, userInfo } from "node:os";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 import type { RemoteSettings } from "../../store/settings.ts";
 import { waitUntil } from "./procs.ts";
+import { tempDir } from "./temp-dir.ts";
 
 export interface TestSshd {
   port: number;
@@ -41,7 +42,7 @@ const accepts = (port: number) =>
 
 export async function startSshd(): Promise<TestSshd> {
   const sshd = "/usr/sbin/sshd";
-  const dir = mkdtempSync(join(tmpdir(), "pcs-sshd-"));
+  const dir = tempDir("pcs-sshd-");
   const keygen = (file: string) => {
     const r = spawnSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", file]);
     if (r.status !== 0) throw new Error(`ssh-keygen failed: ${r.stderr}`);

@@ -1,23 +1,14 @@
 // Backends through real Pi sessions: the --sandbox and --ssh flags choose where code runs, /code-status shows the
 // backend and its health, and a backend that cannot exist makes runs setup errors (never a silent local run).
 import assert from "node:assert/strict";
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readlinkSync,
-  realpathSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
 import { callAs } from "../helpers/notebook.ts";
 import { scriptedUI } from "../helpers/scripted-ui.ts";
 import { PYTHON, PYTHON_RE } from "../helpers/pythons.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 async function statusOf(pi: Awaited<ReturnType<typeof startPi>>, ui: ReturnType<typeof scriptedUI>) {
   const before = ui.notices.length;
@@ -118,8 +109,8 @@ describe("under the sandbox, the user's interpreters and builds never run on the
     delete process.env.PI_CODE_EXECUTION_BACKEND;
     process.env.PIP_NO_INDEX = "1";
     for (const side of ["sandbox", "local"] as const) {
-      const cwd = realpathSync(mkdtempSync(join(tmpdir(), `pcs-hostile-${side}-`)));
-      const markers = realpathSync(mkdtempSync(join(tmpdir(), `pcs-markers-${side}-`)));
+      const cwd = tempDir(`pcs-hostile-${side}-`);
+      const markers = tempDir(`pcs-markers-${side}-`);
       planted(join(cwd, ".venv", "bin", "python"), "venv", markers);
       planted(join(cwd, "tools", "py.sh"), "selected", markers);
       evilProject(join(cwd, "evilpkg"), markers);

@@ -11,7 +11,6 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   realpathSync,
@@ -20,7 +19,6 @@ import {
   writeFileSync,
 } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput } from "../../host/host.ts";
@@ -32,6 +30,7 @@ import { JS_RUNNER_PATH, RUNNER_PATH } from "../../actors/runner/kinds.ts";
 import { liveGroups } from "../../actors/registry/registry.ts";
 import { ok } from "../../lib/result.ts";
 import { loadPty } from "../../actors/process/pty.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const ROOT = process.getuid?.() === 0;
 let base: string; // outside /tmp and the fake home: the host's filesystem the sandbox still sees
@@ -93,11 +92,11 @@ async function inSandbox(
 }
 
 before(async () => {
-  base = realpathSync(mkdtempSync(join("/var/tmp", "pcs-boundary-")));
+  base = tempDir("pcs-boundary-", "/var/tmp");
   home = join(base, "home");
   mkdirSync(join(home, ".ssh"), { recursive: true, mode: 0o700 });
   writeFileSync(join(home, ".ssh", "id_ed25519"), "PCS-PRIVATE-KEY");
-  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-boundary-cwd-")));
+  cwd = tempDir("pcs-boundary-cwd-");
   mkdirSync(join(base, "sockets"));
   socketPath = join(base, "sockets", "service.sock");
   server = createServer((s) => {
@@ -295,7 +294,7 @@ describe("unix sockets", () => {
     "/run is hidden under no network, shown with it",
     { skip: !ROOT && "/run is writable by root only" },
     async () => {
-      const dir = mkdtempSync(join("/run", "pcs-boundary-"));
+      const dir = tempDir("pcs-boundary-", "/run");
       try {
         const sock = join(dir, "bus");
         const s = createServer((c) => c.end("bus\n"));
@@ -428,7 +427,7 @@ const files = (dir: string): string[] => readdirSync(dir, { recursive: true, enc
 
 describe("the working directory's .pi, .venv and venv", () => {
   test("absent: sandboxed code cannot create them; the rest of the cwd is writable", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-plant-")));
+    const dir = tempDir("pcs-plant-");
     try {
       const r = await run(sandboxed(), PLANT, { cwd: dir });
       assert.equal(r.stdout, "denied 30 denied 30 denied 30 stuck 16 stuck 16 stuck 16\n", r.stderr);
@@ -441,7 +440,7 @@ describe("the working directory's .pi, .venv and venv", () => {
   });
 
   test("present: read-only, cannot be replaced", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-plant-")));
+    const dir = tempDir("pcs-plant-");
     try {
       mkdirSync(join(dir, ".pi", "pi-code-execution"), { recursive: true });
       writeFileSync(join(dir, ".pi", "pi-code-execution", "settings.json"), '{"tools": ["code_execution"]}');
@@ -459,7 +458,7 @@ describe("the working directory's .pi, .venv and venv", () => {
   });
 
   test("a hostile repository's .pi -> $HOME/.ssh shows nothing of $HOME", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-plant-")));
+    const dir = tempDir("pcs-plant-");
     try {
       symlinkSync(join(home, ".ssh"), join(dir, ".pi"));
       const r = await run(
@@ -474,7 +473,7 @@ describe("the working directory's .pi, .venv and venv", () => {
   });
 
   test("control: on local the same code plants all three", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-plant-")));
+    const dir = tempDir("pcs-plant-");
     try {
       const r = await run(local(), PLANT, { cwd: dir });
       assert.match(r.stdout, /^WROTE \.pi.* WROTE \.venv.* WROTE venv.* MOVED \.pi MOVED \.venv MOVED venv\n$/);
@@ -486,7 +485,7 @@ describe("the working directory's .pi, .venv and venv", () => {
 
 describe("other children through the same sandbox (bwrapArgv's options)", () => {
   test("writable replaces the writable set: an install writes its environment only", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-install-")));
+    const dir = tempDir("pcs-install-");
     const env = join(dir, ".venv");
     mkdirSync(env);
     try {

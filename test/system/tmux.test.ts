@@ -3,12 +3,12 @@
 // output), the footer status, and a command's output (/code-status, which names the --python interpreter).
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { after, describe, test } from "node:test";
 import { pidAlive, waitUntil } from "../helpers/procs.ts";
 import { PYTHON, PYTHON_RE, systemPython } from "../helpers/pythons.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
@@ -66,7 +66,7 @@ describe(
     });
 
     test("the rendered run, the footer status and /code-status", async () => {
-      const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-tmux-")));
+      const dir = tempDir("pcs-tmux-");
       const agent = join(dir, "agent");
       const cwd = join(dir, "cwd");
       mkdirSync(agent);
@@ -129,7 +129,7 @@ describe(
     });
 
     test("installed as the README says (`pi install <checkout>`), Pi lists it as pi-code-supervisor", async () => {
-      const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-tmux-install-")));
+      const dir = tempDir("pcs-tmux-install-");
       const agent = join(dir, "agent");
       mkdirSync(agent);
       writeFileSync(join(dir, "driver.ts"), DRIVER);

@@ -5,7 +5,7 @@
 // command, seconds on a loaded machine), so windows are long and a live session is waited for in the process table.
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync } from "node:fs";
+import { readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -15,6 +15,7 @@ import { remoteOperations } from "../../../actors/process/remote.ts";
 import { startSshd, type TestSshd } from "../../helpers/sshd.ts";
 import { parentOf, processesMatching, waitUntil } from "../../helpers/procs.ts";
 import { PYTHON } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 let sshd: TestSshd;
 let local: string;
@@ -33,8 +34,8 @@ const marker = () => `pcs-remote-mark-${process.pid}-${++marks}`;
 
 before(async () => {
   sshd = await startSshd();
-  local = realpathSync(mkdtempSync(join(tmpdir(), "pcs-rsh-local-")));
-  remoteDir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-rsh-remote-")));
+  local = tempDir("pcs-rsh-local-");
+  remoteDir = tempDir("pcs-rsh-remote-");
   host = new SupervisorHost({
     ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir, python: PYTHON }), localRoot: local }),
     exec: { logDir: join(local, "..", `${local.split("/").pop()}-logs`) },

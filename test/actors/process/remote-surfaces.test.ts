@@ -6,7 +6,7 @@
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -92,7 +92,7 @@ describe("remote over a loopback sshd, remote.cwd apart from Pi's directory", ()
     assert.equal(set!.isError, false, textOf(set!));
     assert.match(textOf(set!), new RegExp(`code_execution now uses Python 3\\.\\d+\\.\\d+ at ${PYTHON_RE}`));
     // `~/...` is the remote home, expanded there.
-    const home = mkdtempSync(join(homedir(), ".cache", "pcs-remote-tilde-"));
+    const home = tempDir("pcs-remote-tilde-", join(homedir(), ".cache"));
     try {
       writeFileSync(join(home, "py.sh"), `#!/bin/sh\nexec ${PYTHON} "$@"\n`);
       chmodSync(join(home, "py.sh"), 0o755);

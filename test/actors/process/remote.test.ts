@@ -4,7 +4,7 @@
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -18,6 +18,7 @@ import { startSshd, type TestSshd } from "../../helpers/sshd.ts";
 import { buildWheel } from "../../helpers/wheels.ts";
 import { waitUntil } from "../../helpers/procs.ts";
 import { PYTHON } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 let sshd: TestSshd;
 let local: string;
@@ -35,8 +36,8 @@ function remoteRunners(): string[] {
 
 before(async () => {
   sshd = await startSshd();
-  local = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-local-")));
-  remoteDir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-dir-")));
+  local = tempDir("pcs-remote-local-");
+  remoteDir = tempDir("pcs-remote-dir-");
   // The server's cache folder is new (test/helpers/sshd.ts): the first run must ship the runtime.
   host = new SupervisorHost({
     ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir }), localRoot: local }),
@@ -132,8 +133,8 @@ describe("remote backend over a real sshd", () => {
   });
 
   test("PEP 723 dependencies install on the remote side with its pip (PIP_* carried over), cached there", async () => {
-    const wheels = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-wheels-")));
-    const localEnvs = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-localenvs-")));
+    const wheels = tempDir("pcs-remote-wheels-");
+    const localEnvs = tempDir("pcs-remote-localenvs-");
     buildWheel(wheels, "remotepkg", "1.0");
     const h = new SupervisorHost({
       ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir, python: PYTHON }), localRoot: local }),
@@ -205,7 +206,7 @@ describe("remote backend over a real sshd", () => {
   });
 
   test("reconnecting the ssh master keeps one process-exit hook per backend, removed at close", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-rt-")));
+    const dir = tempDir("pcs-remote-rt-");
     const ops = remoteOperations({ remote: sshd.remote({ cwd: remoteDir }), localRoot: local, runtimeDir: dir });
     // Count only hooks added by this test: the process registry's own exit hook comes and goes as earlier tests'
     // processes end, so the total listener count is not stable here.
@@ -316,7 +317,7 @@ describe("transport presets", () => {
     test(`${preset} preset: stream plumbing through a stand-in ${preset}`, async () => {
       // The stand-in records its argv and runs the command after the target (and `--`) locally, stdin and stdout
       // passed through: exactly what `kubectl exec -i` / `docker exec -i` do on the other side.
-      const bin = mkdtempSync(join(tmpdir(), `pcs-${preset}-`));
+      const bin = tempDir(`pcs-${preset}-`);
       const log = join(bin, "argv.log");
       writeFileSync(
         join(bin, preset),

@@ -2,7 +2,7 @@
 // interrupt reaches the runner without killing the sandbox (a session's state survives it, as locally).
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,7 @@ import { liveGroups } from "../../../actors/registry/registry.ts";
 import { RUNNER_PATH } from "../../../actors/runner/runner.ts";
 import { dirname } from "node:path";
 import { PYTHON } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 let cwd: string;
 let outside: string;
@@ -32,8 +33,8 @@ const runOn = (h: SupervisorHost, code: string, extra: Partial<RunRequestInput> 
   h.run({ code, cwd, timeoutMs: 20_000, ...extra });
 
 before(async () => {
-  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-sandbox-")));
-  outside = realpathSync(mkdtempSync(join("/var/tmp", "pcs-sandbox-outside-")));
+  cwd = tempDir("pcs-sandbox-");
+  outside = tempDir("pcs-sandbox-outside-", "/var/tmp");
   server = createServer((s) => s.end("hello from the host\n"));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   port = (server.address() as { port: number }).port;
@@ -182,7 +183,7 @@ describe("sandbox backend", () => {
   });
 
   test("bwrap argv: Pi's project folder kept read-only is Pi's CONFIG_DIR_NAME as handed down (`.pi` by default)", () => {
-    const cwd = mkdtempSync(join(tmpdir(), "pcs-configdir-"));
+    const cwd = tempDir("pcs-configdir-");
     const held = (configDir?: string) => {
       const built = bwrapArgv(
         { network: false, writable: [], readable: [], support: [], ...(configDir ? { configDir } : {}) },

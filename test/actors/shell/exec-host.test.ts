@@ -3,8 +3,7 @@
 // held output stream, and shutdown leaving nothing behind.
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync, chmodSync, utimesSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, readdirSync, statSync, writeFileSync, chmodSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { spawn } from "node:child_process";
 import { after, describe, test } from "node:test";
@@ -14,6 +13,7 @@ import { ExecLogs, cutLine, REMOVED_FILE } from "../../../actors/shell/logs.ts";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 import { CONTAINMENT_ENV, containmentMode } from "../../../actors/registry/containment.ts";
 import { PYTHON } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 /** The session id of a live process (field 6 of /proc/<pid>/stat). */
 function sessionOf(pid: number): number {
@@ -21,7 +21,7 @@ function sessionOf(pid: number): number {
   return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
 }
 
-const root = mkdtempSync(join(tmpdir(), "pcs-exec-"));
+const root = tempDir("pcs-exec-");
 const logDir = join(root, "logs");
 const host = new SupervisorHost({ exec: { logDir } });
 after(async () => {
@@ -123,7 +123,7 @@ describe("start and wait", () => {
   });
 
   test("a shell planted in the working directory is not used", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-plant-"));
+    const dir = tempDir("pcs-plant-");
     writeFileSync(join(dir, "bash"), "#!/bin/sh\necho planted\n");
     chmodSync(join(dir, "bash"), 0o755);
     const r = await start("echo real", { cwd: dir });
@@ -261,7 +261,7 @@ describe("kill", () => {
 
 describe("logs", () => {
   test("a log stops at its quota with a line at the cut", () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-q-"));
+    const dir = tempDir("pcs-q-");
     const logs = new ExecLogs(dir, () => ({ perLogBytes: 10, totalBytes: 1000 }));
     const r = logs.open("a.log");
     assert.ok(r.ok);
@@ -276,7 +276,7 @@ describe("logs", () => {
   });
 
   test("past the total quota the oldest closed logs are removed, and recorded", () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-q-"));
+    const dir = tempDir("pcs-q-");
     const logs = new ExecLogs(dir, () => ({ perLogBytes: 100, totalBytes: 250 }));
     const names = ["1.log", "2.log", "3.log"];
     for (const [i, n] of names.entries()) {

@@ -2,18 +2,18 @@
 // interruptGraceMs, the kill at its end; here the grace comes from pi-python's own project settings file. Also
 // interpreter switching with python_set_interpreter {path}.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { callAs } from "../../helpers/notebook.ts";
 import { PYTHON, PYTHON_RE } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 let pi: PiHarness;
 before(async () => {
   process.env.PI_CODE_EXECUTION_TOOLS = "python";
-  const cwd = mkdtempSync(join(tmpdir(), "pcs-nb-timeout-"));
+  const cwd = tempDir("pcs-nb-timeout-");
   mkdirSync(join(cwd, ".pi", "pi-python"), { recursive: true });
   writeFileSync(join(cwd, ".pi", "pi-python", "settings.json"), JSON.stringify({ interruptGraceMs: 2000 }));
   pi = await startPi({ cwd });

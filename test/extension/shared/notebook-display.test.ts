@@ -12,6 +12,7 @@ import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { callAs } from "../../helpers/notebook.ts";
 import { drawnResult } from "../../helpers/drawn.ts";
 import { PYTHON } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
 
@@ -250,9 +251,7 @@ describe("display limits", () => {
 
 describe("journal counts", () => {
   test("runs record their surface and how many images and JSON outputs they displayed", async () => {
-    const { mkdtempSync } = await import("node:fs");
-    const { tmpdir } = await import("node:os");
-    const path = join(mkdtempSync(join(tmpdir(), "pcs-nb-journal-")), "journal.sqlite");
+    const path = join(tempDir("pcs-nb-journal-"), "journal.sqlite");
     const saved = process.env.PI_CODE_EXECUTION_JOURNAL;
     process.env.PI_CODE_EXECUTION_JOURNAL = path;
     process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,eval";
