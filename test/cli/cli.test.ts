@@ -1,10 +1,11 @@
 // The `pi-code-supervisor` command line as a user runs it: every subcommand's --help, one-line errors (exit 2, no
 // stack trace) for unknown options, bad values and missing files. The launcher itself: test/cli/cli-launcher.test.ts.
 import assert from "node:assert/strict";
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { assertHelp, assertUserError, cli, LOG, ROOT, scratch } from "../helpers/cli.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 describe("top level", () => {
   test("--help and -h print the usage on stdout and exit 0", () => {
@@ -48,7 +49,7 @@ describe("replay", () => {
   });
 
   test("a file named -h can still be replayed after --", () => {
-    const dir = mkdtempSync(join(scratch, "dash-"));
+    const dir = tempDir("dash-", scratch);
     copyFileSync(LOG, join(dir, "-h"));
     const r = cli(["replay", "--", "-h"], { cwd: dir });
     assert.equal(r.status, 0, r.stderr);
@@ -101,7 +102,7 @@ describe("logs", () => {
   });
 
   test("lists the logs of PI_CODE_EXECUTION_LOG_DIR", () => {
-    const dir = mkdtempSync(join(scratch, "logs-"));
+    const dir = tempDir("logs-", scratch);
     copyFileSync(LOG, join(dir, "a.jsonl"));
     const r = cli(["logs"], { env: { PI_CODE_EXECUTION_LOG_DIR: dir } });
     assert.equal(r.status, 0, r.stderr);

@@ -1,15 +1,15 @@
 // The `pi-code-supervisor` command line as the tests run it: spawned by the project's Node from a scratch folder.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { after } from "node:test";
+import { tempDir } from "./temp-dir.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const CLI = join(ROOT, "bin/pi-code-supervisor.js");
 export const LOG = join(ROOT, "test/fixtures/replay/reset.jsonl");
-export const scratch = mkdtempSync(join(tmpdir(), "pcs-cli-"));
+export const scratch = tempDir("pcs-cli-");
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 export interface Run {
@@ -46,4 +46,3 @@ export function assertUserError(r: Run, message: RegExp): void {
   assert.doesNotMatch(r.stderr, /\bat .*:\d+:\d+|Error \[|node:internal/);
   assert.match(r.stderr, message);
 }
-

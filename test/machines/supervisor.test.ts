@@ -26,6 +26,7 @@ import {
   nextSessionRun,
   sessionRunning,
 } from "../helpers/machine-scenarios.ts";
+import { outcome, refusedIn, sessionRef } from "../helpers/outcomes.ts";
 
 const CWD = "/work";
 const FIRST_RUN: RunStartEvent = {
@@ -127,18 +128,17 @@ describe("serving: preparation", () => {
     prepare
       .last()
       .send({ type: "prepare.failed", at: h.now(), runId: "bad", message: "invalid PEP 723 metadata", hints });
-    assert.deepEqual(h.outcome("bad"), {
-      runId: "bad",
-      status: "setup_error",
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 25,
-      durationMs: 25,
-      killed: false,
-      message: "invalid PEP 723 metadata",
-      hints,
-      session: { name: "s", ordinal: 0, incarnation: 0, started: false, isLost: false },
-    });
+    assert.deepEqual(
+      h.outcome("bad"),
+      outcome({
+        runId: "bad",
+        status: "setup_error",
+        finishedAt: 25,
+        message: "invalid PEP 723 metadata",
+        hints,
+        session: refusedIn("s", 0),
+      }),
+    );
     assert.equal(h.ref("session:s"), undefined);
     assert.equal(prepare.last().input.runId, "good", "the next request is prepared");
     assertHealthy(h);
@@ -241,7 +241,7 @@ describe("serving: routing", () => {
     k2.ready();
     k2.started("s2");
     k2.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, incarnation: 2, started: true, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, sessionRef({ incarnation: 2 }));
     assert.deepEqual(h.values("session:s", 0), ["starting", "running", "idle"]);
     assert.deepEqual(h.values("session:s", 1), ["starting", "running", "idle"]);
     assert.deepEqual(h.children(), ["session:s"]);
@@ -291,22 +291,19 @@ describe("serving: routing", () => {
     const k = freshRunning(h, "r1");
     h.start({ runId: "r1", code: "other" });
     assert.deepEqual(h.finished, [
-      {
+      outcome({
         runId: "r1",
         status: "setup_error",
-        displayedValue: false,
         requestedAt: 20,
         finishedAt: 20,
-        durationMs: 0,
-        killed: false,
         message: "Run id r1 is already in use.",
-      },
+      }),
     ]);
     // Also when the duplicate asks for a session: nothing is started.
     h.start({ runId: "r1", session: "s" });
     assert.equal(h.finished.length, 2);
     assert.equal(h.finished[1]?.message, "Run id r1 is already in use.");
-    assert.deepEqual(h.finished[1]?.session, { name: "s", ordinal: 0, incarnation: 0, started: false, isLost: false });
+    assert.deepEqual(h.finished[1]?.session, refusedIn("s", 0));
     assert.deepEqual(h.children(), ["run:r1"]);
     assert.equal(h.runner.instances.length, 1);
     assert.equal(h.value("run:r1"), "running");
@@ -659,27 +656,27 @@ describe("stopping", () => {
     const at = h.now();
     h.start({ runId: "r9" });
     h.start({ runId: "s9", session: "s" });
-    assert.deepEqual(h.outcome("r9"), {
-      runId: "r9",
-      status: "setup_error",
-      displayedValue: false,
-      requestedAt: at,
-      finishedAt: at,
-      durationMs: 0,
-      killed: false,
-      message: SHUTDOWN,
-    });
-    assert.deepEqual(h.outcome("s9"), {
-      runId: "s9",
-      status: "setup_error",
-      displayedValue: false,
-      requestedAt: at,
-      finishedAt: at,
-      durationMs: 0,
-      killed: false,
-      message: SHUTDOWN,
-      session: { name: "s", ordinal: 0, incarnation: 0, started: false, isLost: false },
-    });
+    assert.deepEqual(
+      h.outcome("r9"),
+      outcome({
+        runId: "r9",
+        status: "setup_error",
+        requestedAt: at,
+        finishedAt: at,
+        message: SHUTDOWN,
+      }),
+    );
+    assert.deepEqual(
+      h.outcome("s9"),
+      outcome({
+        runId: "s9",
+        status: "setup_error",
+        requestedAt: at,
+        finishedAt: at,
+        message: SHUTDOWN,
+        session: refusedIn("s", 0),
+      }),
+    );
     assert.deepEqual(Object.keys(ctx(h).active).sort(), ["r1", "t1"]);
 
     kf.done("r1", { exitCode: 130, error: "interrupt" });

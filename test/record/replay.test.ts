@@ -4,7 +4,7 @@
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
@@ -19,6 +19,7 @@ import { assign, createActor, fromCallback, sendTo, setup } from "xstate";
 import { PI_TOOLS, FAULT_FIXTURE_DIR, FIXTURE_DIR, recordScenario } from "../../scripts/record-fixtures.ts";
 import { startPi } from "../helpers/pi-session.ts";
 import { phasesOf } from "../helpers/fake-runner.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const REQUIRED = [
@@ -236,7 +237,7 @@ describe("the CLI", () => {
     assert.match(out, /^identical \(\d+ inputs, \d+ trace records\)/);
   });
   test("a divergent log prints the divergence and exits 1", () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-cli-"));
+    const dir = tempDir("pcs-cli-");
     const path = join(dir, "altered.jsonl");
     writeFileSync(path, readFileSync(fixture("os-exit-lost"), "utf8").replace('"value":"lost"', '"value":"idle"'));
     const r = spawnSync(process.execPath, [cli, "replay", path], { encoding: "utf8" });
@@ -255,7 +256,7 @@ describe("the CLI", () => {
 
 describe("recording live systems", () => {
   test("a fresh recording of real runs replays identical (the fixture pipeline end to end)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-rec-"));
+    const dir = tempDir("pcs-rec-");
     const path = await recordScenario("reset", dir);
     const report = replayFile(path);
     assert.equal(report.identical, true, formatReport(report, true));
@@ -376,7 +377,7 @@ describe("recording live systems", () => {
   });
 
   test("the recorder holds state for live actors only: it does not grow with the runs, calls and resets there were", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-rec-bound-"));
+    const dir = tempDir("pcs-rec-bound-");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, { dir, piSession: "bounded" });
     const host = new SupervisorHost(observer.hostOptions());
@@ -397,7 +398,7 @@ describe("recording live systems", () => {
   });
 
   test("logs rotate at quiescent points, every kept segment replays, old segments are deleted", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-rot-"));
+    const dir = tempDir("pcs-rot-");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, {
       dir,
@@ -425,7 +426,7 @@ describe("recording live systems", () => {
   });
 
   test("lines written soon after a write wait for one batch; drained() writes them at once", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-batch-"));
+    const dir = tempDir("pcs-batch-");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, { dir, writeBatchMs: 60_000 });
     const host = new SupervisorHost(observer.hostOptions());
@@ -447,7 +448,7 @@ describe("recording live systems", () => {
   });
 
   test("a segment forced out mid-run says it cannot be replayed exactly", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-hard-"));
+    const dir = tempDir("pcs-hard-");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, {
       dir,
@@ -463,7 +464,7 @@ describe("recording live systems", () => {
   });
 
   test("a backlog is encoded in slices: the event loop runs between them, and the log is complete and in order", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-slices-"));
+    const dir = tempDir("pcs-slices-");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, { dir, piSession: "slices" });
     const { onCommand } = observer.hostOptions();
@@ -500,7 +501,7 @@ describe("recording live systems", () => {
   });
 
   test("the log directory keeps the newest files within its bounds", () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-prune-"));
+    const dir = tempDir("pcs-prune-");
     for (let i = 0; i < 6; i++) {
       const p = join(dir, `log-${i}.jsonl`);
       writeFileSync(p, "x".repeat(100));
@@ -513,7 +514,7 @@ describe("recording live systems", () => {
   });
 
   test("a recorder that cannot write stops itself; the supervisor runs on", async () => {
-    const file = join(mkdtempSync(join(tmpdir(), "pcs-bad-")), "not-a-dir");
+    const file = join(tempDir("pcs-bad-"), "not-a-dir");
     writeFileSync(file, "");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, { dir: file });
@@ -529,7 +530,7 @@ describe("recording live systems", () => {
     "nested tool calls (tool:<runId>:<n> and their dispatchers) are recorded and replay identical",
     { skip: !existsSync(PI_TOOLS) && "nested tool calls is not in this tree" },
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), "pcs-nested-"));
+      const dir = tempDir("pcs-nested-");
       const path = await recordScenario("nested-calls", dir);
       const actors = records(path)
         .filter((r) => r.k === "actor")

@@ -5,8 +5,7 @@
 // to Node. Each test checks who started the child (the server or this process) so a silent fallback cannot pass.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { spawnLocalChild, type ChildExit, type ChildHandle, type ChildSpec } from "../../../actors/process/children.ts";
@@ -15,8 +14,9 @@ import { stopTracked } from "../../../actors/registry/registry.ts";
 import { SHUTDOWN } from "../../../actors/registry/shutdown.ts";
 import { SPAWNER_ENV, SPAWNER_SLOTS, spawnerPids } from "../../../actors/process/spawner.ts";
 import { parentOf, pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
-const scratch = mkdtempSync(join(tmpdir(), "pcs-spawner-"));
+const scratch = tempDir("pcs-spawner-");
 const spec = (command: string, more: Partial<ChildSpec> = {}): ChildSpec => ({
   file: "bash",
   args: ["-c", command],

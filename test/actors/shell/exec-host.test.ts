@@ -3,8 +3,7 @@
 // held output stream, and shutdown leaving nothing behind.
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync, chmodSync, utimesSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, readdirSync, statSync, writeFileSync, chmodSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { spawn } from "node:child_process";
 import { after, describe, test } from "node:test";
@@ -13,6 +12,8 @@ import { SupervisorHost } from "../../../host/host.ts";
 import { ExecLogs, cutLine, REMOVED_FILE } from "../../../actors/shell/logs.ts";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 import { CONTAINMENT_ENV, containmentMode } from "../../../actors/registry/containment.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 /** The session id of a live process (field 6 of /proc/<pid>/stat). */
 function sessionOf(pid: number): number {
@@ -20,7 +21,7 @@ function sessionOf(pid: number): number {
   return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
 }
 
-const root = mkdtempSync(join(tmpdir(), "pcs-exec-"));
+const root = tempDir("pcs-exec-");
 const logDir = join(root, "logs");
 const host = new SupervisorHost({ exec: { logDir } });
 after(async () => {
@@ -46,7 +47,10 @@ describe("start and wait", () => {
     assert.equal(readFileSync(r.logPath!, "utf8"), "hi\nerr\n");
     assert.equal(statSync(logDir).mode & 0o777, 0o700);
     assert.equal(statSync(r.logPath!).mode & 0o777, 0o400, "a closed log is read-only");
-    assert.equal(host.exec.sessions().find((s) => s.id === r.id), undefined);
+    assert.equal(
+      host.exec.sessions().find((s) => s.id === r.id),
+      undefined,
+    );
   });
 
   test("`true` returns as soon as it exited: no settle delay", async () => {
@@ -87,20 +91,39 @@ describe("start and wait", () => {
 
   test("bad workdir and unknown shell: a failed start reported as its result, nothing started", async () => {
     const before = host.exec.sessions().length;
-    const a = await host.exec.start({ command: "true", cwd: join(root, "nope"), tty: false, cols: 1, rows: 1, yieldMs: 250, onExit: "none", callId: callId() });
+    const a = await host.exec.start({
+      command: "true",
+      cwd: join(root, "nope"),
+      tty: false,
+      cols: 1,
+      rows: 1,
+      yieldMs: 250,
+      onExit: "none",
+      callId: callId(),
+    });
     assert.ok(a.ok);
     assert.equal(a.value.running, false);
     assert.equal(a.value.end?.end, "failed");
     assert.match(a.value.end?.failure ?? "", /does not exist/);
     assert.equal(a.value.logPath, undefined, "no log for a start that never happened");
-    const b = await host.exec.start({ command: "true", cwd: root, shell: "no-such-shell-x", tty: false, cols: 1, rows: 1, yieldMs: 250, onExit: "none", callId: callId() });
+    const b = await host.exec.start({
+      command: "true",
+      cwd: root,
+      shell: "no-such-shell-x",
+      tty: false,
+      cols: 1,
+      rows: 1,
+      yieldMs: 250,
+      onExit: "none",
+      callId: callId(),
+    });
     assert.ok(b.ok);
     assert.match(b.value.end?.failure ?? "", /not found on PATH/);
     assert.equal(host.exec.sessions().length, before);
   });
 
   test("a shell planted in the working directory is not used", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-plant-"));
+    const dir = tempDir("pcs-plant-");
     writeFileSync(join(dir, "bash"), "#!/bin/sh\necho planted\n");
     chmodSync(join(dir, "bash"), 0o755);
     const r = await start("echo real", { cwd: dir });
@@ -133,7 +156,7 @@ describe("stdin", () => {
   });
 
   test("a Python REPL in a PTY: \\r submits, ^C interrupts", async () => {
-    const s = await start("/usr/bin/python3 -q", { tty: true, yieldMs: 1500 });
+    const s = await start(`${PYTHON} -q`, { tty: true, yieldMs: 1500 });
     assert.equal(s.running, true);
     assert.equal(s.tty, true);
     assert.match(text(s.output), />>> /);
@@ -148,7 +171,7 @@ describe("stdin", () => {
   });
 
   test("the answer in a PTY is what follows the echo", async () => {
-    const s = await start("/usr/bin/python3 -q", { tty: true, yieldMs: 1500 });
+    const s = await start(`${PYTHON} -q`, { tty: true, yieldMs: 1500 });
     const r = await write(s.id, { bytes: Buffer.from("print(6*7)\r"), until: "answer", durationMs: 5000 });
     assert.equal(r.wait, "answer");
     assert.match(text(r.output), /42/);
@@ -238,7 +261,7 @@ describe("kill", () => {
 
 describe("logs", () => {
   test("a log stops at its quota with a line at the cut", () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-q-"));
+    const dir = tempDir("pcs-q-");
     const logs = new ExecLogs(dir, () => ({ perLogBytes: 10, totalBytes: 1000 }));
     const r = logs.open("a.log");
     assert.ok(r.ok);
@@ -246,11 +269,14 @@ describe("logs", () => {
     r.value.write(Buffer.from("789abc"));
     r.value.write(Buffer.from("def"));
     r.value.close();
-    assert.equal(readFileSync(join(dir, "a.log"), "utf8"), `0123456789${cutLine(10)}[pi-code-supervisor: 6 bytes after the cut were not written]\n`);
+    assert.equal(
+      readFileSync(join(dir, "a.log"), "utf8"),
+      `0123456789${cutLine(10)}[pi-code-supervisor: 6 bytes after the cut were not written]\n`,
+    );
   });
 
   test("past the total quota the oldest closed logs are removed, and recorded", () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-q-"));
+    const dir = tempDir("pcs-q-");
     const logs = new ExecLogs(dir, () => ({ perLogBytes: 100, totalBytes: 250 }));
     const names = ["1.log", "2.log", "3.log"];
     for (const [i, n] of names.entries()) {
@@ -262,9 +288,14 @@ describe("logs", () => {
     }
     const live = logs.open("4.log");
     assert.ok(live.ok);
-    const left = readdirSync(dir).filter((n) => n.endsWith(".log")).sort();
+    const left = readdirSync(dir)
+      .filter((n) => n.endsWith(".log"))
+      .sort();
     assert.deepEqual(left, ["3.log", "4.log"]);
-    const removed = readFileSync(join(dir, REMOVED_FILE), "utf8").trim().split("\n").map((l) => JSON.parse(l).log);
+    const removed = readFileSync(join(dir, REMOVED_FILE), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l).log);
     assert.deepEqual(removed, ["1.log", "2.log"]);
     // A live log is never removed.
     const fifth = logs.open("5.log");
@@ -277,7 +308,16 @@ describe("shutdown", () => {
   test("every process group is stopped, including one that ignores SIGTERM and one left in the background", async () => {
     const h = new SupervisorHost({ exec: { logDir } });
     const go = (command: string) =>
-      h.exec.start({ command, cwd: root, tty: false, cols: 80, rows: 24, yieldMs: 300, onExit: "none", callId: callId() });
+      h.exec.start({
+        command,
+        cwd: root,
+        tty: false,
+        cols: 80,
+        rows: 24,
+        yieldMs: 300,
+        onExit: "none",
+        callId: callId(),
+      });
     const a = await go("sleep 60");
     const b = await go("trap '' TERM; sleep 60 & wait");
     const c = await go("sleep 60 >/dev/null 2>&1 & echo bg");
@@ -298,7 +338,16 @@ describe("shutdown", () => {
       }
       assert.ok(!pids.includes(pgid) || !pidAlive(Number(entry)), `process ${entry} of group ${pgid} survived`);
     }
-    const late = await h.exec.start({ command: "true", cwd: root, tty: false, cols: 80, rows: 24, yieldMs: 300, onExit: "none", callId: callId() });
+    const late = await h.exec.start({
+      command: "true",
+      cwd: root,
+      tty: false,
+      cols: 80,
+      rows: 24,
+      yieldMs: 300,
+      onExit: "none",
+      callId: callId(),
+    });
     assert.equal(late.ok, false);
   });
 });

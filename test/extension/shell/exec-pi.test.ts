@@ -13,6 +13,7 @@ import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../../h
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 import { disposePiWithShells, header, one, startPiWithShells, turns, type Call } from "../../helpers/exec-pi.ts";
 import { replayFile } from "../../../record/replay.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
 
 let pi: PiHarness;
 before(async () => (pi = await startPiWithShells()));
@@ -126,7 +127,7 @@ describe("exec_command", () => {
 describe("driving sessions across calls", () => {
   test("a dev server: started, queried, polled, killed", async () => {
     const port = await freePort();
-    const server = `/usr/bin/python3 -u -m http.server ${port} --bind 127.0.0.1`;
+    const server = `${PYTHON} -u -m http.server ${port} --bind 127.0.0.1`;
     const [s] = await turns(pi, [[["exec_command", { cmd: server, yield_time_ms: 1500 }]]]);
     assert.equal(s.details.running, true, textOf(s));
     assert.match(header(s), /^\[still running\]\nsession_id: \d+/);
@@ -152,7 +153,7 @@ describe("driving sessions across calls", () => {
   });
 
   test("a Python REPL in a PTY: \\r submits, ^C interrupts", async () => {
-    const [s] = await turns(pi, [[["exec_command", { cmd: "/usr/bin/python3 -q", tty: true, yield_time_ms: 1500 }]]]);
+    const [s] = await turns(pi, [[["exec_command", { cmd: `${PYTHON} -q`, tty: true, yield_time_ms: 1500 }]]]);
     assert.equal(s.details.tty, true);
     const id = s.details.session_id;
     const [calc, sleep, ctrlc, bye] = await turns(pi, [
@@ -395,7 +396,7 @@ describe("limits and shutdown", () => {
       [
         ["exec_command", { cmd: "sleep 60", yield_time_ms: 250 }],
         ["exec_command", { cmd: "trap '' TERM; sleep 60 & wait", yield_time_ms: 250 }],
-        ["exec_command", { cmd: "/usr/bin/python3 -q", tty: true, yield_time_ms: 500 }],
+        ["exec_command", { cmd: `${PYTHON} -q`, tty: true, yield_time_ms: 500 }],
       ],
     ]);
     // A session whose process has not been spawned yet when its window ends (a loaded machine: 250 ms is short)
