@@ -99,17 +99,17 @@ describe("serving: preparation", () => {
     h.start({ runId: "s2", session: "s", code: "2" });
     h.advance(25);
     prepare.last().send({ type: "prepare.done", at: h.now(), runId: "s2" });
-    assert.deepEqual(h.outcome("s2"), {
-      runId: "s2",
-      status: "setup_error",
-      displayedValue: false,
-      requestedAt: 10,
-      finishedAt: 35,
-      durationMs: 25,
-      killed: false,
-      message: 'Session "s" is busy with another run; wait for it to finish.',
-      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
-    } satisfies RunOutcome);
+    assert.deepEqual(
+      h.outcome("s2"),
+      outcome({
+        runId: "s2",
+        status: "setup_error",
+        requestedAt: 10,
+        finishedAt: 35,
+        message: 'Session "s" is busy with another run; wait for it to finish.',
+        session: refusedIn("s", 1),
+      }),
+    );
     assert.deepEqual(ctx(h).active, { s1: "s" }, "the refused run is not active");
     assert.equal("busyRunId" in ctx(h).sessions.s!, false, "whether the session is busy is its own fact alone");
     assert.deepEqual(k.types(), ["runner.run"], "nothing of s2 reached the process");
