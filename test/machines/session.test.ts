@@ -266,8 +266,8 @@ describe("starting", () => {
     assert.equal(h.value("session:s"), "killed");
   });
 
-  test("a first run that ends before the interpreter is ready leaves the session starting until it is", () => {
-    // Fixed: the session went idle without the process's info, so its next run waited for a ready that had gone by.
+  /** A session whose first run failed (its install) before the interpreter was ready: still `starting`, no run. */
+  function firstRunFailedWhileStarting() {
     const installs: ((fact: InstallFact) => void)[] = [];
     const install = fromCallback<EventObject, InstallInput>(({ sendBack }) => void installs.push(sendBack));
     const h = startSupervisor({ install });
@@ -275,6 +275,12 @@ describe("starting", () => {
     installs[0]!({ type: "install.failed", at: h.now(), message: "no such package" });
     assert.equal(h.outcome("s1").status, "setup_error");
     assert.equal(h.value("session:s"), "starting");
+    return h;
+  }
+
+  test("a first run that ends before the interpreter is ready leaves the session starting until it is", () => {
+    // Fixed: the session went idle without the process's info, so its next run waited for a ready that had gone by.
+    const h = firstRunFailedWhileStarting();
     const k = h.runner.of("session:s");
     h.advance(10);
     k.ready();
@@ -290,12 +296,7 @@ describe("starting", () => {
   test("a run that comes after the first ended, before the interpreter is ready, waits for it in the first's place", () => {
     // Fixed: it was refused as "busy with another run" while no run was active (the session's own check answered
     // for a starting session whatever it held; the supervisor's copy of the busy run had already been cleared).
-    const installs: ((fact: InstallFact) => void)[] = [];
-    const install = fromCallback<EventObject, InstallInput>(({ sendBack }) => void installs.push(sendBack));
-    const h = startSupervisor({ install });
-    h.start({ runId: "s1", session: "s", dependencies: ["nope==1"] });
-    installs[0]!({ type: "install.failed", at: h.now(), message: "no such package" });
-    assert.equal(h.outcome("s1").status, "setup_error");
+    const h = firstRunFailedWhileStarting();
     h.advance(5);
     h.start({ runId: "s2", session: "s", code: "y = 2" });
     assert.equal(h.value("session:s"), "starting");

@@ -374,30 +374,28 @@ const ID_LITERAL = new RegExp(
     `startsWith\\(\\s*["'\`](?:${ID_KINDS}):`,
   ].join("|"),
 );
-export function idLiterals(files: Map<string, string>): string[] {
-  const out: string[] = [];
-  for (const [path, text] of files) {
-    if (path === "machines/actor-ids.ts") continue;
-    text.split("\n").forEach((line, i) => {
-      if (ID_LITERAL.test(line))
-        out.push(`${path}:${i + 1} builds or reads an actor id itself (machines/actor-ids.ts)`);
-    });
-  }
-  return out;
-}
+export const idLiterals = (files: Map<string, string>): string[] =>
+  offendingLines(files, "machines/actor-ids.ts", (line) =>
+    ID_LITERAL.test(line) ? ["builds or reads an actor id itself (machines/actor-ids.ts)"] : [],
+  );
 
 /** Every process group is stopped as its kind declares (actors/registry/shutdown.ts `SHUTDOWN`): a grace written at
- * the call is a second place that decides escalation. */
+ * the call is a second place that decides escalation. registry.ts, the one implementation, passes a spec on. */
 const STOP_CALL = /\b(?:stopGroup|stopTracked)\(\s*[^,()]+(?:\([^()]*\))?\s*,\s*([^)]*)\)/g;
-export function undeclaredShutdowns(files: Map<string, string>): string[] {
+export const undeclaredShutdowns = (files: Map<string, string>): string[] =>
+  offendingLines(files, "actors/registry/registry.ts", (line) =>
+    [...line.matchAll(STOP_CALL)]
+      .map((m) => m[1]!.trim())
+      .filter((grace) => !grace.startsWith("SHUTDOWN."))
+      .map((grace) => `stops a group with its own grace (${grace}): name its kind in SHUTDOWN`),
+  );
+
+/** Each line of every source file but `owner` (the one place allowed to) that breaks a rule: `path:line why`. */
+function offendingLines(files: Map<string, string>, owner: string, why: (line: string) => string[]): string[] {
   const out: string[] = [];
   for (const [path, text] of files) {
-    if (path === "actors/registry/registry.ts") continue; // the one implementation
-    text.split("\n").forEach((line, i) => {
-      for (const m of line.matchAll(STOP_CALL))
-        if (!m[1]!.trim().startsWith("SHUTDOWN."))
-          out.push(`${path}:${i + 1} stops a group with its own grace (${m[1]!.trim()}): name its kind in SHUTDOWN`);
-    });
+    if (path === owner) continue;
+    text.split("\n").forEach((line, i) => out.push(...why(line).map((w) => `${path}:${i + 1} ${w}`)));
   }
   return out;
 }
