@@ -288,10 +288,15 @@ export class SupervisorHost {
    * runs and timers alone do not call it. Returns the unsubscribe function. */
   onSessionsChange(listener: SessionsListener): () => void {
     let prev = this.actor.getSnapshot().context.sessions;
+    let prevActive = this.actor.getSnapshot().context.active;
     const sub = this.actor.subscribe({
       next: (snapshot) => {
-        const sessions = snapshot.context.sessions;
-        if (sessions === prev) return;
+        const { sessions, active } = snapshot.context;
+        // Busy and idle are the sessions' own facts (host/selectors.ts): a session run the supervisor started or
+        // saw end shows in its table of active runs, not in the session table.
+        const runs = sessionRunsChanged(prevActive, active);
+        prevActive = active;
+        if (sessions === prev && !runs) return;
         const before = prev;
         prev = sessions;
         listener(sessions, before);
@@ -397,4 +402,13 @@ export class SupervisorHost {
       poll();
     });
   }
+}
+
+/** Whether a session run started or ended between two tables of active runs (run id -> its session, or null for a
+ * fresh run, which changes no session). */
+function sessionRunsChanged(before: Record<string, string | null>, after: Record<string, string | null>): boolean {
+  if (before === after) return false;
+  const differs = (a: Record<string, string | null>, b: Record<string, string | null>) =>
+    Object.entries(a).some(([runId, session]) => session !== null && b[runId] !== session);
+  return differs(before, after) || differs(after, before);
 }

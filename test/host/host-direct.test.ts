@@ -75,6 +75,29 @@ test("a direct run's session shows busy (sessions(), listeners told), and the su
   assert.equal(told, heard, "an unsubscribed listener hears nothing more");
 });
 
+test("a session run through the supervisor tells the listeners busy, then idle; a fresh run tells them nothing", async () => {
+  // Fixed: once the supervisor kept no copy of a session's busy run, a run it started on a live session changed no
+  // session entry, and the footer stayed "busy" after the run (the listeners heard only the session table).
+  await run("import time");
+  const seen: (string | undefined)[] = [];
+  const off = host.onSessionsChange(() => seen.push(host.sessions().find((s) => s.name === "d")?.busyRunId));
+  const previous = process.env.PI_CODE_EXECUTION_DIRECT;
+  process.env.PI_CODE_EXECUTION_DIRECT = "off"; // every run through the supervisor, read at each run
+  try {
+    const r = await run("time.sleep(0.2)");
+    assert.equal(r.outcome.status, "success");
+    assert.equal(toOf(r.outcome.runId), undefined, "through the supervisor");
+    assert.deepEqual(seen, [r.outcome.runId, undefined], "busy with that run, then idle");
+    const fresh = await host.run({ code: "pass", cwd, timeoutMs: 20_000 });
+    assert.equal(fresh.outcome.status, "success");
+    assert.deepEqual(seen, [r.outcome.runId, undefined], "a fresh run changes no session");
+  } finally {
+    if (previous === undefined) delete process.env.PI_CODE_EXECUTION_DIRECT;
+    else process.env.PI_CODE_EXECUTION_DIRECT = previous;
+    off();
+  }
+});
+
 test("a direct run is cancelled by the caller's abort like any other; the session keeps its state", async () => {
   await run("import time\nkept = 7");
   const controller = new AbortController();
