@@ -5,13 +5,22 @@
 // event log, which the last test replays whole. What pi-unified-exec's description adds is
 // test/extension/shell/exec-peer-pi.test.ts.
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
-import { disposePiWithShells, header, one, startPiWithShells, turns, type Call } from "../../helpers/exec-pi.ts";
+import {
+  disposePiWithShells,
+  header,
+  livePids,
+  one,
+  startPiWithShells,
+  turns,
+  type Call,
+} from "../../helpers/exec-pi.ts";
+import { scriptedUI } from "../../helpers/scripted-ui.ts";
 import { replayFile } from "../../../record/replay.ts";
 
 let pi: PiHarness;
@@ -148,7 +157,8 @@ describe("driving sessions across calls", () => {
     assert.equal(kill.details.killed, true);
     assert.equal(kill.details.status, "killed");
     assert.match(header(kill), /^\[killed\]\nsession_id: \d+\npid: \d+\nrequested_signal: SIGINT/);
-    assert.ok(!pidAlive(s.details.pid));
+    // The kill's result has the pid; the start's may not (a spawn that outlasted its window).
+    assert.ok(!pidAlive(kill.details.pid));
   });
 
   test("a Python REPL in a PTY: \\r submits, ^C interrupts", async () => {
@@ -352,11 +362,14 @@ describe("wake exactly once", () => {
 
 describe("limits and shutdown", () => {
   test("LRU eviction at 64: exited first, then the least recently used; the 8 most recent are protected", async () => {
-    const h = await startPi();
+    const ui = scriptedUI();
+    const h = await startPi({ uiContext: ui.ui });
     try {
+      // Session 39 exits when the test says so (a file appears), not after a time the machine may not keep.
+      const go = join(h.cwd, "lru-exit");
       const calls: Call[] = Array.from({ length: 64 }, (_, i) => [
         "exec_command",
-        { cmd: i === 39 ? "sleep 0.5" : "sleep 60", yield_time_ms: 250 },
+        { cmd: i === 39 ? `while [ ! -e ${go} ]; do sleep 0.02; done` : "sleep 60", yield_time_ms: 250 },
       ]);
       const first = await turns(h, [calls]);
       assert.equal(first.length, 64);
@@ -365,7 +378,19 @@ describe("limits and shutdown", () => {
         "all backgrounded",
       );
       const ids = first.map((r) => r.details.session_id as number);
-      await new Promise((r) => setTimeout(r, 700));
+      // Every process spawned (a session still starting is never evicted), with its pid; nothing has exited yet.
+      const pids = await livePids(h, ids);
+      writeFileSync(go, "");
+      // The footer counts live sessions: 63 once the pool saw session 39 end (no call observed it).
+      const footer = () =>
+        ui.statuses
+          .get("code-execution")
+          ?.split(" │ ")
+          .find((p) => p.startsWith("unified-exec: "));
+      assert.ok(
+        await waitUntil(() => footer() === "unified-exec: 63 sessions running", 60_000),
+        `session 39 exited: ${footer()}`,
+      );
       const exitedId = ids[39];
       // Use the oldest one again: it becomes the most recently used.
       const [touch, s65] = await turns(h, [
@@ -379,10 +404,16 @@ describe("limits and shutdown", () => {
       assert.ok(present(list1).has(ids[0]) && present(list1).has(ids[1]));
       const [s66] = await turns(h, [[["exec_command", { cmd: "sleep 60", yield_time_ms: 250 }]]]);
       const [list2] = await turns(h, [[["list_sessions", {}]]]);
-      assert.ok(present(list2).has(ids[0]), "recently used: protected");
-      assert.ok(!present(list2).has(ids[1]), "the least recently used live session was evicted");
-      assert.ok(!pidAlive(first[1].details.pid));
-      assert.ok(present(list2).has(s65.details.session_id) && present(list2).has(s66.details.session_id));
+      // An evicted session is stopped; until its process is gone it is listed as ended, never as live.
+      const live = new Set(list2.details.sessions.filter((s: any) => s.running).map((s: any) => s.session_id));
+      assert.ok(live.has(ids[0]), "recently used: protected");
+      assert.ok(!live.has(ids[1]), "the least recently used live session was evicted");
+      assert.deepEqual(
+        ui.notices.filter((n) => n.text.includes("evicted")).map((n) => n.text),
+        [exitedId, ids[1]].map((id) => `unified-exec: evicted session ${id} (LRU, over cap 64)`),
+      );
+      assert.ok(await waitUntil(() => !pidAlive(pids[1]), 5000), "the evicted process is stopped");
+      assert.ok(live.has(s65.details.session_id) && live.has(s66.details.session_id));
       assert.equal(list2.details.active_count, 64);
     } finally {
       await h.dispose();
@@ -399,21 +430,17 @@ describe("limits and shutdown", () => {
       ],
     ]);
     // A session whose process has not been spawned yet when its window ends (a loaded machine: 250 ms is short)
-    // has no pid in its result; list_sessions shows it once the spawn is done. Poll until every one has it.
-    const ids = rs.map((r) => r.details.session_id as number);
-    let pgids: (number | undefined)[] = rs.map((r) => r.details.pid);
-    while (pgids.some((p) => p === undefined)) {
-      const [list] = await turns(h, [[["list_sessions", {}]]]);
-      const listed = new Map<number, any>(list.details.sessions.map((s: any) => [s.session_id, s]));
-      for (const id of ids) assert.equal(listed.get(id)?.running, true, `session ${id} is live`);
-      pgids = ids.map((id) => listed.get(id).pid);
-    }
+    // has no pid in its result: livePids waits for list_sessions to show each.
+    const pgids = await livePids(
+      h,
+      rs.map((r) => r.details.session_id as number),
+    );
     assert.ok(
-      pgids.every((p) => p! > 0 && pidAlive(p!)),
+      pgids.every((p) => pidAlive(p)),
       `pids ${pgids.join(", ")}`,
     );
     await h.dispose();
-    assert.ok(await waitUntil(() => pgids.every((g) => groupMembers(g!).length === 0), 3000), "groups left");
+    assert.ok(await waitUntil(() => pgids.every((g) => groupMembers(g).length === 0), 3000), "groups left");
   });
 
   test("the Pi session's event log replays exactly", async () => {
