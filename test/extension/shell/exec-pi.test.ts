@@ -317,9 +317,11 @@ describe("wake exactly once", () => {
 
   test("none after kill_session or set_on_exit none", async () => {
     const before = wakes(pi).length;
+    // b exits when the test says so, after it was disarmed (`sleep 0.5` could end before the set_on_exit turns).
+    const go = join(pi.cwd, "disarmed-exit");
     const [a, b] = await turns(pi, [
       [["exec_command", { cmd: "sleep 30", yield_time_ms: 250, on_exit: "wake" }]],
-      [["exec_command", { cmd: "sleep 0.5", yield_time_ms: 250, on_exit: "wake" }]],
+      [["exec_command", { cmd: `while [ ! -e ${go} ]; do sleep 0.02; done`, yield_time_ms: 250, on_exit: "wake" }]],
     ]);
     const [k, off, again] = await turns(pi, [
       [["kill_session", { session_id: a.details.session_id }]],
@@ -330,6 +332,9 @@ describe("wake exactly once", () => {
     assert.equal(off.details.status, "disarmed");
     assert.match(textOf(off), /→ disarmed \(process still running\); wake not armed/);
     assert.equal(again.details.status, "already_none");
+    const [bPid] = await livePids(pi, [b.details.session_id]);
+    writeFileSync(go, "");
+    assert.ok(await waitUntil(() => !pidAlive(bPid), 5000), "b exited");
     await new Promise((r) => setTimeout(r, 1200));
     assert.equal(wakes(pi).length, before);
     const [unknown] = await turns(pi, [[["set_on_exit", { session_id: 424242, on_exit: "wake" }]]]);
