@@ -279,12 +279,12 @@ describe("driving sessions across calls", () => {
 describe("wake exactly once", () => {
   test("an unobserved exit: one follow-up prompt with metadata, never output", async () => {
     const before = wakes(pi).length;
-    const [s] = await turns(
-      pi,
-      [[["exec_command", { cmd: "printf 'SEC%sRET\\n' X; sleep 0.4; exit 3", yield_time_ms: 250, on_exit: "wake" }]]],
-      1,
-    );
+    // It exits when the test says so, once the call has returned (`sleep 0.4` could end inside a loaded window).
+    const go = join(pi.cwd, "unobserved-exit");
+    const cmd = `printf 'SEC%sRET\\n' X; while [ ! -e ${go} ]; do sleep 0.02; done; exit 3`;
+    const [s] = await turns(pi, [[["exec_command", { cmd, yield_time_ms: 250, on_exit: "wake" }]]], 1);
     assert.match(header(s), /completion_notification: armed/);
+    writeFileSync(go, "");
     assert.ok(await waitUntil(() => wakes(pi).length === before + 1, 5000));
     await idle(pi);
     const w = wakes(pi)[before];
@@ -297,8 +297,13 @@ describe("wake exactly once", () => {
 
   test("observed by write_stdin: no prompt; after the poll's deadline: one", async () => {
     const before = wakes(pi).length;
-    const [s] = await turns(pi, [[["exec_command", { cmd: "sleep 0.4", yield_time_ms: 250, on_exit: "wake" }]]]);
-    const [p] = await turns(pi, [[["write_stdin", { session_id: s.details.session_id, yield_time_ms: 5000 }]]]);
+    // It exits on the line the poll writes, so the poll is attached when it exits (a `sleep 0.4` could end inside a
+    // loaded window or between the two calls).
+    const [s] = await turns(pi, [[["exec_command", { cmd: "read -r _", yield_time_ms: 250, on_exit: "wake" }]]]);
+    assert.equal(s.details.running, true);
+    const [p] = await turns(pi, [
+      [["write_stdin", { session_id: s.details.session_id, chars: "\\n", yield_time_ms: 5000 }]],
+    ]);
     assert.equal(p.details.running, false);
     assert.equal(p.details.on_exit_wake, "consumed");
     await new Promise((r) => setTimeout(r, 800));

@@ -4,6 +4,8 @@
 // the five tools' renderers (banner, five-line tail expanding with Pi's expand key, live elapsed, [wake] marks).
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
@@ -72,8 +74,11 @@ describe("footer, /tree widget, /unified-exec-sessions", () => {
   });
 
   test("a background exit refreshes the footer at once", async () => {
-    await call("exec_command", { cmd: "sleep 0.4", yield_time_ms: 250 });
+    // It exits when the test says so, after the call (`sleep 0.4` could end inside a loaded window).
+    const go = join(pi.cwd, "background-exit");
+    await call("exec_command", { cmd: `while [ ! -e ${go} ]; do sleep 0.02; done`, yield_time_ms: 250 });
     assert.equal(status(), "unified-exec: 1 session running");
+    writeFileSync(go, "");
     assert.ok(await waitUntil(() => status() === undefined, 3000));
   });
 
