@@ -13,6 +13,7 @@ import { performance } from "node:perf_hooks";
 import { SupervisorHost } from "../host/host.ts";
 import { spawnLocalChild } from "../actors/process/children.ts";
 import { stopTracked } from "../actors/registry/registry.ts";
+import { SHUTDOWN } from "../actors/registry/shutdown.ts";
 import { SPAWNER_ENV, spawnerPids } from "../actors/process/spawner.ts";
 import { line } from "./run.ts";
 
@@ -64,7 +65,7 @@ async function portSpawn(): Promise<number> {
   const exit = await new Promise<{ code: number | null }>((resolve) => r.value.onClose(resolve));
   const ms = performance.now() - t0;
   if (exit.code !== 0) throw new Error(`bash -c true exited ${exit.code}`);
-  await stopTracked(r.value.pid, 0);
+  await stopTracked(r.value.pid, SHUTDOWN.shortChild);
   return ms;
 }
 

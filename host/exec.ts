@@ -23,6 +23,7 @@ import { resolveShell } from "../actors/shell/shell-path.ts";
 import { SessionIO } from "../actors/shell/session-io.ts";
 import { answeredAfter, settleTurn, waitOn, type WaitOutcome } from "../actors/shell/waits.ts";
 import { liveGroups, stopGroup } from "../actors/registry/registry.ts";
+import { SHUTDOWN } from "../actors/registry/shutdown.ts";
 import { ExecEvents, type Emitted } from "./exec-events.ts";
 import {
   notStarted,
@@ -38,7 +39,9 @@ import {
 } from "./exec-reports.ts";
 import { wakeActorId } from "../machines/actor-ids.ts";
 
-const LIVE = new Set(["starting", "running", "held", "stopping"]);
+/** The statuses a shell session is reported `running` in (list_sessions): its process may still be there, a session
+ * being stopped included (the pool's `LIVE` leaves `stopping` out: a stop has begun there already). */
+const REPORTED_RUNNING = new Set(["starting", "running", "held", "stopping"]);
 
 export interface ExecHostOptions {
   hostId: string;
@@ -124,7 +127,7 @@ export class ExecHost {
     const io = this.ios.get(r.id);
     return {
       ...r,
-      running: LIVE.has(r.status),
+      running: REPORTED_RUNNING.has(r.status),
       wakeArmed: this.wakeArmed(r.id),
       ...(io?.logPath ? { logPath: io.logPath } : {}),
       totalBytes: io?.totalBytes ?? 0,
@@ -351,7 +354,9 @@ export class ExecHost {
         }
       });
     }
-    await Promise.all(liveGroups(this.options.hostId, /^exec:/).map((pgid) => stopGroup(pgid, 1000)));
+    await Promise.all(
+      liveGroups(this.options.hostId, /^exec:/).map((pgid) => stopGroup(pgid, SHUTDOWN.shellLeftovers)),
+    );
     for (const io of this.ios.values()) io.log?.close();
   }
 }

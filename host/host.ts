@@ -20,6 +20,7 @@ import { InterpreterResolver } from "../actors/interpreter/interpreter.ts";
 import type { BackendInfo, ProcessOperations } from "../actors/process/operations.ts";
 import { RunOutput } from "../lib/run-output.ts";
 import { liveGroups, stopGroup } from "../actors/registry/registry.ts";
+import { SHUTDOWN } from "../actors/registry/shutdown.ts";
 import type { Result } from "../lib/result.ts";
 import { hostEffects } from "./effects.ts";
 import { backendHint } from "../actors/process/backend-hints.ts";
@@ -30,7 +31,7 @@ import type { RunShown } from "../actors/runner/display-frames.ts";
 import { directSession, sessionInfos, spareList, type SessionInfo } from "./selectors.ts";
 import { ToolSets } from "./tool-sets.ts";
 import { SessionBook } from "./session-book.ts";
-import { commandTo, tapCommands } from "./system.ts";
+import { commandTo, tapCommands } from "./command-taps.ts";
 import { ExecHost, execLogDir } from "./exec.ts";
 import type { HostOptions, RunCallbacks, RunRequestInput, RunResult, SessionsListener } from "./requests.ts";
 import { agentDir } from "../store/agent-dir.ts";
@@ -386,7 +387,7 @@ export class SupervisorHost {
   }
 
   private async killEverything(): Promise<void> {
-    await Promise.all(liveGroups(this.id).map((pgid) => stopGroup(pgid, this.limits.killMs)));
+    await Promise.all(liveGroups(this.id).map((pgid) => stopGroup(pgid, SHUTDOWN.hostShutdown(this.limits.killMs))));
   }
 
   private waitFor(done: () => boolean, timeoutMs: number): Promise<void> {

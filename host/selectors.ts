@@ -13,6 +13,8 @@ export type RootSnapshot = SnapshotFrom<SupervisorLogic>;
 
 export interface SessionInfo extends SessionEntry, Partial<Omit<SessionHistory, "incarnation">> {
   name: string;
+  /** The run it is executing, if any: the session's own fact (a run sent straight to it is known there alone). */
+  busyRunId?: string;
   /** The session's phase: `starting`, `idle`, `running`, `interrupted`, `grace`, `killed`, `closing`, ... */
   state: string;
   pid?: number;
@@ -76,7 +78,7 @@ export function directSession(root: RootSnapshot, request: RunStartEvent): AnyAc
   if (request.session === undefined || request.reset || !request.prepared || request.prepared.failed) return undefined;
   if (root.value !== "serving" || root.context.queue.length > 0) return undefined;
   const entry = root.context.sessions[request.session];
-  if (!entry || entry.status !== "alive" || entry.busyRunId !== undefined) return undefined;
+  if (!entry || entry.status !== "alive") return undefined;
   if (otherLanguage(root.context, request) || replacementOf(entry, request)) return undefined;
   const session = root.children[sessionActorId(request.session)] as AnyActorRef | undefined;
   return snapshotOf(session)?.value === "idle" ? session : undefined;

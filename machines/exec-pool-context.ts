@@ -12,7 +12,7 @@ import {
   type ExecSessionOutput,
   type ExitInfo,
   type ShellInput,
-  type StopReason,
+  type ShellStopReason,
 } from "./exec-session.ts";
 import type { WakeNoticeOut } from "./exec-wake.ts";
 import type { OnExit, SetOnExitStatus, WakeNotice } from "./exec-wake-entry.ts";
@@ -48,7 +48,7 @@ export interface ExecRecord {
   status: ExecStatus;
   pid?: number;
   /** While `stopping`: why. */
-  stop?: StopReason;
+  stop?: ShellStopReason;
   exit?: ExitInfo & { end: ExecSessionEnd };
   failure?: string;
 }
@@ -98,11 +98,11 @@ export type ExecEmitted =
       type: "exec.ended";
       id: number;
       end: ExecSessionEnd;
-      reason?: StopReason;
+      reason?: ShellStopReason;
       escalated?: boolean;
       failure?: string;
     } & ExitInfo)
-  | { type: "exec.stop_failed"; id: number; reason: StopReason; escalated: boolean; message: string }
+  | { type: "exec.stop_failed"; id: number; reason: ShellStopReason; escalated: boolean; message: string }
   | { type: "exec.evicting"; id: number; running: boolean }
   | { type: "exec.refused"; id: number; reason: string }
   | { type: "exec.answer"; requestId: string; id: number; found: boolean; status?: SetOnExitStatus; armed: boolean }
@@ -110,6 +110,7 @@ export type ExecEmitted =
 
 export type ExecPoolEvent = ExecCommand | ExecSessionNotice | WakeNoticeOut | DoneActorEvent<ExecSessionOutput>;
 
+/** A shell session neither stopping nor ended: a kill or an eviction can still begin on it. */
 export const LIVE: readonly ExecStatus[] = ["starting", "running", "held"];
 
 /** The sessions the cap counts: every record but those being stopped (they leave the registry once their process

@@ -67,7 +67,7 @@ export const execPoolMachine = setup({
       } else if (victim) {
         enqueue.sendTo("wake", { type: "entry.suppress", id: victim.id } satisfies WakeCommand);
         const stop = {
-          type: "session.stop",
+          type: "shell.stop",
           at: e.at,
           reason: "evict",
           signal: "SIGTERM",
@@ -122,13 +122,13 @@ export const execPoolMachine = setup({
       if (!r || !LIVE.includes(r.status)) return;
       // The wake is suppressed before any signal, so the induced exit can never prompt.
       enqueue.sendTo("wake", { type: "entry.suppress", id: e.id } satisfies WakeCommand);
-      const stop = { type: "session.stop", at: e.at, reason: "kill", signal: e.signal } satisfies ExecSessionCommand;
+      const stop = { type: "shell.stop", at: e.at, reason: "kill", signal: e.signal } satisfies ExecSessionCommand;
       enqueue.sendTo(sessionId(e.id), stop);
     }),
     shutdownAll: enqueueActions(({ context, enqueue, event, self }) => {
       assertEvent(event, "exec.shutdown");
       const stop = {
-        type: "session.stop",
+        type: "shell.stop",
         at: event.at,
         reason: "shutdown",
         signal: "SIGTERM",
@@ -138,16 +138,16 @@ export const execPoolMachine = setup({
         if (LIVE.includes(r.status) || r.status === "stopping") enqueue.sendTo(sessionId(r.id), stop);
       }
     }),
-    running: emit((_, e: Extract<ExecSessionNotice, { type: "session.running" }>) => ({
+    running: emit((_, e: Extract<ExecSessionNotice, { type: "shell.running" }>) => ({
       type: "exec.started" as const,
       id: e.id,
       pid: e.pid,
     })),
-    held: emit((_, e: Extract<ExecSessionNotice, { type: "session.held" }>) => ({
+    held: emit((_, e: Extract<ExecSessionNotice, { type: "shell.held" }>) => ({
       type: "exec.held" as const,
       id: e.id,
     })),
-    stopFailed: enqueueActions(({ enqueue }, e: Extract<ExecSessionNotice, { type: "session.stop_failed" }>) => {
+    stopFailed: enqueueActions(({ enqueue }, e: Extract<ExecSessionNotice, { type: "shell.stop_failed" }>) => {
       // The process is still ours and alive: its wake is as it was before the kill.
       enqueue.sendTo("wake", { type: "entry.restore", id: e.id } satisfies WakeCommand);
       enqueue.emit({
@@ -285,9 +285,9 @@ export const execPoolMachine = setup({
     "exec.wake_failed": {
       actions: { type: "toWake", params: ({ event }) => ({ type: "wake.failed", batch: event.batch }) },
     },
-    "session.running": { actions: { type: "running", params: ({ event }) => event } },
-    "session.held": { actions: { type: "held", params: ({ event }) => event } },
-    "session.stop_failed": { actions: { type: "stopFailed", params: ({ event }) => event } },
+    "shell.running": { actions: { type: "running", params: ({ event }) => event } },
+    "shell.held": { actions: { type: "held", params: ({ event }) => event } },
+    "shell.stop_failed": { actions: { type: "stopFailed", params: ({ event }) => event } },
     "xstate.done.actor.*": { actions: "ended" },
     "wake.deliver": { actions: "passWake" },
     "wake.answer": { actions: "passAnswer" },

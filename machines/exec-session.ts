@@ -40,7 +40,7 @@ export interface ExecSessionInput extends Omit<ShellInput, "owner"> {
   limits: ExecLimits;
 }
 
-export type StopReason = "kill" | "evict" | "shutdown";
+export type ShellStopReason = "kill" | "evict" | "shutdown";
 
 export interface ExitInfo {
   at: number;
@@ -53,7 +53,7 @@ export interface ExecSessionContext extends ExecSessionInput {
   /** The shell process's own exit, when it came before the stream closed. */
   shellExit?: ExitInfo;
   /** The stop in progress, or one asked for while starting. */
-  stop?: { reason: StopReason; signal: string; at: number };
+  stop?: { reason: ShellStopReason; signal: string; at: number };
   /** SIGKILL followed the requested signal. */
   escalated?: boolean;
   failure?: string;
@@ -73,22 +73,22 @@ export type ShellFact =
 export type ShellCommand = { type: "shell.signal"; signal: string };
 
 // ---- commands (pool -> session) ----
-export type ExecSessionCommand = { type: "session.stop"; at: number; reason: StopReason; signal: string };
+export type ExecSessionCommand = { type: "shell.stop"; at: number; reason: ShellStopReason; signal: string };
 
 export type ExecSessionEvent = ShellFact | ExecSessionCommand;
 
 // ---- notices (session -> pool) ----
 export type ExecSessionNotice =
-  | { type: "session.running"; id: number; at: number; pid: number }
-  | ({ type: "session.held"; id: number } & ExitInfo)
-  | { type: "session.stop_failed"; id: number; at: number; reason: StopReason; escalated: boolean; message: string };
+  | { type: "shell.running"; id: number; at: number; pid: number }
+  | ({ type: "shell.held"; id: number } & ExitInfo)
+  | { type: "shell.stop_failed"; id: number; at: number; reason: ShellStopReason; escalated: boolean; message: string };
 
 export type ExecSessionEnd = "exited" | "killed" | "evicted" | "failed";
 
 export interface ExecSessionOutput extends ExitInfo {
   id: number;
   end: ExecSessionEnd;
-  reason?: StopReason;
+  reason?: ShellStopReason;
   escalated?: boolean;
   failure?: string;
 }
@@ -106,7 +106,7 @@ export const execSessionMachine = setup({
     recordFailure: assign({ failure: (_, message: string) => message }),
     recordShellExit: assign({ shellExit: (_, e: ExitInfo) => ({ at: e.at, code: e.code, signal: e.signal }) }),
     requestStop: assign({
-      stop: (_, e: { at: number; reason: StopReason; signal: string }) => ({
+      stop: (_, e: { at: number; reason: ShellStopReason; signal: string }) => ({
         reason: e.reason,
         signal: e.signal,
         at: e.at,
@@ -118,20 +118,20 @@ export const execSessionMachine = setup({
       enqueue.sendTo("shell", { type: "shell.signal", signal } satisfies ShellCommand);
     }),
     notifyRunning: sendParent(({ context }, e: { at: number }) => ({
-      type: "session.running" as const,
+      type: "shell.running" as const,
       id: context.id,
       at: e.at,
       pid: context.pid ?? 0,
     })),
     notifyHeld: sendParent(({ context }, e: ExitInfo) => ({
-      type: "session.held" as const,
+      type: "shell.held" as const,
       id: context.id,
       at: e.at,
       code: e.code,
       signal: e.signal,
     })),
     notifyStopFailed: sendParent(({ context }, p: { at: number; message: string }) => ({
-      type: "session.stop_failed" as const,
+      type: "shell.stop_failed" as const,
       id: context.id,
       at: p.at,
       reason: context.stop?.reason ?? "kill",
@@ -192,7 +192,7 @@ export const execSessionMachine = setup({
           target: "failed",
           actions: { type: "recordFailure", params: ({ event }) => event.message },
         },
-        "session.stop": { actions: { type: "requestStop", params: ({ event }) => event } },
+        "shell.stop": { actions: { type: "requestStop", params: ({ event }) => event } },
       },
     },
     running: {
@@ -218,7 +218,7 @@ export const execSessionMachine = setup({
       },
       on: {
         "shell.closed": "exited",
-        "session.stop": { target: "stopping", actions: { type: "requestStop", params: ({ event }) => event } },
+        "shell.stop": { target: "stopping", actions: { type: "requestStop", params: ({ event }) => event } },
       },
     },
     stopping: {

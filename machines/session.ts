@@ -7,7 +7,7 @@
 // host as an emitted `run.finished`.
 // What the session itself knows is its state: a close asked for during a run is `running.closeRequested`, and a
 // process gone while a run was active is `ending.lost` or `ending.closed` until that run has reported.
-import { assertEvent, assign, enqueueActions, sendParent, sendTo, setup } from "xstate";
+import { assertEvent, assign, enqueueActions, not, sendParent, sendTo, setup } from "xstate";
 import type { DoneActorEvent } from "xstate";
 import type {
   Language,
@@ -221,6 +221,11 @@ export const sessionMachine = setup({
     starting: {
       description: "The interpreter is starting; a first run waits for it.",
       on: {
+        "run.start": {
+          guard: not("hasActiveRun"),
+          description: "The first run ended before the interpreter was ready: the next one waits in its place.",
+          actions: { type: "spawnRun", params: ({ event }) => event },
+        },
         "runner.ready": [
           { guard: "hasActiveRun", target: "running", actions: ["noteRunner", "forwardToRun"] },
           { target: "idle", actions: "noteRunner" },

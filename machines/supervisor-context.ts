@@ -50,8 +50,6 @@ export interface SessionEntry {
   python?: string;
   /** Absent: Python. */
   language?: Language;
-  /** The run the session is executing, if any. */
-  busyRunId?: string;
 }
 
 /** What a spare runner is started for. */
@@ -219,14 +217,6 @@ export function sessionInput(
   };
 }
 
-/** The session table after `outcome`'s run ended: its session is no longer busy with it. */
-export function sessionsAfter(c: SupervisorContext, runId: string): Record<string, SessionEntry> {
-  const session = c.active[runId];
-  if (!session || c.sessions[session]?.busyRunId !== runId) return c.sessions;
-  const { busyRunId: _b, ...rest } = c.sessions[session]!;
-  return { ...c.sessions, [session]: rest };
-}
-
 /** Whether an ended incarnation is the session's current one: its end may reach the supervisor after the request
  * that started the next incarnation under the same id. */
 export const isCurrentIncarnation = (c: SupervisorContext, out: SessionOutput) =>
@@ -234,6 +224,5 @@ export const isCurrentIncarnation = (c: SupervisorContext, out: SessionOutput) =
 
 /** The session table after its current incarnation ended (`lost` or `closed`). */
 export function sessionsEnded(c: SupervisorContext, out: SessionOutput): Record<string, SessionEntry> {
-  const { busyRunId: _b, ...rest } = c.sessions[out.name]!;
-  return { ...c.sessions, [out.name]: { ...rest, status: out.end } };
+  return { ...c.sessions, [out.name]: { ...c.sessions[out.name]!, status: out.end } };
 }

@@ -24,7 +24,6 @@ import {
   preparedRequest,
   replacementOf,
   sessionInput,
-  sessionsAfter,
   sessionsEnded,
   spareKeyOf,
   sparesAfterRetire,
@@ -110,12 +109,12 @@ export const supervisorMachine = setup({
       };
       return { type: "run.finished", outcome: refusal(request, event.message, extra) };
     }),
-    /** A prepared request no run may serve: its session is busy, or runs the other language. */
-    refusePrepared: emit(({ context, event }, why: "busy" | "language"): RunFinishedEvent => {
+    /** A prepared request no run may serve: its session runs the other language. */
+    refuseOtherLanguage: emit(({ context, event }): RunFinishedEvent => {
       assertEvent(event, "prepare.done");
       const e = preparedRequest(context, event);
       const incarnation = context.sessions[e.session!]?.incarnation;
-      const message = why === "busy" ? busy(e.session!) : otherLanguageMessage(context, e);
+      const message = otherLanguageMessage(context, e);
       return { type: "run.finished", outcome: refusal(e, message, { at: event.at, incarnation }) };
     }),
     refuseFreshJs: emit(({ context, event }): RunFinishedEvent => {
@@ -157,9 +156,10 @@ export const supervisorMachine = setup({
       const alive = entry?.status === "alive" && ref !== undefined;
       const replaced = alive && !e.reset ? replacementOf(entry!, e) : undefined;
       const keep = alive && !e.reset && !replaced;
-      // A run the host sent straight to the session (`direct`) is not in this table: a reset or a replacement must
-      // not stop the session under it (a request it keeps is refused by the session itself, with the same words).
-      if (alive && !keep && sessionHasRun(ref)) {
+      // Whether a session has a run is its own fact, read here from the session (a run the host sent straight to it
+      // is known there alone; the supervisor keeps no copy): a busy session refuses the request, and a reset or a
+      // replacement must not stop it under that run.
+      if (alive && sessionHasRun(ref)) {
         const outcome = refusal(e, busy(name), { at: event.at, incarnation: entry!.incarnation });
         enqueue.emit({ type: "run.finished", outcome });
         return;
@@ -183,7 +183,6 @@ export const supervisorMachine = setup({
             cwd: keep ? entry!.cwd : e.cwd,
             ...(python ? { python } : {}),
             ...(e.language === "js" ? { language: e.language } : {}),
-            busyRunId: e.runId,
           },
         },
         active: { ...context.active, [e.runId]: name },
@@ -200,10 +199,10 @@ export const supervisorMachine = setup({
       });
       if (context.queue[0] !== request) enqueue.assign({ queue: context.queue.filter((r) => r !== request) });
     }),
-    /** A run ended: its session is no longer busy, and the outcome goes out. */
+    /** A run ended: it is no longer active, and the outcome goes out. */
     announce: enqueueActions(({ context, enqueue }, outcome: RunOutcome) => {
       const { [outcome.runId]: _gone, ...active } = context.active;
-      enqueue.assign({ active, sessions: sessionsAfter(context, outcome.runId) });
+      enqueue.assign({ active });
       enqueue.emit({ type: "run.finished", outcome });
     }),
     passNestedCall: emit(({ event }) => {
@@ -292,10 +291,6 @@ export const supervisorMachine = setup({
       assertEvent(event, "prepare.done");
       return otherLanguage(context, preparedRequest(context, event));
     },
-    sessionBusy: ({ context }) => {
-      const name = context.queue[0]?.session;
-      return name !== undefined && context.sessions[name]?.busyRunId !== undefined;
-    },
     isRun: ({ event }) => {
       assertEvent(event, "xstate.done.actor.*");
       return isActor(event.actorId, "run");
@@ -337,9 +332,8 @@ export const supervisorMachine = setup({
         ],
         "prepare.done": [
           { guard: not("forHead"), description: "Only the request being prepared is answered." },
-          { guard: "sessionBusy", actions: [{ type: "refusePrepared", params: "busy" }, "next"] },
           { guard: "freshJs", actions: ["refuseFreshJs", "next"] },
-          { guard: "otherLanguage", actions: [{ type: "refusePrepared", params: "language" }, "next"] },
+          { guard: "otherLanguage", actions: ["refuseOtherLanguage", "next"] },
           { guard: "isFresh", actions: ["startFresh", "next"] },
           { actions: ["startInSession", "next"] },
         ],

@@ -1,5 +1,5 @@
 "use strict";
-// A small JavaScript tokenizer: enough to find a cell's top-level statements (runtime-js/cell.js). Strings,
+// A small JavaScript tokenizer: enough to find a cell's top-level statements (runtime-js/cell-rewrite.js). Strings,
 // template literals (their `${}` parts included), regular expressions and comments are single tokens or skipped, so
 // nothing inside them is mistaken for code. It never throws: an unterminated literal ends the token list and sets
 // `broken` (V8 then reports the real syntax error).

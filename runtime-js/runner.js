@@ -246,7 +246,7 @@ function build() {
   const modules = require("./modules.js");
   const { createContext } = require("./context.js");
   const helpers = require("./helpers.js");
-  const cells = require("./cells.js");
+  const cells = require("./cell-run.js");
   const rt = { modules, helpers, cells, current: () => current };
   const ctx = createContext(rt);
   rt.errors = { Error: ctx.Error, TypeError: ctx.TypeError, format: errorsModule.formatError };

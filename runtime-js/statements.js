@@ -1,7 +1,7 @@
 "use strict";
 // A cell's top-level statements, read from its tokens (runtime-js/lexer.js): where each one starts and ends (with
 // JavaScript's automatic semicolon insertion as V8 applies it), what kind it is, and the names a declaration's
-// pattern binds. runtime-js/cell.js rewrites the cell from these.
+// pattern binds. runtime-js/cell-rewrite.js rewrites the cell from these.
 const { EXPRESSION_KEYWORDS } = require("./lexer.js");
 
 /** Statements that end with a block: after its closing `}` a new statement starts (unless else/catch/...). */

@@ -66,7 +66,10 @@ const scenarios: Record<string, (run: Run) => Promise<void>> = {
   "js-session": async (run) => {
     const js = { session: "js", language: "js" as const };
     assert.equal((await run("var counter = 41", js)).outcome.status, "success");
-    const waiting = await run("console.log('waiting')\nawait new Promise((r) => setTimeout(r, 60_000))", { ...js, timeoutMs: 1000 });
+    const waiting = await run("console.log('waiting')\nawait new Promise((r) => setTimeout(r, 60_000))", {
+      ...js,
+      timeoutMs: 1000,
+    });
     assert.equal(waiting.outcome.status, "timeout");
     assert.equal(waiting.outcome.session?.isLost, false);
     assert.equal((await run("counter + 1", js)).stdout, "42\n");
@@ -157,6 +160,29 @@ const faultScenarios: Record<string, (run: Run) => Promise<void>> = {
   },
 };
 
+/** Shell sessions (exec_command's host side): one that exits within its window, one kept open, written to and
+ * killed, and one held past its window then ended by its own exit; their pool, sessions and wake-ups are recorded. */
+const shellScenarios: Record<string, (host: SupervisorHost, cwd: string) => Promise<void>> = {
+  "shell-sessions": async (host, cwd) => {
+    const start = (command: string, yieldMs: number, callId: string) =>
+      host.exec.start({ command, cwd, tty: false, cols: 80, rows: 24, yieldMs, onExit: "none", callId });
+    const quick = await start("echo quick", 5000, "c1");
+    assert.ok(quick.ok && !quick.value.running && quick.value.end?.code === 0);
+    const cat = await start("cat", 100, "c2");
+    assert.ok(cat.ok && cat.value.running, "cat waits for input");
+    const bytes = new TextEncoder().encode("hello\n");
+    const echoed = await host.exec.write({ id: cat.value.id, bytes, until: "answer", durationMs: 5000, callId: "c3" });
+    assert.ok(echoed.ok);
+    assert.equal(new TextDecoder().decode(echoed.value.output), "hello\n");
+    const killed = await host.exec.kill(cat.value.id, "SIGTERM", "c4");
+    assert.ok(killed?.killed, "kill_session stopped cat");
+    const later = await start("sleep 0.3; echo done", 50, "c5");
+    assert.ok(later.ok && later.value.running);
+    const polled = await host.exec.write({ id: later.value.id, until: "full", durationMs: 5000, callId: "c6" });
+    assert.ok(polled.ok && !polled.value.running && polled.value.end?.code === 0);
+  },
+};
+
 /** Scenarios that need a real Pi session (nested tool calls go through Pi's hooked tool dispatch). */
 const piScenarios: Record<
   string,
@@ -204,6 +230,7 @@ const isFault = (name: string) => name in faultScenarios || piScenarios[name]?.f
 export const scenarioNames = (): string[] => [
   ...Object.keys(scenarios),
   ...Object.keys(faultScenarios),
+  ...Object.keys(shellScenarios),
   ...Object.entries(piScenarios)
     .filter(([, s]) => existsSync(s.needs))
     .map(([name]) => name),
@@ -232,17 +259,21 @@ async function recordInPi(name: string, outDir: string): Promise<string> {
 
 export async function recordScenario(name: string, outDir: string): Promise<string> {
   if (piScenarios[name]) return recordInPi(name, outDir);
-  const scenario = scenarios[name] ?? faultScenarios[name];
-  if (!scenario) throw new Error(`unknown scenario ${name}; known: ${scenarioNames().join(", ")}`);
+  const runScenario = scenarios[name] ?? faultScenarios[name];
+  const shellScenario = shellScenarios[name];
+  if (!runScenario && !shellScenario) throw new Error(`unknown scenario ${name}; known: ${scenarioNames().join(", ")}`);
   const cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-fixture-cwd-")));
   const logs = mkdtempSync(join(tmpdir(), "pcs-fixture-log-"));
   const observer = new SystemObserver();
   const recorder = new Recorder(observer, { dir: logs, piSession: `fixture-${name}` });
-  const host = new SupervisorHost(observer.hostOptions());
+  // Shell sessions keep their output logs beside the event log (not in Pi's agent directory: there is none here).
+  const host = new SupervisorHost({ ...observer.hostOptions(), exec: { logDir: join(logs, "shell-logs") } });
   try {
-    await scenario((code, extra = {}, signal) =>
-      host.run({ code, cwd, timeoutMs: 20_000, ...extra }, signal ? { signal } : {}),
-    );
+    if (shellScenario) await shellScenario(host, cwd);
+    else
+      await runScenario!((code, extra = {}, signal) =>
+        host.run({ code, cwd, timeoutMs: 20_000, ...extra }, signal ? { signal } : {}),
+      );
   } finally {
     await host.shutdown();
     recorder.close("shutdown");

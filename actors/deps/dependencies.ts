@@ -13,6 +13,7 @@ import { localOperations, type ProcessOperations } from "../process/operations.t
 import { sandboxRefusal } from "./sandbox-policy.ts";
 import { remoteInstall } from "./remote-install.ts";
 import { registerGroup, stopGroup } from "../registry/registry.ts";
+import { SHUTDOWN } from "../registry/shutdown.ts";
 
 export type { InstallProgress } from "./installer.ts";
 export { packageOf } from "./installer.ts";
@@ -54,7 +55,7 @@ export function createInstallLogic(deps: InstallDeps) {
       // The installer exited: whatever it left running (a build helper, a daemon) goes too.
       untrack: (pid) => {
         groups.delete(pid);
-        void stopGroup(pid, deps.killMs());
+        void stopGroup(pid, SHUTDOWN.installer(deps.killMs()));
       },
     };
     void (async () => {
@@ -82,7 +83,7 @@ export function createInstallLogic(deps: InstallDeps) {
     })().catch((e: Error) => fail(`dependency installation failed: ${e.message}`));
     return () => {
       stopped = true;
-      for (const pid of groups) void stopGroup(pid, deps.killMs());
+      for (const pid of groups) void stopGroup(pid, SHUTDOWN.installer(deps.killMs()));
     };
   });
 }

@@ -12,6 +12,7 @@ import type { StartFailure } from "./operations.ts";
 import { loadPty, type PtyProcess } from "./pty.ts";
 import { prepareCgroup, type PreparedCgroup } from "../registry/containment.ts";
 import { adopt, signalTree, stopTracked } from "../registry/registry.ts";
+import { SHUTDOWN } from "../registry/shutdown.ts";
 import { spawnServed, type ServedChild } from "./spawner.ts";
 
 /** What a child is for: a backend may treat them differently (the sandbox lets an install write only `writable`). */
@@ -387,7 +388,7 @@ export async function collectChild(
   const exit = await new Promise<ChildExit>((done) => h.onClose(done));
   clearTimeout(timer);
   // A short child leaves nothing behind: what it started goes, and the registry lets go of it.
-  await stopTracked(h.pid, 0);
+  await stopTracked(h.pid, SHUTDOWN.shortChild);
   const text = (s: ChildStream) => Buffer.concat(out[s]).subarray(0, max).toString("utf8");
   return ok({ ...exit, stdout: text("stdout"), stderr: text("stderr"), timedOut });
 }

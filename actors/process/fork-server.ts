@@ -13,6 +13,7 @@ import type { Socket } from "node:net";
 import { constants } from "node:os";
 import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
 import { registerGroup, stopGroup, track } from "../registry/registry.ts";
+import { SHUTDOWN } from "../registry/shutdown.ts";
 import type { RunnerExit, RunnerSpec } from "./operations.ts";
 
 /** Runners one fork server can start (3 descriptors each, on both sides). */
@@ -155,7 +156,7 @@ function startZygote(key: string, spec: RunnerSpec, waiting: boolean): Zygote {
     }
     for (const sockets of zygote.slots) for (const s of sockets ?? []) s.destroy();
     control.destroy();
-    void stopGroup(zygote.pid, zygote.killMs);
+    void stopGroup(zygote.pid, SHUTDOWN.forkServer(zygote.killMs));
   };
   child.once("error", gone);
   child.once("exit", gone);
@@ -255,7 +256,7 @@ function retireLater(zygote: Zygote): void {
 function stop(zygote: Zygote): void {
   zygote.alive = false;
   if (zygotes.get(zygote.key) === zygote) zygotes.delete(zygote.key);
-  void stopGroup(zygote.pid, zygote.killMs);
+  void stopGroup(zygote.pid, SHUTDOWN.forkServer(zygote.killMs));
 }
 
 async function forkFrom(zygote: Zygote, slot: number): Promise<ForkedChild | undefined> {

@@ -8,6 +8,7 @@ import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
 import { OutputOrder } from "./output-order.ts";
 import { fail, ok, type Result } from "../../lib/result.ts";
 import { signalGroup as signalTracked, stopTracked, track } from "../registry/registry.ts";
+import { SHUTDOWN } from "../registry/shutdown.ts";
 import { forkRunner } from "./fork-server.ts";
 import { spawnLocalChild, type ChildHandle, type ChildSpec } from "./children.ts";
 
@@ -302,9 +303,9 @@ function wrap(
     // stop releases the pipes that leftovers hold.
     if (open === 0) {
       report();
-      return void stopTracked(pid, killMs);
+      return void stopTracked(pid, SHUTDOWN.runner(killMs));
     }
-    void stopTracked(pid, killMs);
+    void stopTracked(pid, SHUTDOWN.runner(killMs));
     setTimeout(() => {
       stdout.destroy();
       stderr.destroy();

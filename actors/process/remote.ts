@@ -16,13 +16,16 @@ import { classifyFailure, remoteLabel, transportArgv, withRemoteTty } from "./tr
 import { spawnLocalChild, type ChildHandle, type ChildSpec } from "./children.ts";
 import { killCommand, remoteChild, remoteExit, runKill, WRAP } from "./remote-shell.ts";
 import { stopGroup } from "../registry/registry.ts";
+import { REMOTE_TRANSPORT_DRAIN_MS, SHUTDOWN } from "../registry/shutdown.ts";
 
 import { BOOT, runtimeBundle, START_TIMEOUT_MS } from "./remote-runtime.ts";
 import { SshMaster } from "./ssh-master.ts";
 
 export { runtimeBundle } from "./remote-runtime.ts";
 
-const DRAIN_AFTER_EXIT_MS = 500;
+/** A transport's output still in flight after it exited is read until EOF for this long (its leftovers get the same
+ * grace: shutdown.ts). */
+const DRAIN_AFTER_EXIT_MS = REMOTE_TRANSPORT_DRAIN_MS;
 
 export interface RemoteOptions {
   remote: RemoteSettings;
@@ -289,7 +292,7 @@ class RemoteHandle implements RunnerHandle {
     child.once("exit", (c) => {
       code = c;
       exitSeen = true;
-      void stopGroup(this.pid, DRAIN_AFTER_EXIT_MS);
+      void stopGroup(this.pid, SHUTDOWN.remoteTransport);
       // Output still in flight is read until EOF, bounded like the local backend.
       setTimeout(() => {
         child.stdout!.destroy();

@@ -7,6 +7,7 @@
 // process-wide (one per process, under a global symbol), and its `exit` hook is there only while it holds a group.
 import { fail, ok, type Result } from "../../lib/result.ts";
 import { contain, releaseBase, scanSessions, sessionBox, type Containment, type SessionScan } from "./containment.ts";
+import type { Shutdown } from "./shutdown.ts";
 
 export interface GroupOwner {
   host: string;
@@ -175,10 +176,12 @@ export function liveGroups(host?: string, owner?: RegExp): number[] {
     .map(([pid]) => pid);
 }
 
-/** SIGTERM to every member now, SIGKILL after `killMs` to any that survives (again and again, so forks made
- * meanwhile die too); resolves once no member is left, and the group leaves the registry. A second stop of the
- * same group joins the first. An untracked `pid` is stopped as the leader of its own session. */
-export function stopGroup(pid: number, killMs: number): Promise<void> {
+/** A group stopped as its kind declares (shutdown.ts): SIGTERM to every member now, SIGKILL after the grace to any
+ * that survives (again and again, so forks made meanwhile die too); resolves once no member is left, and the group
+ * leaves the registry. A second stop of the same group joins the first. An untracked `pid` is stopped as the leader
+ * of its own session. */
+export function stopGroup(pid: number, shutdown: Shutdown): Promise<void> {
+  const killMs = shutdown.graceMs;
   let entry = entries.get(pid);
   if (!entry) {
     // Not tracked (a helper process a backend started in its own session, such as ssh): stopped by its session.
@@ -204,8 +207,8 @@ export function stopGroup(pid: number, killMs: number): Promise<void> {
 }
 
 /** Stops a group still tracked; one no longer tracked was stopped and released already (nothing of it is left). */
-export function stopTracked(pid: number, killMs: number): Promise<void> {
-  return entries.has(pid) ? stopGroup(pid, killMs) : Promise.resolve();
+export function stopTracked(pid: number, shutdown: Shutdown): Promise<void> {
+  return entries.has(pid) ? stopGroup(pid, shutdown) : Promise.resolve();
 }
 
 /** One pass over every stopping group: one /proc scan shared by all session-tracked ones. */

@@ -7,6 +7,7 @@ import type { RunnerCommand, RunnerFact, RunnerInput } from "../../machines/even
 import type { ToolSpec } from "../../machines/tool-events.ts";
 import type { ProcessOperations, RunnerHandle } from "../process/operations.ts";
 import { registerGroup, stopGroup } from "../registry/registry.ts";
+import { SHUTDOWN } from "../registry/shutdown.ts";
 import type { Result } from "../../lib/result.ts";
 import type { Channel } from "../../lib/run-output.ts";
 import { sendToolResult, toolFrameFact } from "./call-frames.ts";
@@ -124,7 +125,7 @@ export function createRunnerLogic(deps: RunnerDeps) {
       registerGroup(p.pid, { host: deps.hostId, owner: input.owner });
       proc = p;
       if (stopped || abandoned) {
-        void stopGroup(p.pid, deps.killMs);
+        void stopGroup(p.pid, SHUTDOWN.runner(deps.killMs));
         if (abandoned) end({ type: "runner.exited", at: deps.now(), code: null, signal: null });
         return;
       }
@@ -302,7 +303,7 @@ export function createRunnerLogic(deps: RunnerDeps) {
       if (handedOver) return;
       // A spare stopped before handing over: whoever waits for its process starts its own.
       if (isActor(input.owner, "spare")) offer(input.owner, undefined);
-      if (proc && !ended) void stopGroup(proc.pid, deps.killMs);
+      if (proc && !ended) void stopGroup(proc.pid, SHUTDOWN.runner(deps.killMs));
     };
   });
 }

@@ -6,6 +6,7 @@
 import { fromCallback } from "xstate";
 import type { ShellCommand, ShellFact, ShellInput } from "../../machines/exec-session.ts";
 import { registerGroup, stopTracked, unregisterWhenEmpty } from "../registry/registry.ts";
+import { SHUTDOWN } from "../registry/shutdown.ts";
 import type { ChildHandle } from "../process/children.ts";
 import type { ProcessOperations } from "../process/operations.ts";
 import type { SessionIO } from "./session-io.ts";
@@ -45,7 +46,7 @@ export function createShellLogic(ports: ShellPorts) {
           // The session went away while the process was starting.
           h.signalGroup("SIGKILL");
           h.destroy();
-          void stopTracked(h.pid, 0);
+          void stopTracked(h.pid, SHUTDOWN.shell);
           return;
         }
         handle = h;
@@ -76,7 +77,7 @@ export function createShellLogic(ports: ShellPorts) {
         handle.signalGroup("SIGKILL");
         handle.destroy();
         // Whatever is left goes too, and the registry lets go of the group once it is empty.
-        void stopTracked(handle.pid, 0);
+        void stopTracked(handle.pid, SHUTDOWN.shell);
       }
     };
   });

@@ -1,6 +1,6 @@
 // The inspector page's model: the actor tree rebuilt from @statelyai/inspect frames (live from the WebSocket, or
 // converted from a recorded JSONL log). Plain ES module, no DOM: the page and Node tests both use it.
-import { isActor } from "./actor-ids.js";
+import { isActor, runActorId, sessionActorId } from "./actor-ids.js";
 import { LogDecoder } from "./log-codec.js";
 import { sessionPhase } from "./phase.js";
 
@@ -233,7 +233,7 @@ function inputText(r) {
   switch (r.k) {
     case "cmd": {
       const e = r.event ?? {};
-      return `command ${e.type}${e.runId ? ` run:${e.runId}` : ""}${e.session ? ` session:${e.session}` : ""}${e.name ? ` ${e.name}` : ""}`;
+      return `command ${e.type}${e.runId ? ` ${runActorId(e.runId)}` : ""}${e.session ? ` ${sessionActorId(e.session)}` : ""}${e.name ? ` ${e.name}` : ""}`;
     }
     case "fact":
       return `fact ${r.event?.type} → ${r.to}`;

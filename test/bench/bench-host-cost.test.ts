@@ -3,8 +3,7 @@
 // for, the round and its summary have every figure, and the peers' manifest check of bench/pi.ts --peer refuses
 // what is not a Pi package. Nothing here is timed.
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import {
@@ -20,6 +19,7 @@ import {
   type CaseKey,
 } from "../../bench/host-cost.ts";
 import { peerManifest } from "../../bench/pi-peers.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const hosts: BenchHost[] = [];
 after(async () => {
@@ -113,7 +113,7 @@ describe("host-cost bench", () => {
 });
 
 describe("--peer manifest", () => {
-  const dir = mkdtempSync(join(tmpdir(), "pcs-peer-"));
+  const dir = tempDir("pcs-peer-");
   test("a directory without package.json is refused", () => {
     assert.throws(() => peerManifest(join(dir, "missing")), /no readable package.json/);
   });

@@ -2,10 +2,11 @@
 // Node it runs the CLI, and an installed copy (under node_modules, where Node strips no types) runs too.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, symlinkSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, symlinkSync } from "node:fs";
 import { delimiter, join, resolve } from "node:path";
 import { describe, test } from "node:test";
 import { assertHelp, cli, CLI, LOG, ROOT, scratch } from "../helpers/cli.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 /** The first `node` on PATH (without scripts/env.sh's Node 22) older than 22.19, if this machine has one. */
 function oldNode(): { path: string; version: string } | undefined {
@@ -43,7 +44,7 @@ describe("the launcher", () => {
 
   test("in a checkout without the project's Node it says how to install it", { skip: !old && "no old Node" }, () => {
     // A copy of the launcher in a tree with no .tools folder.
-    const tree = mkdtempSync(join(scratch, "tree-"));
+    const tree = tempDir("tree-", scratch);
     mkdirSync(join(tree, "bin"));
     mkdirSync(join(tree, "scripts"));
     copyFileSync(CLI, join(tree, "bin/pi-code-supervisor.js"));
@@ -67,7 +68,7 @@ describe("the launcher", () => {
   });
 
   test("an installed copy (under node_modules, where Node strips no types) runs the CLI", () => {
-    const installed = join(mkdtempSync(join(scratch, "install-")), "node_modules/pi-code-supervisor");
+    const installed = join(tempDir("install-", scratch), "node_modules/pi-code-supervisor");
     const skip = new Set(["node_modules", ".tools", ".git"].map((d) => join(ROOT, d)));
     cpSync(ROOT, installed, { recursive: true, filter: (src) => !skip.has(src) });
     symlinkSync(join(ROOT, "node_modules"), join(installed, "node_modules"));

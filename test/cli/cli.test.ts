@@ -4,10 +4,11 @@
 // with exit 2, a replay's report with exit 0 and its error with exit 1. The launcher itself:
 // test/cli/cli-launcher.test.ts.
 import assert from "node:assert/strict";
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { assertHelp, assertUserError, cli, cliMain, LOG, ROOT, scratch } from "../helpers/cli.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 describe("top level", () => {
   test("--help and -h print the usage on stdout and exit 0", async () => {
@@ -50,7 +51,7 @@ describe("replay", () => {
   });
 
   test("a file named -h can still be replayed after --", async () => {
-    const dir = mkdtempSync(join(scratch, "dash-"));
+    const dir = tempDir("dash-", scratch);
     copyFileSync(LOG, join(dir, "-h"));
     const r = await cliMain(["replay", "--", "-h"], { cwd: dir });
     assert.equal(r.status, 0, r.stderr);
@@ -103,7 +104,7 @@ describe("logs", () => {
   });
 
   test("lists the logs of PI_CODE_EXECUTION_LOG_DIR", async () => {
-    const dir = mkdtempSync(join(scratch, "logs-"));
+    const dir = tempDir("logs-", scratch);
     copyFileSync(LOG, join(dir, "a.jsonl"));
     const r = await cliMain(["logs"], { env: { PI_CODE_EXECUTION_LOG_DIR: dir } });
     assert.equal(r.status, 0, r.stderr);

@@ -3,14 +3,14 @@
 // a setting key, a backend) are also said once at start-up in Pi's UI, with the closest known name (issue 29).
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { piPrint } from "../helpers/pi-cli.ts";
 import { startPi } from "../helpers/pi-session.ts";
 import { scriptedUI } from "../helpers/scripted-ui.ts";
 import { waitUntil } from "../helpers/procs.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 async function printed(run: () => Promise<void>): Promise<string> {
   const out: string[] = [];
@@ -58,7 +58,7 @@ describe("tool surfaces", () => {
 
   test("the global settings file chooses surfaces, and an edit applies while Pi runs (dropped tools are hidden)", async () => {
     // The user's file: a project's `tools` is never read (a boundary key: test/security/settings-trust.test.ts).
-    const agentDir = mkdtempSync(join(tmpdir(), "pcs-surfaces-agent-"));
+    const agentDir = tempDir("pcs-surfaces-agent-");
     const file = join(agentDir, "pi-code-execution", "settings.json");
     mkdirSync(join(file, ".."), { recursive: true });
     writeFileSync(file, JSON.stringify({ tools: ["code_execution", "python"] }));
@@ -76,7 +76,7 @@ describe("tool surfaces", () => {
 
   test("--code-tools wins over the settings; /code-status lists the surfaces and warns about unknown names", () => {
     const r = piPrint("extension/index.ts", ["--code-tools", "python,code_execution,exec,bogus", "/code-status"], {
-      PI_CODING_AGENT_DIR: mkdtempSync(join(tmpdir(), "pcs-flag-")),
+      PI_CODING_AGENT_DIR: tempDir("pcs-flag-"),
       PI_CODE_EXECUTION_TOOLS: "code_execution",
       PI_CODE_EXECUTION_JOURNAL: "off",
     });
@@ -118,7 +118,7 @@ describe("start-up warnings: unknown names said once in Pi's UI, with the closes
   });
 
   test("the settings file: an unknown key, nested key, backend and surface each named with its guess", async () => {
-    const agentDir = mkdtempSync(join(tmpdir(), "pcs-startup-agent-"));
+    const agentDir = tempDir("pcs-startup-agent-");
     const file = join(agentDir, "pi-code-execution", "settings.json");
     mkdirSync(join(file, ".."), { recursive: true });
     writeFileSync(
@@ -160,7 +160,7 @@ describe("start-up warnings: unknown names said once in Pi's UI, with the closes
 
   test("pi -p (no UI): the warning goes to stderr at start-up, before any command", () => {
     const r = piPrint("extension/index.ts", ["--code-tools", "code_execution,pyhton", "hello"], {
-      PI_CODING_AGENT_DIR: mkdtempSync(join(tmpdir(), "pcs-startup-print-")),
+      PI_CODING_AGENT_DIR: tempDir("pcs-startup-print-"),
       PI_CODE_EXECUTION_JOURNAL: "off",
     });
     assert.equal(r.status, 0, r.stderr);

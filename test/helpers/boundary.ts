@@ -3,13 +3,13 @@
 // directory, hold capabilities, see Pi's credentials in the environment) as Python, JavaScript and shell programs,
 // run through each surface of a real Pi session, each printing `<action>=OK` or `<action>=NO:<why>`.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./pi-session.ts";
+import { tempDir } from "./temp-dir.ts";
 
 export const ACTIONS = ["secret", "tcp", "unix", "signal", "outside", "caps", "env"] as const;
 type Action = (typeof ACTIONS)[number];
@@ -18,9 +18,9 @@ export type Surface = (typeof SURFACES)[number];
 
 export const SECRET_TEXT = "pcs-boundary-secret-7f3a";
 export const KEY_TEXT = "sk-pcs-boundary-key";
-export const root = mkdtempSync(join(tmpdir(), "pcs-boundary-"));
+export const root = tempDir("pcs-boundary-");
 // Outside $HOME and the temporary directory, so the sandbox neither hides nor replaces it: only its rules apply.
-export const hostDir = mkdtempSync("/var/tmp/pcs-boundary-");
+export const hostDir = tempDir("pcs-boundary-", "/var/tmp");
 const home = join(root, "home");
 export const secret = join(home, "secret");
 const socketPath = join(hostDir, "host.sock");

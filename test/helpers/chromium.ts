@@ -1,9 +1,9 @@
 // A real headless Chromium driven over the DevTools protocol (Node's built-in WebSocket client; no extra package).
 // Debian's `chromium` package; `CHROMIUM` overrides the path.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { waitUntil } from "./procs.ts";
+import { tempDir } from "./temp-dir.ts";
 
 export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
@@ -79,12 +79,8 @@ export class Page {
   }
 
   async waitFor(expression: string, timeoutMs = 10_000): Promise<void> {
-    const started = Date.now();
-    while (Date.now() - started < timeoutMs) {
-      if (await this.evaluate<boolean>(`Boolean(${expression})`)) return;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`timed out waiting for ${expression}`);
+    if (!(await waitUntil(() => this.evaluate<boolean>(`Boolean(${expression})`), timeoutMs)))
+      throw new Error(`timed out waiting for ${expression}`);
   }
 
   async setFiles(selector: string, files: string[]): Promise<void> {
@@ -107,7 +103,7 @@ export interface Browser {
 }
 
 export async function launchChromium(viewport = { width: 1280, height: 900 }): Promise<Browser> {
-  const profile = mkdtempSync(join(tmpdir(), "pcs-chromium-"));
+  const profile = tempDir("pcs-chromium-");
   const proc: ChildProcess = spawn(
     CHROMIUM,
     [

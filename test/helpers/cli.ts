@@ -4,16 +4,16 @@
 // process, and each way out of the process (stdout, stderr, each exit status) keeps a spawned case.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { after } from "node:test";
 import { format } from "node:util";
+import { tempDir } from "./temp-dir.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const CLI = join(ROOT, "bin/pi-code-supervisor.js");
 export const LOG = join(ROOT, "test/fixtures/replay/reset.jsonl");
-export const scratch = mkdtempSync(join(tmpdir(), "pcs-cli-"));
+export const scratch = tempDir("pcs-cli-");
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 export interface Run {

@@ -4,6 +4,7 @@
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import assert from "node:assert/strict";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "./pi-session.ts";
+import { waitUntil } from "./procs.ts";
 
 export type Call = [string, Record<string, unknown>];
 
@@ -47,12 +48,14 @@ export const header = (r: ToolResultMessage) => textOf(r).split("\n---\n")[0];
  * polls list_sessions until every one has it, each live meanwhile. Listing reports every exited session once and
  * forgets it: a caller that needs an exit left unobserved must not list while one may have happened. */
 export async function livePids(h: PiHarness, ids: readonly number[]): Promise<number[]> {
-  for (;;) {
+  let pids: (number | undefined)[] = [];
+  const known = await waitUntil(async () => {
     const [list] = await turns(h, [[["list_sessions", {}]]]);
     const listed = new Map<number, any>(list.details.sessions.map((s: any) => [s.session_id, s]));
     for (const id of ids) assert.equal(listed.get(id)?.running, true, `session ${id} is live`);
-    const pids = ids.map((id) => listed.get(id).pid as number | undefined);
-    if (pids.every((p) => p !== undefined)) return pids as number[];
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    pids = ids.map((id) => listed.get(id).pid as number | undefined);
+    return pids.every((p) => p !== undefined);
+  }, 60_000);
+  assert.ok(known, `the pids of sessions ${ids.join(", ")}: ${pids.join(", ")}`);
+  return pids as number[];
 }

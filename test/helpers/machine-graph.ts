@@ -14,27 +14,31 @@ export type Path = StatePath<AnyMachineSnapshot, EventObject>;
 export type Table = Record<string, readonly AnyEventObject[]>;
 export type Adjacency = Record<string, AdjacencyValue<AnyMachineSnapshot, EventObject>>;
 
-/** The machine, analysable by xstate/graph: transitions resolve against a scope with a parent and no supervisor. */
+/** The machine, analysable by xstate/graph: transitions resolve against a scope with a parent and no supervisor.
+ * Each step gets a system of its own: a child spawned under a fixed system id on two paths (the same request
+ * taken in two states) would otherwise collide in one shared registry. */
 export function analysable(machine: AnyStateMachine): AnyStateMachine {
-  const parent = createActor(fromCallback(() => {})); // never started
-  const self = createActor(
-    fromCallback(() => {}),
-    { parent },
-  ); // never started
-  const scope = {
-    self,
-    id: "graph",
-    sessionId: "graph",
-    logger: () => {},
-    defer: () => {},
-    emit: () => {},
-    system: self.system,
-    stopChild: () => {},
-    actionExecutor: () => {},
-  } as unknown as AnyActorScope;
+  const scope = () => {
+    const parent = createActor(fromCallback(() => {})); // never started
+    const self = createActor(
+      fromCallback(() => {}),
+      { parent },
+    ); // never started
+    return {
+      self,
+      id: "graph",
+      sessionId: "graph",
+      logger: () => {},
+      defer: () => {},
+      emit: () => {},
+      system: self.system,
+      stopChild: () => {},
+      actionExecutor: () => {},
+    } as unknown as AnyActorScope;
+  };
   return Object.assign(Object.create(machine) as AnyStateMachine, {
-    getInitialSnapshot: (_scope: AnyActorScope, input: unknown) => machine.getInitialSnapshot(scope, input),
-    transition: (snapshot: AnyMachineSnapshot, event: EventObject) => machine.transition(snapshot, event, scope),
+    getInitialSnapshot: (_scope: AnyActorScope, input: unknown) => machine.getInitialSnapshot(scope(), input),
+    transition: (snapshot: AnyMachineSnapshot, event: EventObject) => machine.transition(snapshot, event, scope()),
   });
 }
 

@@ -61,6 +61,8 @@ export async function startPi(
     fauxTokenSize?: number;
   } = {},
 ): Promise<PiHarness> {
+  // These two are not temp-dir.ts's, which removes its folders at exit: the demo, the fixture recorder and the
+  // benchmarks start Pi here too, and what they keep (`bash scripts/demo.sh --keep`, event logs) outlives them.
   const root = mkdtempSync(join(tmpdir(), "pcs-pi-"));
   const cwd = options.cwd ?? mkdtempSync(join(tmpdir(), "pcs-cwd-"));
   process.env.PI_CODING_AGENT_DIR = options.agentDirEnv ?? join(root, "agent");

@@ -31,12 +31,13 @@ export function processesMatching(needle: string): number[] {
   return found;
 }
 
-/** The tests' one wait for a condition: polls `check` until it holds or `timeoutMs` passed; whether it held (a test
- * asserts it, with what it waited for as the message). */
-export async function waitUntil(check: () => boolean, timeoutMs = 3000): Promise<boolean> {
+/** The tests' one wait for a condition: polls `check` (which may ask something asynchronously: a page, a port, a
+ * run) until it holds or `timeoutMs` passed; whether it held (a test asserts it, with what it waited for as the
+ * message). */
+export async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs = 3000): Promise<boolean> {
   const started = Date.now();
   while (Date.now() - started < timeoutMs) {
-    if (check()) return true;
+    if (await check()) return true;
     await new Promise((r) => setTimeout(r, 20));
   }
   return check();

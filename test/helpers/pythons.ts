@@ -1,4 +1,5 @@
-// Python interpreters of a given version, found on this machine at run time (tests that need another Python than the
+// Python interpreters, found on this machine at run time (no test names a path of its own): the one most tests run
+// (`PYTHON`: the first `python3` on PATH), and those of a given version (tests that need another Python than the
 // default skip, saying why, where there is none): pyenv's installed versions (never its shims: a shim is a shell
 // script that picks a version by configuration, ~0.5 s a start), then `pythonX.Y` on PATH, then the usual places.
 import { accessSync, constants, readdirSync } from "node:fs";
@@ -50,31 +51,47 @@ function candidates(minor: string): string[] {
 
 const found = new Map<string, FoundPython | undefined>();
 
+/** `path` as a Python whose version starts with `minor`, or undefined when it is not one. */
+function probe(path: string, minor: string): FoundPython | undefined {
+  if (!executable(path)) return undefined;
+  let version: string;
+  try {
+    version = execFileSync(path, ["-c", "import platform; print(platform.python_version())"], {
+      encoding: "utf8",
+      timeout: 10_000,
+    }).trim();
+  } catch {
+    return undefined;
+  }
+  if (!version.startsWith(`${minor}.`)) return undefined;
+  const prefix = path.replace(/\/bin\/python[\d.]*$/, "");
+  return { path, version, ...(prefix !== path && executable(join(prefix, "bin", "python3")) ? { prefix } : {}) };
+}
+
 /** A real Python `minor` (`"3.12"`) on this machine, or undefined. */
 export function findPython(minor: string): FoundPython | undefined {
   if (found.has(minor)) return found.get(minor);
   let result: FoundPython | undefined;
-  for (const path of candidates(minor)) {
-    if (!executable(path)) continue;
-    let version: string;
-    try {
-      version = execFileSync(path, ["-c", "import platform; print(platform.python_version())"], {
-        encoding: "utf8",
-        timeout: 10_000,
-      }).trim();
-    } catch {
-      continue;
-    }
-    if (!version.startsWith(`${minor}.`)) continue;
-    const prefix = path.replace(/\/bin\/python[\d.]*$/, "");
-    result = { path, version, ...(prefix !== path && executable(join(prefix, "bin", "python3")) ? { prefix } : {}) };
-    break;
-  }
+  for (const path of candidates(minor)) if ((result = probe(path, minor))) break;
   found.set(minor, result);
   return result;
+}
+
+/** The Python 3 most tests run: $PCS_TEST_PYTHON when set (to try the suite on another one), else the first
+ * `python3` on PATH that is not a shim, else the usual places; undefined when there is none. */
+export function systemPython(): FoundPython | undefined {
+  const given = process.env.PCS_TEST_PYTHON;
+  return given ? probe(given, "3") : findPython("3");
 }
 
 /** A test's `skip` for Python `minor`: false when it is installed, else the reason. */
 export function skipWithout(minor: string): string | false {
   return findPython(minor) ? false : `no Python ${minor} on this machine (looked in pyenv's versions and on PATH)`;
 }
+
+/** The interpreter most tests use, found at run time; PCS_TEST_PYTHON overrides it (e.g. to try the suite on another
+ * version). Without any Python 3 the bare name stays, so a test that needs one fails saying so. */
+export const PYTHON = process.env.PCS_TEST_PYTHON ?? systemPython()?.path ?? "python3";
+
+/** PYTHON as a regular expression's source, for the texts that name it. */
+export const PYTHON_RE = PYTHON.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");

@@ -5,10 +5,10 @@ import type { ChildProcess } from "node:child_process";
 import type { Socket } from "node:net";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { PYTHON } from "./pythons.ts";
 
 export const RUNNER_PATH = fileURLToPath(new URL("../../runtime-py/runner.py", import.meta.url));
-/** The interpreter most tests use; PCS_TEST_PYTHON overrides it (e.g. to try the suite on another version). */
-export const PYTHON = process.env.PCS_TEST_PYTHON ?? "/usr/bin/python3";
+export { PYTHON } from "./pythons.ts";
 export const MAX_FRAME = 64 * 1024 * 1024;
 
 export type Mode = "fresh" | "session";

@@ -2,11 +2,13 @@
 // made for the test, no other way in. Started and stopped by the test itself; a server that cannot start fails the
 // test with sshd's own words (nothing is skipped).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, connect } from "node:net";
-import { tmpdir, userInfo } from "node:os";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 import type { RemoteSettings } from "../../store/settings.ts";
+import { waitUntil } from "./procs.ts";
+import { tempDir } from "./temp-dir.ts";
 
 export interface TestSshd {
   port: number;
@@ -40,7 +42,7 @@ const accepts = (port: number) =>
 
 export async function startSshd(): Promise<TestSshd> {
   const sshd = "/usr/sbin/sshd";
-  const dir = mkdtempSync(join(tmpdir(), "pcs-sshd-"));
+  const dir = tempDir("pcs-sshd-");
   const keygen = (file: string) => {
     const r = spawnSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", file]);
     if (r.status !== 0) throw new Error(`ssh-keygen failed: ${r.stderr}`);
@@ -74,18 +76,17 @@ export async function startSshd(): Promise<TestSshd> {
       `SetEnv SHLVL=1 XDG_CACHE_HOME=${join(dir, "cache")}`,
     ].join("\n") + "\n",
   );
-  const hostPub = spawnSync("cat", [join(dir, "host_key.pub")]).stdout.toString().trim();
+  const hostPub = spawnSync("cat", [join(dir, "host_key.pub")])
+    .stdout.toString()
+    .trim();
   writeFileSync(join(dir, "known_hosts"), `[127.0.0.1]:${port} ${hostPub}\n`);
   let log = "";
   const proc = spawn(sshd, ["-D", "-e", "-f", join(dir, "sshd_config")], { stdio: ["ignore", "ignore", "pipe"] });
   proc.stderr!.on("data", (c: Buffer) => (log += c.toString()));
-  const started = Date.now();
-  while (!(await accepts(port))) {
-    if (proc.exitCode !== null || Date.now() - started > 10_000) {
-      proc.kill("SIGKILL");
-      throw new Error(`sshd could not start on port ${port}: ${log.trim() || `exit ${proc.exitCode}`}`);
-    }
-    await new Promise((r) => setTimeout(r, 20));
+  const up = await waitUntil(async () => proc.exitCode === null && (await accepts(port)), 10_000);
+  if (!up) {
+    proc.kill("SIGKILL");
+    throw new Error(`sshd could not start on port ${port}: ${log.trim() || `exit ${proc.exitCode}`}`);
   }
   return {
     port,
@@ -98,7 +99,14 @@ export async function startSshd(): Promise<TestSshd> {
       port,
       user: userInfo().username,
       identityFile: join(dir, "client_key"),
-      options: ["-o", `UserKnownHostsFile=${join(dir, "known_hosts")}`, "-o", "StrictHostKeyChecking=yes", "-F", "/dev/null"],
+      options: [
+        "-o",
+        `UserKnownHostsFile=${join(dir, "known_hosts")}`,
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-F",
+        "/dev/null",
+      ],
       argv: [],
       ...extra,
     }),

@@ -2,6 +2,7 @@
 // test/actors/process/remote.test.ts): a wheel is a zip with the module, METADATA, WHEEL and RECORD, so no package
 // index is needed. Its module records its version.
 import { execFileSync } from "node:child_process";
+import { PYTHON } from "./pythons.ts";
 
 /** `python -c WHEEL_SCRIPT <dir> <name> <version>` writes `<dir>/<name>-<version>-py3-none-any.whl`. */
 export const WHEEL_SCRIPT = [
@@ -17,5 +18,5 @@ export const WHEEL_SCRIPT = [
 
 /** Builds the wheel for `name==version` into `dir` with Debian's Python. */
 export function buildWheel(dir: string, name: string, version: string): void {
-  execFileSync("/usr/bin/python3", ["-c", WHEEL_SCRIPT, dir, name, version]);
+  execFileSync(PYTHON, ["-c", WHEEL_SCRIPT, dir, name, version]);
 }

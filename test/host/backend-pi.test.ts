@@ -1,22 +1,14 @@
 // Backends through real Pi sessions: the --sandbox and --ssh flags choose where code runs, /code-status shows the
 // backend and its health, and a backend that cannot exist makes runs setup errors (never a silent local run).
 import assert from "node:assert/strict";
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readlinkSync,
-  realpathSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
 import { callAs } from "../helpers/notebook.ts";
 import { scriptedUI } from "../helpers/scripted-ui.ts";
+import { PYTHON, PYTHON_RE } from "../helpers/pythons.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 async function statusOf(pi: Awaited<ReturnType<typeof startPi>>, ui: ReturnType<typeof scriptedUI>) {
   const before = ui.notices.length;
@@ -73,7 +65,7 @@ function planted(path: string, name: string, markers: string): void {
     "#!/bin/sh\n" +
       `readlink /proc/self/ns/pid >> ./${name}-ns\n` +
       `echo "$(id -u) $$" >> ${markers}/${name} 2>/dev/null\n` +
-      'exec /usr/bin/python3 "$@"\n',
+      `exec ${PYTHON} "$@"\n`,
   );
   chmodSync(path, 0o755);
 }
@@ -117,8 +109,8 @@ describe("under the sandbox, the user's interpreters and builds never run on the
     delete process.env.PI_CODE_EXECUTION_BACKEND;
     process.env.PIP_NO_INDEX = "1";
     for (const side of ["sandbox", "local"] as const) {
-      const cwd = realpathSync(mkdtempSync(join(tmpdir(), `pcs-hostile-${side}-`)));
-      const markers = realpathSync(mkdtempSync(join(tmpdir(), `pcs-markers-${side}-`)));
+      const cwd = tempDir(`pcs-hostile-${side}-`);
+      const markers = tempDir(`pcs-markers-${side}-`);
       planted(join(cwd, ".venv", "bin", "python"), "venv", markers);
       planted(join(cwd, "tools", "py.sh"), "selected", markers);
       evilProject(join(cwd, "evilpkg"), markers);
@@ -144,8 +136,8 @@ describe("under the sandbox, the user's interpreters and builds never run on the
     for (const side of ["sandbox", "local"] as const) {
       const { pi, markers } = sides[side];
       const [r] = await pi.callTools([{ code: "import sys\nsys.executable" }]);
-      // The sandbox starts the interpreter by its real path (actors/process/sandbox.ts): python3.11 there.
-      assert.match(textOf(r!), /^\/usr\/bin\/python3(\.\d+)?\n$/, `${side}: ${textOf(r!)}`);
+      // The sandbox starts the interpreter by its real path (actors/process/sandbox.ts): python3.11 for Debian's.
+      assert.match(textOf(r!), new RegExp(`^${PYTHON_RE}(\\.\\d+)?\n$`), `${side}: ${textOf(r!)}`);
       const ns = nsOf(pi, "venv");
       assert.ok(ns.length > 0, `${side}: the planted interpreter was probed`);
       if (side === "sandbox") {
@@ -166,7 +158,7 @@ describe("under the sandbox, the user's interpreters and builds never run on the
       const { pi, markers } = sides[side];
       const [set] = await callAs(pi, [["python_set_interpreter", { path: "tools/py.sh" }]]);
       assert.equal(set!.isError, false, `${side}: ${textOf(set!)}`);
-      assert.match(textOf(set!), /now uses Python 3\.\d+\.\d+ at \/usr\/bin\/python3/);
+      assert.match(textOf(set!), new RegExp(`now uses Python 3\\.\\d+\\.\\d+ at ${PYTHON_RE}`));
       const ns = nsOf(pi, "selected");
       assert.equal(ns.length, 1, `${side}: probed once`);
       if (side === "sandbox") {

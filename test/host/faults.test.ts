@@ -4,14 +4,13 @@
 // namespace are mapped to host pids among the sandbox's own processes (NSpid) before anything is killed or checked.
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { existsSync, rmSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput } from "../../host/host.ts";
 import { containmentMode } from "../../actors/registry/containment.ts";
 import { liveGroups } from "../../actors/registry/registry.ts";
 import { hostPidIn, pidAlive, waitUntil } from "../helpers/procs.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const SANDBOX = process.env.PI_CODE_EXECUTION_BACKEND === "sandbox";
 /** A pid a runner of host `h` reported, as this machine sees it (mapped in the sandbox; never a guess). Every
@@ -38,7 +37,7 @@ const pidOf = async (session: string) =>
   hostPid(host, Number((await run("import os\nos.getpid()", { session })).stdout), session);
 
 before(() => {
-  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-faults-")));
+  cwd = tempDir("pcs-faults-");
   host = new SupervisorHost({ limits: { graceMs: 300, killMs: 300 } });
 });
 after(async () => {
@@ -218,7 +217,7 @@ describe("hostile user code", () => {
   });
 
   test("deleting its own cwd: the session goes on; a fresh run there is a setup_error", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-doomed-")));
+    const dir = tempDir("pcs-doomed-");
     const removed = await run("import os\nos.rmdir(os.getcwd())", { session: "rm", cwd: dir });
     if (SANDBOX) {
       // Inside the sandbox the working directory is a bind mount on a read-only tree: it cannot be removed from

@@ -3,19 +3,17 @@
 // show of a busy session (the footer, /code-status, /python-restart) still shows, read from the session itself.
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdtempSync, realpathSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { SupervisorHost } from "../../host/host.ts";
 import type { CommandEvent } from "../../machines/events.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 let host: SupervisorHost;
 let cwd: string;
 const commands: { event: CommandEvent; to?: string }[] = [];
 
 before(() => {
-  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-direct-")));
+  cwd = tempDir("pcs-direct-");
   host = new SupervisorHost({ onCommand: (event, to) => commands.push({ event, ...(to ? { to } : {}) }) });
 });
 after(async () => {

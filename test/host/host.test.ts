@@ -2,12 +2,13 @@
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync, realpathSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput } from "../../host/host.ts";
 import { pidAlive, waitUntil } from "../helpers/procs.ts";
+import { PYTHON } from "../helpers/pythons.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 let host: SupervisorHost;
 let cwd: string;
@@ -15,7 +16,7 @@ const run = (code: string, extra: Partial<RunRequestInput> = {}, signal?: AbortS
   host.run({ code, cwd, timeoutMs: 20_000, ...extra }, signal ? { signal } : {});
 
 before(() => {
-  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-host-")));
+  cwd = tempDir("pcs-host-");
   host = new SupervisorHost({ limits: { graceMs: 500 } });
 });
 after(async () => {
@@ -33,7 +34,7 @@ describe("final expression", () => {
     const value = "{'zeta': 1, 'alpha': ['x' * 30] * 4, 'mid': {'b': 2, 'a': 1}}";
     const r = await run(value);
     const expected = execFileSync(
-      "/usr/bin/python3",
+      PYTHON,
       ["-c", `import pprint; print(pprint.pformat(${value}, width=120, sort_dicts=False))`],
       { encoding: "utf8" },
     );

@@ -4,8 +4,7 @@
 // each test entered is written by its hook and merged by the server.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
@@ -21,6 +20,7 @@ import { reachableMachines, sorted, stateNodes, transitionIds } from "../helpers
 import { startExec } from "../helpers/fake-shell.ts";
 import { actorName, ref } from "../../record/trace.ts";
 import type { InspectionEvent } from "xstate";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 describe("machine charts", () => {
   test("every machine the supervisor can spawn is charted, with every state and every transition", () => {
@@ -141,7 +141,7 @@ describe("stepping through a log", () => {
 
 describe("tests that cover a state", () => {
   test("a test's states are recorded under its title by the suite's hook, and the per-file indexes merge", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-state-tests-"));
+    const dir = tempDir("pcs-state-tests-");
     const probeDir = resolve(import.meta.dirname, "../../test-artifacts/coverage-probe");
     mkdirSync(probeDir, { recursive: true });
     const probe = join(probeDir, "probe.test.ts");

@@ -18,7 +18,8 @@ import { applyFrame, createModel, modelAt, stepsFromLog } from "../../inspector/
 import { Recorder } from "../../record/recorder.ts";
 import { actorKind } from "../../machines/actor-ids.ts";
 import { parseLog } from "../../record/replay.ts";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 let observer: SystemObserver;
 let host: SupervisorHost;
@@ -27,7 +28,7 @@ let recorder: Recorder;
 
 before(async () => {
   observer = new SystemObserver();
-  recorder = new Recorder(observer, { dir: mkdtempSync(join(tmpdir(), "pcs-insp-log-")) });
+  recorder = new Recorder(observer, { dir: tempDir("pcs-insp-log-") });
   host = new SupervisorHost(observer.hostOptions());
   const started = await startInspector({ observer });
   assert.ok(started.ok);
@@ -139,9 +140,29 @@ describe("binding and access", () => {
     const page = (await import(
       `data:text/javascript;base64,${Buffer.from(served.body).toString("base64")}`
     )) as typeof import("../../machines/actor-ids.ts");
-    const ids = ["run:abc", "session:notebook", "session:n/runner", "spare:3", "tool:r:1", "exec:7", "wake:2", "supervisor", "x:y"];
+    const ids = [
+      "run:abc",
+      "session:notebook",
+      "session:n/runner",
+      "spare:3",
+      "tool:r:1",
+      "exec:7",
+      "wake:2",
+      "supervisor",
+      "x:y",
+    ];
     assert.deepEqual(ids.map(page.actorKind), ids.map(actorKind));
-    assert.deepEqual(ids.map(actorKind), ["run", "session", "session", "spare", "tool", "exec", "wake", undefined, undefined]);
+    assert.deepEqual(ids.map(actorKind), [
+      "run",
+      "session",
+      "session",
+      "spare",
+      "tool",
+      "exec",
+      "wake",
+      undefined,
+      undefined,
+    ]);
   });
 
   test("the page's log decoder is record/log-codec.ts itself, its types stripped, and reads a log as replay does", async () => {
@@ -153,7 +174,10 @@ describe("binding and access", () => {
     const page = (await import(
       `data:text/javascript;base64,${Buffer.from(served.body).toString("base64")}`
     )) as typeof import("../../record/log-codec.ts");
-    const text = readFileSync(join(resolve(import.meta.dirname, "../.."), "test/fixtures/replay/nested-calls.jsonl"), "utf8");
+    const text = readFileSync(
+      join(resolve(import.meta.dirname, "../.."), "test/fixtures/replay/nested-calls.jsonl"),
+      "utf8",
+    );
     const decoder = new page.LogDecoder();
     const decoded = text
       .split("\n")

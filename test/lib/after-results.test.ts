@@ -4,8 +4,7 @@
 import "../helpers/agent-dir.ts";
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import {
@@ -24,6 +23,7 @@ import { createCodeExecutionExtension } from "../../extension/index.ts";
 import { startPi } from "../helpers/pi-session.ts";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const turn = () => new Promise((r) => setImmediate(r));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -139,7 +139,7 @@ describe("after-results scheduler", () => {
 
 describe("the event-log recorder under a pending result", () => {
   test("nothing is encoded while a result is pending; drained() writes what was recorded before it, not after", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-after-"));
+    const dir = tempDir("pcs-after-");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, { dir, piSession: "after" });
     const host = new SupervisorHost(observer.hostOptions());
@@ -184,7 +184,7 @@ describe("the event-log recorder under a pending result", () => {
 
 describe("through a real Pi session", () => {
   test("work put off during a call runs after Pi's tool_execution_end and before the next call starts", async () => {
-    const scratch = mkdtempSync(join(tmpdir(), "pcs-after-pi-"));
+    const scratch = tempDir("pcs-after-pi-");
     process.env.PI_CODE_EXECUTION_LOG_DIR = join(scratch, "logs");
     const ran: boolean[] = [];
     /** When each task ran, and when each observed call started. */

@@ -115,7 +115,7 @@ describe("stopping: what the end and a failed stop report", () => {
     const h = startExec({}, (ev) => {
       const e = (ev as { event?: { type?: string } }).event as
         { type: string; at: number; reason: string; escalated: boolean } | undefined;
-      if (ev.type === "@xstate.event" && e?.type === "session.stop_failed") seen.push(e);
+      if (ev.type === "@xstate.event" && e?.type === "shell.stop_failed") seen.push(e);
     });
     return { h, seen };
   };

@@ -36,6 +36,7 @@ import {
   run,
   sessionRunning,
 } from "../helpers/machine-scenarios.ts";
+import { outcome } from "../helpers/outcomes.ts";
 
 // ---- a scripted installer (the `installing` state) ----
 function harness() {
@@ -420,17 +421,14 @@ describe("starting", () => {
     h.advance(20);
     k.done("r1", { displayedValue: true });
     assert.deepEqual(h.finished, [
-      {
+      outcome({
         runId: "r1",
         status: "success",
         exitCode: 0,
         displayedValue: true,
-        requestedAt: 0,
         finishedAt: 35,
-        durationMs: 35,
-        killed: false,
         runner: RUNNER_INFO,
-      },
+      }),
     ] satisfies RunOutcome[]);
     assert.deepEqual(h.values("run:r1"), ["starting", "running", "success"]);
     assert.deepEqual(k.types(), ["runner.run", "stopped"]);
@@ -446,16 +444,12 @@ describe("starting", () => {
     h.advance(7);
     h.runner.of("run:r1").failed("python3: not found");
     assert.deepEqual(h.finished, [
-      {
+      outcome({
         runId: "r1",
         status: "setup_error",
-        displayedValue: false,
-        requestedAt: 0,
         finishedAt: 7,
-        durationMs: 7,
-        killed: false,
         message: "python3: not found",
-      },
+      }),
     ]);
     assert.deepEqual(h.values("run:r1"), ["starting", "setup_error"]);
     assert.deepEqual(h.runner.of("run:r1").types(), ["stopped"]);
@@ -472,18 +466,14 @@ describe("starting", () => {
     h.advance(5);
     k.exited({ code: 1 });
     assert.deepEqual(h.finished, [
-      {
+      outcome({
         runId: "r1",
         status: "setup_error",
         exitCode: 1,
-        displayedValue: false,
-        requestedAt: 0,
         finishedAt: 15,
-        durationMs: 15,
-        killed: false,
         message: "Python exited during start-up (exit code 1)",
         runner: RUNNER_INFO,
-      },
+      }),
     ]);
     assert.deepEqual(h.values("run:r1"), ["starting", "setup_error"]);
     assertHealthy(h);
@@ -494,17 +484,16 @@ describe("starting", () => {
     h.start({ runId: "r1" });
     h.advance(3);
     h.runner.of("run:r1").exited({ signal: "SIGSEGV" });
-    assert.deepEqual(h.outcome("r1"), {
-      runId: "r1",
-      status: "setup_error",
-      signal: "SIGSEGV",
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 3,
-      durationMs: 3,
-      killed: false,
-      message: "Python exited during start-up (SIGSEGV)",
-    });
+    assert.deepEqual(
+      h.outcome("r1"),
+      outcome({
+        runId: "r1",
+        status: "setup_error",
+        signal: "SIGSEGV",
+        finishedAt: 3,
+        message: "Python exited during start-up (SIGSEGV)",
+      }),
+    );
     assertHealthy(h);
   });
 
@@ -524,17 +513,17 @@ describe("starting", () => {
     assert.deepEqual(k.types(), ["runner.terminate", "runner.kill"]);
     h.advance(20);
     k.exited({ signal: "SIGKILL" });
-    assert.deepEqual(h.outcome("r1"), {
-      runId: "r1",
-      status: "timeout",
-      stopReason: "timeout",
-      signal: "SIGKILL",
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 1520,
-      durationMs: 1520,
-      killed: true,
-    });
+    assert.deepEqual(
+      h.outcome("r1"),
+      outcome({
+        runId: "r1",
+        status: "timeout",
+        stopReason: "timeout",
+        signal: "SIGKILL",
+        finishedAt: 1520,
+        killed: true,
+      }),
+    );
     assert.deepEqual(h.values("run:r1"), ["starting", "killed", "timeout"]);
     assert.deepEqual(k.types(), ["runner.terminate", "runner.kill", "stopped"]);
     assert.deepEqual(h.children(), []);
@@ -555,18 +544,17 @@ describe("starting", () => {
     assert.equal(h.value("run:r1"), "interrupted");
     h.advance(30);
     k.done("r1", { exitCode: 130, error: "interrupt" });
-    assert.deepEqual(h.outcome("r1"), {
-      runId: "r1",
-      status: "timeout",
-      stopReason: "timeout",
-      exitCode: 130,
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 1030,
-      durationMs: 1030,
-      killed: false,
-      runner: RUNNER_INFO,
-    });
+    assert.deepEqual(
+      h.outcome("r1"),
+      outcome({
+        runId: "r1",
+        status: "timeout",
+        stopReason: "timeout",
+        exitCode: 130,
+        finishedAt: 1030,
+        runner: RUNNER_INFO,
+      }),
+    );
     assert.deepEqual(h.values("run:r1"), ["starting", "interrupted", "timeout"]);
     assertHealthy(h);
   });
@@ -582,17 +570,17 @@ describe("starting", () => {
     h.advance(killMs);
     assert.deepEqual(k.types(), ["runner.terminate", "runner.kill"]);
     k.exited({ signal: "SIGKILL" });
-    assert.deepEqual(h.outcome("r1"), {
-      runId: "r1",
-      status: "cancelled",
-      stopReason: "cancelled",
-      signal: "SIGKILL",
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 505,
-      durationMs: 505,
-      killed: true,
-    });
+    assert.deepEqual(
+      h.outcome("r1"),
+      outcome({
+        runId: "r1",
+        status: "cancelled",
+        stopReason: "cancelled",
+        signal: "SIGKILL",
+        finishedAt: 505,
+        killed: true,
+      }),
+    );
     assert.deepEqual(h.values("run:r1"), ["starting", "killed", "cancelled"]);
     assertHealthy(h);
   });
@@ -608,18 +596,17 @@ describe("starting", () => {
     assert.equal(h.value("run:r1"), "interrupted");
     assert.deepEqual(k.received, [run("r1"), { type: "runner.interrupt", runId: "r1" }]);
     k.done("r1", { exitCode: 130, error: "interrupt" });
-    assert.deepEqual(h.outcome("r1"), {
-      runId: "r1",
-      status: "cancelled",
-      stopReason: "cancelled",
-      exitCode: 130,
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 15,
-      durationMs: 15,
-      killed: false,
-      runner: RUNNER_INFO,
-    });
+    assert.deepEqual(
+      h.outcome("r1"),
+      outcome({
+        runId: "r1",
+        status: "cancelled",
+        stopReason: "cancelled",
+        exitCode: 130,
+        finishedAt: 15,
+        runner: RUNNER_INFO,
+      }),
+    );
     assert.deepEqual(h.values("run:r1"), ["starting", "interrupted", "cancelled"]);
     assertHealthy(h);
   });
@@ -692,17 +679,13 @@ describe("running", () => {
     h.advance(30);
     k.done("r1", { exitCode: 1, error: "exception" });
     assert.deepEqual(h.finished, [
-      {
+      outcome({
         runId: "r1",
         status: "runtime_error",
         exitCode: 1,
-        displayedValue: false,
-        requestedAt: 0,
         finishedAt: 50,
-        durationMs: 50,
-        killed: false,
         runner: RUNNER_INFO,
-      },
+      }),
     ]);
     assert.deepEqual(h.values("run:r1"), ["starting", "running", "runtime_error"]);
     assert.deepEqual(h.children(), []);
@@ -714,17 +697,16 @@ describe("running", () => {
     const k = freshRunning(h, "r1");
     h.advance(5);
     k.failed("control channel: bad frame");
-    assert.deepEqual(h.outcome("r1"), {
-      runId: "r1",
-      status: "runtime_error",
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 25,
-      durationMs: 25,
-      killed: false,
-      message: "control channel: bad frame",
-      runner: RUNNER_INFO,
-    });
+    assert.deepEqual(
+      h.outcome("r1"),
+      outcome({
+        runId: "r1",
+        status: "runtime_error",
+        finishedAt: 25,
+        message: "control channel: bad frame",
+        runner: RUNNER_INFO,
+      }),
+    );
     const s = sessionRunning(h, "s", "s1");
     s.failed("control channel: bad frame");
     assert.equal(h.outcome("s1").status, "runtime_error");
@@ -748,17 +730,16 @@ describe("running", () => {
     const k = freshRunning(h, "r1");
     h.advance(5);
     k.exited({ code: 3 });
-    assert.deepEqual(h.outcome("r1"), {
-      runId: "r1",
-      status: "runtime_error",
-      exitCode: 3,
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 25,
-      durationMs: 25,
-      killed: false,
-      runner: RUNNER_INFO,
-    });
+    assert.deepEqual(
+      h.outcome("r1"),
+      outcome({
+        runId: "r1",
+        status: "runtime_error",
+        exitCode: 3,
+        finishedAt: 25,
+        runner: RUNNER_INFO,
+      }),
+    );
     assert.deepEqual(h.values("run:r1"), ["starting", "running", "runtime_error"]);
     assertHealthy(h);
   });
@@ -783,18 +764,17 @@ describe("running", () => {
     assert.deepEqual(k.received, [run("r1"), { type: "runner.interrupt", runId: "r1" }]);
     h.advance(40);
     k.done("r1", { exitCode: 130, error: "interrupt" });
-    assert.deepEqual(h.outcome("r1"), {
-      runId: "r1",
-      status: "timeout",
-      stopReason: "timeout",
-      exitCode: 130,
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 1040,
-      durationMs: 1040,
-      killed: false,
-      runner: RUNNER_INFO,
-    });
+    assert.deepEqual(
+      h.outcome("r1"),
+      outcome({
+        runId: "r1",
+        status: "timeout",
+        stopReason: "timeout",
+        exitCode: 130,
+        finishedAt: 1040,
+        runner: RUNNER_INFO,
+      }),
+    );
     assert.deepEqual(h.values("run:r1"), ["starting", "running", "interrupted", "timeout"]);
     assertHealthy(h);
   });
@@ -821,7 +801,11 @@ describe("running", () => {
     const h = startSystem();
     const k = h.running();
     const run = k.received.find((c) => c.type === "runner.run")!;
-    assert.equal((run as { toolSet?: string }).toolSet, "t1", "the run command names the tool set (the runner sends its specs)");
+    assert.equal(
+      (run as { toolSet?: string }).toolSet,
+      "t1",
+      "the run command names the tool set (the runner sends its specs)",
+    );
     h.call(k, "r1", "c1");
     assert.deepEqual(h.spawned, ["tool:r1:1"]);
     const child = h.actor.system.get("tool:r1:1");
@@ -960,7 +944,12 @@ describe("running", () => {
 describe("waiting", () => {
   test("running -> waiting while a call is open; the deadline moves by the time spent waiting", () => {
     const h = startSystem();
-    h.start({ runId: "w1", timeoutMs: 1000, budget: "work", calls: { callerId: "call_1", toolSet: "t1", tools: TOOLS } });
+    h.start({
+      runId: "w1",
+      timeoutMs: 1000,
+      budget: "work",
+      calls: { callerId: "call_1", toolSet: "t1", tools: TOOLS },
+    });
     const k = h.runner.of("run:w1");
     h.clock.increment(10);
     k.ready();
@@ -1009,18 +998,18 @@ describe("stopping", () => {
     assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate", "runner.kill"]);
     h.advance(10);
     k.exited({ signal: "SIGKILL" });
-    assert.deepEqual(h.outcome("r1"), {
-      runId: "r1",
-      status: "timeout",
-      stopReason: "timeout",
-      signal: "SIGKILL",
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 2610,
-      durationMs: 2610,
-      killed: true,
-      runner: RUNNER_INFO,
-    });
+    assert.deepEqual(
+      h.outcome("r1"),
+      outcome({
+        runId: "r1",
+        status: "timeout",
+        stopReason: "timeout",
+        signal: "SIGKILL",
+        finishedAt: 2610,
+        killed: true,
+        runner: RUNNER_INFO,
+      }),
+    );
     assert.deepEqual(h.values("run:r1"), ["starting", "running", "interrupted", "grace", "killed", "timeout"]);
     assertHealthy(h);
   });
@@ -1032,18 +1021,17 @@ describe("stopping.interrupted", () => {
     const k = freshRunning(h, "r1");
     h.cancel("r1");
     k.exited({ code: 130 });
-    assert.deepEqual(h.outcome("r1"), {
-      runId: "r1",
-      status: "cancelled",
-      stopReason: "cancelled",
-      exitCode: 130,
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 20,
-      durationMs: 20,
-      killed: false,
-      runner: RUNNER_INFO,
-    });
+    assert.deepEqual(
+      h.outcome("r1"),
+      outcome({
+        runId: "r1",
+        status: "cancelled",
+        stopReason: "cancelled",
+        exitCode: 130,
+        finishedAt: 20,
+        runner: RUNNER_INFO,
+      }),
+    );
     assertHealthy(h);
   });
 
@@ -1063,7 +1051,10 @@ describe("stopping.interrupted", () => {
     assert.equal(typeof d.received[0]!.at, "number");
     h.call(k, "r1", "c2"); // a call from cleanup code after the interrupt: never started
     assert.equal(h.results(k)[0]!.status, "cancelled");
-    assert.match(h.results(k)[0]!.text, /^\S.*: the run is being stopped \(timeout or cancellation\); no new tool calls start\.$/);
+    assert.match(
+      h.results(k)[0]!.text,
+      /^\S.*: the run is being stopped \(timeout or cancellation\); no new tool calls start\.$/,
+    );
     k.done("r1", { exitCode: 130, error: "interrupt" });
     assert.equal(h.value("run:r1"), "draining", "waits for the open call's after handler");
     h.call(k, "r1", "c3"); // a call that arrives after the run's code ended: never started either
@@ -1153,17 +1144,17 @@ describe("stopping.killed", () => {
     h.cancel("r1");
     assert.equal(h.value("run:r1"), "killed");
     h.runner.of("run:r1").failed("kill: EPERM");
-    assert.deepEqual(h.outcome("r1"), {
-      runId: "r1",
-      status: "cancelled",
-      stopReason: "cancelled",
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 0,
-      durationMs: 0,
-      killed: true,
-      message: "kill: EPERM",
-    });
+    assert.deepEqual(
+      h.outcome("r1"),
+      outcome({
+        runId: "r1",
+        status: "cancelled",
+        stopReason: "cancelled",
+        finishedAt: 0,
+        killed: true,
+        message: "kill: EPERM",
+      }),
+    );
     assertHealthy(h);
   });
 });
@@ -1253,7 +1244,10 @@ describe("finished and draining", () => {
     k.done("s1");
     assert.equal(h.value("run:s1"), "draining");
     assert.equal(h.finished.length, 0);
-    assert.deepEqual(d.received.map((c) => c.type), ["dispatch.cancel"]);
+    assert.deepEqual(
+      d.received.map((c) => c.type),
+      ["dispatch.cancel"],
+    );
     d.finish("cancelled");
     assert.equal(h.finished[0]!.status, "success");
     assert.equal(h.finished[0]!.session?.isLost, false);
@@ -1267,7 +1261,10 @@ describe("finished and draining", () => {
     const d = h.dispatch.of("tool:r1:1");
     k.exited({ code: 1 });
     assert.equal(h.value("run:r1"), "draining");
-    assert.deepEqual(d.received.map((c) => c.type), ["dispatch.cancel"]);
+    assert.deepEqual(
+      d.received.map((c) => c.type),
+      ["dispatch.cancel"],
+    );
     d.finish("cancelled");
     assert.equal(h.finished[0]!.status, "runtime_error");
     assert.equal(h.calls("r1")[0]!.durationMs, 7);
@@ -1314,7 +1311,10 @@ describe("finished: what the outcome says (machines/run-outcome.ts)", () => {
     ({ type: "runner.exited", at: 150, code, signal }) satisfies RunnerFact;
 
   test("a process that exits before user code: which runtime, and the signal or the exit code", () => {
-    assert.equal(exitedOutcome(context(), exited(3, null), false).message, "Python exited during start-up (exit code 3)");
+    assert.equal(
+      exitedOutcome(context(), exited(3, null), false).message,
+      "Python exited during start-up (exit code 3)",
+    );
     const js = exitedOutcome(context({ language: "js" }), exited(null, "SIGKILL"), false);
     assert.deepEqual(
       [js.status, js.message, js.signal, js.exitCode],
@@ -1337,14 +1337,17 @@ describe("finished: what the outcome says (machines/run-outcome.ts)", () => {
 
   test("a runner failure: setup or runtime error, its hint, and a session lost only after user code started", () => {
     const session = { name: "s", ordinal: 1, incarnation: 1, started: true };
-    const failed = { type: "runner.failed", at: 120, message: "gone", hint: { id: "h", text: "try" } } satisfies RunnerFact;
+    const failed = {
+      type: "runner.failed",
+      at: 120,
+      message: "gone",
+      hint: { id: "h", text: "try" },
+    } satisfies RunnerFact;
     const before = failedOutcome(context({ session }), failed, false);
-    assert.deepEqual([before.status, before.message, before.hints, before.session?.isLost], [
-      "setup_error",
-      "gone",
-      [{ id: "h", text: "try" }],
-      false,
-    ]);
+    assert.deepEqual(
+      [before.status, before.message, before.hints, before.session?.isLost],
+      ["setup_error", "gone", [{ id: "h", text: "try" }], false],
+    );
     const after = failedOutcome(context({ session }), { ...failed, hint: undefined }, true);
     assert.deepEqual([after.status, after.hints, after.session?.isLost], ["runtime_error", undefined, true]);
   });
@@ -1366,11 +1369,17 @@ describe("finished: what the outcome says (machines/run-outcome.ts)", () => {
       ["success", 0, true, ["mod"], ["pkg"], ["n"], 30],
     );
     const bare = finishedOutcome(context(), { ...done, exitCode: 1, reloaded: [], alreadyLoaded: [] });
-    assert.deepEqual([bare.status, bare.reloaded, bare.alreadyLoaded, bare.notes], ["runtime_error", undefined, undefined, undefined]);
+    assert.deepEqual(
+      [bare.status, bare.reloaded, bare.alreadyLoaded, bare.notes],
+      ["runtime_error", undefined, undefined, undefined],
+    );
   });
 
   test("a request no run served: ordinal 0 in its session, never a negative duration, empty notes left out", () => {
-    const o = requestOutcome({ runId: "q", at: 50, session: "s", notes: [] }, "setup_error", { at: 40, incarnation: 2 });
+    const o = requestOutcome({ runId: "q", at: 50, session: "s", notes: [] }, "setup_error", {
+      at: 40,
+      incarnation: 2,
+    });
     assert.deepEqual(o.session, { name: "s", ordinal: 0, incarnation: 2, started: false, isLost: false });
     assert.equal(o.durationMs, 0);
     assert.equal(o.notes, undefined);
@@ -1381,6 +1390,7 @@ describe("finished: what the outcome says (machines/run-outcome.ts)", () => {
 
   test("a refusal: a setup_error with its message, the request's notes and the given extras", () => {
     const o = refusal({ runId: "q", at: 50, notes: ["n"] }, "busy", { at: 60, hints: [{ id: "h", text: "wait" }] });
+    // The defaults are what this test checks: spelled out, not built (test/helpers/outcomes.ts).
     assert.deepEqual(o, {
       runId: "q",
       status: "setup_error",
@@ -1516,7 +1526,10 @@ describe("the definition", () => {
       requestedAt: 0,
       limits: TEST_LIMITS,
     };
-    assert.equal(missingEffectError(runMachine, input), "run: the `runner` actor must be provided (machines/system.ts)");
+    assert.equal(
+      missingEffectError(runMachine, input),
+      "run: the `runner` actor must be provided (machines/system.ts)",
+    );
     assert.equal(
       missingEffectError(runMachine, { ...input, dependencies: ["x==1"] }),
       "run: the `install` actor must be provided (machines/system.ts)",

@@ -23,6 +23,7 @@ import {
   run,
   sessionRunning,
 } from "../helpers/machine-scenarios.ts";
+import { outcome, refusedIn, sessionRef } from "../helpers/outcomes.ts";
 
 const CWD = "/work";
 
@@ -41,6 +42,11 @@ function ownValues(h: ReturnType<typeof startSupervisor>, id: string): string[] 
     if (v !== undefined && out[out.length - 1] !== v) out.push(v);
   }
   return out;
+}
+
+/** The run a session is executing, read from the session's own context (the one place that knows it). */
+function activeRun(h: ReturnType<typeof startSupervisor>, name: string): string | undefined {
+  return (h.ref(`session:${name}`)!.getSnapshot() as { context: { activeRunId?: string } }).context.activeRunId;
 }
 
 /** A session started on its own (no supervisor, no first run). */
@@ -109,18 +115,17 @@ describe("starting", () => {
     k.started("s1");
     h.advance(10);
     k.done("s1");
-    assert.deepEqual(h.outcome("s1"), {
-      runId: "s1",
-      status: "success",
-      exitCode: 0,
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 30,
-      durationMs: 30,
-      killed: false,
-      runner: RUNNER_INFO,
-      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: false },
-    });
+    assert.deepEqual(
+      h.outcome("s1"),
+      outcome({
+        runId: "s1",
+        status: "success",
+        exitCode: 0,
+        finishedAt: 30,
+        runner: RUNNER_INFO,
+        session: sessionRef(),
+      }),
+    );
     assert.deepEqual(h.values("session:s"), ["starting", "running", "idle"]);
     assert.deepEqual(h.values("run:s1"), ["starting", "running", "success"]);
     assert.deepEqual(h.children(), ["session:s"]);
@@ -136,18 +141,17 @@ describe("starting", () => {
     h.start({ runId: "s1", session: "s" });
     h.advance(4);
     h.runner.of("session:s").exited({ code: 1 });
-    assert.deepEqual(h.outcome("s1"), {
-      runId: "s1",
-      status: "setup_error",
-      exitCode: 1,
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 4,
-      durationMs: 4,
-      killed: false,
-      message: "Python exited during start-up (exit code 1)",
-      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
-    });
+    assert.deepEqual(
+      h.outcome("s1"),
+      outcome({
+        runId: "s1",
+        status: "setup_error",
+        exitCode: 1,
+        finishedAt: 4,
+        message: "Python exited during start-up (exit code 1)",
+        session: sessionRef({ isLost: true }),
+      }),
+    );
     assert.deepEqual(h.values("session:s"), ["starting", "lost"]);
     assert.equal(ctx(h).sessions.s?.status, "lost");
     assertHealthy(h);
@@ -163,18 +167,18 @@ describe("starting", () => {
     h.advance(killMs);
     assert.deepEqual(k.types(), ["runner.terminate", "runner.kill"]);
     k.exited({ signal: "SIGKILL" });
-    assert.deepEqual(h.outcome("s1"), {
-      runId: "s1",
-      status: "timeout",
-      stopReason: "timeout",
-      signal: "SIGKILL",
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 1500,
-      durationMs: 1500,
-      killed: true,
-      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
-    });
+    assert.deepEqual(
+      h.outcome("s1"),
+      outcome({
+        runId: "s1",
+        status: "timeout",
+        stopReason: "timeout",
+        signal: "SIGKILL",
+        finishedAt: 1500,
+        killed: true,
+        session: sessionRef({ isLost: true }),
+      }),
+    );
     assert.equal(ctx(h).sessions.s?.status, "lost");
     assertHealthy(h);
   });
@@ -192,18 +196,18 @@ describe("starting", () => {
     // Both the session's closing bound and the run's kill bound send runner.kill.
     assert.deepEqual(k.types(), ["runner.terminate", "runner.shutdown", "runner.kill", "runner.kill"]);
     k.exited({ signal: "SIGKILL" });
-    assert.deepEqual(h.outcome("s1"), {
-      runId: "s1",
-      status: "cancelled",
-      stopReason: "cancelled",
-      signal: "SIGKILL",
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 500,
-      durationMs: 500,
-      killed: true,
-      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
-    });
+    assert.deepEqual(
+      h.outcome("s1"),
+      outcome({
+        runId: "s1",
+        status: "cancelled",
+        stopReason: "cancelled",
+        signal: "SIGKILL",
+        finishedAt: 500,
+        killed: true,
+        session: sessionRef({ isLost: true }),
+      }),
+    );
     assert.deepEqual(h.values("session:s"), ["starting", "closing", "closed"]);
     assert.equal(ctx(h).sessions.s?.status, "closed");
     assert.deepEqual(h.children(), []);
@@ -280,6 +284,35 @@ describe("starting", () => {
     k.started("s2");
     k.done("s2");
     assert.equal(h.outcome("s2").status, "success");
+    assertHealthy(h);
+  });
+
+  test("a run that comes after the first ended, before the interpreter is ready, waits for it in the first's place", () => {
+    // Fixed: it was refused as "busy with another run" while no run was active (the session's own check answered
+    // for a starting session whatever it held; the supervisor's copy of the busy run had already been cleared).
+    const installs: ((fact: InstallFact) => void)[] = [];
+    const install = fromCallback<EventObject, InstallInput>(({ sendBack }) => void installs.push(sendBack));
+    const h = startSupervisor({ install });
+    h.start({ runId: "s1", session: "s", dependencies: ["nope==1"] });
+    installs[0]!({ type: "install.failed", at: h.now(), message: "no such package" });
+    assert.equal(h.outcome("s1").status, "setup_error");
+    h.advance(5);
+    h.start({ runId: "s2", session: "s", code: "y = 2" });
+    assert.equal(h.value("session:s"), "starting");
+    assert.equal(h.value("run:s2"), "starting", "it waits for the process, not refused");
+    assert.equal(activeRun(h, "s"), "s2");
+    const k = h.runner.of("session:s");
+    assert.deepEqual(k.types(), [], "nothing goes to the process before it is ready");
+    h.advance(10);
+    k.ready();
+    assert.equal(h.value("session:s"), "running");
+    assert.deepEqual(k.received, [run("s2", "y = 2", "script-2.py")]);
+    k.started("s2");
+    k.done("s2");
+    assert.equal(h.outcome("s2").status, "success");
+    // The second run in this process (the first, refused before it ran, counted), which did not start it.
+    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, incarnation: 1, started: false, isLost: false });
+    assert.equal(h.value("session:s"), "idle");
     assertHealthy(h);
   });
 });
@@ -382,18 +415,19 @@ describe("idle", () => {
     k.started("s2");
     h.advance(5);
     k.done("s2", { displayedValue: true });
-    assert.deepEqual(h.outcome("s2"), {
-      runId: "s2",
-      status: "success",
-      exitCode: 0,
-      displayedValue: true,
-      requestedAt: 120,
-      finishedAt: 130,
-      durationMs: 10,
-      killed: false,
-      runner: RUNNER_INFO,
-      session: { name: "s", ordinal: 2, incarnation: 1, started: false, isLost: false },
-    });
+    assert.deepEqual(
+      h.outcome("s2"),
+      outcome({
+        runId: "s2",
+        status: "success",
+        exitCode: 0,
+        displayedValue: true,
+        requestedAt: 120,
+        finishedAt: 130,
+        runner: RUNNER_INFO,
+        session: sessionRef({ ordinal: 2, started: false }),
+      }),
+    );
     assert.equal(h.runner.instances.length, 1);
     assert.deepEqual(h.values("session:s"), ["starting", "running", "idle", "running", "idle"]);
     assertHealthy(h);
@@ -494,25 +528,24 @@ describe("running", () => {
     assert.deepEqual(k.received, [run("s1", 'print("s1")', "script-1.py"), { type: "runner.interrupt", runId: "s1" }]);
     h.advance(10);
     k.done("s1", { exitCode: 130, error: "interrupt" });
-    assert.deepEqual(h.outcome("s1"), {
-      runId: "s1",
-      status: "timeout",
-      stopReason: "timeout",
-      exitCode: 130,
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 1010,
-      durationMs: 1010,
-      killed: false,
-      runner: RUNNER_INFO,
-      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: false },
-    });
+    assert.deepEqual(
+      h.outcome("s1"),
+      outcome({
+        runId: "s1",
+        status: "timeout",
+        stopReason: "timeout",
+        exitCode: 130,
+        finishedAt: 1010,
+        runner: RUNNER_INFO,
+        session: sessionRef(),
+      }),
+    );
     assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "idle"]);
     assert.equal(k.stopped, false);
     // Same process (incarnation), the next ordinal: the state survived.
     nextSessionRun(h, "s", "s2");
     k.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 2, incarnation: 1, started: false, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, sessionRef({ ordinal: 2, started: false }));
     assert.equal(h.runner.all("session:s").length, 1);
     assertHealthy(h);
   });
@@ -524,7 +557,7 @@ describe("running", () => {
     assert.equal(h.value("session:s"), "interrupted");
     k.done("s1", { exitCode: 130, error: "interrupt" });
     assert.equal(h.outcome("s1").status, "cancelled");
-    assert.deepEqual(h.outcome("s1").session, { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: false });
+    assert.deepEqual(h.outcome("s1").session, sessionRef());
     assert.equal(h.value("session:s"), "idle");
     assertHealthy(h);
   });
@@ -549,19 +582,19 @@ describe("running", () => {
     assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate", "runner.kill"]);
     h.advance(10);
     k.exited({ signal: "SIGKILL" });
-    assert.deepEqual(h.outcome("s1"), {
-      runId: "s1",
-      status: "timeout",
-      stopReason: "timeout",
-      signal: "SIGKILL",
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 2610,
-      durationMs: 2610,
-      killed: true,
-      runner: RUNNER_INFO,
-      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
-    });
+    assert.deepEqual(
+      h.outcome("s1"),
+      outcome({
+        runId: "s1",
+        status: "timeout",
+        stopReason: "timeout",
+        signal: "SIGKILL",
+        finishedAt: 2610,
+        killed: true,
+        runner: RUNNER_INFO,
+        session: sessionRef({ isLost: true }),
+      }),
+    );
     assert.deepEqual(h.values("session:s"), ["starting", "running", "interrupted", "grace", "killed", "lost"]);
     assert.deepEqual(h.values("run:s1"), ["starting", "running", "interrupted", "grace", "killed", "timeout"]);
     assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate", "runner.kill", "stopped"]);
@@ -576,18 +609,17 @@ describe("running", () => {
     const k = sessionRunning(h, "s", "s1");
     h.advance(5);
     k.exited({ code: 3 });
-    assert.deepEqual(h.outcome("s1"), {
-      runId: "s1",
-      status: "runtime_error",
-      exitCode: 3,
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 25,
-      durationMs: 25,
-      killed: false,
-      runner: RUNNER_INFO,
-      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: true },
-    });
+    assert.deepEqual(
+      h.outcome("s1"),
+      outcome({
+        runId: "s1",
+        status: "runtime_error",
+        exitCode: 3,
+        finishedAt: 25,
+        runner: RUNNER_INFO,
+        session: sessionRef({ isLost: true }),
+      }),
+    );
     assert.deepEqual(h.values("session:s"), ["starting", "running", "lost"]);
     // Its own states: the process gone, it was `ending.lost` until the run reported.
     assert.deepEqual(ownValues(h, "session:s"), ["starting", "running.active", "ending.lost", "lost"]);
@@ -603,48 +635,49 @@ describe("running", () => {
     h.advance(3);
     // Busy while starting, too.
     h.start({ runId: "s2", session: "s" });
-    assert.deepEqual(h.outcome("s2"), {
-      runId: "s2",
-      status: "setup_error",
-      displayedValue: false,
-      requestedAt: 3,
-      finishedAt: 3,
-      durationMs: 0,
-      killed: false,
-      message: BUSY("s"),
-      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
-    } satisfies RunOutcome);
+    assert.deepEqual(
+      h.outcome("s2"),
+      outcome({
+        runId: "s2",
+        status: "setup_error",
+        requestedAt: 3,
+        finishedAt: 3,
+        message: BUSY("s"),
+        session: refusedIn("s", 1),
+      }),
+    );
     const k = h.runner.of("session:s");
     k.ready();
     k.started("s1");
     h.advance(7);
     h.start({ runId: "s3", session: "s", reset: true }); // reset does not override busy
-    assert.deepEqual(h.outcome("s3"), {
-      runId: "s3",
-      status: "setup_error",
-      displayedValue: false,
-      requestedAt: 10,
-      finishedAt: 10,
-      durationMs: 0,
-      killed: false,
-      message: BUSY("s"),
-      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
-    });
+    assert.deepEqual(
+      h.outcome("s3"),
+      outcome({
+        runId: "s3",
+        status: "setup_error",
+        requestedAt: 10,
+        finishedAt: 10,
+        message: BUSY("s"),
+        session: refusedIn("s", 1),
+      }),
+    );
     assert.equal(h.value("run:s1"), "running");
     assert.deepEqual(k.types(), ["runner.run"]);
     assert.deepEqual(ctx(h).active, { s1: "s" });
-    assert.equal(ctx(h).sessions.s?.busyRunId, "s1");
+    assert.equal(activeRun(h, "s"), "s1", "busy is the session's own fact");
+    assert.equal("busyRunId" in ctx(h).sessions.s!, false, "the supervisor keeps no copy of it");
     assert.deepEqual(h.children(), ["session:s"]);
     k.done("s1");
     assert.equal(h.outcome("s1").status, "success");
-    assert.equal(ctx(h).sessions.s?.busyRunId, undefined);
+    assert.equal(activeRun(h, "s"), undefined);
     assertHealthy(h);
   });
 
   test("the session itself refuses a run while busy (behind the supervisor's own check)", () => {
     const h = startSupervisor();
     const k = sessionRunning(h, "s", "s1");
-    // Bypass the supervisor's sessionBusy guard: the session refuses on its own and reports to the supervisor.
+    // Past the supervisor's check (which reads the session): the session refuses on its own and reports to the supervisor.
     h.ref("session:s")!.send({
       type: "run.start",
       at: 21,
@@ -654,17 +687,17 @@ describe("running", () => {
       timeoutMs: 10,
       session: "s",
     });
-    assert.deepEqual(h.outcome("x1"), {
-      runId: "x1",
-      status: "setup_error",
-      displayedValue: false,
-      requestedAt: 21,
-      finishedAt: 21,
-      durationMs: 0,
-      killed: false,
-      message: BUSY("s"),
-      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
-    });
+    assert.deepEqual(
+      h.outcome("x1"),
+      outcome({
+        runId: "x1",
+        status: "setup_error",
+        requestedAt: 21,
+        finishedAt: 21,
+        message: BUSY("s"),
+        session: refusedIn("s", 1),
+      }),
+    );
     assert.equal(h.value("session:s"), "running");
     assert.equal(h.ref("run:x1"), undefined);
     assert.deepEqual(k.types(), ["runner.run"]);
@@ -682,19 +715,18 @@ describe("running", () => {
     assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]);
     h.advance(5);
     k.done("s1", { exitCode: 130, error: "interrupt" });
-    assert.deepEqual(h.outcome("s1"), {
-      runId: "s1",
-      status: "cancelled",
-      stopReason: "cancelled",
-      exitCode: 130,
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 30,
-      durationMs: 30,
-      killed: false,
-      runner: RUNNER_INFO,
-      session: { name: "s", ordinal: 1, incarnation: 1, started: true, isLost: false },
-    });
+    assert.deepEqual(
+      h.outcome("s1"),
+      outcome({
+        runId: "s1",
+        status: "cancelled",
+        stopReason: "cancelled",
+        exitCode: 130,
+        finishedAt: 30,
+        runner: RUNNER_INFO,
+        session: sessionRef(),
+      }),
+    );
     assert.equal(h.value("session:s"), "closing");
     assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.shutdown"]);
     k.exited({ code: 0 });
@@ -804,7 +836,7 @@ describe("closing", () => {
     k2.ready();
     k2.started("s2");
     k2.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, incarnation: 2, started: true, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, sessionRef({ incarnation: 2 }));
     assertHealthy(h);
   });
 
@@ -832,17 +864,17 @@ describe("closing", () => {
     h.stopSession("s");
     h.start({ runId: "s2", session: "s" });
     // The supervisor still sees the session alive and forwards; the closing session refuses. Note the message.
-    assert.deepEqual(h.outcome("s2"), {
-      runId: "s2",
-      status: "setup_error",
-      displayedValue: false,
-      requestedAt: 20,
-      finishedAt: 20,
-      durationMs: 0,
-      killed: false,
-      message: 'Session "s" is closing; run again once it has stopped.',
-      session: { name: "s", ordinal: 0, incarnation: 1, started: false, isLost: false },
-    });
+    assert.deepEqual(
+      h.outcome("s2"),
+      outcome({
+        runId: "s2",
+        status: "setup_error",
+        requestedAt: 20,
+        finishedAt: 20,
+        message: 'Session "s" is closing; run again once it has stopped.',
+        session: refusedIn("s", 1),
+      }),
+    );
     assert.deepEqual(ctx(h).active, {});
     assert.deepEqual(ctx(h).sessions, { s: { incarnation: 1, status: "alive", cwd: "/work" } });
     assert.deepEqual(k.types(), ["runner.run", "runner.shutdown"]);
@@ -877,7 +909,7 @@ describe("lost", () => {
     // Only the first run of the new incarnation carries replacedLost.
     nextSessionRun(h, "s", "s3");
     k2.done("s3");
-    assert.deepEqual(h.outcome("s3").session, { name: "s", ordinal: 2, incarnation: 2, started: false, isLost: false });
+    assert.deepEqual(h.outcome("s3").session, sessionRef({ ordinal: 2, incarnation: 2, started: false }));
     assertHealthy(h);
   });
 });

@@ -26,6 +26,7 @@ import {
   nextSessionRun,
   sessionRunning,
 } from "../helpers/machine-scenarios.ts";
+import { outcome, refusedIn, sessionRef } from "../helpers/outcomes.ts";
 
 const CWD = "/work";
 const FIRST_RUN: RunStartEvent = {
@@ -86,6 +87,37 @@ describe("serving: preparation", () => {
     assertHealthy(h);
   });
 
+  test("a request prepared for a busy session is refused at the time its preparation ended, busy read from the session", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "s1", session: "s", code: "1" });
+    prepare.last().send({ type: "prepare.done", at: h.now(), runId: "s1" });
+    const k = h.runner.of("session:s");
+    k.ready();
+    k.started("s1");
+    h.advance(10);
+    h.start({ runId: "s2", session: "s", code: "2" });
+    h.advance(25);
+    prepare.last().send({ type: "prepare.done", at: h.now(), runId: "s2" });
+    assert.deepEqual(
+      h.outcome("s2"),
+      outcome({
+        runId: "s2",
+        status: "setup_error",
+        requestedAt: 10,
+        finishedAt: 35,
+        message: 'Session "s" is busy with another run; wait for it to finish.',
+        session: refusedIn("s", 1),
+      }),
+    );
+    assert.deepEqual(ctx(h).active, { s1: "s" }, "the refused run is not active");
+    assert.equal("busyRunId" in ctx(h).sessions.s!, false, "whether the session is busy is its own fact alone");
+    assert.deepEqual(k.types(), ["runner.run"], "nothing of s2 reached the process");
+    k.done("s1");
+    assert.equal(h.outcome("s1").status, "success");
+    assertHealthy(h);
+  });
+
   test("a request whose preparation fails is refused with the reason and its hints; no actor serves it", () => {
     const prepare = scriptedPrepare();
     const h = startSupervisor({ prepare: prepare.logic });
@@ -96,18 +128,17 @@ describe("serving: preparation", () => {
     prepare
       .last()
       .send({ type: "prepare.failed", at: h.now(), runId: "bad", message: "invalid PEP 723 metadata", hints });
-    assert.deepEqual(h.outcome("bad"), {
-      runId: "bad",
-      status: "setup_error",
-      displayedValue: false,
-      requestedAt: 0,
-      finishedAt: 25,
-      durationMs: 25,
-      killed: false,
-      message: "invalid PEP 723 metadata",
-      hints,
-      session: { name: "s", ordinal: 0, incarnation: 0, started: false, isLost: false },
-    });
+    assert.deepEqual(
+      h.outcome("bad"),
+      outcome({
+        runId: "bad",
+        status: "setup_error",
+        finishedAt: 25,
+        message: "invalid PEP 723 metadata",
+        hints,
+        session: refusedIn("s", 0),
+      }),
+    );
     assert.equal(h.ref("session:s"), undefined);
     assert.equal(prepare.last().input.runId, "good", "the next request is prepared");
     assertHealthy(h);
@@ -206,11 +237,11 @@ describe("serving: routing", () => {
     const k2 = h.runner.of("session:s");
     assert.equal(k2.index, 1);
     assert.deepEqual(k2.input, { mode: "session", cwd: "/elsewhere", owner: "session:s" });
-    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 2, status: "alive", cwd: "/elsewhere", busyRunId: "s2" } });
+    assert.deepEqual(ctx(h).sessions, { s: { incarnation: 2, status: "alive", cwd: "/elsewhere" } });
     k2.ready();
     k2.started("s2");
     k2.done("s2");
-    assert.deepEqual(h.outcome("s2").session, { name: "s", ordinal: 1, incarnation: 2, started: true, isLost: false });
+    assert.deepEqual(h.outcome("s2").session, sessionRef({ incarnation: 2 }));
     assert.deepEqual(h.values("session:s", 0), ["starting", "running", "idle"]);
     assert.deepEqual(h.values("session:s", 1), ["starting", "running", "idle"]);
     assert.deepEqual(h.children(), ["session:s"]);
@@ -260,22 +291,19 @@ describe("serving: routing", () => {
     const k = freshRunning(h, "r1");
     h.start({ runId: "r1", code: "other" });
     assert.deepEqual(h.finished, [
-      {
+      outcome({
         runId: "r1",
         status: "setup_error",
-        displayedValue: false,
         requestedAt: 20,
         finishedAt: 20,
-        durationMs: 0,
-        killed: false,
         message: "Run id r1 is already in use.",
-      },
+      }),
     ]);
     // Also when the duplicate asks for a session: nothing is started.
     h.start({ runId: "r1", session: "s" });
     assert.equal(h.finished.length, 2);
     assert.equal(h.finished[1]?.message, "Run id r1 is already in use.");
-    assert.deepEqual(h.finished[1]?.session, { name: "s", ordinal: 0, incarnation: 0, started: false, isLost: false });
+    assert.deepEqual(h.finished[1]?.session, refusedIn("s", 0));
     assert.deepEqual(h.children(), ["run:r1"]);
     assert.equal(h.runner.instances.length, 1);
     assert.equal(h.value("run:r1"), "running");
@@ -345,7 +373,7 @@ describe("serving: routing", () => {
     assert.notEqual(k2, old);
     assert.equal(k2.stopped, false, "the new incarnation's process lives");
     assert.deepEqual(h.children(), ["session:s"]);
-    assert.deepEqual(ctx(h).sessions.s, { incarnation: 2, status: "alive", cwd: CWD, busyRunId: "s2" });
+    assert.deepEqual(ctx(h).sessions.s, { incarnation: 2, status: "alive", cwd: CWD });
     k2.ready();
     k2.started("s2");
     k2.done("s2");
@@ -377,7 +405,6 @@ describe("serving: languages and replacements", () => {
       status: "alive",
       cwd: CWD,
       language: "js",
-      busyRunId: "j1",
     });
     assert.equal(input(h, "session:js").language, "js");
     const js = h.runner.of("session:js");
@@ -629,27 +656,27 @@ describe("stopping", () => {
     const at = h.now();
     h.start({ runId: "r9" });
     h.start({ runId: "s9", session: "s" });
-    assert.deepEqual(h.outcome("r9"), {
-      runId: "r9",
-      status: "setup_error",
-      displayedValue: false,
-      requestedAt: at,
-      finishedAt: at,
-      durationMs: 0,
-      killed: false,
-      message: SHUTDOWN,
-    });
-    assert.deepEqual(h.outcome("s9"), {
-      runId: "s9",
-      status: "setup_error",
-      displayedValue: false,
-      requestedAt: at,
-      finishedAt: at,
-      durationMs: 0,
-      killed: false,
-      message: SHUTDOWN,
-      session: { name: "s", ordinal: 0, incarnation: 0, started: false, isLost: false },
-    });
+    assert.deepEqual(
+      h.outcome("r9"),
+      outcome({
+        runId: "r9",
+        status: "setup_error",
+        requestedAt: at,
+        finishedAt: at,
+        message: SHUTDOWN,
+      }),
+    );
+    assert.deepEqual(
+      h.outcome("s9"),
+      outcome({
+        runId: "s9",
+        status: "setup_error",
+        requestedAt: at,
+        finishedAt: at,
+        message: SHUTDOWN,
+        session: refusedIn("s", 0),
+      }),
+    );
     assert.deepEqual(Object.keys(ctx(h).active).sort(), ["r1", "t1"]);
 
     kf.done("r1", { exitCode: 130, error: "interrupt" });

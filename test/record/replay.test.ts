@@ -4,7 +4,7 @@
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
@@ -19,9 +19,11 @@ import { assign, createActor, fromCallback, sendTo, setup } from "xstate";
 import { PI_TOOLS, FAULT_FIXTURE_DIR, FIXTURE_DIR, recordScenario } from "../../scripts/record-fixtures.ts";
 import { startPi } from "../helpers/pi-session.ts";
 import { phasesOf } from "../helpers/fake-runner.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const REQUIRED = [
+  "shell-sessions",
   "interrupt-keeps-state",
   "swallowed-interrupt-lost",
   "os-exit-lost",
@@ -106,7 +108,8 @@ describe("committed fixtures", () => {
     });
   }
 
-  // Logs of format v2 (every trace record whole) recorded by today's machines replay identical, read as v3 is.
+  // Logs of format v2 (every trace record whole) replay identical, read as v3 is (recorded before the supervisor's
+  // busy copy was retired: record/retired.ts, test/record/retired.test.ts).
   for (const file of readdirSync(join(FIXTURE_DIR, "v2")).filter((f) => f.endsWith(".jsonl"))) {
     test(`v2/${file} (format v2, trace records whole) replays identical`, () => {
       assert.equal(records(join(FIXTURE_DIR, "v2", file))[0].v, 2);
@@ -150,6 +153,13 @@ describe("committed fixtures", () => {
     assert.deepEqual(js.slice(0, 6), ["starting", "running", "idle", "running", "interrupted", "idle"]);
     const k = js.indexOf("grace");
     assert.deepEqual(js.slice(k - 1, k + 3), ["interrupted", "grace", "killed", "lost"]);
+    // Shell sessions: one exits within its window, one is killed (its stop escalates no further), one is held past
+    // its window and ends by its own exit; the pool stops with the host.
+    const shellStates = (id: string) => statesOf(fixture("shell-sessions"), id);
+    assert.deepEqual(shellStates("exec:1"), ["starting", "running", "exited"]);
+    assert.deepEqual(shellStates("exec:2"), ["starting", "running", "stopping", "killed"]);
+    assert.deepEqual(shellStates("exec:3"), ["starting", "running", "exited"]);
+    assert.deepEqual(shellStates("exec:pool"), ["serving", "stopping"]);
     const ready = records(fixture("js-session")).find((r) => r.k === "fact" && r.event?.type === "runner.ready");
     assert.equal(ready?.event.language, "js");
   });
@@ -227,7 +237,7 @@ describe("the CLI", () => {
     assert.match(out, /^identical \(\d+ inputs, \d+ trace records\)/);
   });
   test("a divergent log prints the divergence and exits 1", () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-cli-"));
+    const dir = tempDir("pcs-cli-");
     const path = join(dir, "altered.jsonl");
     writeFileSync(path, readFileSync(fixture("os-exit-lost"), "utf8").replace('"value":"lost"', '"value":"idle"'));
     const r = spawnSync(process.execPath, [cli, "replay", path], { encoding: "utf8" });
@@ -246,7 +256,7 @@ describe("the CLI", () => {
 
 describe("recording live systems", () => {
   test("a fresh recording of real runs replays identical (the fixture pipeline end to end)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-rec-"));
+    const dir = tempDir("pcs-rec-");
     const path = await recordScenario("reset", dir);
     const report = replayFile(path);
     assert.equal(report.identical, true, formatReport(report, true));
@@ -367,7 +377,7 @@ describe("recording live systems", () => {
   });
 
   test("the recorder holds state for live actors only: it does not grow with the runs, calls and resets there were", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-rec-bound-"));
+    const dir = tempDir("pcs-rec-bound-");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, { dir, piSession: "bounded" });
     const host = new SupervisorHost(observer.hostOptions());
@@ -388,7 +398,7 @@ describe("recording live systems", () => {
   });
 
   test("logs rotate at quiescent points, every kept segment replays, old segments are deleted", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-rot-"));
+    const dir = tempDir("pcs-rot-");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, {
       dir,
@@ -416,7 +426,7 @@ describe("recording live systems", () => {
   });
 
   test("lines written soon after a write wait for one batch; drained() writes them at once", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-batch-"));
+    const dir = tempDir("pcs-batch-");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, { dir, writeBatchMs: 60_000 });
     const host = new SupervisorHost(observer.hostOptions());
@@ -438,7 +448,7 @@ describe("recording live systems", () => {
   });
 
   test("a segment forced out mid-run says it cannot be replayed exactly", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-hard-"));
+    const dir = tempDir("pcs-hard-");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, {
       dir,
@@ -454,7 +464,7 @@ describe("recording live systems", () => {
   });
 
   test("a backlog is encoded in slices: the event loop runs between them, and the log is complete and in order", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-slices-"));
+    const dir = tempDir("pcs-slices-");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, { dir, piSession: "slices" });
     const { onCommand } = observer.hostOptions();
@@ -491,7 +501,7 @@ describe("recording live systems", () => {
   });
 
   test("the log directory keeps the newest files within its bounds", () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-prune-"));
+    const dir = tempDir("pcs-prune-");
     for (let i = 0; i < 6; i++) {
       const p = join(dir, `log-${i}.jsonl`);
       writeFileSync(p, "x".repeat(100));
@@ -504,7 +514,7 @@ describe("recording live systems", () => {
   });
 
   test("a recorder that cannot write stops itself; the supervisor runs on", async () => {
-    const file = join(mkdtempSync(join(tmpdir(), "pcs-bad-")), "not-a-dir");
+    const file = join(tempDir("pcs-bad-"), "not-a-dir");
     writeFileSync(file, "");
     const observer = new SystemObserver();
     const recorder = new Recorder(observer, { dir: file });
@@ -520,7 +530,7 @@ describe("recording live systems", () => {
     "nested tool calls (tool:<runId>:<n> and their dispatchers) are recorded and replay identical",
     { skip: !existsSync(PI_TOOLS) && "nested tool calls is not in this tree" },
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), "pcs-nested-"));
+      const dir = tempDir("pcs-nested-");
       const path = await recordScenario("nested-calls", dir);
       const actors = records(path)
         .filter((r) => r.k === "actor")

@@ -1,4 +1,4 @@
-// The cell rewrite (runtime-js/cell.js, docs/protocol-js.md "Cell semantics") on its own: each sample is rewritten,
+// The cell rewrite (runtime-js/cell-rewrite.js, docs/protocol-js.md "Cell semantics") on its own: each sample is rewritten,
 // compiled and run in a real vm context, and must behave as the user's code would, with lasting declarations.
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
@@ -6,7 +6,7 @@ import vm from "node:vm";
 import { describe, test } from "node:test";
 
 const require = createRequire(import.meta.url);
-const { transform } = require("../../runtime-js/cell.js") as {
+const { transform } = require("../../runtime-js/cell-rewrite.js") as {
   transform(code: string): {
     source: string;
     lineOffset: number;
@@ -16,7 +16,7 @@ const { transform } = require("../../runtime-js/cell.js") as {
   };
 };
 
-/** Runs cells in one context the way runtime-js/cells.js does; returns each cell's shown value. */
+/** Runs cells in one context the way runtime-js/cell-run.js does; returns each cell's shown value. */
 async function cells(...codes: string[]): Promise<unknown[]> {
   const g = vm.createContext(vm.constants.DONT_CONTEXTIFY);
   const out: unknown[] = [];

@@ -2,12 +2,11 @@
 // each ends or breaks the run with its hint, the session is told truthfully whether it survived, output is kept.
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdtempSync, realpathSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput } from "../../host/host.ts";
 import type { ResourceLimits } from "../../store/settings.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 let cwd: string;
 const hosts: SupervisorHost[] = [];
@@ -21,7 +20,7 @@ const runOn = (h: SupervisorHost, code: string, extra: Partial<RunRequestInput> 
 const hintIds = (r: { outcome: { hints?: { id: string }[] } }) => (r.outcome.hints ?? []).map((h) => h.id);
 
 before(() => {
-  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-limits-")));
+  cwd = tempDir("pcs-limits-");
 });
 after(async () => {
   for (const h of hosts) await h.shutdown();
@@ -44,8 +43,14 @@ describe("resource limits", () => {
   test("cpuSeconds: SIGXCPU ends the process, hint limit_cpu, the session is lost, output kept", async () => {
     const h = hostWith({ cpuSeconds: 1 });
     // A session's earlier runs do not use up a later run's budget.
-    await runOn(h, "n = 0\nimport time\nt = time.process_time()\nwhile time.process_time() - t < 0.7: n += 1", { session: "c" });
-    const ok = await runOn(h, "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.7: n += 1\n'fine'", { session: "c" });
+    await runOn(h, "n = 0\nimport time\nt = time.process_time()\nwhile time.process_time() - t < 0.7: n += 1", {
+      session: "c",
+    });
+    const ok = await runOn(
+      h,
+      "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.7: n += 1\n'fine'",
+      { session: "c" },
+    );
     assert.equal(ok.stdout, "fine\n", ok.stderr);
     const r = await runOn(h, "print('spinning', flush=True)\nwhile True: n += 1", { session: "c" });
     assert.equal(r.outcome.signal, "SIGXCPU");
@@ -64,7 +69,10 @@ describe("resource limits", () => {
 
   test("openFiles: opening past the limit fails with EMFILE", async () => {
     const h = hostWith({ openFiles: 32 });
-    const r = await runOn(h, "fs = []\ntry:\n    while True: fs.append(open('/dev/null'))\nexcept OSError as e:\n    print(e.errno, len(fs) < 32)");
+    const r = await runOn(
+      h,
+      "fs = []\ntry:\n    while True: fs.append(open('/dev/null'))\nexcept OSError as e:\n    print(e.errno, len(fs) < 32)",
+    );
     assert.equal(r.stdout, "24 True\n", r.stderr);
   });
 

@@ -1,15 +1,15 @@
 // Issue 19: a user's token.py in Pi's working directory must not destroy the session or hide the user's error.
 // Through a real Pi agent session (faux provider): what the model sees.
 import assert from "node:assert/strict";
-import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 let pi: PiHarness;
 before(async () => {
-  const cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-token-")));
+  const cwd = tempDir("pcs-token-");
   writeFileSync(join(cwd, "token.py"), 'API_TOKEN = "sk-not-a-real-token"\n');
   pi = await startPi({ cwd });
 });

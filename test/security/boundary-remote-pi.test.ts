@@ -2,12 +2,14 @@
 // side (it descends from the sshd, in remote.cwd, without Pi's environment); JavaScript cells are refused, never
 // run elsewhere.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { textOf, type PiHarness } from "../helpers/pi-session.ts";
 import { startSshd, type TestSshd } from "../helpers/sshd.ts";
 import { boundaryFixtures, clearEnv, root, session, turn } from "../helpers/boundary.ts";
+import { PYTHON } from "../helpers/pythons.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 boundaryFixtures();
 
@@ -18,13 +20,13 @@ describe("remote: every surface runs on the remote side", () => {
   const env = { PI_CODE_EXECUTION_BACKEND: "remote" };
   before(async () => {
     sshd = await startSshd();
-    remoteDir = mkdtempSync(join(root, "remote-cwd-"));
-    const agentDir = mkdtempSync(join(root, "agent-"));
+    remoteDir = tempDir("remote-cwd-", root);
+    const agentDir = tempDir("agent-", root);
     mkdirSync(join(agentDir, "pi-code-execution"), { recursive: true });
     // Global settings: the user's own choice of backend (a project file could not choose it).
     writeFileSync(
       join(agentDir, "pi-code-execution", "settings.json"),
-      JSON.stringify({ backend: "remote", remote: sshd.remote({ cwd: remoteDir, python: "/usr/bin/python3" }) }),
+      JSON.stringify({ backend: "remote", remote: sshd.remote({ cwd: remoteDir, python: PYTHON }) }),
     );
     pi = await session(env, agentDir);
   });

@@ -5,9 +5,9 @@
 // leave no process of a session behind (found by a marker argument).
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { homedir, tmpdir } from "node:os";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
@@ -15,6 +15,7 @@ import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../help
 import { processesMatching, waitUntil } from "../helpers/procs.ts";
 import { SupervisorHost } from "../../host/host.ts";
 import { sandboxOperations } from "../../actors/process/sandbox.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const SECRET = join(homedir(), `pcs-exec-secret-${process.pid}`);
 const OUTSIDE = join("/var/tmp", `pcs-exec-outside-${process.pid}`);
@@ -53,7 +54,7 @@ async function withPi(backend: "local" | "sandbox", fn: (pi: PiHarness) => Promi
   process.env.PI_CODE_EXECUTION_BACKEND = backend;
   let pi: PiHarness | undefined;
   try {
-    pi = await startPi({ cwd: mkdtempSync(join(tmpdir(), `pcs-exec-${backend}-`)) });
+    pi = await startPi({ cwd: tempDir(`pcs-exec-${backend}-`) });
   } finally {
     delete process.env.PI_CODE_EXECUTION_TOOLS;
     delete process.env.PI_CODE_EXECUTION_BACKEND;
@@ -215,12 +216,12 @@ describe("signals to a sandboxed session reach the program, not bwrap", () => {
     test(`kill_session SIGINT ${tty ? "(PTY)" : "(pipes)"}: the program's trap runs and it carries on until SIGKILL`, async () => {
       const host = new SupervisorHost({
         ops: sandboxOperations({ writable: [], readable: [], network: false, support: [] }),
-        exec: { logDir: mkdtempSync(join(tmpdir(), "pcs-sbx-logs-")) },
+        exec: { logDir: tempDir("pcs-sbx-logs-") },
       });
       try {
         const r = await host.exec.start({
           command: "trap 'echo got-int' INT; echo ready; sleep 30 & wait; echo after; sleep 30",
-          cwd: mkdtempSync(join(tmpdir(), "pcs-sbx-sig-")),
+          cwd: tempDir("pcs-sbx-sig-"),
           tty,
           cols: 80,
           rows: 24,

@@ -4,13 +4,13 @@
 // showing the same code succeeds where it is allowed (the local backend, or the sandbox with the network allowed).
 // docs/sandbox.md names these tests as the proof of each promise.
 import "../helpers/agent-dir.ts";
+import { PYTHON, systemPython } from "../helpers/pythons.ts";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import {
   chmodSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   realpathSync,
@@ -19,7 +19,6 @@ import {
   writeFileSync,
 } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput } from "../../host/host.ts";
@@ -31,6 +30,7 @@ import { JS_RUNNER_PATH, RUNNER_PATH } from "../../actors/runner/kinds.ts";
 import { liveGroups } from "../../actors/registry/registry.ts";
 import { ok } from "../../lib/result.ts";
 import { loadPty } from "../../actors/process/pty.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const ROOT = process.getuid?.() === 0;
 let base: string; // outside /tmp and the fake home: the host's filesystem the sandbox still sees
@@ -92,11 +92,11 @@ async function inSandbox(
 }
 
 before(async () => {
-  base = realpathSync(mkdtempSync(join("/var/tmp", "pcs-boundary-")));
+  base = tempDir("pcs-boundary-", "/var/tmp");
   home = join(base, "home");
   mkdirSync(join(home, ".ssh"), { recursive: true, mode: 0o700 });
   writeFileSync(join(home, ".ssh", "id_ed25519"), "PCS-PRIVATE-KEY");
-  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-boundary-cwd-")));
+  cwd = tempDir("pcs-boundary-cwd-");
   mkdirSync(join(base, "sockets"));
   socketPath = join(base, "sockets", "service.sock");
   server = createServer((s) => {
@@ -294,7 +294,7 @@ describe("unix sockets", () => {
     "/run is hidden under no network, shown with it",
     { skip: !ROOT && "/run is writable by root only" },
     async () => {
-      const dir = mkdtempSync(join("/run", "pcs-boundary-"));
+      const dir = tempDir("pcs-boundary-", "/run");
       try {
         const sock = join(dir, "bus");
         const s = createServer((c) => c.end("bus\n"));
@@ -351,13 +351,14 @@ describe("unix sockets", () => {
 });
 
 describe("the interpreter", () => {
-  const SYSTEM = "/usr/bin/python3";
+  const SYSTEM = systemPython()?.path;
   const READ_KEY = `import os\ntry:\n    print(open(${JSON.stringify("HOME/.ssh/id_ed25519")}).read())\nexcept OSError as e:\n    print('hidden', e.errno)`;
 
   test(
     "symlinked from ~/bin: started by its real path, $HOME stays hidden",
-    { skip: !existsSync(SYSTEM) },
+    { skip: SYSTEM ? false : "no Python 3 on this machine (looked on PATH and in the usual places)" },
     async () => {
+      assert.ok(SYSTEM);
       mkdirSync(join(home, "bin"), { recursive: true });
       const link = join(home, "bin", "python3");
       rmSync(link, { force: true });
@@ -393,9 +394,9 @@ describe("the interpreter", () => {
   test("a virtual environment under $HOME keeps its own path and is shown read-only", () => {
     const venv = join(home, "proj", ".venv");
     mkdirSync(join(venv, "bin"), { recursive: true });
-    writeFileSync(join(venv, "pyvenv.cfg"), "home = /usr/bin\n");
+    writeFileSync(join(venv, "pyvenv.cfg"), `home = ${dirname(PYTHON)}\n`);
     rmSync(join(venv, "bin", "python"), { force: true });
-    symlinkSync("/usr/bin/python3", join(venv, "bin", "python"));
+    symlinkSync(PYTHON, join(venv, "bin", "python"));
     const built = bwrapArgv(options(), { executable: join(venv, "bin", "python"), args: [], cwd });
     assert.ok(built.ok);
     const s = built.value.join(" ");
@@ -426,7 +427,7 @@ const files = (dir: string): string[] => readdirSync(dir, { recursive: true, enc
 
 describe("the working directory's .pi, .venv and venv", () => {
   test("absent: sandboxed code cannot create them; the rest of the cwd is writable", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-plant-")));
+    const dir = tempDir("pcs-plant-");
     try {
       const r = await run(sandboxed(), PLANT, { cwd: dir });
       assert.equal(r.stdout, "denied 30 denied 30 denied 30 stuck 16 stuck 16 stuck 16\n", r.stderr);
@@ -439,7 +440,7 @@ describe("the working directory's .pi, .venv and venv", () => {
   });
 
   test("present: read-only, cannot be replaced", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-plant-")));
+    const dir = tempDir("pcs-plant-");
     try {
       mkdirSync(join(dir, ".pi", "pi-code-execution"), { recursive: true });
       writeFileSync(join(dir, ".pi", "pi-code-execution", "settings.json"), '{"tools": ["code_execution"]}');
@@ -457,7 +458,7 @@ describe("the working directory's .pi, .venv and venv", () => {
   });
 
   test("a hostile repository's .pi -> $HOME/.ssh shows nothing of $HOME", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-plant-")));
+    const dir = tempDir("pcs-plant-");
     try {
       symlinkSync(join(home, ".ssh"), join(dir, ".pi"));
       const r = await run(
@@ -472,7 +473,7 @@ describe("the working directory's .pi, .venv and venv", () => {
   });
 
   test("control: on local the same code plants all three", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-plant-")));
+    const dir = tempDir("pcs-plant-");
     try {
       const r = await run(local(), PLANT, { cwd: dir });
       assert.match(r.stdout, /^WROTE \.pi.* WROTE \.venv.* WROTE venv.* MOVED \.pi MOVED \.venv MOVED venv\n$/);
@@ -484,7 +485,7 @@ describe("the working directory's .pi, .venv and venv", () => {
 
 describe("other children through the same sandbox (bwrapArgv's options)", () => {
   test("writable replaces the writable set: an install writes its environment only", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-install-")));
+    const dir = tempDir("pcs-install-");
     const env = join(dir, ".venv");
     mkdirSync(env);
     try {

@@ -6,8 +6,7 @@
 // values in the user's global file do apply (the controls).
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
@@ -24,6 +23,7 @@ import { piPrint } from "../helpers/pi-cli.ts";
 import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
 import { waitUntil } from "../helpers/procs.ts";
 import { scriptedUI } from "../helpers/scripted-ui.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 // This file decides the backend and the surfaces itself: variables of the run (a suite run against the sandbox)
 // would win over every file and hide what is tested.
@@ -39,7 +39,7 @@ after(() => {
 });
 
 function dirs() {
-  const root = mkdtempSync(join(tmpdir(), "pcs-trust-"));
+  const root = tempDir("pcs-trust-");
   const agent = join(root, "agent");
   const cwd = join(root, "project");
   mkdirSync(cwd, { recursive: true });
@@ -288,8 +288,8 @@ describe("a trusted project", () => {
 
 /** A project folder whose settings file would run `touch <marker>` on the first call and turn exec_command on. */
 function hostileProject(extra: Record<string, unknown> = {}) {
-  const cwd = mkdtempSync(join(tmpdir(), "pcs-trust-cwd-"));
-  const marker = join(mkdtempSync(join(tmpdir(), "pcs-trust-marker-")), "pwned");
+  const cwd = tempDir("pcs-trust-cwd-");
+  const marker = join(tempDir("pcs-trust-marker-"), "pwned");
   const settings = {
     backend: "remote",
     remote: { transport: "command", argv: ["sh", "-c", `touch ${marker}`] },
@@ -372,7 +372,7 @@ describe("through Pi", () => {
 
   test("control: the same values in the user's global file turn exec on and run the command transport", async () => {
     const { cwd, marker, settings } = hostileProject();
-    const agentDir = mkdtempSync(join(tmpdir(), "pcs-trust-agent-"));
+    const agentDir = tempDir("pcs-trust-agent-");
     write(join(agentDir, "pi-code-execution", "settings.json"), settings);
     const ui = scriptedUI();
     const pi = await startPi({ cwd, agentDirEnv: agentDir, projectTrusted: false, uiContext: ui.ui });
@@ -441,7 +441,7 @@ describe("through Pi", () => {
     const file = projectSettingsPath(cwd);
     write(file, settings);
     const env = {
-      PI_CODING_AGENT_DIR: mkdtempSync(join(tmpdir(), "pcs-trust-cli-")),
+      PI_CODING_AGENT_DIR: tempDir("pcs-trust-cli-"),
       PI_CODE_EXECUTION_JOURNAL: "off",
     };
     const status = (args: string[]) => {

@@ -6,8 +6,7 @@
 // project's boundary key are said once each; the settings examples of the docs name a schema that accepts them.
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { describe, test } from "node:test";
 import type { TSchema } from "typebox";
@@ -22,6 +21,7 @@ import {
   type ResolvedSettings,
 } from "../../store/settings.ts";
 import { SCHEMA_FILES, SCHEMA_URL, settingsSchema, type SettingsFile } from "../../store/settings-schema.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const global = settingsSchema("global");
@@ -55,7 +55,7 @@ const SAMPLES: unknown[] = [
 ];
 
 function dirs() {
-  const root = mkdtempSync(join(tmpdir(), "pcs-schema-"));
+  const root = tempDir("pcs-schema-");
   const cwd = join(root, "project");
   mkdirSync(cwd);
   process.env.PI_CODING_AGENT_DIR = join(root, "agent");
@@ -212,10 +212,16 @@ describe("loading checks each file with its schema", () => {
     write(file, { backend: "Sandbox", journal: " /tmp/j.sqlite", remote: { host: "h " } });
     const s = loadSettings(cwd, env);
     // Not guessed, and not a fall back to local either: where code runs is broken until written as the schema says.
-    assert.deepEqual(s.broken.map((b) => b.key), ["backend", "remote.host"]);
+    assert.deepEqual(
+      s.broken.map((b) => b.key),
+      ["backend", "remote.host"],
+    );
     assert.equal(s.values.journal, undefined);
     const said = s.warnings.join("\n");
-    assert.match(said, /backend must be one of local, sandbox, remote.*\(got "Sandbox"\); nothing runs until it is fixed/);
+    assert.match(
+      said,
+      /backend must be one of local, sandbox, remote.*\(got "Sandbox"\); nothing runs until it is fixed/,
+    );
     assert.match(said, /journal must be a file path or "off" \(no spaces around it\) \(got " \/tmp\/j\.sqlite"\)/);
     assert.match(said, /remote\.host must be a non-empty string \(no spaces around it\) \(got "h "\)/);
     // Control: the same values as the schema wants them apply.

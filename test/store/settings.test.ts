@@ -4,18 +4,18 @@
 // running Pi session (the tool's timeout bounds, the host's grace) without restarting it.
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import fs, { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import fs, { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
 import { globalSettingsPath, loadSettings, POLL_MS, projectSettingsPath, SettingsStore } from "../../store/settings.ts";
 import { brokenBackend } from "../../host/backend.ts";
 import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
 import { waitUntil } from "../helpers/procs.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 function dirs() {
-  const root = mkdtempSync(join(tmpdir(), "pcs-settings-"));
+  const root = tempDir("pcs-settings-");
   const agent = join(root, "agent");
   const cwd = join(root, "project");
   mkdirSync(cwd, { recursive: true });
@@ -125,13 +125,19 @@ describe("malformed settings become warnings and fall back", () => {
         ["backend", "remote.transport"],
         JSON.stringify(backend),
       );
-      assert.match(s.warnings.join("\n"), /backend must be one of local, sandbox, remote.*; nothing runs until it is fixed/);
+      assert.match(
+        s.warnings.join("\n"),
+        /backend must be one of local, sandbox, remote.*; nothing runs until it is fixed/,
+      );
       assert.ok(brokenBackend(s), "the backend refuses");
     }
     // From a variable, the same.
     write(globalSettingsPath(), {});
     const fromEnv = loadSettings(cwd, { ...env, PI_CODE_EXECUTION_SANDBOX_NETWORK: "maybe" }, trusted);
-    assert.deepEqual(fromEnv.broken.map((b) => [b.key, b.where]), [["sandbox.network", "PI_CODE_EXECUTION_SANDBOX_NETWORK"]]);
+    assert.deepEqual(
+      fromEnv.broken.map((b) => [b.key, b.where]),
+      [["sandbox.network", "PI_CODE_EXECUTION_SANDBOX_NETWORK"]],
+    );
     // A sandbox key matters only to the sandbox, a remote key only to a remote; `backend` not when a flag chose.
     assert.equal(brokenBackend(fromEnv), undefined, "local: the sandbox's network switch is moot");
     assert.ok(brokenBackend(fromEnv, "sandbox"));
@@ -145,7 +151,10 @@ describe("malformed settings become warnings and fall back", () => {
     // A global file that is not JSON may have said where code runs.
     writeFileSync(globalSettingsPath(), '{"backend": "sandbox",');
     const unreadable = loadSettings(cwd, env, trusted);
-    assert.deepEqual(unreadable.broken.map((b) => b.key), [undefined]);
+    assert.deepEqual(
+      unreadable.broken.map((b) => b.key),
+      [undefined],
+    );
     assert.match(unreadable.warnings.join("\n"), /not valid JSON.*nothing runs until it is fixed/);
     assert.ok(brokenBackend(unreadable));
     // Controls: the same settings written right are not broken; another key's bad value still falls back.

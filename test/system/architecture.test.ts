@@ -364,6 +364,44 @@ function testFiles(): string[] {
   return files;
 }
 
+/** Actor ids are built and read back in machines/actor-ids.ts alone (the page imports it too): an id's prefix written
+ * into a template, concatenated, or matched with `startsWith` anywhere else is a second copy of that logic. */
+const ID_KINDS = "run|session|spare|tool|exec|wake";
+const ID_LITERAL = new RegExp(
+  [
+    `[\`"'](?:${ID_KINDS}):\\$\\{`,
+    `["'\`](?:${ID_KINDS}):["'\`]\\s*\\+`,
+    `startsWith\\(\\s*["'\`](?:${ID_KINDS}):`,
+  ].join("|"),
+);
+export function idLiterals(files: Map<string, string>): string[] {
+  const out: string[] = [];
+  for (const [path, text] of files) {
+    if (path === "machines/actor-ids.ts") continue;
+    text.split("\n").forEach((line, i) => {
+      if (ID_LITERAL.test(line))
+        out.push(`${path}:${i + 1} builds or reads an actor id itself (machines/actor-ids.ts)`);
+    });
+  }
+  return out;
+}
+
+/** Every process group is stopped as its kind declares (actors/registry/shutdown.ts `SHUTDOWN`): a grace written at
+ * the call is a second place that decides escalation. */
+const STOP_CALL = /\b(?:stopGroup|stopTracked)\(\s*[^,()]+(?:\([^()]*\))?\s*,\s*([^)]*)\)/g;
+export function undeclaredShutdowns(files: Map<string, string>): string[] {
+  const out: string[] = [];
+  for (const [path, text] of files) {
+    if (path === "actors/registry/registry.ts") continue; // the one implementation
+    text.split("\n").forEach((line, i) => {
+      for (const m of line.matchAll(STOP_CALL))
+        if (!m[1]!.trim().startsWith("SHUTDOWN."))
+          out.push(`${path}:${i + 1} stops a group with its own grace (${m[1]!.trim()}): name its kind in SHUTDOWN`);
+    });
+  }
+  return out;
+}
+
 const isSourceFolder = (path: string) => existsSync(join(ROOT, path)) && statSync(join(ROOT, path)).isDirectory();
 
 describe("the tests' layout", () => {
@@ -405,6 +443,35 @@ describe("architecture", () => {
     assert.deepEqual(violations(files), []);
   });
 
+  test("actor ids are built and read only in machines/actor-ids.ts", () => {
+    assert.deepEqual(idLiterals(sourceFiles()), []);
+    const bad = new Map<string, string>([
+      ["host/a.ts", "const id = `run:${runId}`;\nconst ok = runActorId(runId);"],
+      ["inspector/page/a.js", 'if (id.startsWith("session:")) show();\nconst s = "exec:" + n;'],
+      ["machines/actor-ids.ts", "export const runActorId = (runId) => `run:${runId}`;"],
+      ["record/a.ts", "// a comment naming `run:<id>` and `session:<name>` is no copy"],
+    ]);
+    assert.deepEqual(idLiterals(bad), [
+      "host/a.ts:1 builds or reads an actor id itself (machines/actor-ids.ts)",
+      "inspector/page/a.js:1 builds or reads an actor id itself (machines/actor-ids.ts)",
+      "inspector/page/a.js:2 builds or reads an actor id itself (machines/actor-ids.ts)",
+    ]);
+  });
+
+  test("every process group is stopped as its kind declares in actors/registry/shutdown.ts", () => {
+    assert.deepEqual(undeclaredShutdowns(sourceFiles()), []);
+    const bad = new Map<string, string>([
+      ["host/a.ts", "await stopGroup(pgid, 1000);\nvoid stopTracked(h.pid, SHUTDOWN.shell);"],
+      ["actors/x/a.ts", "void stopTracked(handle.pid, 0);\nvoid stopGroup(p.pid, SHUTDOWN.runner(deps.killMs));"],
+      ["actors/x/b.ts", "void stopGroup(child.pid(), { graceMs: 5 });"],
+    ]);
+    assert.deepEqual(undeclaredShutdowns(bad), [
+      "host/a.ts:1 stops a group with its own grace (1000): name its kind in SHUTDOWN",
+      "actors/x/a.ts:1 stops a group with its own grace (0): name its kind in SHUTDOWN",
+      "actors/x/b.ts:1 stops a group with its own grace ({ graceMs: 5 }): name its kind in SHUTDOWN",
+    ]);
+  });
+
   test("every folder of the extension is a surface or serves them", () => {
     const folders = [...sourceFiles().keys()]
       .filter((p) => p.startsWith("extension/") && p.split("/").length > 2)
@@ -426,7 +493,7 @@ describe("architecture", () => {
       ["extension/a.ts", 'import { createRunnerLogic } from "../actors/runner/runner.ts";'],
       [
         "extension/b.ts",
-        'import { Recorder } from "../record/recorder.ts";\nimport { tapCommands } from "../host/system.ts";',
+        'import { Recorder } from "../record/recorder.ts";\nimport { tapCommands } from "../host/command-taps.ts";',
       ],
       ["extension/c.ts", 'import { runMachine } from "../machines/run.ts";'],
       ["extension/python/a.ts", 'import { jsBackend } from "../eval/js-backend.ts";'],
@@ -486,7 +553,7 @@ describe("architecture", () => {
       "inspector/a.ts:2 imports ../extension/index.ts",
       "extension/a.ts:1 imports ../actors/runner/runner.ts",
       "extension/b.ts:1 imports ../record/recorder.ts",
-      "extension/b.ts:2 imports ../host/system.ts",
+      "extension/b.ts:2 imports ../host/command-taps.ts",
       "extension/c.ts:1 imports ../machines/run.ts",
       "extension/python/a.ts:1 imports ../eval/js-backend.ts",
       "extension/shell/a.ts:1 imports ../code-execution/render.ts",

@@ -4,10 +4,10 @@
 // process left behind, unless --keep keeps it and says where. `scripts/pi.sh --demo` is the same demo.
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { resolve } from "node:path";
 import { after, describe, test } from "node:test";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const DEMO = resolve(import.meta.dirname, "../../scripts/demo.sh");
 const PI = resolve(import.meta.dirname, "../../scripts/pi.sh");
@@ -27,7 +27,7 @@ interface Demo {
  * printed (a Python session is running then), sends SIGINT to the group, as Ctrl-C does, or SIGTERM to the script.
  */
 function runDemo(args: string[], interrupt?: "ctrl-c" | "kill", script = DEMO): Promise<Demo> {
-  const tmp = mkdtempSync(join(tmpdir(), "pcs-demo-test-"));
+  const tmp = tempDir("pcs-demo-test-");
   after(() => rmSync(tmp, { recursive: true, force: true }));
   const child = spawn("bash", [script, ...args], {
     detached: true,

@@ -6,8 +6,7 @@
 // The convention and the rule for what stays unmarked are in docs/development.md, "Runnable examples".
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../helpers/pi-session.ts";
@@ -15,6 +14,8 @@ import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { callAs } from "../helpers/notebook.ts";
 import { scriptedUI } from "../helpers/scripted-ui.ts";
 import { waitUntil } from "../helpers/procs.ts";
+import { PYTHON } from "../helpers/pythons.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 /** What each `runnable=` value runs, and the fence languages it takes. */
@@ -28,7 +29,6 @@ const KINDS: Record<string, string[]> = {
   journal: ["sql"],
 };
 /** The Debian interpreter the set-up installs python3-matplotlib for: every Python example runs on it. */
-const PYTHON = "/usr/bin/python3";
 
 export interface Example {
   file: string;
@@ -247,7 +247,7 @@ describe("every runnable example in README.md and docs/ runs as written", () => 
     // A `node --test` example in a shell would otherwise report to this runner and run nothing.
     delete process.env.NODE_TEST_CONTEXT;
     // The checkout is the working directory: the examples read its package.json and list its files.
-    journal = join(mkdtempSync(join(tmpdir(), "pcs-doc-journal-")), "journal.sqlite");
+    journal = join(tempDir("pcs-doc-journal-"), "journal.sqlite");
     process.env.PI_CODE_EXECUTION_JOURNAL = journal;
     process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,python,eval,exec";
     process.env.PI_PYTHON = PYTHON;
@@ -306,7 +306,7 @@ describe("every runnable example in README.md and docs/ runs as written", () => 
 describe("every settings example is a file Pi reads without a warning", () => {
   for (const e of EXAMPLES.filter((x) => x.kind === "settings")) {
     test(`${e.file}:${e.line} (settings)`, async () => {
-      const agentDir = mkdtempSync(join(tmpdir(), "pcs-doc-settings-"));
+      const agentDir = tempDir("pcs-doc-settings-");
       const file = join(agentDir, "pi-code-execution", "settings.json");
       mkdirSync(join(file, ".."), { recursive: true });
       writeFileSync(file, e.code);

@@ -11,12 +11,12 @@
 // needed.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { dirname, join, posix, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness } from "../helpers/pi-session.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const PKG = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
@@ -24,7 +24,7 @@ const PKG = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
 /** The size budget (also stated in docs/development.md, "The package"): the tarball as npm packs it, and unpacked. */
 export const BUDGET = { packedBytes: 512 * 1024, unpackedBytes: 1792 * 1024 };
 
-const scratch = mkdtempSync(join(tmpdir(), "pcs-package-"));
+const scratch = tempDir("pcs-package-");
 const installed = join(scratch, "node_modules", PKG.name as string);
 let packed: { filename: string; size: number; unpackedSize: number; files: { path: string }[] };
 let files: string[];

@@ -12,7 +12,6 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readFileSync,
   realpathSync,
   rmSync,
@@ -21,9 +20,9 @@ import {
   writeFileSync,
 } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 import { after, describe, test } from "node:test";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const SETUP = join(ROOT, "scripts", "setup.sh");
@@ -52,7 +51,7 @@ const sha256 = (path: string) => createHash("sha256").update(readFileSync(path))
 
 /** A checkout with `scripts/setup.sh`, this checkout's Node in `.tools`, and `deps` in its lock. */
 function checkout(deps: "local" | { name: string; version: string; integrity: string } = "local"): Checkout {
-  const dir = mkdtempSync(join(tmpdir(), "pcs-setup-test-"));
+  const dir = tempDir("pcs-setup-test-");
   after(() => rmSync(dir, { recursive: true, force: true }));
   mkdirSync(join(dir, "scripts"));
   writeFileSync(join(dir, "scripts", "setup.sh"), readFileSync(SETUP));

@@ -3,11 +3,12 @@
 // output), the footer status, and a command's output (/code-status, which names the --python interpreter).
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { after, describe, test } from "node:test";
 import { pidAlive, waitUntil } from "../helpers/procs.ts";
+import { PYTHON, PYTHON_RE, systemPython } from "../helpers/pythons.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
@@ -65,7 +66,7 @@ describe(
     });
 
     test("the rendered run, the footer status and /code-status", async () => {
-      const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-tmux-")));
+      const dir = tempDir("pcs-tmux-");
       const agent = join(dir, "agent");
       const cwd = join(dir, "cwd");
       mkdirSync(agent);
@@ -89,7 +90,7 @@ describe(
         join(ROOT, "scripts", "pi.sh"),
         "-e",
         join(dir, "driver.ts"),
-        "--provider faux --model faux-1 --python /usr/bin/python3 --no-session",
+        `--provider faux --model faux-1 --python ${PYTHON} --no-session`,
       ].join(" ");
       // Tall enough for the whole /code-status report.
       tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "100", command);
@@ -113,7 +114,10 @@ describe(
       await new Promise((r) => setTimeout(r, 300));
       tmux("send-keys", "-t", SESSION, "Enter");
       const status = await waitForScreen(/Warnings: none/);
-      assert.match(status, /Python 3\.11\.\d+: \/usr\/bin\/python3\n +from the --python flag/);
+      assert.match(
+        status,
+        new RegExp(`Python ${systemPython()?.version.replaceAll(".", "\\.")}: ${PYTHON_RE}\n +from the --python flag`),
+      );
       assert.match(status, /Live sessions \(1\):\n +demo +idle +pid (\d+)/);
       assert.match(status, /maxTimeout +3600 +default/);
       const pid = Number(/demo +idle +pid (\d+)/.exec(status)![1]);
@@ -125,7 +129,7 @@ describe(
     });
 
     test("installed as the README says (`pi install <checkout>`), Pi lists it as pi-code-supervisor", async () => {
-      const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-tmux-install-")));
+      const dir = tempDir("pcs-tmux-install-");
       const agent = join(dir, "agent");
       mkdirSync(agent);
       writeFileSync(join(dir, "driver.ts"), DRIVER);

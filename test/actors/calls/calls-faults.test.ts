@@ -9,8 +9,7 @@
 // and, forged, past it into the host's.
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { RunTool, RunTools } from "../../../actors/calls/contract.ts";
@@ -19,6 +18,7 @@ import { liveGroups } from "../../../actors/registry/registry.ts";
 import { MAX_OPEN_CALLS } from "../../../machines/tool-events.ts";
 import { waitUntil } from "../../helpers/procs.ts";
 import { RunnerDriver } from "../../helpers/runner-driver.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 interface Probe {
   /** Every execution: `name:arg`. */
@@ -96,7 +96,7 @@ async function stillServing(session: string) {
 }
 
 before(() => {
-  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-calls-faults-")));
+  cwd = tempDir("pcs-calls-faults-");
   host = new SupervisorHost({ limits: { graceMs: 300, killMs: 300 } });
 });
 after(async () => {
@@ -292,8 +292,7 @@ describe("10 000 calls at once", () => {
       },
       { tools: toolsFor(probe), onOutput: (o) => (issued ||= o.preview().stdout.includes("issued")) },
     );
-    while ((!issued || probe.running < MAX_OPEN_CALLS) && performance.now() - t0 < 200_000)
-      await new Promise((r) => setTimeout(r, 20));
+    await waitUntil(() => issued && probe.running >= MAX_OPEN_CALLS, 200_000 - (performance.now() - t0));
     probe.openGate();
     const r = await pending;
     const seconds = (performance.now() - t0) / 1000;

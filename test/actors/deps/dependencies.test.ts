@@ -6,7 +6,7 @@
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -20,9 +20,10 @@ import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 import { buildWheel } from "../../helpers/wheels.ts";
 import { tempDir } from "../../helpers/temp-dir.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
-const PY = "/usr/bin/python3";
+const PY = PYTHON;
 
 let wheels: string;
 let offline: NodeJS.ProcessEnv;
@@ -540,7 +541,7 @@ describe("under the sandbox: a wheel installs inside bwrap, writing only its env
     root = tempDir("pcs-deps-sbx-");
     cwd = tempDir("pcs-deps-sbx-cwd-");
     // Outside $HOME and the temporary directory (both hidden in the sandbox): the find-links folder stays readable.
-    wheelDir = realpathSync(mkdtempSync("/var/tmp/pcs-wheels-"));
+    wheelDir = tempDir("pcs-wheels-", "/var/tmp");
     buildWheel(wheelDir, "tinypkg", "1.0");
     const packages = { envRoot: join(root, "envs"), sessionRoot: join(root, "sessions") };
     const env = () => ({ ...process.env, ...offline, PIP_FIND_LINKS: wheelDir, UV_FIND_LINKS: wheelDir });

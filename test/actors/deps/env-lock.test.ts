@@ -6,14 +6,15 @@
 // waiters' deadline), and every other process ends up with the environment.
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, test } from "node:test";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 const CHILD = resolve(import.meta.dirname, "../../helpers/env-build-child.ts");
-const PY = "/usr/bin/python3";
+const PY = PYTHON;
 /** A held lock is refreshed every half of this (short for the test; long enough for a loaded machine). */
 const STALE_MS = 4000;
 /** Each process gives up at this point, as a run at its deadline would. */
@@ -78,7 +79,7 @@ function outcome(
 }
 
 async function race(stop: "SIGKILL" | "SIGSTOP") {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-envlock-")));
+  const dir = tempDir("pcs-envlock-");
   const log = join(dir, "log");
   writeFileSync(log, "");
   const uv = fakeUv(dir, log);

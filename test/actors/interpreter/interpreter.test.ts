@@ -21,10 +21,11 @@ import { SupervisorHost } from "../../../host/host.ts";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { startSupervisor } from "../../helpers/fake-runner.ts";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
-import { findPython, skipWithout } from "../../helpers/pythons.ts";
+import { findPython, PYTHON, skipWithout } from "../../helpers/pythons.ts";
 import { tempDir } from "../../helpers/temp-dir.ts";
 
-const SYSTEM = "/usr/bin/python3";
+/** The machine's Python 3 (test/helpers/pythons.ts). */
+const SYSTEM = PYTHON;
 // Other interpreters, found at run time (test/helpers/pythons.ts); the tests that need one skip without it.
 const PY312 = findPython("3.12");
 const PY38 = findPython("3.8");

@@ -10,6 +10,7 @@ import { collectChild, spawnLocalChild, type ChildSpec } from "../../../actors/p
 import { localOperations } from "../../../actors/process/operations.ts";
 import { containmentMode } from "../../../actors/registry/containment.ts";
 import { liveGroups, stopTracked } from "../../../actors/registry/registry.ts";
+import { SHUTDOWN } from "../../../actors/registry/shutdown.ts";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 
 const spec = (command: string, more: Partial<ChildSpec> = {}): ChildSpec => ({
@@ -37,7 +38,7 @@ describe("local spawn", () => {
     assert.match(cgroupOf(h.pid), /\/pi-code-supervisor\.\d+\/c\d+$/);
     assert.ok(h.signalGroup("SIGTERM").ok);
     assert.ok(await waitUntil(() => !pidAlive(daemon) && !pidAlive(h.pid), 3000), "the signal reached both");
-    await stopTracked(h.pid, 0);
+    await stopTracked(h.pid, SHUTDOWN.shortChild);
   });
 
   test("the same in a PTY", async (t) => {
@@ -53,7 +54,7 @@ describe("local spawn", () => {
     assert.equal(cgroupOf(daemon), cgroupOf(r.value.pid));
     assert.ok(r.value.signalGroup("SIGKILL").ok);
     assert.ok(await waitUntil(() => !pidAlive(daemon), 3000));
-    await stopTracked(r.value.pid, 0);
+    await stopTracked(r.value.pid, SHUTDOWN.shortChild);
   });
 
   test("a program that does not exist is a start failure", async () => {

@@ -4,8 +4,7 @@
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import {
@@ -20,8 +19,9 @@ import { SupervisorHost } from "../../../host/host.ts";
 import { encodeFrame, FrameDecoder, type Frame } from "../../../actors/process/framing.ts";
 import { PYTHON } from "../../helpers/runner-driver.ts";
 import { pidAlive, processesMatching, waitUntil } from "../../helpers/procs.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
-const cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-fork-")));
+const cwd = tempDir("pcs-fork-");
 let hosts = 0;
 const specFor = (fork: RunnerSpec["fork"], host: string): RunnerSpec => ({
   executable: PYTHON,
@@ -88,8 +88,7 @@ describe("fork server", { timeout: 30_000 }, () => {
       assert.ok(zygote, "a fork server was started for this command line");
       assert.equal(ppid(a.pid), zygote, "the runner is the fork server's child");
       // The child makes its own session right after the fork; the server's `forked` frame can come first.
-      const deadline = Date.now() + 5000;
-      while (sid(a.pid) !== a.pid && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      await waitUntil(() => sid(a.pid) === a.pid, 5000);
       assert.equal(sid(a.pid), a.pid, "and leads its own session, as a spawned runner does");
       const one = await runIn(
         a,
@@ -219,7 +218,7 @@ describe("fork server", { timeout: 30_000 }, () => {
 
   test("a runner forked after its working directory was replaced runs in the new one; a removed one is not forked", async () => {
     const host = `fork-${++hosts}`;
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-fork-cwd-")));
+    const dir = tempDir("pcs-fork-cwd-");
     const spec = { ...specFor("start", host), cwd: dir };
     const a = await start(spec);
     const server = ppid(a.pid);

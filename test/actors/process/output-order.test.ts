@@ -5,16 +5,16 @@
 import "../../helpers/agent-dir.ts";
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { localOperations, type RunnerHandle } from "../../../actors/process/operations.ts";
 import { OUTPUT_WAIT_MS } from "../../../actors/process/output-order.ts";
 import type { Frame } from "../../../actors/process/framing.ts";
 import { runCell, startJs } from "../../helpers/js-runner.ts";
 import { SupervisorHost } from "../../../host/host.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
-const cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-order-")));
+const cwd = tempDir("pcs-order-");
 
 /** A runner that sends `frames` on fd 3 first, then writes `stdout` after `delayMs`, then exits. */
 function scripted(frames: object[], stdout: string, delayMs: number): string {

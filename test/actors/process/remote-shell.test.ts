@@ -5,7 +5,7 @@
 // command, seconds on a loaded machine), so windows are long and a live session is waited for in the process table.
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync } from "node:fs";
+import { readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -14,6 +14,8 @@ import { SupervisorHost } from "../../../host/host.ts";
 import { remoteOperations } from "../../../actors/process/remote.ts";
 import { startSshd, type TestSshd } from "../../helpers/sshd.ts";
 import { parentOf, processesMatching, waitUntil } from "../../helpers/procs.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 let sshd: TestSshd;
 let local: string;
@@ -32,10 +34,10 @@ const marker = () => `pcs-remote-mark-${process.pid}-${++marks}`;
 
 before(async () => {
   sshd = await startSshd();
-  local = realpathSync(mkdtempSync(join(tmpdir(), "pcs-rsh-local-")));
-  remoteDir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-rsh-remote-")));
+  local = tempDir("pcs-rsh-local-");
+  remoteDir = tempDir("pcs-rsh-remote-");
   host = new SupervisorHost({
-    ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir, python: "/usr/bin/python3" }), localRoot: local }),
+    ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir, python: PYTHON }), localRoot: local }),
     exec: { logDir: join(local, "..", `${local.split("/").pop()}-logs`) },
     spareRunners: () => false,
   });
@@ -120,7 +122,7 @@ describe("remote shells over a real sshd", () => {
 
   test("a PTY session: the program sees a terminal, input is echoed and answered, ^C interrupts", async () => {
     const m = marker();
-    const s = await live(`/usr/bin/python3 -q -c 'import code; code.interact(banner="", exitmsg="")' ${m}`, m, {
+    const s = await live(`${PYTHON} -q -c 'import code; code.interact(banner="", exitmsg="")' ${m}`, m, {
       tty: true,
     });
     // The prompt may already be in the start's own window (a fast login), or come in a later poll.
@@ -168,7 +170,7 @@ describe("remote shells over a real sshd", () => {
 
   test("the host's shutdown leaves nothing of any session on the far side", async () => {
     const h = new SupervisorHost({
-      ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir, python: "/usr/bin/python3" }), localRoot: local }),
+      ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir, python: PYTHON }), localRoot: local }),
       exec: { logDir: join(local, "..", `${local.split("/").pop()}-logs2`) },
       spareRunners: () => false,
     });

@@ -6,7 +6,7 @@
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -17,11 +17,12 @@ import { callAs } from "../../helpers/notebook.ts";
 import { startSshd, type TestSshd } from "../../helpers/sshd.ts";
 import { remoteBackendEnv, savedBackendEnv } from "../../helpers/backend-env.ts";
 import { tempDir } from "../../helpers/temp-dir.ts";
+import { PYTHON, PYTHON_RE } from "../../helpers/pythons.ts";
 
 /** A script that writes `marker` when it runs, then behaves as Python (so a probe of it would succeed). */
 function plantedPython(path: string, marker: string): void {
   mkdirSync(join(path, ".."), { recursive: true });
-  writeFileSync(path, `#!/bin/sh\necho "ran as $(id -u) in $(pwd)" >> ${marker}\nexec /usr/bin/python3 "$@"\n`);
+  writeFileSync(path, `#!/bin/sh\necho "ran as $(id -u) in $(pwd)" >> ${marker}\nexec ${PYTHON} "$@"\n`);
   chmodSync(path, 0o755);
 }
 
@@ -44,7 +45,7 @@ describe("remote over a loopback sshd, remote.cwd apart from Pi's directory", ()
     plantedPython(join(cwd, "tools", "local-py.sh"), marker);
     // Only on the remote side: the selection names it relative to the remote working directory.
     mkdirSync(join(remoteDir, "tools"));
-    writeFileSync(join(remoteDir, "tools", "py.sh"), '#!/bin/sh\nexec /usr/bin/python3 "$@"\n');
+    writeFileSync(join(remoteDir, "tools", "py.sh"), `#!/bin/sh\nexec ${PYTHON} "$@"\n`);
     chmodSync(join(remoteDir, "tools", "py.sh"), 0o755);
     const r = sshd.remote({ cwd: remoteDir });
     Object.assign(process.env, {
@@ -89,16 +90,16 @@ describe("remote over a loopback sshd, remote.cwd apart from Pi's directory", ()
     assert.match(textOf(local[0]!), /not found on the remote/);
     const [set] = await callAs(pi, [["python_set_interpreter", { path: "tools/py.sh" }]]);
     assert.equal(set!.isError, false, textOf(set!));
-    assert.match(textOf(set!), /code_execution now uses Python 3\.\d+\.\d+ at \/usr\/bin\/python3/);
+    assert.match(textOf(set!), new RegExp(`code_execution now uses Python 3\\.\\d+\\.\\d+ at ${PYTHON_RE}`));
     // `~/...` is the remote home, expanded there.
-    const home = mkdtempSync(join(homedir(), ".cache", "pcs-remote-tilde-"));
+    const home = tempDir("pcs-remote-tilde-", join(homedir(), ".cache"));
     try {
-      writeFileSync(join(home, "py.sh"), '#!/bin/sh\nexec /usr/bin/python3 "$@"\n');
+      writeFileSync(join(home, "py.sh"), `#!/bin/sh\nexec ${PYTHON} "$@"\n`);
       chmodSync(join(home, "py.sh"), 0o755);
       const rel = `~/${relative(homedir(), home)}/py.sh`;
       const [tilde] = await callAs(pi, [["python_set_interpreter", { path: rel }]]);
       assert.equal(tilde!.isError, false, textOf(tilde!));
-      assert.match(textOf(tilde!), /now uses Python 3\.\d+\.\d+ at \/usr\/bin\/python3/);
+      assert.match(textOf(tilde!), new RegExp(`now uses Python 3\\.\\d+\\.\\d+ at ${PYTHON_RE}`));
     } finally {
       rmSync(home, { recursive: true, force: true });
     }

@@ -4,7 +4,7 @@
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -16,6 +16,9 @@ import { liveGroups } from "../../../actors/registry/registry.ts";
 import type { RunTools } from "../../../actors/calls/contract.ts";
 import { startSshd, type TestSshd } from "../../helpers/sshd.ts";
 import { buildWheel } from "../../helpers/wheels.ts";
+import { waitUntil } from "../../helpers/procs.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 let sshd: TestSshd;
 let local: string;
@@ -33,8 +36,8 @@ function remoteRunners(): string[] {
 
 before(async () => {
   sshd = await startSshd();
-  local = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-local-")));
-  remoteDir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-dir-")));
+  local = tempDir("pcs-remote-local-");
+  remoteDir = tempDir("pcs-remote-dir-");
   // The server's cache folder is new (test/helpers/sshd.ts): the first run must ship the runtime.
   host = new SupervisorHost({
     ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir }), localRoot: local }),
@@ -130,17 +133,18 @@ describe("remote backend over a real sshd", () => {
   });
 
   test("PEP 723 dependencies install on the remote side with its pip (PIP_* carried over), cached there", async () => {
-    const wheels = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-wheels-")));
-    const localEnvs = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-localenvs-")));
+    const wheels = tempDir("pcs-remote-wheels-");
+    const localEnvs = tempDir("pcs-remote-localenvs-");
     buildWheel(wheels, "remotepkg", "1.0");
     const h = new SupervisorHost({
-      ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir, python: "/usr/bin/python3" }), localRoot: local }),
+      ops: remoteOperations({ remote: sshd.remote({ cwd: remoteDir, python: PYTHON }), localRoot: local }),
       env: () => ({ ...process.env, PIP_NO_INDEX: "1", PIP_FIND_LINKS: wheels }),
       packages: { envRoot: join(localEnvs, "envs"), sessionRoot: join(localEnvs, "sessions") },
       spareRunners: () => false,
     });
     extra.push(h);
-    const code = '# /// script\n# dependencies = ["remotepkg==1.0"]\n# ///\nimport remotepkg\nprint(remotepkg.VERSION, remotepkg.__file__)';
+    const code =
+      '# /// script\n# dependencies = ["remotepkg==1.0"]\n# ///\nimport remotepkg\nprint(remotepkg.VERSION, remotepkg.__file__)';
     const progress: string[] = [];
     const first = await h.run({ code, cwd: local, timeoutMs: 60_000 }, { onProgress: (p) => progress.push(p.line) });
     const envDir = first.outcome.install?.sysPath ?? "";
@@ -150,7 +154,10 @@ describe("remote backend over a real sshd", () => {
       assert.ok(envDir.startsWith(join(sshd.cache, "pi-code-supervisor", "envs")), envDir);
       assert.equal(first.stdout, `1.0 ${join(envDir, "remotepkg", "__init__.py")}\n`);
       assert.deepEqual(first.outcome.install?.modules, ["remotepkg"]);
-      assert.ok(progress.some((l) => /remotepkg/.test(l)), `progress named the package: ${progress.join(" | ")}`);
+      assert.ok(
+        progress.some((l) => /remotepkg/.test(l)),
+        `progress named the package: ${progress.join(" | ")}`,
+      );
       assert.equal(existsSync(join(localEnvs, "envs")), false, "nothing installed on this machine");
       const again = await h.run({ code, cwd: local, timeoutMs: 60_000 });
       assert.equal(again.outcome.status, "success", again.stderr);
@@ -164,7 +171,11 @@ describe("remote backend over a real sshd", () => {
       assert.equal(s2.outcome.install?.cached, true);
       rmSync(s1.outcome.install?.sysPath ?? "/nonexistent", { recursive: true, force: true });
       // A requirement the remote pip cannot find: the install stage fails with pip's words.
-      const missing = await h.run({ code: code.replace("remotepkg==1.0", "remotepkg==9.9"), cwd: local, timeoutMs: 60_000 });
+      const missing = await h.run({
+        code: code.replace("remotepkg==1.0", "remotepkg==9.9"),
+        cwd: local,
+        timeoutMs: 60_000,
+      });
       assert.equal(missing.outcome.stage, "install");
       assert.match(missing.outcome.message ?? "", /remotepkg==9\.9/);
     } finally {
@@ -184,7 +195,10 @@ describe("remote backend over a real sshd", () => {
     const r = await p;
     assert.equal(r.outcome.session?.isLost, true);
     assert.equal(r.stdout, "partial\n");
-    assert.ok(r.outcome.hints?.some((h) => h.id === "remote_disconnected"), JSON.stringify(r.outcome));
+    assert.ok(
+      r.outcome.hints?.some((h) => h.id === "remote_disconnected"),
+      JSON.stringify(r.outcome),
+    );
     await new Promise((res) => setTimeout(res, 500));
     assert.deepEqual(remoteRunners(), [], "the remote group was killed when the connection went");
     // The next run reconnects.
@@ -192,7 +206,7 @@ describe("remote backend over a real sshd", () => {
   });
 
   test("reconnecting the ssh master keeps one process-exit hook per backend, removed at close", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-remote-rt-")));
+    const dir = tempDir("pcs-remote-rt-");
     const ops = remoteOperations({ remote: sshd.remote({ cwd: remoteDir }), localRoot: local, runtimeDir: dir });
     // Count only hooks added by this test: the process registry's own exit hook comes and goes as earlier tests'
     // processes end, so the total listener count is not stable here.
@@ -206,10 +220,15 @@ describe("remote backend over a real sshd", () => {
         const h = await ops.health();
         assert.equal(h.ok, true, JSON.stringify(h));
         // The master is the ssh whose ControlPath is in this backend's own folder: drop it, the next use reconnects.
-        const pids = spawnSync("pgrep", ["-f", `ControlPath=${dir}/`]).stdout.toString().trim().split("\n").filter(Boolean);
+        const pids = spawnSync("pgrep", ["-f", `ControlPath=${dir}/`])
+          .stdout.toString()
+          .trim()
+          .split("\n")
+          .filter(Boolean);
         assert.equal(pids.length, 1, `one master: ${pids.join(",")}`);
         process.kill(Number(pids[0]), "SIGKILL");
-        for (let t = 0; t < 200 && spawnSync("kill", ["-0", pids[0]!]).status === 0; t++) await new Promise((r) => setTimeout(r, 10));
+        // Gone as `kill -0` sees it, a zombie still counting (with pidAlive, which counts a zombie gone, it failed once).
+        await waitUntil(() => spawnSync("kill", ["-0", pids[0]!]).status !== 0, 2000);
       }
       assert.equal((await ops.health()).ok, true);
       assert.equal(added(), 1);
@@ -250,13 +269,35 @@ describe("remote backend over a real sshd", () => {
 describe("transport presets", () => {
   const base = { transport: "ssh" as const, options: [], argv: [] };
   test("argv per preset", () => {
-    assert.deepEqual(transportArgv({ ...base, transport: "kubectl", host: "pod-1", options: ["-c", "py"] }, ["python3", "-c", "x y"]), [
-      "kubectl", "exec", "-i", "-c", "py", "pod-1", "--", "python3", "-c", "x y",
+    assert.deepEqual(
+      transportArgv({ ...base, transport: "kubectl", host: "pod-1", options: ["-c", "py"] }, ["python3", "-c", "x y"]),
+      ["kubectl", "exec", "-i", "-c", "py", "pod-1", "--", "python3", "-c", "x y"],
+    );
+    assert.deepEqual(transportArgv({ ...base, transport: "docker", host: "box" }, ["python3"]), [
+      "docker",
+      "exec",
+      "-i",
+      "box",
+      "python3",
     ]);
-    assert.deepEqual(transportArgv({ ...base, transport: "docker", host: "box" }, ["python3"]), ["docker", "exec", "-i", "box", "python3"]);
-    assert.deepEqual(transportArgv({ ...base, transport: "podman", host: "box" }, ["python3"]), ["podman", "exec", "-i", "box", "python3"]);
-    assert.deepEqual(transportArgv({ ...base, transport: "command", argv: ["nsenter", "-t", "1"] }, ["python3"]), ["nsenter", "-t", "1", "python3"]);
-    const ssh = transportArgv({ ...base, host: "h", user: "u", port: 2222 }, ["python3", "-c", "print('a b')"], "/tmp/m");
+    assert.deepEqual(transportArgv({ ...base, transport: "podman", host: "box" }, ["python3"]), [
+      "podman",
+      "exec",
+      "-i",
+      "box",
+      "python3",
+    ]);
+    assert.deepEqual(transportArgv({ ...base, transport: "command", argv: ["nsenter", "-t", "1"] }, ["python3"]), [
+      "nsenter",
+      "-t",
+      "1",
+      "python3",
+    ]);
+    const ssh = transportArgv(
+      { ...base, host: "h", user: "u", port: 2222 },
+      ["python3", "-c", "print('a b')"],
+      "/tmp/m",
+    );
     assert.equal(ssh.at(-1), "python3 -c 'print('\\''a b'\\'')'");
     assert.ok(ssh.includes("ControlPath=/tmp/m"));
     assert.equal(shellQuote("it's"), `'it'\\''s'`);
@@ -276,7 +317,7 @@ describe("transport presets", () => {
     test(`${preset} preset: stream plumbing through a stand-in ${preset}`, async () => {
       // The stand-in records its argv and runs the command after the target (and `--`) locally, stdin and stdout
       // passed through: exactly what `kubectl exec -i` / `docker exec -i` do on the other side.
-      const bin = mkdtempSync(join(tmpdir(), `pcs-${preset}-`));
+      const bin = tempDir(`pcs-${preset}-`);
       const log = join(bin, "argv.log");
       writeFileSync(
         join(bin, preset),
@@ -291,7 +332,12 @@ describe("transport presets", () => {
       });
       try {
         await h.run({ code: "z = 2", cwd: local, timeoutMs: 20_000, session: "p" });
-        const r = await h.run({ code: "import os\nprint(os.getcwd())\nz * 21", cwd: local, timeoutMs: 20_000, session: "p" });
+        const r = await h.run({
+          code: "import os\nprint(os.getcwd())\nz * 21",
+          cwd: local,
+          timeoutMs: 20_000,
+          session: "p",
+        });
         assert.equal(r.outcome.status, "success", `${r.outcome.message} ${r.stderr}`);
         assert.equal(r.stdout, `${local}\n42\n`);
         const argv = spawnSync("cat", [log]).stdout.toString().split("\n");

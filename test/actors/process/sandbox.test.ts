@@ -2,7 +2,7 @@
 // interrupt reaches the runner without killing the sandbox (a session's state survives it, as locally).
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +12,8 @@ import { sandboxOperations, bwrapArgv, bwrapExit } from "../../../actors/process
 import { liveGroups } from "../../../actors/registry/registry.ts";
 import { RUNNER_PATH } from "../../../actors/runner/runner.ts";
 import { dirname } from "node:path";
+import { PYTHON } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 let cwd: string;
 let outside: string;
@@ -31,8 +33,8 @@ const runOn = (h: SupervisorHost, code: string, extra: Partial<RunRequestInput> 
   h.run({ code, cwd, timeoutMs: 20_000, ...extra });
 
 before(async () => {
-  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-sandbox-")));
-  outside = realpathSync(mkdtempSync(join("/var/tmp", "pcs-sandbox-outside-")));
+  cwd = tempDir("pcs-sandbox-");
+  outside = tempDir("pcs-sandbox-outside-", "/var/tmp");
   server = createServer((s) => s.end("hello from the host\n"));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   port = (server.address() as { port: number }).port;
@@ -167,7 +169,7 @@ describe("sandbox backend", () => {
   test("bwrap argv: writable paths bound, hidden support folders read-only, the runner last", () => {
     const built = bwrapArgv(
       { network: false, writable: ["/srv/data"], readable: [join(homedir(), "models")], support: [], home: homedir() },
-      { executable: "/usr/bin/python3", args: ["runner.py", "--mode", "fresh"], cwd: "/" },
+      { executable: PYTHON, args: ["runner.py", "--mode", "fresh"], cwd: "/" },
     );
     assert.ok(built.ok);
     const argv = built.value;
@@ -177,15 +179,15 @@ describe("sandbox backend", () => {
     assert.match(s, /--unshare-net/);
     assert.match(s, /--die-with-parent/);
     // The interpreter runs by its real path (a symlink never decides what is shown).
-    assert.deepEqual(argv.slice(-4), [realpathSync("/usr/bin/python3"), "runner.py", "--mode", "fresh"]);
+    assert.deepEqual(argv.slice(-4), [realpathSync(PYTHON), "runner.py", "--mode", "fresh"]);
   });
 
   test("bwrap argv: Pi's project folder kept read-only is Pi's CONFIG_DIR_NAME as handed down (`.pi` by default)", () => {
-    const cwd = mkdtempSync(join(tmpdir(), "pcs-configdir-"));
+    const cwd = tempDir("pcs-configdir-");
     const held = (configDir?: string) => {
       const built = bwrapArgv(
         { network: false, writable: [], readable: [], support: [], ...(configDir ? { configDir } : {}) },
-        { executable: "/usr/bin/python3", args: [], cwd },
+        { executable: PYTHON, args: [], cwd },
       );
       assert.ok(built.ok);
       return [".pi", ".mypi", ".venv", "venv"].filter((name) => built.value.includes(join(cwd, name)));

@@ -5,17 +5,18 @@
 // to Node. Each test checks who started the child (the server or this process) so a silent fallback cannot pass.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { spawnLocalChild, type ChildExit, type ChildHandle, type ChildSpec } from "../../../actors/process/children.ts";
 import { containmentMode } from "../../../actors/registry/containment.ts";
 import { stopTracked } from "../../../actors/registry/registry.ts";
+import { SHUTDOWN } from "../../../actors/registry/shutdown.ts";
 import { SPAWNER_ENV, SPAWNER_SLOTS, spawnerPids } from "../../../actors/process/spawner.ts";
 import { parentOf, pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
-const scratch = mkdtempSync(join(tmpdir(), "pcs-spawner-"));
+const scratch = tempDir("pcs-spawner-");
 const spec = (command: string, more: Partial<ChildSpec> = {}): ChildSpec => ({
   file: "bash",
   args: ["-c", command],
@@ -56,7 +57,7 @@ async function serverReady(): Promise<number> {
   if (!spawnerPids().some((s) => s.ready && s.used < SPAWNER_SLOTS)) {
     const first = await start(spec("true"));
     await first.closed;
-    await stopTracked(first.h.pid, 0);
+    await stopTracked(first.h.pid, SHUTDOWN.shortChild);
   }
   assert.ok(await waitUntil(() => spawnerPids().some((s) => s.ready && s.used < SPAWNER_SLOTS), 20_000), "ready");
   return spawnerPids().find((s) => s.ready && s.used < SPAWNER_SLOTS)!.pid;
@@ -84,7 +85,7 @@ describe("spawn server", () => {
     const c = await start(spec("exec sleep 30"));
     assert.ok(c.h.signalGroup("SIGINT").ok);
     assert.deepEqual(await c.closed, { code: null, signal: "SIGINT" });
-    for (const r of [a, b, c]) await stopTracked(r.h.pid, 0);
+    for (const r of [a, b, c]) await stopTracked(r.h.pid, SHUTDOWN.shortChild);
   });
 
   test("stdout and stderr stay apart; what ran before exit is all there at close", async () => {
@@ -93,7 +94,7 @@ describe("spawn server", () => {
     await r.closed;
     assert.equal(r.out.stdout, "out1\nout2\nout3\ntail");
     assert.equal(r.out.stderr, "err1\nerr2\nerr3\n");
-    await stopTracked(r.h.pid, 0);
+    await stopTracked(r.h.pid, SHUTDOWN.shortChild);
   });
 
   test("stdin: writes reach `cat`, and a write after the exit is refused", async () => {
@@ -109,7 +110,7 @@ describe("spawn server", () => {
     const late = r.h.write(Buffer.from("late\n"));
     assert.equal(late.ok, false);
     assert.match(!late.ok ? late.error : "", /stdin write failed/);
-    await stopTracked(r.h.pid, 0);
+    await stopTracked(r.h.pid, SHUTDOWN.shortChild);
   });
 
   test("the child's environment, argv[0] and working directory are the spec's, signals at their defaults", async () => {
@@ -124,7 +125,7 @@ describe("spawn server", () => {
     assert.deepEqual([v, argv0, pwd], ["välue ☃", "argv0", scratch]);
     // Python ignores SIGPIPE and SIGXFSZ; the child must not inherit that (bash itself ignores nothing here).
     assert.match(sigs!, /SigBlk:\s+0+\s+SigIgn:\s+0+/, sigs);
-    await stopTracked(r.h.pid, 0);
+    await stopTracked(r.h.pid, SHUTDOWN.shortChild);
   });
 
   test("a start failure is a value: a missing program, a program the kernel cannot run, a bad working directory", async () => {
@@ -152,7 +153,7 @@ describe("spawn server", () => {
     assert.equal(parentOf(next.h.pid), server);
     next.h.write(Buffer.from("\n"));
     assert.deepEqual(await next.closed, { code: 3, signal: null });
-    await stopTracked(next.h.pid, 0);
+    await stopTracked(next.h.pid, SHUTDOWN.shortChild);
   });
 
   test("born in its own cgroup: a setsid daemon started first thing is inside and dies with the group", async (t) => {
@@ -174,7 +175,7 @@ describe("spawn server", () => {
     assert.ok(r.h.signalGroup("SIGKILL").ok);
     assert.ok(await waitUntil(() => !pidAlive(daemon) && !pidAlive(r.h.pid), 5000), "the group died, daemon too");
     await r.closed;
-    await stopTracked(r.h.pid, 0);
+    await stopTracked(r.h.pid, SHUTDOWN.shortChild);
   });
 
   test("the server killed mid-run: its children run on, their ends are still seen, the next spawn is Node's", async () => {
@@ -196,7 +197,7 @@ describe("spawn server", () => {
     assert.ok(sleeper.h.signalGroup("SIGKILL").ok);
     assert.deepEqual(await cat.closed, { code: null, signal: null });
     assert.deepEqual(await sleeper.exit, { code: null, signal: null });
-    for (const r of [cat, sleeper, next]) await stopTracked(r.h.pid, 0);
+    for (const r of [cat, sleeper, next]) await stopTracked(r.h.pid, SHUTDOWN.shortChild);
     // A new server comes up for later spawns.
     await serverReady();
   });
@@ -221,7 +222,7 @@ describe("spawn server", () => {
     assert.equal(parentOf(next.h.pid), process.pid);
     next.h.write(Buffer.from("\n"));
     assert.deepEqual(await next.closed, { code: 4, signal: null });
-    await stopTracked(next.h.pid, 0);
+    await stopTracked(next.h.pid, SHUTDOWN.shortChild);
   });
 
   test("more concurrent spawns than a server has slots: every one runs once, with its own exit code", async () => {
@@ -237,7 +238,7 @@ describe("spawn server", () => {
     });
     // The ready server's slots were all taken (the rest went to its successor or to Node).
     assert.ok(!spawnerPids().some((s) => s.pid === first && s.used < SPAWNER_SLOTS), "the server was used");
-    for (const r of runs) await stopTracked(r.h.pid, 0);
+    for (const r of runs) await stopTracked(r.h.pid, SHUTDOWN.shortChild);
   });
 
   test(`${SPAWNER_ENV}=off: Node spawns every child (through the joining shell)`, async () => {
@@ -248,7 +249,7 @@ describe("spawn server", () => {
       assert.equal(parentOf(r.h.pid), process.pid);
       r.h.write(Buffer.from("\n"));
       assert.deepEqual(await r.closed, { code: 2, signal: null });
-      await stopTracked(r.h.pid, 0);
+      await stopTracked(r.h.pid, SHUTDOWN.shortChild);
     } finally {
       delete process.env[SPAWNER_ENV];
     }

@@ -6,8 +6,7 @@
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { CONTAINMENT_ENV, contain, containmentMode } from "../../../actors/registry/containment.ts";
@@ -22,6 +21,7 @@ import {
   sessionMembers,
   waitUntil,
 } from "../../helpers/procs.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 /** Starts every kind of escape and prints, as JSON, the runner's pid and each escape's [pid, pgid, sid]. Each
  * child reports only once it has moved, so the run cannot end before the escape happened. */
@@ -73,7 +73,7 @@ async function assertAllDie(found: Escapes, what: string, cgroup: boolean) {
 
 /** A child in its own group that ignores SIGTERM outlives it by the kill grace (500 ms), then gets SIGKILL. */
 async function stubborn(pi: PiHarness) {
-  const marks = mkdtempSync(join(tmpdir(), "pcs-term-"));
+  const marks = tempDir("pcs-term-");
   const [r] = await pi.callTools([
     {
       code: String.raw`import subprocess, sys
@@ -314,7 +314,7 @@ describe("shells (exec_command) start inside their cgroup", () => {
   test("Pi exiting without a shutdown: the exit handler kills a shell's setsid daemon", async (t) => {
     if (containmentMode().kind !== "cgroup") return t.skip(`no cgroups here: ${containmentMode().reason}`);
     const host = new URL("../../../host/host.ts", import.meta.url).pathname;
-    const logDir = mkdtempSync(join(tmpdir(), "pcs-exec-logs-"));
+    const logDir = tempDir("pcs-exec-logs-");
     const script = `import { SupervisorHost } from ${JSON.stringify(host)};
 const h = new SupervisorHost({ exec: { logDir: ${JSON.stringify(logDir)} } });
 const r = await h.exec.start({ command: ${JSON.stringify(DAEMON)}, cwd: process.cwd(), tty: false, cols: 80, rows: 24,

@@ -2,9 +2,7 @@
 // machines, real Node runners (docs/protocol-js.md).
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdtempSync, realpathSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput, type RunCallbacks } from "../../../host/host.ts";
 import type { RunTools } from "../../../actors/calls/dispatch.ts";
@@ -14,6 +12,7 @@ import { JS_RUNNER_PATH, RUNNER_PATH } from "../../../actors/runner/kinds.ts";
 import type { ProcessOperations } from "../../../actors/process/operations.ts";
 import { dirname } from "node:path";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 let host: SupervisorHost;
 let cwd: string;
@@ -21,7 +20,7 @@ const js = (code: string, extra: Partial<RunRequestInput> = {}, callbacks: RunCa
   host.run({ code, cwd, timeoutMs: 20_000, session: "js", language: "js", ...extra }, callbacks);
 
 before(() => {
-  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-js-session-")));
+  cwd = tempDir("pcs-js-session-");
   host = new SupervisorHost({ limits: { interruptWindowMs: 100, graceMs: 300, killMs: 300 } });
 });
 after(async () => {

@@ -8,20 +8,21 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunResult } from "../../../host/host.ts";
 import { tempDir } from "../../helpers/temp-dir.ts";
+import { waitUntil } from "../../helpers/procs.ts";
 
 let host: SupervisorHost;
 let cwd: string;
 const run = (code: string, session = "mods") => host.run({ code, cwd, timeoutMs: 20_000, session });
 
-/** Runs `code` until its output is `want` (the watcher has seen the edit), returning that run. */
-async function untilOutput(code: string, want: string, session = "mods"): Promise<RunResult> {
-  const started = Date.now();
-  for (;;) {
-    const r = await run(code, session);
-    if (r.stdout === want || Date.now() - started > 10_000) return r;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+/** Runs `code` until `seen` holds of its result (the watcher has seen the edit) or 10 s passed: the last run. */
+async function runUntil(code: string, session: string, seen: (r: RunResult) => boolean): Promise<RunResult> {
+  let r: RunResult | undefined;
+  await waitUntil(async () => seen((r = await run(code, session))), 10_000);
+  return r!;
 }
+
+/** Runs `code` until its output is `want`, returning that run. */
+const untilOutput = (code: string, want: string, session = "mods") => runUntil(code, session, (r) => r.stdout === want);
 
 before(() => {
   cwd = tempDir("pcs-mods-");
@@ -63,11 +64,7 @@ describe("module reload in a session", () => {
     writeFileSync(join(cwd, "fragile.py"), "OK = True\n");
     await run("import fragile", "frag");
     writeFileSync(join(cwd, "fragile.py"), "OK = (\n");
-    const started = Date.now();
-    let r: RunResult;
-    do {
-      r = await run("fragile.OK", "frag");
-    } while (!/could not be reloaded/.test(r.stderr) && Date.now() - started < 10_000);
+    const r = await runUntil("fragile.OK", "frag", (r) => /could not be reloaded/.test(r.stderr));
     assert.match(
       r.stderr,
       /\[module fragile changed on disk but could not be reloaded \(SyntaxError: .*\); the old version stays\]/,

@@ -1,19 +1,17 @@
 // Spare runners: pre-started fresh-mode interpreters that fresh runs take instead of starting one.
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdtempSync, realpathSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost } from "../../../host/host.ts";
 import { MAX_SPARES_PER_KEY } from "../../../machines/supervisor.ts";
 import { liveGroups } from "../../../actors/registry/registry.ts";
 import { bareStart, pidAlive, waitUntil } from "../../helpers/procs.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 let cwd: string;
 before(() => {
-  cwd = realpathSync(mkdtempSync(join(tmpdir(), "pcs-spares-")));
+  cwd = tempDir("pcs-spares-");
 });
 
 const spareIds = (h: SupervisorHost) => h.spares().map((s) => s.id);

@@ -3,8 +3,7 @@
 // held output stream, and shutdown leaving nothing behind.
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync, chmodSync, utimesSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, readdirSync, statSync, writeFileSync, chmodSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { spawn } from "node:child_process";
 import { after, describe, test } from "node:test";
@@ -13,6 +12,8 @@ import { SupervisorHost } from "../../../host/host.ts";
 import { ExecLogs, cutLine, REMOVED_FILE } from "../../../actors/shell/logs.ts";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 import { CONTAINMENT_ENV, containmentMode } from "../../../actors/registry/containment.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 /** The session id of a live process (field 6 of /proc/<pid>/stat). */
 function sessionOf(pid: number): number {
@@ -20,7 +21,7 @@ function sessionOf(pid: number): number {
   return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
 }
 
-const root = mkdtempSync(join(tmpdir(), "pcs-exec-"));
+const root = tempDir("pcs-exec-");
 const logDir = join(root, "logs");
 const host = new SupervisorHost({ exec: { logDir } });
 after(async () => {
@@ -122,7 +123,7 @@ describe("start and wait", () => {
   });
 
   test("a shell planted in the working directory is not used", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-plant-"));
+    const dir = tempDir("pcs-plant-");
     writeFileSync(join(dir, "bash"), "#!/bin/sh\necho planted\n");
     chmodSync(join(dir, "bash"), 0o755);
     const r = await start("echo real", { cwd: dir });
@@ -155,7 +156,7 @@ describe("stdin", () => {
   });
 
   test("a Python REPL in a PTY: \\r submits, ^C interrupts", async () => {
-    const s = await start("/usr/bin/python3 -q", { tty: true, yieldMs: 1500 });
+    const s = await start(`${PYTHON} -q`, { tty: true, yieldMs: 1500 });
     assert.equal(s.running, true);
     assert.equal(s.tty, true);
     assert.match(text(s.output), />>> /);
@@ -170,7 +171,7 @@ describe("stdin", () => {
   });
 
   test("the answer in a PTY is what follows the echo", async () => {
-    const s = await start("/usr/bin/python3 -q", { tty: true, yieldMs: 1500 });
+    const s = await start(`${PYTHON} -q`, { tty: true, yieldMs: 1500 });
     const r = await write(s.id, { bytes: Buffer.from("print(6*7)\r"), until: "answer", durationMs: 5000 });
     assert.equal(r.wait, "answer");
     assert.match(text(r.output), /42/);
@@ -261,7 +262,7 @@ describe("kill", () => {
 
 describe("logs", () => {
   test("a log stops at its quota with a line at the cut", () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-q-"));
+    const dir = tempDir("pcs-q-");
     const logs = new ExecLogs(dir, () => ({ perLogBytes: 10, totalBytes: 1000 }));
     const r = logs.open("a.log");
     assert.ok(r.ok);
@@ -276,7 +277,7 @@ describe("logs", () => {
   });
 
   test("past the total quota the oldest closed logs are removed, and recorded", () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-q-"));
+    const dir = tempDir("pcs-q-");
     const logs = new ExecLogs(dir, () => ({ perLogBytes: 100, totalBytes: 250 }));
     const names = ["1.log", "2.log", "3.log"];
     for (const [i, n] of names.entries()) {

@@ -4,14 +4,14 @@
 // own truncated output is recovered whole (up to 5 MiB), and uv's certificate hint names UV_SYSTEM_CERTS.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { callAs } from "../../helpers/notebook.ts";
 import { legacyOutputArtifactId } from "../../../store/legacy-artifacts.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
 const lines = (code: string) => code.split(/\r?\n/).length;
@@ -209,7 +209,7 @@ describe("a Pi tool's own truncated output", () => {
 
 describe("uv's certificate hint", () => {
   test("a package index uv cannot verify gives the uv_certificate hint naming UV_SYSTEM_CERTS and UV_NATIVE_TLS", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pcs-uv-cert-"));
+    const dir = tempDir("pcs-uv-cert-");
     const uv = join(dir, "uv");
     writeFileSync(
       uv,

@@ -45,10 +45,7 @@ describe("/code-status", () => {
     writeFileSync(file, JSON.stringify({ maxTimeout: 900, killGraceMs: "soon" }));
     // The watcher reloads the file; /code-status shows what is in force.
     let text = "";
-    for (let i = 0; i < 100 && !/maxTimeout +900/.test(text); i++) {
-      if (i) await new Promise((r) => setTimeout(r, 100));
-      text = await command("/code-status");
-    }
+    await waitUntil(async () => /maxTimeout +900/.test((text = await command("/code-status"))), 15_000);
     assert.match(text, new RegExp(`maxTimeout +900 +project ${file.replace(/[.]/g, "\\.")}`));
     assert.match(text, /Warnings:\n  - project settings \(.*\): killGraceMs must be an integer/);
   });

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { callAs } from "../../helpers/notebook.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 let pi: PiHarness;
 before(async () => {
@@ -70,10 +71,9 @@ describe("python tool", () => {
   });
 
   test("cwd: the call runs there and the directory goes first on sys.path; the next call is back", async () => {
-    const { mkdtempSync, writeFileSync } = await import("node:fs");
+    const { writeFileSync } = await import("node:fs");
     const { join } = await import("node:path");
-    const { tmpdir } = await import("node:os");
-    const dir = mkdtempSync(join(tmpdir(), "pcs-nb-cwd-"));
+    const dir = tempDir("pcs-nb-cwd-");
     writeFileSync(join(dir, "nbhelper.py"), "VALUE = 'helped'\n");
     const [a, b, bad] = await callAs(pi, [
       [
@@ -94,7 +94,10 @@ describe("python tool", () => {
     const out: string[] = [];
     const write = process.stdout.write.bind(process.stdout);
     // Captured and passed through: the test runner reports on stdout too, and a swallowed report is a lost result.
-    process.stdout.write = ((chunk: string, ...rest: never[]) => (out.push(String(chunk)), write(chunk, ...rest))) as never;
+    process.stdout.write = ((chunk: string, ...rest: never[]) => (
+      out.push(String(chunk)),
+      write(chunk, ...rest)
+    )) as never;
     try {
       await pi.session.prompt("/python-restart");
       await pi.session.prompt("/python-status");

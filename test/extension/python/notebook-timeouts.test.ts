@@ -2,17 +2,18 @@
 // interruptGraceMs, the kill at its end; here the grace comes from pi-python's own project settings file. Also
 // interpreter switching with python_set_interpreter {path}.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { callAs } from "../../helpers/notebook.ts";
+import { PYTHON, PYTHON_RE } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 let pi: PiHarness;
 before(async () => {
   process.env.PI_CODE_EXECUTION_TOOLS = "python";
-  const cwd = mkdtempSync(join(tmpdir(), "pcs-nb-timeout-"));
+  const cwd = tempDir("pcs-nb-timeout-");
   mkdirSync(join(cwd, ".pi", "pi-python"), { recursive: true });
   writeFileSync(join(cwd, ".pi", "pi-python", "settings.json"), JSON.stringify({ interruptGraceMs: 2000 }));
   pi = await startPi({ cwd });
@@ -102,12 +103,12 @@ describe("python timeouts", () => {
   test("python_set_interpreter {path} replaces the kernel: empty namespace, said so, the new interpreter runs", async () => {
     await callAs(pi, [["python", { cells: [{ code: "before_switch = 1" }] }]]);
     const [set, run] = await callAs(pi, [
-      ["python_set_interpreter", { path: "/usr/bin/python3" }],
+      ["python_set_interpreter", { path: PYTHON }],
       ["python", { cells: [{ code: "import sys\n(sys.executable, 'before_switch' in globals())" }] }],
     ]);
     assert.equal(set.isError, false, textOf(set));
     assert.match(textOf(set), /python kernel \(session "notebook"\) was replaced: its namespace is empty/);
-    assert.match(textOf(run), /=> \('\/usr\/bin\/python3(\.\d+)?', False\)/);
-    assert.equal(run.details.python.executable.startsWith("/usr/bin/python3"), true);
+    assert.match(textOf(run), new RegExp(`=> \\('${PYTHON_RE}(\\.\\d+)?', False\\)`));
+    assert.equal(run.details.python.executable.startsWith(PYTHON), true);
   });
 });

@@ -4,15 +4,16 @@
 // a bad `--python` is said at start and discovery goes on, and input() says that interactive input is not supported;
 // also pi-python's variables and file keys, the timeout clamp, live output, serialized calls and a dead kernel replaced.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { CONFIG_DIR_NAME, getAgentDir } from "@earendil-works/pi-coding-agent";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { callAs } from "../../helpers/notebook.ts";
+import { waitUntil } from "../../helpers/procs.ts";
 import { useAgentDir } from "../../../store/agent-dir.ts";
 import { piPythonSettingsPaths, projectSettingsPath } from "../../../store/settings.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 /** What `fn` printed on stdout and stderr (commands print there in Pi's print mode; start-up warnings too). Every
  * write still goes through: the test runner reports on the same stream. */
@@ -40,10 +41,8 @@ async function printed(fn: () => Promise<unknown>): Promise<string> {
 async function fileAppears(path: string, call: Promise<unknown>): Promise<void> {
   let ended = false;
   void call.finally(() => (ended = true));
-  while (!existsSync(path)) {
-    if (ended) throw new Error(`the call ended before ${path} was written`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitUntil(() => existsSync(path) || ended, Infinity);
+  if (!existsSync(path)) throw new Error(`the call ended before ${path} was written`);
 }
 
 /** A cell that catches the timeout's KeyboardInterrupt (writing `marker`), then goes on until `release` exists. */
@@ -77,7 +76,7 @@ const env = (vars: Record<string, string | undefined>) => {
 describe("pi-python's interruptGraceMs: 0 (no automatic kill)", () => {
   let pi: PiHarness;
   let restore: () => void;
-  const dir = mkdtempSync(join(tmpdir(), "pcs-nokill-"));
+  const dir = tempDir("pcs-nokill-");
   before(async () => {
     restore = env({ PI_CODE_EXECUTION_TOOLS: "code_execution,python", PI_PYTHON_INTERRUPT_GRACE_MS: "0" });
     pi = await startPi();
@@ -124,7 +123,7 @@ describe("pi-python's interruptGraceMs: 0 (no automatic kill)", () => {
 
 describe("pi-python's settings files", () => {
   test("the old ~/.pi/pi-python/settings.json moves under Pi's agent directory and applies", async () => {
-    const home = mkdtempSync(join(tmpdir(), "pcs-home-"));
+    const home = tempDir("pcs-home-");
     const legacy = join(home, ".pi", "pi-python", "settings.json");
     mkdirSync(join(home, ".pi", "pi-python"), { recursive: true });
     writeFileSync(legacy, JSON.stringify({ maxTimeoutSeconds: 77 }));
@@ -152,11 +151,11 @@ describe("pi-python's settings files", () => {
   });
 
   test("a migration that fails keeps reading the old file and /python-status warns", async () => {
-    const home = mkdtempSync(join(tmpdir(), "pcs-home-"));
+    const home = tempDir("pcs-home-");
     const legacy = join(home, ".pi", "pi-python", "settings.json");
     mkdirSync(join(home, ".pi", "pi-python"), { recursive: true });
     writeFileSync(legacy, JSON.stringify({ maxTimeoutSeconds: 66 }));
-    const agentRoot = mkdtempSync(join(tmpdir(), "pcs-agent-"));
+    const agentRoot = tempDir("pcs-agent-");
     // The new place cannot be made: a file stands where pi-python's folder would go.
     writeFileSync(join(agentRoot, "pi-python"), "in the way");
     const restore = env({ HOME: home, PI_CODE_EXECUTION_TOOLS: "code_execution,python" });
@@ -202,7 +201,7 @@ describe("pi-python's settings files", () => {
   });
 
   test("pi-python's global file: its keys apply; a malformed value is a warning in /python-status", async () => {
-    const agentRoot = mkdtempSync(join(tmpdir(), "pcs-agent-"));
+    const agentRoot = tempDir("pcs-agent-");
     mkdirSync(join(agentRoot, "pi-python"));
     writeFileSync(
       join(agentRoot, "pi-python", "settings.json"),
@@ -222,7 +221,7 @@ describe("pi-python's settings files", () => {
   });
 
   test("the project files are under Pi's CONFIG_DIR_NAME", async () => {
-    const cwd = mkdtempSync(join(tmpdir(), "pcs-proj-"));
+    const cwd = tempDir("pcs-proj-");
     mkdirSync(join(cwd, CONFIG_DIR_NAME, "pi-python"), { recursive: true });
     writeFileSync(join(cwd, CONFIG_DIR_NAME, "pi-python", "settings.json"), JSON.stringify({ maxTimeoutSeconds: 55 }));
     const restore = env({ PI_CODE_EXECUTION_TOOLS: "code_execution,python" });
@@ -269,7 +268,7 @@ describe("pi-python's --python check, live output, serialized calls, a dead kern
   });
 
   test("stdout streams back while the cell runs", async () => {
-    const release = join(mkdtempSync(join(tmpdir(), "pcs-stream-")), "release");
+    const release = join(tempDir("pcs-stream-"), "release");
     const code = `import os, time\nprint('first line', flush=True)\nwhile not os.path.exists(${JSON.stringify(release)}): time.sleep(0.02)\nprint('second line')`;
     const done = callAs(pi, [["python", { cells: [{ code }] }]]);
     const seen = () =>
@@ -281,10 +280,8 @@ describe("pi-python's --python check, live output, serialized calls, a dead kern
       );
     let ended = false;
     void done.finally(() => (ended = true));
-    while (!seen()) {
-      if (ended) assert.fail(`the call ended before any update showed its first line: ${textOf((await done)[0]!)}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitUntil(() => seen() || ended, Infinity);
+    if (!seen()) assert.fail(`the call ended before any update showed its first line: ${textOf((await done)[0]!)}`);
     // The update came while the cell was still waiting: the file it waits for did not exist yet.
     writeFileSync(release, "");
     const [r] = await done;
@@ -292,7 +289,7 @@ describe("pi-python's --python check, live output, serialized calls, a dead kern
   });
 
   test("two python calls in one batch run one after another, never at once", async () => {
-    const log = join(mkdtempSync(join(tmpdir(), "pcs-serial-")), "log");
+    const log = join(tempDir("pcs-serial-"), "log");
     const cell = (n: number) =>
       `import time\nopen(${JSON.stringify(log)}, 'a').write('${n} start\\n')\ntime.sleep(0.3)\nopen(${JSON.stringify(log)}, 'a').write('${n} end\\n')`;
     const [a, b] = await callAs(

@@ -3,9 +3,6 @@
 // names the backend; on the local backend (the control) neither does. The label compared is the one /code-status
 // prints for the session's backend.
 import assert from "node:assert/strict";
-import { mkdtempSync, realpathSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { initTheme } from "@earendil-works/pi-coding-agent";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
@@ -14,6 +11,7 @@ import { scriptedUI, type ScriptedUI } from "../../helpers/scripted-ui.ts";
 import { startSshd, type TestSshd } from "../../helpers/sshd.ts";
 import { remoteBackendEnv, savedBackendEnv } from "../../helpers/backend-env.ts";
 import { drawnResult } from "../../helpers/drawn.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 const restoreEnv = savedBackendEnv();
 
@@ -117,7 +115,7 @@ describe("remote (ssh to a loopback sshd)", () => {
   });
 
   test("each surface's result and the footer say `runs on remote …`", async () => {
-    const remoteDir = realpathSync(mkdtempSync(join(tmpdir(), "pcs-backend-ui-")));
+    const remoteDir = tempDir("pcs-backend-ui-");
     const r = sshd.remote({ cwd: remoteDir });
     Object.assign(process.env, remoteBackendEnv(r, remoteDir));
     const ui = scriptedUI();

@@ -11,6 +11,8 @@ import { initTheme } from "@earendil-works/pi-coding-agent";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { callAs } from "../../helpers/notebook.ts";
 import { drawnResult } from "../../helpers/drawn.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
 
@@ -184,8 +186,8 @@ describe("rich display", () => {
 });
 
 describe("matplotlib", () => {
-  test("matplotlib (Debian's, /usr/bin/python3): a figure left open is shown as PNG and closed; MPLBACKEND=Agg", async (t) => {
-    const probe = await callAs(pi, [["python_set_interpreter", { path: "/usr/bin/python3" }]]);
+  test("matplotlib (Debian's, in the machine's python3): a figure left open is shown as PNG and closed; MPLBACKEND=Agg", async (t) => {
+    const probe = await callAs(pi, [["python_set_interpreter", { path: PYTHON }]]);
     assert.equal(probe[0].isError, false, textOf(probe[0]));
     const [check] = await callAs(pi, [
       ["python", { cells: [{ code: "import importlib.util\nimportlib.util.find_spec('matplotlib') is not None" }] }],
@@ -249,9 +251,7 @@ describe("display limits", () => {
 
 describe("journal counts", () => {
   test("runs record their surface and how many images and JSON outputs they displayed", async () => {
-    const { mkdtempSync } = await import("node:fs");
-    const { tmpdir } = await import("node:os");
-    const path = join(mkdtempSync(join(tmpdir(), "pcs-nb-journal-")), "journal.sqlite");
+    const path = join(tempDir("pcs-nb-journal-"), "journal.sqlite");
     const saved = process.env.PI_CODE_EXECUTION_JOURNAL;
     process.env.PI_CODE_EXECUTION_JOURNAL = path;
     process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,eval";

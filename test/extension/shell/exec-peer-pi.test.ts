@@ -4,14 +4,14 @@
 // and PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS. The tools' envelopes, wakes and limits are
 // test/extension/shell/exec-pi.test.ts's.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 import { disposePiWithShells, header, one, startPiWithShells, turns } from "../../helpers/exec-pi.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 let pi: PiHarness;
 before(async () => (pi = await startPiWithShells()));
@@ -172,7 +172,7 @@ describe("pi-unified-exec's waits, failures and variables", () => {
       process.env.PI_CODING_AGENT_DIR = pi.agentDir;
     }
     // A malformed variable over a cap the global settings file gives: that cap holds, nothing fails.
-    const agent = mkdtempSync(join(tmpdir(), "pcs-agent-"));
+    const agent = tempDir("pcs-agent-");
     mkdirSync(join(agent, "pi-code-execution"), { recursive: true });
     writeFileSync(join(agent, "pi-code-execution", "settings.json"), JSON.stringify({ execMaxEmptyPollMs: 6000 }));
     const held = await startPi({ agentDirEnv: agent });

@@ -22,6 +22,7 @@ import {
 } from "../../helpers/exec-pi.ts";
 import { scriptedUI } from "../../helpers/scripted-ui.ts";
 import { replayFile } from "../../../record/replay.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
 
 let pi: PiHarness;
 before(async () => (pi = await startPiWithShells()));
@@ -135,7 +136,7 @@ describe("exec_command", () => {
 describe("driving sessions across calls", () => {
   test("a dev server: started, queried, polled, killed", async () => {
     const port = await freePort();
-    const server = `/usr/bin/python3 -u -m http.server ${port} --bind 127.0.0.1`;
+    const server = `${PYTHON} -u -m http.server ${port} --bind 127.0.0.1`;
     const [s] = await turns(pi, [[["exec_command", { cmd: server, yield_time_ms: 1500 }]]]);
     assert.equal(s.details.running, true, textOf(s));
     assert.match(header(s), /^\[still running\]\nsession_id: \d+/);
@@ -162,7 +163,7 @@ describe("driving sessions across calls", () => {
   });
 
   test("a Python REPL in a PTY: \\r submits, ^C interrupts", async () => {
-    const [s] = await turns(pi, [[["exec_command", { cmd: "/usr/bin/python3 -q", tty: true, yield_time_ms: 1500 }]]]);
+    const [s] = await turns(pi, [[["exec_command", { cmd: `${PYTHON} -q`, tty: true, yield_time_ms: 1500 }]]]);
     assert.equal(s.details.tty, true);
     const id = s.details.session_id;
     const [calc, sleep, ctrlc, bye] = await turns(pi, [
@@ -440,7 +441,7 @@ describe("limits and shutdown", () => {
       [
         ["exec_command", { cmd: "sleep 60", yield_time_ms: 250 }],
         ["exec_command", { cmd: "trap '' TERM; sleep 60 & wait", yield_time_ms: 250 }],
-        ["exec_command", { cmd: "/usr/bin/python3 -q", tty: true, yield_time_ms: 500 }],
+        ["exec_command", { cmd: `${PYTHON} -q`, tty: true, yield_time_ms: 500 }],
       ],
     ]);
     // A session whose process has not been spawned yet when its window ends (a loaded machine: 250 ms is short)

@@ -3,16 +3,16 @@
 // session by editing the user's global settings file.
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, test } from "node:test";
 import { execEnabled, globalSettingsPath, loadSettings, projectSettingsPath } from "../../../store/settings.ts";
 import { startPi } from "../../helpers/pi-session.ts";
 import { waitUntil } from "../../helpers/procs.ts";
+import { tempDir } from "../../helpers/temp-dir.ts";
 
 function dirs() {
-  const root = mkdtempSync(join(tmpdir(), "pcs-exec-settings-"));
+  const root = tempDir("pcs-exec-settings-");
   const cwd = join(root, "project");
   mkdirSync(cwd, { recursive: true });
   // Pi's getAgentDir() reads the process's environment.
@@ -93,7 +93,11 @@ describe("the empty-poll cap (execMaxEmptyPollMs, PI_UNIFIED_EXEC_MAX_EMPTY_POLL
     for (const raw of ["soon", "0", "-5", "Infinity", "9007199254740993"]) {
       const s = loadSettings(cwd, { ...env, [PEER]: raw });
       assert.equal(s.values.execMaxEmptyPollMs, undefined, raw);
-      assert.match(s.refused?.execMaxEmptyPollMs ?? "", /^PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS: execMaxEmptyPollMs must be a positive number/, raw);
+      assert.match(
+        s.refused?.execMaxEmptyPollMs ?? "",
+        /^PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS: execMaxEmptyPollMs must be a positive number/,
+        raw,
+      );
       assert.ok(s.warnings.includes(s.refused!.execMaxEmptyPollMs!));
     }
     // A valid value of a later layer overrides a refused one below it.

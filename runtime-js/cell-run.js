@@ -4,7 +4,7 @@
 // name it (`cell-3.js:2:7`).
 const vm = require("node:vm");
 const path = require("node:path");
-const { transform } = require("./cell.js");
+const { transform } = require("./cell-rewrite.js");
 const { remember, formatSyntaxError } = require("./errors.js");
 
 /** The cell's code does not compile: `text` is the report (location, the line, a caret, the message). */
