@@ -1,31 +1,37 @@
 // `pi-code-supervisor inspect` as a user runs it: --help, one-line errors for bad ports, files and options, and a
-// server on the given port until it is stopped.
+// server on the given port until it is stopped. Argument cases run bin/cli.ts's `main` in this process (`cliMain`,
+// test/helpers/cli.ts); a spawned CLI keeps one help, one user error and the server.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { describe, test } from "node:test";
-import { assertHelp, assertUserError, cli, CLI, LOG, scratch } from "../helpers/cli.ts";
+import { assertHelp, assertUserError, cli, CLI, cliMain, LOG, scratch } from "../helpers/cli.ts";
 
 describe("inspect", () => {
-  test("--help and -h print its usage instead of starting a server", () => {
-    for (const flag of ["--help", "-h"]) assertHelp(cli(["inspect", flag]), /^usage: pi-code-supervisor inspect/);
-    assertHelp(cli(["inspect", LOG, "--port", "0", "-h"]), /--port/);
+  test("--help and -h print its usage instead of starting a server", async () => {
+    assertHelp(cli(["inspect", "--help"]), /^usage: pi-code-supervisor inspect/);
+    assertHelp(await cliMain(["inspect", "-h"]), /^usage: pi-code-supervisor inspect/);
+    assertHelp(await cliMain(["inspect", LOG, "--port", "0", "-h"]), /--port/);
   });
 
-  test("a port that is not an integer from 0 to 65535 is a one-line error", () => {
+  test("a port that is not an integer from 0 to 65535 is a one-line error", async () => {
+    assertUserError(cli(["inspect", LOG, "--port=abc"]), /inspect: --port must be an integer from 0 to 65535/);
     for (const bad of ["abc", "99999", "65536", "-1", "1.5", "", "0x50", "1e3", " 80"]) {
-      assertUserError(cli(["inspect", LOG, `--port=${bad}`]), /inspect: --port must be an integer from 0 to 65535/);
+      assertUserError(
+        await cliMain(["inspect", LOG, `--port=${bad}`]),
+        /inspect: --port must be an integer from 0 to 65535/,
+      );
     }
-    assertUserError(cli(["inspect", LOG, "--port", "abc"]), /not 'abc'/);
-    assertUserError(cli(["inspect", LOG, "-p", "99999"]), /not '99999'/);
-    assertUserError(cli(["inspect", LOG, "--port"]), /inspect: .*--port.* needs a value/);
+    assertUserError(await cliMain(["inspect", LOG, "--port", "abc"]), /not 'abc'/);
+    assertUserError(await cliMain(["inspect", LOG, "-p", "99999"]), /not '99999'/);
+    assertUserError(await cliMain(["inspect", LOG, "--port"]), /inspect: .*--port.* needs a value/);
   });
 
-  test("a missing file, a directory, two files or an unknown option are one-line errors", () => {
-    assertUserError(cli(["inspect", "nope.jsonl"]), /inspect: no such file: .*nope\.jsonl/);
-    assertUserError(cli(["inspect", scratch]), /inspect: not a file: /);
-    assertUserError(cli(["inspect", LOG, LOG]), /inspect: unexpected argument/);
-    assertUserError(cli(["inspect", "--bogus"]), /inspect: unknown option '--bogus'/);
+  test("a missing file, a directory, two files or an unknown option are one-line errors", async () => {
+    assertUserError(await cliMain(["inspect", "nope.jsonl"]), /inspect: no such file: .*nope\.jsonl/);
+    assertUserError(await cliMain(["inspect", scratch]), /inspect: not a file: /);
+    assertUserError(await cliMain(["inspect", LOG, LOG]), /inspect: unexpected argument/);
+    assertUserError(await cliMain(["inspect", "--bogus"]), /inspect: unknown option '--bogus'/);
   });
 
   test("--port <n> serves on that port until stopped", async () => {

@@ -1,5 +1,6 @@
 // A program, not a test: runs warm runs through a host (no Pi) and prints, as JSON, the bytes of heap each run left
-// behind after garbage collection, window by window. Run with --expose-gc (test/memory/heap-per-run.test.ts).
+// behind after garbage collection, window by window. Run with --expose-gc (test/helpers/heap-windows.ts runs it for
+// test/memory/heap-per-run.test.ts and heap-per-fresh-run.test.ts).
 //   node --expose-gc test/helpers/heap-per-run.ts <kind> [windows] [runs per window] [--record]
 // kind: `session` (a named Python session), `fresh` (a fresh Python run each time), `js` (a JavaScript session) or
 // `calls` (a named Python session whose every run makes a nested tool call, answered by the bridge below).

@@ -55,6 +55,10 @@ export async function startPi(
     extensionFactories?: unknown[];
     /** Pi's trust decision for the project (`ctx.isProjectTrusted()`); the SDK's default, as here, is trusted. */
     projectTrusted?: boolean;
+    /** Tokens (4 characters each) per streamed delta of the faux model's messages; pi-ai's default is 3 to 5. A
+     * session that sends megabytes of arguments sets it large: every delta is an event Pi handles, and 8 MiB of
+     * arguments at the default are about 175 000 of them. */
+    fauxTokenSize?: number;
   } = {},
 ): Promise<PiHarness> {
   // These two are not temp-dir.ts's, which removes its folders at exit: the demo, the fixture recorder and the
@@ -68,7 +72,10 @@ export async function startPi(
   process.env.PI_OFFLINE = "1";
   process.env.PI_SKIP_VERSION_CHECK = "1";
   process.env.PI_TELEMETRY = "0";
-  const faux = fauxProvider({ provider: "faux" });
+  const faux = fauxProvider({
+    provider: "faux",
+    ...(options.fauxTokenSize ? { tokenSize: { min: options.fauxTokenSize, max: options.fauxTokenSize } } : {}),
+  });
   const modelRuntime = await ModelRuntime.create({
     authPath: join(root, "auth.json"),
     modelsPath: null,

@@ -3,7 +3,10 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 
+/** Whether `pid` is a live process (not a zombie). Anything but a positive integer throws: a pid not known yet
+ * (`details.pid` of a session whose spawn outlasted its window) would read as "dead" and pass a wait vacuously. */
 export function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) throw new Error(`pidAlive: not a pid: ${String(pid)}`);
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // A zombie has exited; only its exit status is left for the parent to collect.

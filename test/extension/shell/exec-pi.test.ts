@@ -5,13 +5,22 @@
 // event log, which the last test replays whole. What pi-unified-exec's description adds is
 // test/extension/shell/exec-peer-pi.test.ts.
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
-import { disposePiWithShells, header, one, startPiWithShells, turns, type Call } from "../../helpers/exec-pi.ts";
+import {
+  disposePiWithShells,
+  header,
+  livePids,
+  one,
+  startPiWithShells,
+  turns,
+  type Call,
+} from "../../helpers/exec-pi.ts";
+import { scriptedUI } from "../../helpers/scripted-ui.ts";
 import { replayFile } from "../../../record/replay.ts";
 import { PYTHON } from "../../helpers/pythons.ts";
 
@@ -149,7 +158,8 @@ describe("driving sessions across calls", () => {
     assert.equal(kill.details.killed, true);
     assert.equal(kill.details.status, "killed");
     assert.match(header(kill), /^\[killed\]\nsession_id: \d+\npid: \d+\nrequested_signal: SIGINT/);
-    assert.ok(!pidAlive(s.details.pid));
+    // The kill's result has the pid; the start's may not (a spawn that outlasted its window).
+    assert.ok(!pidAlive(kill.details.pid));
   });
 
   test("a Python REPL in a PTY: \\r submits, ^C interrupts", async () => {
@@ -270,12 +280,12 @@ describe("driving sessions across calls", () => {
 describe("wake exactly once", () => {
   test("an unobserved exit: one follow-up prompt with metadata, never output", async () => {
     const before = wakes(pi).length;
-    const [s] = await turns(
-      pi,
-      [[["exec_command", { cmd: "printf 'SEC%sRET\\n' X; sleep 0.4; exit 3", yield_time_ms: 250, on_exit: "wake" }]]],
-      1,
-    );
+    // It exits when the test says so, once the call has returned (`sleep 0.4` could end inside a loaded window).
+    const go = join(pi.cwd, "unobserved-exit");
+    const cmd = `printf 'SEC%sRET\\n' X; while [ ! -e ${go} ]; do sleep 0.02; done; exit 3`;
+    const [s] = await turns(pi, [[["exec_command", { cmd, yield_time_ms: 250, on_exit: "wake" }]]], 1);
     assert.match(header(s), /completion_notification: armed/);
+    writeFileSync(go, "");
     assert.ok(await waitUntil(() => wakes(pi).length === before + 1, 5000));
     await idle(pi);
     const w = wakes(pi)[before];
@@ -288,8 +298,13 @@ describe("wake exactly once", () => {
 
   test("observed by write_stdin: no prompt; after the poll's deadline: one", async () => {
     const before = wakes(pi).length;
-    const [s] = await turns(pi, [[["exec_command", { cmd: "sleep 0.4", yield_time_ms: 250, on_exit: "wake" }]]]);
-    const [p] = await turns(pi, [[["write_stdin", { session_id: s.details.session_id, yield_time_ms: 5000 }]]]);
+    // It exits on the line the poll writes, so the poll is attached when it exits (a `sleep 0.4` could end inside a
+    // loaded window or between the two calls).
+    const [s] = await turns(pi, [[["exec_command", { cmd: "read -r _", yield_time_ms: 250, on_exit: "wake" }]]]);
+    assert.equal(s.details.running, true);
+    const [p] = await turns(pi, [
+      [["write_stdin", { session_id: s.details.session_id, chars: "\\n", yield_time_ms: 5000 }]],
+    ]);
     assert.equal(p.details.running, false);
     assert.equal(p.details.on_exit_wake, "consumed");
     await new Promise((r) => setTimeout(r, 800));
@@ -308,9 +323,11 @@ describe("wake exactly once", () => {
 
   test("none after kill_session or set_on_exit none", async () => {
     const before = wakes(pi).length;
+    // b exits when the test says so, after it was disarmed (`sleep 0.5` could end before the set_on_exit turns).
+    const go = join(pi.cwd, "disarmed-exit");
     const [a, b] = await turns(pi, [
       [["exec_command", { cmd: "sleep 30", yield_time_ms: 250, on_exit: "wake" }]],
-      [["exec_command", { cmd: "sleep 0.5", yield_time_ms: 250, on_exit: "wake" }]],
+      [["exec_command", { cmd: `while [ ! -e ${go} ]; do sleep 0.02; done`, yield_time_ms: 250, on_exit: "wake" }]],
     ]);
     const [k, off, again] = await turns(pi, [
       [["kill_session", { session_id: a.details.session_id }]],
@@ -321,6 +338,9 @@ describe("wake exactly once", () => {
     assert.equal(off.details.status, "disarmed");
     assert.match(textOf(off), /→ disarmed \(process still running\); wake not armed/);
     assert.equal(again.details.status, "already_none");
+    const [bPid] = await livePids(pi, [b.details.session_id]);
+    writeFileSync(go, "");
+    assert.ok(await waitUntil(() => !pidAlive(bPid), 5000), "b exited");
     await new Promise((r) => setTimeout(r, 1200));
     assert.equal(wakes(pi).length, before);
     const [unknown] = await turns(pi, [[["set_on_exit", { session_id: 424242, on_exit: "wake" }]]]);
@@ -353,11 +373,14 @@ describe("wake exactly once", () => {
 
 describe("limits and shutdown", () => {
   test("LRU eviction at 64: exited first, then the least recently used; the 8 most recent are protected", async () => {
-    const h = await startPi();
+    const ui = scriptedUI();
+    const h = await startPi({ uiContext: ui.ui });
     try {
+      // Session 39 exits when the test says so (a file appears), not after a time the machine may not keep.
+      const go = join(h.cwd, "lru-exit");
       const calls: Call[] = Array.from({ length: 64 }, (_, i) => [
         "exec_command",
-        { cmd: i === 39 ? "sleep 0.5" : "sleep 60", yield_time_ms: 250 },
+        { cmd: i === 39 ? `while [ ! -e ${go} ]; do sleep 0.02; done` : "sleep 60", yield_time_ms: 250 },
       ]);
       const first = await turns(h, [calls]);
       assert.equal(first.length, 64);
@@ -366,7 +389,19 @@ describe("limits and shutdown", () => {
         "all backgrounded",
       );
       const ids = first.map((r) => r.details.session_id as number);
-      await new Promise((r) => setTimeout(r, 700));
+      // Every process spawned (a session still starting is never evicted), with its pid; nothing has exited yet.
+      const pids = await livePids(h, ids);
+      writeFileSync(go, "");
+      // The footer counts live sessions: 63 once the pool saw session 39 end (no call observed it).
+      const footer = () =>
+        ui.statuses
+          .get("code-execution")
+          ?.split(" │ ")
+          .find((p) => p.startsWith("unified-exec: "));
+      assert.ok(
+        await waitUntil(() => footer() === "unified-exec: 63 sessions running", 60_000),
+        `session 39 exited: ${footer()}`,
+      );
       const exitedId = ids[39];
       // Use the oldest one again: it becomes the most recently used.
       const [touch, s65] = await turns(h, [
@@ -379,10 +414,20 @@ describe("limits and shutdown", () => {
       assert.ok(!present(list1).has(exitedId), "the exited session went first");
       assert.ok(present(list1).has(ids[0]) && present(list1).has(ids[1]));
       const [s66] = await turns(h, [[["exec_command", { cmd: "sleep 60", yield_time_ms: 250 }]]]);
+      // The evicted session is stopping, and listed and counted as running, until its process is gone (a loaded
+      // machine can take longer than the next call): wait for that, then for the footer to count it out.
+      assert.ok(await waitUntil(() => !pidAlive(pids[1]), 5000), "the evicted process is stopped");
+      assert.ok(
+        await waitUntil(() => footer() === "unified-exec: 64 sessions running", 60_000),
+        `the evicted session left: ${footer()}`,
+      );
       const [list2] = await turns(h, [[["list_sessions", {}]]]);
       assert.ok(present(list2).has(ids[0]), "recently used: protected");
       assert.ok(!present(list2).has(ids[1]), "the least recently used live session was evicted");
-      assert.ok(!pidAlive(first[1].details.pid));
+      assert.deepEqual(
+        ui.notices.filter((n) => n.text.includes("evicted")).map((n) => n.text),
+        [exitedId, ids[1]].map((id) => `unified-exec: evicted session ${id} (LRU, over cap 64)`),
+      );
       assert.ok(present(list2).has(s65.details.session_id) && present(list2).has(s66.details.session_id));
       assert.equal(list2.details.active_count, 64);
     } finally {
@@ -400,21 +445,17 @@ describe("limits and shutdown", () => {
       ],
     ]);
     // A session whose process has not been spawned yet when its window ends (a loaded machine: 250 ms is short)
-    // has no pid in its result; list_sessions shows it once the spawn is done. Poll until every one has it.
-    const ids = rs.map((r) => r.details.session_id as number);
-    let pgids: (number | undefined)[] = rs.map((r) => r.details.pid);
-    while (pgids.some((p) => p === undefined)) {
-      const [list] = await turns(h, [[["list_sessions", {}]]]);
-      const listed = new Map<number, any>(list.details.sessions.map((s: any) => [s.session_id, s]));
-      for (const id of ids) assert.equal(listed.get(id)?.running, true, `session ${id} is live`);
-      pgids = ids.map((id) => listed.get(id).pid);
-    }
+    // has no pid in its result: livePids waits for list_sessions to show each.
+    const pgids = await livePids(
+      h,
+      rs.map((r) => r.details.session_id as number),
+    );
     assert.ok(
-      pgids.every((p) => p! > 0 && pidAlive(p!)),
+      pgids.every((p) => pidAlive(p)),
       `pids ${pgids.join(", ")}`,
     );
     await h.dispose();
-    assert.ok(await waitUntil(() => pgids.every((g) => groupMembers(g!).length === 0), 3000), "groups left");
+    assert.ok(await waitUntil(() => pgids.every((g) => groupMembers(g).length === 0), 3000), "groups left");
   });
 
   test("the Pi session's event log replays exactly", async () => {

@@ -4,9 +4,12 @@
 // the five tools' renderers (banner, five-line tail expanding with Pi's expand key, live elapsed, [wake] marks).
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
+import { livePids } from "../../helpers/exec-pi.ts";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 import { scriptedUI, type ScriptedUI } from "../../helpers/scripted-ui.ts";
 import { execRenderers, PREVIEW_LINES } from "../../../extension/shell/render.ts";
@@ -71,8 +74,11 @@ describe("footer, /tree widget, /unified-exec-sessions", () => {
   });
 
   test("a background exit refreshes the footer at once", async () => {
-    await call("exec_command", { cmd: "sleep 0.4", yield_time_ms: 250 });
+    // It exits when the test says so, after the call (`sleep 0.4` could end inside a loaded window).
+    const go = join(pi.cwd, "background-exit");
+    await call("exec_command", { cmd: `while [ ! -e ${go} ]; do sleep 0.02; done`, yield_time_ms: 250 });
     assert.equal(status(), "unified-exec: 1 session running");
+    writeFileSync(go, "");
     assert.ok(await waitUntil(() => status() === undefined, 3000));
   });
 
@@ -92,6 +98,7 @@ describe("footer, /tree widget, /unified-exec-sessions", () => {
 
   test("/unified-exec-sessions: pick one to kill; /exec-sessions `all` kills the rest", async () => {
     const extra = await call("exec_command", { cmd: "sleep 30", yield_time_ms: 250 });
+    const [extraPid] = await livePids(pi, [extra.details.session_id]);
     const live = () => (pi.session.messages.length, status());
     assert.equal(live(), "unified-exec: 2 sessions running · 1 [wake]");
     ui.selects.push((_title, options) => options.find((o) => o.startsWith(`#${extra.details.session_id} `)));
@@ -99,9 +106,12 @@ describe("footer, /tree widget, /unified-exec-sessions", () => {
     const picked = ui.selectCalls.at(-1)!;
     assert.equal(picked.title, "unified-exec: 2 live sessions — select to kill (Esc to cancel)");
     assert.equal(picked.options.at(-1), "Kill all 2 sessions");
-    assert.match(picked.options.find((o) => !o.startsWith(`#${extra.details.session_id} `))!, /^#\d+ \d+s \[wake\] sleep 30/);
+    assert.match(
+      picked.options.find((o) => !o.startsWith(`#${extra.details.session_id} `))!,
+      /^#\d+ \d+s \[wake\] sleep 30/,
+    );
     assert.equal(ui.notices.at(-1)!.text, "unified-exec: killed 1 session");
-    assert.ok(!pidAlive(extra.details.pid));
+    assert.ok(!pidAlive(extraPid));
     assert.equal(status(), "unified-exec: 1 session running · 1 [wake]");
     await pi.session.prompt("/exec-sessions all");
     assert.equal(ui.notices.at(-1)!.text, "unified-exec: killed 1 session");
@@ -120,7 +130,9 @@ describe("footer, /tree widget, /unified-exec-sessions", () => {
       const from = pi.toolResults().length;
       pi.faux.setResponses([
         fauxAssistantMessage(
-          Array.from({ length: n }, () => fauxToolCall("exec_command", { cmd: "sleep 60", yield_time_ms: 250 } as never)),
+          Array.from({ length: n }, () =>
+            fauxToolCall("exec_command", { cmd: "sleep 60", yield_time_ms: 250 } as never),
+          ),
           { stopReason: "toolUse" },
         ),
         fauxAssistantMessage("done"),
@@ -132,12 +144,19 @@ describe("footer, /tree widget, /unified-exec-sessions", () => {
     assert.ok(started.every((r) => r.details.running));
     assert.deepEqual(notices().slice(before), [], "59 open: no warning yet");
     await batch(2);
-    assert.deepEqual(notices().slice(before), ["unified-exec: 60/64 sessions open", "unified-exec: 61/64 sessions open"]);
+    assert.deepEqual(notices().slice(before), [
+      "unified-exec: 60/64 sessions open",
+      "unified-exec: 61/64 sessions open",
+    ]);
     assert.equal(ui.notices.at(-1)!.level, "warning");
+    // The oldest is the one to evict once it runs (one still starting never is); its pid, to see it stopped.
+    const [oldestPid] = await livePids(pi, [started[0].details.session_id]);
     await batch(4);
-    const evicted = notices().slice(before).filter((t) => t.includes("evicted"));
+    const evicted = notices()
+      .slice(before)
+      .filter((t) => t.includes("evicted"));
     assert.deepEqual(evicted, [`unified-exec: evicted session ${started[0].details.session_id} (LRU, over cap 64)`]);
-    assert.ok(await waitUntil(() => !pidAlive(started[0].details.pid), 5000), "the evicted process is stopped");
+    assert.ok(await waitUntil(() => !pidAlive(oldestPid), 5000), "the evicted process is stopped");
     await pi.session.prompt("/unified-exec-sessions all");
     assert.equal(notices().at(-1), "unified-exec: killed 64 sessions");
     assert.equal(status(), undefined);
