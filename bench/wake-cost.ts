@@ -9,6 +9,7 @@
 //   node bench/wake-cost.ts [--rounds 6] [--n 200] [--gap-ms 5]
 import { spawn, execFileSync } from "node:child_process";
 import type { Socket } from "node:net";
+import { validateInterpreter } from "../actors/interpreter/interpreter.ts";
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: number) => {
@@ -19,8 +20,10 @@ const ROUNDS = opt("rounds", 6);
 const N = opt("n", 200);
 const GAP_MS = opt("gap-ms", 5);
 
-// The real interpreter, not a pyenv shim (a shim costs ~0.5 s a spawn and is not what runs).
-const python = execFileSync("python3", ["-c", "import sys; print(sys.executable)"], { encoding: "utf8" }).trim();
+// The real interpreter, not a pyenv shim (a shim costs ~0.5 s a spawn and is not what runs): the project's one probe.
+const probed = await validateInterpreter(process.env.PI_PYTHON ?? "python3", process.cwd());
+if (!probed.ok) throw new Error(probed.error);
+const python = probed.value.executable;
 
 const CHILD = String.raw`
 import os, socket, threading, time, queue
