@@ -134,6 +134,27 @@ describe("reports", () => {
     assert.equal(await own.exec.kill(7, "SIGTERM", "c4"), undefined);
   });
 
+  test("a log that cannot be opened: the session runs, the report says why, no log path", async () => {
+    const file = join(root, "not-a-dir");
+    writeFileSync(file, "");
+    const own = new SupervisorHost({ exec: { logDir: join(file, "logs") } });
+    hosts.push(own);
+    const r = await own.exec.start({
+      command: "echo ok",
+      cwd: root,
+      tty: false,
+      cols: 80,
+      rows: 24,
+      yieldMs: 5000,
+      onExit: "none",
+      callId: "c",
+    });
+    assert.ok(r.ok);
+    assert.equal(text(r.value.output), "ok\n");
+    assert.equal(r.value.logPath, undefined);
+    assert.match(r.value.logProblem ?? "", /not-a-dir/);
+  });
+
   test("after shutdown no session starts", async () => {
     const own = newHost();
     await own.shutdown();
@@ -274,6 +295,7 @@ describe("wakes", () => {
     assert.ok(p.ok);
     assert.equal(p.value.running, false);
     assert.equal(p.value.consumedWake, true);
+    assert.equal(p.value.armed, false, "an exit has no wake armed after it");
     assert.equal(host.exec.finalize(w, true), true);
     assert.equal(host.exec.finalize(w, true), false, "a call is finalized once");
     assert.equal(host.exec.finalize("not-a-shell-call", true), false);
@@ -285,6 +307,15 @@ describe("wakes", () => {
     assert.equal(host.exec.finalize(f, false), true);
     assert.ok(await waitUntil(() => deliveredIds().includes(failed.id), 5000));
     assert.equal(deliveredIds().includes(consumed.id), false);
+  });
+
+  test("a write whose tool result was not produced lets go of the exit it returned: it prompts", async () => {
+    const s = await start("sleep 0.3", { onExit: "wake" });
+    const w = callId();
+    const p = await host.exec.write({ id: s.id, until: "full", durationMs: 5000, callId: w });
+    assert.ok(p.ok && p.value.consumedWake);
+    host.exec.release(s.id, w);
+    assert.ok(await waitUntil(() => deliveredIds().includes(s.id), 5000));
   });
 
   test("a delivery that fails (or finds no way to Pi) is tried again at agent_settled, once", async () => {
