@@ -56,7 +56,7 @@ describe("reports", () => {
     );
     assert.equal(r.end, undefined);
     assert.equal(r.totalBytes, r.output.length, "what the window held, drained");
-    assert.ok(await waitUntil(() => host.exec.io(r.id)?.totalBytes === 3, 5000));
+    assert.ok(await waitUntil(() => host.exec.io(r.id)?.totalBytes === 3, 15_000));
     const name = basename(r.logPath!);
     const [time, ...rest] = name.split("-");
     assert.equal(rest.join("-"), `${host.id}-${r.id}.log`);
@@ -189,7 +189,7 @@ describe("waits", () => {
 
   test("input to a session that exited unobserved: the failure reported with the exit, at once", async () => {
     const s = await start("sleep 0.3");
-    assert.ok(await waitUntil(exited(host, s.id), 5000));
+    assert.ok(await waitUntil(exited(host, s.id), 15_000));
     const r = await write(s.id, { bytes: Buffer.from("late\n"), until: "answer", durationMs: 20_000 });
     assert.equal(r.running, false);
     assert.equal(r.end?.code, 0);
@@ -201,7 +201,7 @@ describe("waits", () => {
 describe("kill", () => {
   test("a session that exited on its own: reported as already exited, not killed, and it leaves", async () => {
     const t = await start("sleep 0.3; exit 5");
-    assert.ok(await waitUntil(exited(host, t.id), 5000));
+    assert.ok(await waitUntil(exited(host, t.id), 15_000));
     const k = await host.exec.kill(t.id, "SIGTERM", callId());
     assert.deepEqual(
       {
@@ -256,7 +256,7 @@ describe("list_sessions", () => {
   test("an exited session is listed once, then leaves; live ones stay", async () => {
     const live = await start("sleep 30");
     const done = await start("sleep 0.3; exit 2");
-    assert.ok(await waitUntil(exited(host, done.id), 5000));
+    assert.ok(await waitUntil(exited(host, done.id), 15_000));
     const first = host.exec.list(callId());
     assert.ok(first.live.some((x) => x.id === live.id && x.running));
     assert.deepEqual(
@@ -282,7 +282,7 @@ describe("wakes", () => {
   test("an armed session exiting unobserved prompts once, with its exit", async () => {
     const s = await start("sleep 0.3; exit 3", { onExit: "wake" });
     assert.equal(s.armed, true);
-    assert.ok(await waitUntil(() => deliveredIds().includes(s.id), 5000));
+    assert.ok(await waitUntil(() => deliveredIds().includes(s.id), 15_000));
     const notice = delivered.flat().find((n) => n.id === s.id)!;
     assert.deepEqual([notice.code, notice.command, notice.cwd], [3, "sleep 0.3; exit 3", root]);
     assert.equal(host.exec.sessions().find((x) => x.id === s.id)?.wakeArmed, false);
@@ -305,7 +305,7 @@ describe("wakes", () => {
     const q = await host.exec.write({ id: failed.id, until: "full", durationMs: 5000, callId: f });
     assert.ok(q.ok && q.value.consumedWake);
     assert.equal(host.exec.finalize(f, false), true);
-    assert.ok(await waitUntil(() => deliveredIds().includes(failed.id), 5000));
+    assert.ok(await waitUntil(() => deliveredIds().includes(failed.id), 15_000));
     assert.equal(deliveredIds().includes(consumed.id), false);
   });
 
@@ -315,7 +315,7 @@ describe("wakes", () => {
     const p = await host.exec.write({ id: s.id, until: "full", durationMs: 5000, callId: w });
     assert.ok(p.ok && p.value.consumedWake);
     host.exec.release(s.id, w);
-    assert.ok(await waitUntil(() => deliveredIds().includes(s.id), 5000));
+    assert.ok(await waitUntil(() => deliveredIds().includes(s.id), 15_000));
   });
 
   test("a delivery that fails (or finds no way to Pi) is tried again at agent_settled, once", async () => {
@@ -327,21 +327,21 @@ describe("wakes", () => {
       throw new Error("a listener's failure is its own");
     });
     own.exec.onChange((e: ExecEmitted) => events.push(e.type));
-    const go = (command: string) =>
+    const go = (command: string, yieldMs = 100) =>
       own.exec.start({
         command,
         cwd: root,
         tty: false,
         cols: 80,
         rows: 24,
-        yieldMs: 100,
+        yieldMs,
         onExit: "wake",
         callId: `w-${command}`,
       });
     const s = await go("sleep 0.2");
     assert.ok(s.ok);
     // No deliverer yet: the wake is due, its delivery fails, and it waits for the agent to settle.
-    assert.ok(await waitUntil(() => events.includes("exec.wake"), 5000));
+    assert.ok(await waitUntil(() => events.includes("exec.wake"), 15_000));
     const got: number[][] = [];
     let failures = 1;
     own.exec.onWake((notices) => {
@@ -349,19 +349,19 @@ describe("wakes", () => {
       got.push(notices.map((n) => n.id));
     });
     own.exec.agentSettled();
-    assert.ok(await waitUntil(() => events.filter((e) => e === "exec.wake").length === 2, 5000));
+    assert.ok(await waitUntil(() => events.filter((e) => e === "exec.wake").length === 2, 15_000));
     assert.deepEqual(got, [], "the second attempt failed too");
     own.exec.agentSettled();
-    assert.ok(await waitUntil(() => got.length === 1, 5000));
+    assert.ok(await waitUntil(() => got.length === 1, 15_000));
     assert.deepEqual(got, [[s.value.id]]);
     own.exec.agentSettled();
     const t = await go("sleep 0.2; echo");
     assert.ok(t.ok);
-    assert.ok(await waitUntil(() => got.length === 2, 5000));
+    assert.ok(await waitUntil(() => got.length === 2, 15_000));
     assert.deepEqual(got, [[s.value.id], [t.value.id]], "a delivered wake is not sent again");
     assert.equal(thrown, events.length, "a listener that throws hears every event, and the next one too");
     off();
-    const quick = await go("true");
+    const quick = await go("true", 20_000);
     assert.ok(quick.ok && !quick.value.running);
     assert.ok(events.includes("exec.started") && events.includes("exec.ended"));
     assert.ok(thrown < events.length, "an unsubscribed listener hears nothing more");
