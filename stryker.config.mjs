@@ -73,6 +73,29 @@ export const GROUPS = {
     mutate: ["actors/calls/*.ts"],
     tests: ["test/actors/calls/calls-lifecycle.test.ts"],
   },
+  // The shell sessions' door in the host. The door's own file (~6 s) runs first; host-level shells with real
+  // processes (~21 s: kill escalation, a 5 MiB burst, the 64-session cap) only for the mutants it leaves. The tools'
+  // Pi sessions (test/extension/shell/exec-*pi*.test.ts, exec-ui, exec-settings) are left to the suite.
+  "exec-host": {
+    mutate: ["host/exec.ts", "host/exec-reports.ts", "host/exec-events.ts"],
+    tests: ["test/host/exec-door.test.ts", "test/actors/shell/exec-host.test.ts"],
+  },
+  // The exec tools' pure pieces: parameters, the head+tail window, the model-visible text (~1 s).
+  "exec-params": {
+    mutate: ["extension/shell/params.ts", "extension/shell/text.ts", "actors/shell/window.ts"],
+    tests: ["test/extension/shell/exec-params.test.ts"],
+  },
+  // The JavaScript runtime's side of the host: its runner kind, and the output order its frames' counts keep
+  // (output-order.ts and the part of the process wrapper that holds output for it; the rest of those files is the
+  // Python runner's too, tested by its own files).
+  "js-host": {
+    mutate: [
+      "actors/process/output-order.ts",
+      { file: "actors/runner/kinds.ts", from: /^export function jsKind/, to: /^}/ },
+      { file: "actors/process/operations.ts", from: /const held = settleOutput/, to: /control\.on\("error"/ },
+    ],
+    tests: ["test/actors/process/output-order.test.ts", "test/actors/runner/js-session.test.ts"],
+  },
 };
 
 const name = process.env.MUTATE_GROUP ?? "output";
@@ -86,7 +109,7 @@ if (!group) throw new Error(`unknown MUTATE_GROUP ${name}; one of ${Object.keys(
 // Written here (before Stryker copies the project to its sandbox); gitignored.
 writeFileSync(
   "tsconfig.mutate.json",
-  `${JSON.stringify({ extends: "./tsconfig.json", include: [...group.mutate, ...group.tests] }, null, 2)}\n`,
+  `${JSON.stringify({ extends: "./tsconfig.json", include: [...group.mutate.map((m) => m.file ?? m), ...group.tests] }, null, 2)}\n`,
 );
 
 // Stryker 10.1's instrumenter places a mutant inside a destructuring declaration's computed key
@@ -94,14 +117,28 @@ writeFileSync(
 // declared names go out of scope and the unmutated code breaks (the dry run fails). Such lines are left out of the
 // mutation ranges (today one: machines/supervisor-context.ts, `claimed ?? ""`), and listed in docs/reliability.md.
 const UNINSTRUMENTABLE = /^\s*(let|const|var) \{[^}]*\[[^\]]*(\?\?|\|\||&&|["'`])[^\]]*\]:/;
-function mutationRanges(pattern) {
-  return globSync(pattern).flatMap((file) => {
+// A group's `mutate` entry is a glob, or `{ file, from, to }`: the lines of one file from the first that matches
+// `from` through the next that matches `to` (a part of a file another runtime shares), found again at each run so the
+// range follows edits.
+function mutationRanges(entry) {
+  const files = typeof entry === "string" ? globSync(entry) : [entry.file];
+  return files.flatMap((file) => {
     const lines = readFileSync(file, "utf8").split("\n");
-    const skip = lines.flatMap((line, i) => (UNINSTRUMENTABLE.test(line) ? [i + 1] : []));
-    if (!skip.length) return [file];
+    let first = 1;
+    let last = lines.length;
+    if (typeof entry !== "string") {
+      first = lines.findIndex((line) => entry.from.test(line)) + 1;
+      const after = first ? lines.slice(first).findIndex((line) => entry.to.test(line)) : -1;
+      if (after < 0) throw new Error(`${file}: no lines from ${entry.from} to ${entry.to}`);
+      last = first + 1 + after;
+    }
+    const skip = lines.flatMap((line, i) =>
+      i + 1 >= first && i + 1 <= last && UNINSTRUMENTABLE.test(line) ? [i + 1] : [],
+    );
+    if (!skip.length && typeof entry === "string") return [file];
     const ranges = [];
-    let from = 1;
-    for (const n of [...skip, lines.length + 1]) {
+    let from = first;
+    for (const n of [...skip, last + 1]) {
       if (n > from) ranges.push(`${file}:${from}-${n - 1}`);
       from = n + 1;
     }

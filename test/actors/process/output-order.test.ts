@@ -152,6 +152,9 @@ describe("output before the frames after it", () => {
         "ab\nframe:displaycd\nframe:done",
         `round ${i}: ${JSON.stringify(order)}`,
       );
+      // Output after the last frame, read with or before it, goes out once that frame has.
+      const last = await observe(await start(sequence(["ab\n", { type: "done", id: "r", out: [3, 0] }, "cd\n"])));
+      assert.deepEqual(last.order.join("").replace(/stdout:/g, ""), "ab\nframe:donecd\n", `round ${i}`);
     }
   });
 

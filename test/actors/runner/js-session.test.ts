@@ -192,6 +192,24 @@ describe("a JavaScript session", () => {
   });
 });
 
+describe("resource limits", () => {
+  test("memoryMiB becomes V8's heap limit (Node cannot set rlimits on itself); without it, Node's default", async () => {
+    const heapMiB = "require('v8').getHeapStatistics().heap_size_limit / 2 ** 20";
+    const own = new SupervisorHost({ resourceLimits: () => ({ memoryMiB: 100 }) });
+    try {
+      const limited = await own.run({ code: heapMiB, cwd, timeoutMs: 20_000, session: "js", language: "js" });
+      const unlimited = await js(heapMiB);
+      assert.equal(limited.outcome.status, "success", limited.stderr);
+      // The old space is the limit given; V8 adds the young generation's semi-spaces to it.
+      const [mine, default_] = [Number(limited.stdout), Number(unlimited.stdout)];
+      assert.ok(mine >= 100 && mine < 200, `${mine} MiB`);
+      assert.ok(default_ > mine, `Node's default ${default_} MiB`);
+    } finally {
+      await own.shutdown();
+    }
+  });
+});
+
 describe("JavaScript sessions and the process backends", () => {
   test("in the sandbox: state kept, the interrupt reaches the cell, a loop is killed with its sandbox", async () => {
     const own = new SupervisorHost({

@@ -28,7 +28,7 @@ describe("chars: C-style escapes", () => {
     assert.deepEqual(bytes(decodeChars("a\\nb\\rc\\td")), [97, 10, 98, 13, 99, 9, 100]);
     assert.deepEqual(bytes(decodeChars("\\e:wq\\n")), [0x1b, 0x3a, 0x77, 0x71, 10]);
     assert.deepEqual(bytes(decodeChars("\\0\\a\\b\\f\\v")), [0, 7, 8, 12, 11]);
-    assert.deepEqual(bytes(decodeChars('\\"\\\'')), [0x22, 0x27]);
+    assert.deepEqual(bytes(decodeChars("\\\"\\'")), [0x22, 0x27]);
   });
   test("\\\\ is one backslash; a Windows path needs doubled backslashes", () => {
     assert.equal(Buffer.from(decodeChars("C:\\\\temp")).toString(), "C:\\temp");
@@ -163,6 +163,16 @@ describe("signal names", () => {
 });
 
 describe("the head+tail window", () => {
+  test("pending while it holds bytes or counts dropped ones; empty after a drain", () => {
+    const w = new OutputWindow(4);
+    assert.equal(w.pending, false);
+    w.push(Buffer.from("a"));
+    assert.deepEqual([w.pending, w.size], [true, 1]);
+    w.drain();
+    assert.deepEqual([w.pending, w.size], [false, 0]);
+    w.push(Buffer.from("abcdefgh"));
+    assert.deepEqual([w.pending, w.size], [true, 4]);
+  });
   test("fits whole: no marker", () => {
     const w = new OutputWindow(16);
     w.push(Buffer.from("abc"));
@@ -205,6 +215,9 @@ describe("the head+tail window", () => {
 });
 
 describe("model-visible text", () => {
+  test("bytes that are not UTF-8 become U+FFFD, never an error", () => {
+    assert.equal(modelOutput(Uint8Array.from([0x61, 0xff, 0x62]), undefined).text, "a\ufffdb");
+  });
   test("escape sequences and control characters are stripped", () => {
     assert.equal(inertText("\x1b[31mred\x1b[0m \x1b]0;title\x07ok\x1b]52;c;Zm9v\x07\n"), "red ok\n");
     assert.equal(inertText("a\x07b\x00c\x08d\n"), "abcd\n");
