@@ -135,6 +135,9 @@ describe("statechart view in Chromium", () => {
 
   test("a live run in grace: exactly its active states are lit, every state and transition is drawn", async () => {
     const page = browser.page;
+    // The suite's index grows while other test files run beside this one, and the page fetches it once, when it
+    // first needs it (inspector/page/chart-model.js): read it before the page is opened, and again after it listed.
+    const indexBefore = await stateTests();
     await page.navigate(inspector.url);
     await page.waitFor(
       `document.body.dataset.ready === "true" && document.getElementById("status").dataset.kind === "live"`,
@@ -206,8 +209,6 @@ describe("statechart view in Chromium", () => {
     assert.ok((await smallestText()) >= MIN_TEXT_PX - 0.01);
 
     // Clicking a state lists the transitions that leave it (its own, and those of its enclosing states).
-    // The suite's index grows while other test files run beside this one: read it before the page does and after.
-    const indexBefore = await stateTests();
     await page.evaluate(
       `document.querySelector('#chart g.state[data-state-id="run.stopping.grace"]').dispatchEvent(new MouseEvent("click", { bubbles: true }))`,
     );
