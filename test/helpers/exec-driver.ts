@@ -6,6 +6,15 @@ import type { SupervisorHost } from "../../host/host.ts";
 type StartRequest = Parameters<SupervisorHost["exec"]["start"]>[0];
 type WriteRequest = Parameters<SupervisorHost["exec"]["write"]>[0];
 
+/** A shell session's start request as the exec tools make one (pipes, 80x24, no wake on exit), with what each
+ * call gives; the tests that drive their own hosts build theirs here too. */
+export function startRequest(
+  command: string,
+  more: Partial<StartRequest> & Pick<StartRequest, "cwd" | "yieldMs" | "callId">,
+): StartRequest {
+  return { command, tty: false, cols: 80, rows: 24, onExit: "none", ...more };
+}
+
 export function execDriver(
   host: () => SupervisorHost,
   defaults: { cwd: () => string; cols: number; yieldMs: number; durationMs: number; callPrefix: string },

@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { after, describe, test } from "node:test";
-import { execDriver } from "../helpers/exec-driver.ts";
+import { execDriver, startRequest } from "../helpers/exec-driver.ts";
 import { waitUntil } from "../helpers/procs.ts";
 import { SupervisorHost } from "../../host/host.ts";
 import { execLogDir, stamp, unknownSession } from "../../host/exec-reports.ts";
@@ -117,16 +117,7 @@ describe("reports", () => {
     const none = await own.exec.write({ id: 7, until: "full", durationMs: 10, callId: "c1" });
     assert.deepEqual(none, { ok: false, error: unknownSession(7, []) });
     assert.match(unknownSession(7, []), /^Unknown session_id 7 \(no sessions are open\)\. A session that exited/);
-    const s = await own.exec.start({
-      command: "sleep 30",
-      cwd: root,
-      tty: false,
-      cols: 80,
-      rows: 24,
-      yieldMs: 100,
-      onExit: "none",
-      callId: "c2",
-    });
+    const s = await own.exec.start(startRequest("sleep 30", { cwd: root, yieldMs: 100, callId: "c2" }));
     assert.ok(s.ok && s.value.running);
     const other = await own.exec.write({ id: 7, until: "full", durationMs: 10, callId: "c3" });
     assert.deepEqual(other, { ok: false, error: unknownSession(7, [String(s.value.id)]) });
@@ -139,16 +130,7 @@ describe("reports", () => {
     writeFileSync(file, "");
     const own = new SupervisorHost({ exec: { logDir: join(file, "logs") } });
     hosts.push(own);
-    const r = await own.exec.start({
-      command: "echo ok",
-      cwd: root,
-      tty: false,
-      cols: 80,
-      rows: 24,
-      yieldMs: 5000,
-      onExit: "none",
-      callId: "c",
-    });
+    const r = await own.exec.start(startRequest("echo ok", { cwd: root, yieldMs: 5000, callId: "c" }));
     assert.ok(r.ok);
     assert.equal(text(r.value.output), "ok\n");
     assert.equal(r.value.logPath, undefined);
@@ -158,16 +140,7 @@ describe("reports", () => {
   test("after shutdown no session starts", async () => {
     const own = newHost();
     await own.shutdown();
-    const r = await own.exec.start({
-      command: "true",
-      cwd: root,
-      tty: false,
-      cols: 80,
-      rows: 24,
-      yieldMs: 100,
-      onExit: "none",
-      callId: "c",
-    });
+    const r = await own.exec.start(startRequest("true", { cwd: root, yieldMs: 100, callId: "c" }));
     assert.deepEqual(r, { ok: false, error: "Pi is shutting down; no new shell sessions start." });
   });
 });

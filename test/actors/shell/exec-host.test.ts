@@ -7,7 +7,7 @@ import { readFileSync, readdirSync, statSync, writeFileSync, chmodSync, utimesSy
 import { join } from "node:path";
 import { spawn } from "node:child_process";
 import { after, describe, test } from "node:test";
-import { execDriver } from "../../helpers/exec-driver.ts";
+import { execDriver, startRequest } from "../../helpers/exec-driver.ts";
 import { SupervisorHost } from "../../../host/host.ts";
 import { ExecLogs, cutLine, REMOVED_FILE } from "../../../actors/shell/logs.ts";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
@@ -308,17 +308,7 @@ describe("logs", () => {
 describe("shutdown", () => {
   test("every process group is stopped, including one that ignores SIGTERM and one left in the background", async () => {
     const h = new SupervisorHost({ exec: { logDir } });
-    const go = (command: string) =>
-      h.exec.start({
-        command,
-        cwd: root,
-        tty: false,
-        cols: 80,
-        rows: 24,
-        yieldMs: 300,
-        onExit: "none",
-        callId: callId(),
-      });
+    const go = (command: string) => h.exec.start(startRequest(command, { cwd: root, yieldMs: 300, callId: callId() }));
     const a = await go("sleep 60");
     const b = await go("trap '' TERM; sleep 60 & wait");
     const c = await go("sleep 60 >/dev/null 2>&1 & echo bg");
@@ -339,16 +329,7 @@ describe("shutdown", () => {
       }
       assert.ok(!pids.includes(pgid) || !pidAlive(Number(entry)), `process ${entry} of group ${pgid} survived`);
     }
-    const late = await h.exec.start({
-      command: "true",
-      cwd: root,
-      tty: false,
-      cols: 80,
-      rows: 24,
-      yieldMs: 300,
-      onExit: "none",
-      callId: callId(),
-    });
+    const late = await h.exec.start(startRequest("true", { cwd: root, yieldMs: 300, callId: callId() }));
     assert.equal(late.ok, false);
   });
 });
