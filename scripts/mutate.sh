@@ -28,7 +28,9 @@ for g in "${groups[@]}"; do
   stamp=$(cat stryker.config.mjs $tests | sha256sum | cut -c1-16)
   force=()
   if [ "$(cat "reports/stryker/$g.tests" 2>/dev/null)" != "$stamp" ]; then force=(--force); fi
-  MUTATE_GROUP="$g" npx stryker run stryker.config.mjs "${force[@]}" 2>&1 | tee "reports/stryker/$g.log"
+  # The stamp names the tests the incremental results were made with, written as the run starts: a run stopped
+  # part-way leaves results made with these tests, and the next run with the same tests resumes from them.
   echo "$stamp" > "reports/stryker/$g.tests"
+  MUTATE_GROUP="$g" npx stryker run stryker.config.mjs "${force[@]}" 2>&1 | tee "reports/stryker/$g.log"
 done
 node scripts/mutation-summary.ts "${groups[@]}"
