@@ -38,10 +38,11 @@ import {
   type WriteRequest,
 } from "./exec-reports.ts";
 import { wakeActorId } from "../machines/actor-ids.ts";
+import { LIVE } from "../machines/exec-pool-context.ts";
 
 /** The statuses a shell session is reported `running` in (list_sessions): its process may still be there, a session
  * being stopped included (the pool's `LIVE` leaves `stopping` out: a stop has begun there already). */
-const REPORTED_RUNNING = new Set(["starting", "running", "held", "stopping"]);
+const REPORTED_RUNNING = new Set<string>([...LIVE, "stopping"]);
 
 export interface ExecHostOptions {
   hostId: string;

@@ -12,6 +12,7 @@ import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
 import { SystemObserver } from "../record/observe.ts";
 import { Recorder } from "../record/recorder.ts";
 import { formatReport, replayFile } from "../record/replay.ts";
+import { startRequest } from "../test/helpers/exec-driver.ts";
 
 export const FIXTURE_DIR = resolve(import.meta.dirname, "../test/fixtures/replay");
 /** Pi tools for nested calls (from the nested-call tests); the nested-calls scenario needs them. */
@@ -165,7 +166,7 @@ const faultScenarios: Record<string, (run: Run) => Promise<void>> = {
 const shellScenarios: Record<string, (host: SupervisorHost, cwd: string) => Promise<void>> = {
   "shell-sessions": async (host, cwd) => {
     const start = (command: string, yieldMs: number, callId: string) =>
-      host.exec.start({ command, cwd, tty: false, cols: 80, rows: 24, yieldMs, onExit: "none", callId });
+      host.exec.start(startRequest(command, { cwd, yieldMs, callId }));
     const quick = await start("echo quick", 5000, "c1");
     assert.ok(quick.ok && !quick.value.running && quick.value.end?.code === 0);
     const cat = await start("cat", 100, "c2");

@@ -17,17 +17,20 @@ export const BRUTAL_KILL: Shutdown = { graceMs: 0 };
  * client, a helper) while its last output drains. */
 export const REMOTE_TRANSPORT_DRAIN_MS = 500;
 
-/** Every kind of child, and how its group is stopped. `killMs`: Limits.killMs (the run's kill bound, set by the
- * user's limits), which a runner's process and what works for it share. */
+/** The run's kill bound (Limits.killMs, set by the user's limits) as a grace: shared by a runner's process and what
+ * works for it. */
+const runsBound = (killMs: number): Shutdown => ({ graceMs: killMs });
+
+/** Every kind of child, and how its group is stopped. */
 export const SHUTDOWN = {
   /** A runner's group once its process exited (the leftovers of user code) or its actor stopped (a session closed
    * or reset, a fresh run ended): the run's kill bound. */
-  runner: (killMs: number): Shutdown => ({ graceMs: killMs }),
+  runner: runsBound,
   /** A fork server retired or gone, with what it forked but did not hand over: the runners' bound. */
-  forkServer: (killMs: number): Shutdown => ({ graceMs: killMs }),
+  forkServer: runsBound,
   /** An installer's leftovers once it exited (a build helper, a daemon), or the whole install when its run was
    * stopped: the runners' bound. */
-  installer: (killMs: number): Shutdown => ({ graceMs: killMs }),
+  installer: runsBound,
   /** A remote transport's local process once it exited. */
   remoteTransport: { graceMs: REMOTE_TRANSPORT_DRAIN_MS } as Shutdown,
   /** A short child (an interpreter probe, a version check) once it closed: it leaves nothing behind. */
@@ -36,7 +39,7 @@ export const SHUTDOWN = {
    * session went away while it started), and what is left goes at once. */
   shell: BRUTAL_KILL,
   /** Pi is shutting down or reloading: every runner group of the host, with the runs' bound. */
-  hostShutdown: (killMs: number): Shutdown => ({ graceMs: killMs }),
+  hostShutdown: runsBound,
   /** Pi is shutting down: what shell sessions left (background processes that let go of the output), once each
    * session's own stop (SIGTERM, its grace, SIGKILL) is done. */
   shellLeftovers: { graceMs: 1000 } as Shutdown,
