@@ -2,7 +2,7 @@
 // machine that owns it, routes the process's output to the run that is executing, and carries out the machine's
 // commands (run, interrupt, terminate, kill, shutdown). The process handle lives only in this closure. What differs
 // between Python and JavaScript runners (which process, how an interrupt reaches it) is the kind's (kinds.ts).
-import { fromCallback, type AnyActorRef } from "xstate";
+import { createActor, fromCallback, type AnyActorRef } from "xstate";
 import type { RunnerCommand, RunnerFact, RunnerInput } from "../../machines/events.ts";
 import type { ToolSpec } from "../../machines/tool-events.ts";
 import type { ProcessOperations, RunnerHandle } from "../process/operations.ts";
@@ -13,12 +13,13 @@ import type { Channel } from "../../lib/run-output.ts";
 import { sendToolResult, toolFrameFact } from "./call-frames.ts";
 import type { ModuleWatch } from "./module-watch.ts";
 import { ok } from "../../lib/result.ts";
+import { runnerLifecycle } from "../../machines/runner-process.ts";
 import { offer, take, type Handover } from "./handover.ts";
 import { displayOf, doneShown, type RunShown } from "./display-frames.ts";
 import { backendHint } from "../process/backend-hints.ts";
 import type { ResourceLimits } from "../../lib/setting-types.ts";
 import type { Probe } from "../interpreter/interpreter.ts";
-import { kindsFor } from "./kinds.ts";
+import { kindsFor, type RunnerKind } from "./kinds.ts";
 import { isActor, runActorId } from "../../machines/actor-ids.ts";
 
 export { RUNNER_PATH, limitArgs } from "./kinds.ts";
@@ -48,13 +49,23 @@ export interface RunnerDeps {
   onFact?: (from: AnyActorRef, to: AnyActorRef, fact: RunnerFact) => void;
 }
 
+type Launch = Extract<Awaited<ReturnType<RunnerKind["start"]>>, { ok: true }>["value"];
+
 export function createRunnerLogic(deps: RunnerDeps) {
   const kinds = kindsFor(deps);
   return fromCallback<RunnerCommand, RunnerInput>(({ input, sendBack, receive, self, system }) => {
     const kind = kinds[input.language ?? "python"];
     const session = input.mode === "session";
+    const spare = isActor(input.owner, "spare");
+    let proc: RunnerHandle | undefined;
+    /** The runner's command, once launched. */
+    let launched: Launch | undefined;
+    /** What the runner said when it became ready (a spare hands it on with its process). */
+    let readyInfo: Handover["ready"] | undefined;
+    /** The owner stopped this runner: no fact is told after that. */
+    const released = () => life.getSnapshot().status !== "active";
     const send = (fact: RunnerFact) => {
-      if (stopped) return;
+      if (released()) return;
       // A session's runner tells a run's own facts (started, done, nested calls) to that run, by its system id: the
       // session has nothing to do with them, and relaying would cost it a step per fact. The process's facts (ready,
       // exited, failed) and any fact whose run is gone go to the session.
@@ -64,22 +75,41 @@ export function createRunnerLogic(deps: RunnerDeps) {
       deps.onFact?.(self, run, fact);
       run.send(fact);
     };
-    let proc: RunnerHandle | undefined;
-    let stopped = false;
-    let ended = false;
-    /** Stop requested before the process existed: it must not start at all. */
-    let abandoned = false;
+
+    // The process's lifecycle is machines/runner-process.ts; this closure is its I/O: the events below are the process's
+    // life, the actions the effects the machine names.
+    const life = createActor(
+      runnerLifecycle.provide({
+        actions: {
+          spawnProcess: () => void spawn(),
+          reportReady: () => send({ type: "runner.ready", at: deps.now(), pid: proc!.pid, ...readyInfo! }),
+          reportFailure: (_, { message, hint }) =>
+            send({ type: "runner.failed", at: deps.now(), message, ...(hint ? { hint: backendHint(hint) } : {}) }),
+          reportExit: (_, { code, signal }) => send({ type: "runner.exited", at: deps.now(), code, signal }),
+          signalGroup: (_, { signal }) => proc!.signalGroup(signal),
+          askShutdown: () => proc!.send({ type: "shutdown" }),
+          stopProcess: () => void stopGroup(proc!.pid, SHUTDOWN.runner(deps.killMs)),
+          killAdopted: () => proc!.signalGroup("SIGKILL"),
+          handOver: () => {
+            proc!.detach();
+            offer(input.owner, { handle: proc!, ready: readyInfo! });
+          },
+          offerNoProcess: () => offer(input.owner, undefined),
+        },
+      }),
+      { input: { spare } },
+    ).start();
+
     let currentRun: string | undefined;
     let startedRun: string | undefined;
+    /** An interrupt for the run sent to the runner, waiting until the runner takes that run up (Python: installs its
+     * SIGINT handler). The run's own state is `stopping`; this is only where the signal waits. */
     let pendingInterrupt: string | undefined;
     /** Call ids of the executing run that await an answer. The runner never reuses an id, so a second `tool.call`
      * with one of them is forged by user code: it is dropped unanswered (an answer would reach the real call). */
     const waitingCalls = new Set<string>();
     /** The tool set this process holds: a run with the same set sends its id only (docs/protocol.md). */
     let sentToolSet: string | undefined;
-    /** What the runner said when it became ready (a spare hands it on with its process). */
-    let readyInfo: Handover["ready"] | undefined;
-    let handedOver = false;
     /** A `started` not reported yet (see the `started` frame). */
     let unreported: Extract<RunnerFact, { type: "runner.started" }> | undefined;
     const reportStarted = () => {
@@ -88,56 +118,49 @@ export function createRunnerLogic(deps: RunnerDeps) {
       if (fact) send(fact);
     };
 
-    const end = (fact: RunnerFact) => {
-      if (ended) return;
-      ended = true;
-      send(fact);
-    };
-
     const modules = input.mode === "session" && kind.watchesModules ? deps.watchModules?.(input.cwd) : undefined;
+    const limits = deps.resourceLimits?.();
+    const outputCap = limits?.outputMiB ? limits.outputMiB * 1024 * 1024 : Infinity;
 
     void (async () => {
-      const limits = deps.resourceLimits?.();
       const launch = await kind.start(input, limits, deps.ops.backend);
-      if (stopped) return;
-      if (!launch.ok) return end({ type: "runner.failed", at: deps.now(), message: launch.error });
-      if (abandoned) return end({ type: "runner.exited", at: deps.now(), code: null, signal: null });
+      if (!launch.ok) return life.send({ type: "launch.failed", message: launch.error });
+      launched = launch.value;
+      life.send({ type: "launch.done" });
+    })();
+
+    /** Starts the launched command, or adopts the claimed spare's process, and listens to it. */
+    async function spawn() {
       // A spare replacing a claimed one is started at claim time: its (synchronous) spawn waits one turn, so the
-      // claiming run's frame is written first and the run does not wait for it.
-      if (isActor(input.owner, "spare")) await new Promise((r) => setImmediate(r));
-      if (stopped) return;
-      if (abandoned) return end({ type: "runner.exited", at: deps.now(), code: null, signal: null });
+      // claiming run's frame is written first and the run does not wait for it. A stop in that turn starts nothing.
+      if (spare) {
+        await new Promise((r) => setImmediate(r));
+        if (!life.getSnapshot().matches("spawning")) return life.send({ type: "spawn.cancelled" });
+      }
       // A claimed spare's process, already started and ready; if it has none to give, start one.
       const adopted = input.adopt ? await take(input.adopt) : undefined;
-      const outputCap = limits?.outputMiB ? limits.outputMiB * 1024 * 1024 : Infinity;
-      if (adopted && (stopped || abandoned)) adopted.handle.signalGroup("SIGKILL");
       const started = adopted
         ? ok(adopted.handle)
-        : await deps.ops.start({ ...launch.value.spec, cwd: input.cwd, killMs: deps.killMs, host: deps.hostId });
+        : await deps.ops.start({ ...launched!.spec, cwd: input.cwd, killMs: deps.killMs, host: deps.hostId });
       if (!started.ok)
-        return end({
-          type: "runner.failed",
-          at: deps.now(),
+        return life.send({
+          type: "spawn.failed",
           message: started.error.message,
-          ...(started.error.hint ? { hint: backendHint(started.error.hint, started.error.message) } : {}),
+          ...(started.error.hint ? { hint: started.error.hint } : {}),
         });
       const p = started.value;
       registerGroup(p.pid, { host: deps.hostId, owner: input.owner });
       proc = p;
-      if (stopped || abandoned) {
-        void stopGroup(p.pid, SHUTDOWN.runner(deps.killMs));
-        if (abandoned) end({ type: "runner.exited", at: deps.now(), code: null, signal: null });
-        return;
-      }
-      let broken: string | undefined;
-      let brokenHint: string | undefined;
-      const breakWith = (why: string, hint?: string) => {
-        // A corrupt control channel cannot be trusted again: the process tree is killed; its exit (after the
-        // output drained) reports why.
-        if (broken === undefined) brokenHint = hint;
-        broken ??= why;
-        p.signalGroup("SIGKILL");
-      };
+      if (adopted) readyInfo = adopted.ready;
+      listen(p);
+      life.send({ type: "spawn.done", adopted: adopted !== undefined });
+    }
+
+    function listen(p: RunnerHandle) {
+      // A corrupt control channel cannot be trusted again: the machine kills the process tree; its exit (after the
+      // output drained) reports why.
+      const breakWith = (why: string, hint?: string) =>
+        life.send({ type: "process.broke", why, ...(hint ? { hint } : {}) });
       // limits.outputMiB: a run that writes more loses its process tree (what it wrote so far is kept).
       let written = 0;
       let countedRun: string | undefined;
@@ -160,11 +183,11 @@ export function createRunnerLogic(deps: RunnerDeps) {
         switch (frame.type) {
           case "ready":
             readyInfo = {
-              python: kind.version(frame) ?? launch.value.version,
-              executable: String(frame.executable ?? launch.value.spec.executable),
+              python: kind.version(frame) ?? launched!.version,
+              executable: String(frame.executable ?? launched!.spec.executable),
               ...(kind.language ? { language: kind.language } : {}),
             };
-            return send({ type: "runner.ready", at, pid: p.pid, ...readyInfo });
+            return life.send({ type: "process.ready" });
           case "started": {
             const runId = String(frame.id);
             startedRun = runId;
@@ -219,27 +242,12 @@ export function createRunnerLogic(deps: RunnerDeps) {
       p.onExit((exit) => {
         reportStarted();
         currentRun = undefined;
-        if (broken)
-          end({
-            type: "runner.failed",
-            at: deps.now(),
-            message: `${broken}; its process was killed`,
-            ...(brokenHint ? { hint: backendHint(brokenHint) } : {}),
-          });
-        else if (exit.lost)
-          end({
-            type: "runner.failed",
-            at: deps.now(),
-            message: exit.lost.message,
-            ...(exit.lost.hint ? { hint: backendHint(exit.lost.hint, exit.lost.message) } : {}),
-          });
-        else end({ type: "runner.exited", at: deps.now(), code: exit.code, signal: exit.signal });
+        life.send({
+          type: "process.ended",
+          exit: { code: exit.code, signal: exit.signal, ...(exit.lost ? { lost: exit.lost } : {}) },
+        });
       });
-      if (adopted) {
-        readyInfo = adopted.ready;
-        send({ type: "runner.ready", at: deps.now(), pid: p.pid, ...adopted.ready });
-      }
-    })();
+    }
 
     /** A run frame's tools: the specs the first time this process sees a set, its id alone after that. */
     const toolsOf = (toolSet: string | undefined) => {
@@ -274,36 +282,22 @@ export function createRunnerLogic(deps: RunnerDeps) {
           else pendingInterrupt = command.runId;
           return;
         case "runner.terminate":
-          if (proc) proc.signalGroup("SIGTERM");
-          else abandoned = true;
-          return;
+          return life.send({ type: "stop", how: "terminate" });
         case "runner.kill":
-          if (proc) proc.signalGroup("SIGKILL");
-          else abandoned = true;
-          return;
+          return life.send({ type: "stop", how: "kill" });
         case "runner.shutdown":
-          if (proc) proc.send({ type: "shutdown" });
-          else abandoned = true;
-          return;
+          return life.send({ type: "stop", how: "shutdown" });
         case "runner.handover":
-          // A spare's process moves to the run that claimed it: listeners off, handle offered, nothing stopped.
-          if (proc && readyInfo && !ended) {
-            proc.detach();
-            offer(input.owner, { handle: proc, ready: readyInfo });
-            handedOver = true;
-          }
-          return;
+          // A spare's process moves to the run that claimed it (only a ready one: machines/runner-process.ts).
+          return life.send({ type: "handover" });
       }
     });
 
+    // The owner ended (run finished, session closed or reset, supervisor stopped): the process tree goes too, unless
+    // it was handed over (machines/runner-process.ts `released`).
     return () => {
-      // The owner ended (run finished, session closed or reset, supervisor stopped): the process tree goes too.
-      stopped = true;
       modules?.close();
-      if (handedOver) return;
-      // A spare stopped before handing over: whoever waits for its process starts its own.
-      if (isActor(input.owner, "spare")) offer(input.owner, undefined);
-      if (proc && !ended) void stopGroup(proc.pid, SHUTDOWN.runner(deps.killMs));
+      life.send({ type: "release" });
     };
   });
 }
