@@ -51,29 +51,51 @@ const zygotesOf = (host: string) =>
       ppid(pid) === process.pid && readFileSync(`/proc/${pid}/environ`, "utf8").includes(`PCS_FORK_TEST=${host}`),
   );
 
+/** What a started runner says, listened to from its start: the handle keeps no frame for a listener that comes late,
+ * and a ready frame read while a test awaits something else would be lost. */
+interface Heard {
+  out: string;
+  frames: Frame[];
+  ready: Promise<void>;
+  exit: Promise<RunnerExit>;
+}
+const heard = new WeakMap<RunnerHandle, Heard>();
+
+function listen(h: RunnerHandle): void {
+  let readyNow!: () => void;
+  const rec: Heard = {
+    out: "",
+    frames: [],
+    ready: new Promise((r) => (readyNow = r)),
+    exit: new Promise((r) => h.onExit(r)),
+  };
+  h.onStdout((c) => (rec.out += c));
+  h.onStderr((c) => (rec.out += c));
+  h.onFrame((f) => {
+    rec.frames.push(f);
+    if (f.type === "ready") readyNow();
+  });
+  heard.set(h, rec);
+}
+
 /** Runs `code` in a just-started runner once `beforeRun` (after its `ready`) is done; its output, frames and exit. */
 async function runIn(
   h: RunnerHandle,
   code: string,
   beforeRun: () => Promise<unknown> = async () => {},
 ): Promise<{ out: string; frames: Frame[]; exit: RunnerExit }> {
-  let out = "";
-  const frames: Frame[] = [];
-  return new Promise((resolve) => {
-    h.onStdout((c) => (out += c));
-    h.onStderr((c) => (out += c));
-    h.onFrame((f) => {
-      frames.push(f);
-      if (f.type === "ready")
-        void beforeRun().then(() => h.send({ type: "run", id: "r1", code, filename: join(cwd, "s.py") }));
-    });
-    h.onExit((exit) => resolve({ out, frames, exit }));
-  });
+  const rec = heard.get(h)!;
+  await rec.ready;
+  await beforeRun();
+  h.send({ type: "run", id: "r1", code, filename: join(cwd, "s.py") });
+  const exit = await rec.exit;
+  return { out: rec.out, frames: rec.frames, exit };
 }
 
 async function start(spec: RunnerSpec): Promise<RunnerHandle> {
   const r = await localOperations.start(spec);
   assert.ok(r.ok, r.ok ? "" : r.error.message);
+  listen(r.value);
   return r.value;
 }
 
