@@ -9,6 +9,7 @@
 // actions named here. A run's own frames (`started`, `done`, nested calls, output) do not pass through it: they are
 // the run's facts, routed to the run by the adapter, and which run is executing is the run's and session's state.
 import { assertEvent, assign, enqueueActions, setup } from "xstate";
+import { placeholderAction } from "./placeholder.ts";
 
 export interface RunnerLifeInput {
   /** The runner belongs to a spare (machines/spare.ts): whoever waits for its process must hear it has none. */
@@ -43,12 +44,7 @@ interface RunnerLifeContext extends RunnerLifeInput {
 }
 
 /** The effects the adapter provides. */
-type Unprovided = () => never;
-const unprovided =
-  (name: string): Unprovided =>
-  () => {
-    throw new Error(`machines/runner-process.ts: the \`${name}\` action must be provided (actors/runner/runner.ts)`);
-  };
+const unprovided = (name: string) => placeholderAction("machines/runner-process.ts", name, "actors/runner/runner.ts");
 
 export const runnerLifecycle = setup({
   types: {
