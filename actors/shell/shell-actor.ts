@@ -30,16 +30,18 @@ export function createShellLogic(ports: ShellPorts) {
     let stopped = false;
     let watching = false;
     const io = ports.io(input.id);
-    // After SIGKILL the group's end is the fact the session waits for (the registry's looks tell it). Told two turns
-    // of the event loop later: a member closes its descriptors before it leaves its group, so the end of output it
-    // held is already in the kernel when the group is found empty, and those turns read it (the poll phase, then the
-    // close callbacks). Output still open after that is held by a process outside the group.
+    // After SIGKILL the group's end is the fact the session waits for (the registry's looks tell it), once per
+    // SIGKILL (a kill that failed may be asked again). Told two event-loop turns (setImmediate) later: a member closes
+    // its descriptors before it leaves its group, so the end of output it held is already in the kernel when the
+    // group is found empty, and Node reads it in the next poll phase, which comes before the second turn whichever
+    // phase the look ran in. Output still open after that is held by a process outside the group.
     const watchGroup = (h: ChildHandle) => {
       if (watching) return;
       watching = true;
       whenEmpty(h.pid, () =>
         setImmediate(() =>
           setImmediate(() => {
+            watching = false;
             if (!closed && !stopped) send({ type: "shell.group_gone", at: ports.now(), outputOpen: h.pipesOpen() });
           }),
         ),

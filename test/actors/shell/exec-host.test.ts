@@ -276,6 +276,10 @@ describe("kill", () => {
     assert.equal(k?.escalated, true);
     assert.match(k?.failure ?? "", /every process of the group exited after SIGKILL, .*outside the group holds it/);
     assert.ok(host.exec.sessions().some((x) => x.id === s.id && x.running));
+    // Asked again, the kill fails again for the same reason, at once (not after the bound for a member that cannot die).
+    const again = await host.exec.kill(s.id, "SIGKILL", callId());
+    assert.equal(again?.killed, false);
+    assert.match(again?.failure ?? "", /outside the group holds it/);
     // The holder's own end closes the stream: the session ends as an exit.
     const p = await write(s.id, { durationMs: 8000 });
     assert.equal(p.running, false);
