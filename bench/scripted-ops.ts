@@ -161,6 +161,7 @@ function scriptedShell(pid: number, command: "true" | "cat", counts: ScriptedCou
       if (ended) fn(ended);
       else closes.push(fn);
     },
+    pipesOpen: () => !ended,
     write(bytes) {
       counts.writes++;
       if (ended) return fail("stdin write failed: the process has exited");

@@ -2,7 +2,8 @@
 // PTY. It is `starting` until the process exists, `running` while its output stream is open (`held` once the shell
 // itself exited but a background process still holds the stream), and ends `exited` when the stream closed. A kill,
 // an eviction or Pi's shutdown goes through `stopping`: the requested signal to the group, SIGKILL after a grace,
-// and if even that does not end it the session is `running` again and its owner is told the stop failed.
+// then a wait for the group to be empty. Output still open once it is, or a member still there long after SIGKILL,
+// means the stop failed: the session is `running` again and its owner is told so.
 // The process is the `shell` boundary actor (actors/shell/shell-actor.ts); this machine only names what happens.
 import { assign, enqueueActions, sendParent, setup } from "xstate";
 import { placeholder } from "./placeholder.ts";
@@ -14,11 +15,14 @@ export interface ExecLimits {
   killGraceMs: number;
   /** Eviction and Pi's shutdown: SIGTERM, then SIGKILL after this long. */
   stopGraceMs: number;
-  /** After SIGKILL: how long the stream may take to close before the stop counts as failed. */
-  confirmMs: number;
+  /** After SIGKILL: how long a member of the group may still be there before the stop counts as failed. Not the
+   * stream's close (the group's end is a fact, `shell.group_gone`), only a process that cannot die: one in
+   * uninterruptible sleep (a hung mount, a stuck device) takes SIGKILL only when that wait ends, perhaps never. Long,
+   * so a loaded machine that has not yet run its killed members is never taken for one. */
+  unkillableMs: number;
 }
 
-export const DEFAULT_EXEC_LIMITS: ExecLimits = { killGraceMs: 2000, stopGraceMs: 1000, confirmMs: 1000 };
+export const DEFAULT_EXEC_LIMITS: ExecLimits = { killGraceMs: 2000, stopGraceMs: 1000, unkillableMs: 30_000 };
 
 /** What the shell boundary actor starts. */
 export interface ShellInput {
@@ -67,6 +71,9 @@ export type ShellFact =
   | ({ type: "shell.process_exited" } & ExitInfo)
   /** The output stream closed after the process exited: the session is over. */
   | ({ type: "shell.closed" } & ExitInfo)
+  /** After a SIGKILL: no process of the session's group (its cgroup, or its session without cgroups) is left.
+   * `outputOpen`: its output stream was still open then, so a process outside the group holds it. */
+  | { type: "shell.group_gone"; at: number; outputOpen: boolean }
   | { type: "shell.signal_failed"; at: number; signal: string; message: string };
 
 // ---- commands (session -> shell actor) ----
@@ -144,10 +151,11 @@ export const execSessionMachine = setup({
     shellExited: ({ context }) => context.shellExit !== undefined,
     signalIsKill: ({ context }) => context.stop?.signal === "SIGKILL",
     stopIsEviction: ({ context }) => context.stop?.reason === "evict",
+    outputHeldOutside: (_, e: { outputOpen: boolean }) => e.outputOpen,
   },
   delays: {
     grace: ({ context }) => (context.stop?.reason === "kill" ? context.limits.killGraceMs : context.limits.stopGraceMs),
-    confirm: ({ context }) => context.limits.confirmMs,
+    unkillable: ({ context }) => context.limits.unkillableMs,
   },
 }).createMachine({
   id: "exec-session",
@@ -235,22 +243,51 @@ export const execSessionMachine = setup({
           after: { grace: "escalated" },
         },
         escalated: {
-          description: "SIGKILL was sent to the process group.",
+          description: "SIGKILL was sent to the process group; the session ends when its output stream closes.",
           entry: [{ type: "signal", params: "SIGKILL" }, "markEscalated"],
-          after: {
-            confirm: {
-              target: "#exec-session.running",
-              actions: [
-                {
-                  type: "notifyStopFailed",
-                  params: ({ context }) => ({
-                    at: stopDeadline(context),
-                    message:
-                      "the output stream stayed open after SIGKILL to the process group (a process that left the group may hold it)",
-                  }),
+          initial: "emptying",
+          states: {
+            emptying: {
+              description: "Members of the group remain: killed, but not yet run to their end by the kernel.",
+              on: {
+                "shell.group_gone": [
+                  {
+                    guard: { type: "outputHeldOutside", params: ({ event }) => event },
+                    target: "#exec-session.running",
+                    actions: [
+                      {
+                        type: "notifyStopFailed",
+                        params: ({ event }) => ({
+                          at: event.at,
+                          message:
+                            "every process of the group exited after SIGKILL, but the output stream is still open: a process outside the group holds it",
+                        }),
+                      },
+                      "clearStop",
+                    ],
+                  },
+                  { target: "emptied" },
+                ],
+              },
+              after: {
+                unkillable: {
+                  target: "#exec-session.running",
+                  actions: [
+                    {
+                      type: "notifyStopFailed",
+                      params: ({ context }) => ({
+                        at: stopDeadline(context),
+                        message: `a process of the group was still there ${context.limits.unkillableMs / 1000} s after SIGKILL (one in uninterruptible sleep, such as on a hung mount, dies only when that wait ends)`,
+                      }),
+                    },
+                    "clearStop",
+                  ],
                 },
-                "clearStop",
-              ],
+              },
+            },
+            emptied: {
+              description:
+                "Every member exited and the output reached its end: the stream's close follows with the shell's exit report.",
             },
           },
         },
@@ -301,12 +338,12 @@ export const execSessionMachine = setup({
   output: ({ event }) => event.output as ExecSessionOutput,
 });
 
-/** When an unanswered SIGKILL counts as failed: the stop's time plus its grace and the confirmation window. */
+/** When an unanswered SIGKILL counts as failed: the stop's time plus its grace and the bound for an unkillable member. */
 function stopDeadline(c: ExecSessionContext): number {
   const s = c.stop;
   if (!s) return c.startedAt;
   const grace = s.signal === "SIGKILL" ? 0 : s.reason === "kill" ? c.limits.killGraceMs : c.limits.stopGraceMs;
-  return s.at + grace + c.limits.confirmMs;
+  return s.at + grace + c.limits.unkillableMs;
 }
 
 /** A session we stopped: why (an eviction always says `evict`), whether SIGKILL followed, and its exit. */

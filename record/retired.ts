@@ -1,8 +1,9 @@
-// What the machines once recorded and no longer do: context fields they stopped keeping, and events between actors
-// that were renamed. A log recorded before such a change carries the old; today's machines, replaying the same
-// inputs, record the new. Replay reads an older log as today's machines would have recorded it (a retired field
-// taken out, and a snapshot whose only change was to it then showing no change to that key; a renamed event under
-// its new name), so a log from before a deliberate change still replays identical, and any other difference still
+// What the machines once recorded and no longer do: context fields they stopped keeping, events between actors
+// that were renamed, and inputs a machine gives its children from its own constants that changed. A log recorded
+// before such a change carries the old; today's machines, replaying the same inputs, record the new. Replay reads an
+// older log as today's machines would have recorded it (a retired field taken out, and a snapshot whose only change
+// was to it then showing no change to that key; a renamed event under its new name; a child's start input as today's
+// parent gives it), so a log from before a deliberate change still replays identical, and any other difference still
 // diverges. An entry is added here with the change that made it.
 import { isActor } from "../machines/actor-ids.ts";
 import { canonical, type TraceRecord } from "./trace.ts";
@@ -52,6 +53,32 @@ export const RENAMED: readonly Renamed[] = [
   { from: "session.held", to: "shell.held", actor: shellActor },
 ];
 
+interface Replaced {
+  /** The actors started with it. */
+  actor: (id: string) => boolean;
+  /** The key of their start input that held it. */
+  key: string;
+  /** That key's value as today's parent gives it; the value itself when it is not the old one. */
+  today: (value: unknown) => unknown;
+}
+
+export const REPLACED: readonly Replaced[] = [
+  // 2026-12-03: a shell session stopped with SIGKILL waits for its group's end (`shell.group_gone`), not 1 s for its
+  // stream to close (`confirmMs`); only a member that cannot die has a bound (`unkillableMs`, 30 s). The pool gives
+  // these limits from its own defaults (not the log's input) to itself and each session. A log that recorded a
+  // SIGKILL still diverges there: today's session waits in `stopping.escalated.emptying`, and fails only when the
+  // group is gone with its output still open, or after 30 s.
+  {
+    actor: shellActor,
+    key: "limits",
+    today: (value) => {
+      if (!value || typeof value !== "object" || !("confirmMs" in value)) return value;
+      const { confirmMs: _gone, ...rest } = value as Record<string, unknown>;
+      return { ...rest, unkillableMs: 30_000 };
+    },
+  },
+];
+
 type Snap = Extract<TraceRecord, { k: "snap" }>;
 type EventRecord = Extract<TraceRecord, { k: "event" }>;
 
@@ -61,14 +88,27 @@ function renamed(type: string, actors: (string | undefined)[]): string {
   return r ? r.to : type;
 }
 
-/** An event record under today's name of its event. */
+/** An event record under today's name of its event, and an actor's start with today's input. */
 function eventAsToday(t: Traced, e: EventRecord): Traced {
-  const event = e.event as { type?: unknown } | undefined;
+  const event = e.event as { type?: unknown; input?: unknown } | undefined;
   if (typeof event?.type !== "string") return t;
   const type = renamed(event.type, [e.to, e.from]);
-  if (type === event.type) return t;
-  const record: EventRecord = { ...e, event: { ...event, type } };
+  const input = type === "xstate.init" && e.to ? inputAsToday(e.to, event.input) : event.input;
+  if (type === event.type && input === event.input) return t;
+  const record: EventRecord = { ...e, event: { ...event, type, ...(input === undefined ? {} : { input }) } };
   return { ...t, record, key: canonical(record) };
+}
+
+/** `input` of actor `id` as today's parent gives it (the same object when nothing was replaced). */
+function inputAsToday(id: string, input: unknown): unknown {
+  if (!input || typeof input !== "object") return input;
+  let out = input as Record<string, unknown>;
+  for (const r of REPLACED) {
+    if (!r.actor(id) || !(r.key in out)) continue;
+    const value = r.today(out[r.key]);
+    if (value !== out[r.key]) out = { ...out, [r.key]: value };
+  }
+  return out;
 }
 
 /** The recorded trace as today's machines would record it: renamed events under their new names; retired fields out
@@ -85,6 +125,7 @@ export function asRecordedToday(expected: Traced[]): Traced[] {
       const record: Snap = { ...recorded, cause };
       t = { ...t, record, key: canonical(record) };
     }
+    t = snapAsToday(t, t.record as Snap);
     const rules = RETIRED.filter((r) => r.actor === recorded.id);
     if (rules.length === 0) return t;
     const snap: Snap = { ...(t.record as Snap) };
@@ -116,12 +157,44 @@ export function asRecordedToday(expected: Traced[]): Traced[] {
   });
 }
 
-/** A checkpoint's persisted supervisor snapshot without the retired fields, so the restored machine starts as
- * today's would have. */
+/** A snapshot whose context (whole, or its change) holds a replaced input key, with today's value. */
+function snapAsToday(t: Traced, snap: Snap): Traced {
+  const context = snap.context && typeof snap.context === "object" ? inputAsToday(snap.id, snap.context) : snap.context;
+  const delta = snap.delta ? (inputAsToday(snap.id, snap.delta) as Snap["delta"]) : snap.delta;
+  if (context === snap.context && delta === snap.delta) return t;
+  const record: Snap = { ...snap, ...(context === undefined ? {} : { context }), ...(delta ? { delta } : {}) };
+  return { ...t, record, key: canonical(record) };
+}
+
+interface Persisted {
+  context?: Record<string, unknown>;
+  children?: Record<string, { snapshot?: Persisted } | undefined>;
+}
+
+/** A checkpoint's persisted supervisor snapshot without the retired fields, and its children's contexts with
+ * today's values of replaced inputs, so the restored machines start as today's would have. */
 export function checkpointWithoutRetired(snapshot: unknown): unknown {
-  const s = snapshot as { context?: Record<string, unknown> } | undefined;
+  const s = snapshot as Persisted | undefined;
   if (!s?.context) return snapshot;
   const context = { ...s.context };
   for (const r of RETIRED) if (r.actor === "supervisor" && r.key in context) context[r.key] = r.without(context[r.key]);
-  return { ...s, context };
+  return { ...s, context, ...(s.children ? { children: childrenAsToday(s.children) } : {}) };
+}
+
+function childrenAsToday(children: NonNullable<Persisted["children"]>): Persisted["children"] {
+  const out: NonNullable<Persisted["children"]> = {};
+  for (const [id, child] of Object.entries(children)) {
+    const snap = child?.snapshot;
+    if (!snap) {
+      out[id] = child;
+      continue;
+    }
+    const context = snap.context ? (inputAsToday(id, snap.context) as Record<string, unknown>) : snap.context;
+    const nested = snap.children ? childrenAsToday(snap.children) : snap.children;
+    out[id] = {
+      ...child,
+      snapshot: { ...snap, ...(context ? { context } : {}), ...(nested ? { children: nested } : {}) },
+    };
+  }
+  return out;
 }

@@ -13,6 +13,7 @@ import { SystemObserver } from "../record/observe.ts";
 import { Recorder } from "../record/recorder.ts";
 import { formatReport, replayFile } from "../record/replay.ts";
 import { startRequest } from "../test/helpers/exec-driver.ts";
+import { CONTAINMENT_ENV } from "../actors/registry/containment.ts";
 
 export const FIXTURE_DIR = resolve(import.meta.dirname, "../test/fixtures/replay");
 /** Pi tools for nested calls (from the nested-call tests); the nested-calls scenario needs them. */
@@ -162,7 +163,10 @@ const faultScenarios: Record<string, (run: Run) => Promise<void>> = {
 };
 
 /** Shell sessions (exec_command's host side): one that exits within its window, one kept open, written to and
- * killed, and one held past its window then ended by its own exit; their pool, sessions and wake-ups are recorded. */
+ * killed, one held past its window then ended by its own exit, and one whose output a process outside its group
+ * holds (session tracking: the holder left the session), killed with SIGKILL: the group's end is found with the
+ * output still open, the kill fails, and the session ends when the holder does; their pool, sessions and wake-ups are
+ * recorded. */
 const shellScenarios: Record<string, (host: SupervisorHost, cwd: string) => Promise<void>> = {
   "shell-sessions": async (host, cwd) => {
     const start = (command: string, yieldMs: number, callId: string) =>
@@ -181,6 +185,21 @@ const shellScenarios: Record<string, (host: SupervisorHost, cwd: string) => Prom
     assert.ok(later.ok && later.value.running);
     const polled = await host.exec.write({ id: later.value.id, until: "full", durationMs: 5000, callId: "c6" });
     assert.ok(polled.ok && !polled.value.running && polled.value.end?.code === 0);
+    process.env[CONTAINMENT_ENV] = "session";
+    const held = await start("setsid sh -c 'echo outside; exec sleep 3' & sleep 30", 300, "c7").finally(
+      () => delete process.env[CONTAINMENT_ENV],
+    );
+    assert.ok(held.ok && held.value.running);
+    let printed = new TextDecoder().decode(held.value.output);
+    for (let i = 8; !printed.includes("outside\n"); i++) {
+      const more = await host.exec.write({ id: held.value.id, until: "full", durationMs: 200, callId: `c${i}` });
+      assert.ok(more.ok && more.value.running);
+      printed += new TextDecoder().decode(more.value.output);
+    }
+    const failed = await host.exec.kill(held.value.id, "SIGKILL", "k1");
+    assert.ok(failed && !failed.killed && /outside the group holds it/.test(failed.failure ?? ""), failed?.failure);
+    const ended = await host.exec.write({ id: held.value.id, until: "full", durationMs: 10_000, callId: "k2" });
+    assert.ok(ended.ok && !ended.value.running, "the session ends with its holder");
   },
 };
 

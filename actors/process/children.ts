@@ -50,6 +50,9 @@ export interface ChildHandle {
   onProcessExit(fn: (exit: ChildExit) => void): void;
   /** The process exited and its output closed: nothing more will come. Called at once if that already happened. */
   onClose(fn: (exit: ChildExit) => void): void;
+  /** Whether an output pipe has not reached its end: a process still holds it. A PTY has no pipes: node-pty ends
+   * the terminal itself once its leader exited (after its own bound), whoever else holds it. */
+  pipesOpen(): boolean;
   write(bytes: Uint8Array): Result<void>;
   /** A signal to everything the child started (its cgroup or session, wherever they moved), or to the program
    * behind a wrapper (the sandbox's init, the remote process group). */
@@ -187,6 +190,7 @@ function startPipes(
           onData: (fn) => events.onData(fn),
           onProcessExit: (fn) => events.onProcessExit(fn),
           onClose: (fn) => events.onClose(fn),
+          pipesOpen: () => [child.stdout!, child.stderr!].some((s) => !s.readableEnded && !s.destroyed),
           write(bytes) {
             const stdin = child.stdin!;
             if (stdinError) return fail(`stdin write failed: ${stdinError}`);
@@ -245,6 +249,7 @@ function servedHandle(c: ServedChild): ChildHandle {
     onData: (fn) => events.onData(fn),
     onProcessExit: (fn) => events.onProcessExit(fn),
     onClose: (fn) => events.onClose(fn),
+    pipesOpen: () => [c.stdout, c.stderr].some((s) => !s.readableEnded && !s.destroyed),
     write(bytes) {
       if (stdinError) return fail(`stdin write failed: ${stdinError}`);
       if (c.stdin.destroyed || !c.stdin.writable) return fail("stdin write failed: the process closed its stdin");
@@ -305,6 +310,7 @@ function startPty(
     onData: (fn) => events.onData(fn),
     onProcessExit: (fn) => events.onProcessExit(fn),
     onClose: (fn) => events.onClose(fn),
+    pipesOpen: () => false,
     write(bytes) {
       if (exited) return fail("stdin write failed: the process has exited");
       try {

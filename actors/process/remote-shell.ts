@@ -151,6 +151,7 @@ export function remoteChild(
     onData: (fn) => events.onData(fn),
     onProcessExit: (fn) => events.onProcessExit(fn),
     onClose: (fn) => events.onClose(fn),
+    pipesOpen: () => inner.pipesOpen(),
     write: (bytes) => inner.write(bytes),
     signalGroup(signal) {
       if (events.closed) return fail("ESRCH");

@@ -30,6 +30,9 @@ interface Entry {
   box: Containment;
   owner?: GroupOwner;
   stopping?: Stopping;
+  /** Called once the group is empty (`whenEmpty`), and whether a series of looks is under way for them. */
+  emptyWaiters?: (() => void)[];
+  looking?: boolean;
 }
 
 interface Registry {
@@ -103,25 +106,51 @@ export function unregisterGroup(pid: number): void {
   void entry?.box.releaseLater();
 }
 
-/** How often a group let go with members left is looked at again: 50 ms doubling to 5 s (a member still exiting
- * goes within the first looks; a background process that outlives its command costs one small read every 5 s). */
+/** How often a group is looked at again while someone waits for it to be empty: 50 ms doubling to 5 s (a member
+ * still exiting goes within the first looks; a background process that outlives its command costs one small read
+ * every 5 s). */
 const EMPTY_POLL_MS = [50, 5000] as const;
 
-/** Stops tracking `pid` once its group is empty: at once, or when a later look finds it so (a member still exiting
- * when the leader's end was seen, or a background process that outlived its command). Until then it stays
- * registered, so shutdown still stops it. The looks hold nothing of the event loop. */
+/** Calls `fn` once the group tracked under `pid` is empty: at once, or when a later look finds it so. One series of
+ * looks per group serves every waiter (a killed shell's session and the registry's own let-go below); a waiter that
+ * joins looks once at once, so it does not inherit a backoff already grown long. A group that leaves the registry
+ * meanwhile (let go or stopped to its end) is empty; one never tracked has nothing of it left here either. The looks
+ * hold nothing of the event loop. */
+export function whenEmpty(pid: number, fn: () => void): void {
+  const entry = entries.get(pid);
+  if (!entry) return fn();
+  (entry.emptyWaiters ??= []).push(fn);
+  if (entry.looking) {
+    look(pid, entry);
+    return;
+  }
+  entry.looking = true;
+  let wait: number = EMPTY_POLL_MS[0];
+  const again = () => {
+    if (!look(pid, entry)) return;
+    setTimeout(again, wait).unref();
+    wait = Math.min(wait * 2, EMPTY_POLL_MS[1]);
+  };
+  again();
+}
+
+/** One look for `whenEmpty`'s waiters: true while they still wait. */
+function look(pid: number, entry: Entry): boolean {
+  if (entries.get(pid) === entry && entry.box.members().length > 0) return true;
+  entry.looking = false;
+  for (const fn of (entry.emptyWaiters ?? []).splice(0)) fn();
+  return false;
+}
+
+/** Stops tracking `pid` once its group is empty (a member still exiting when the leader's end was seen, or a
+ * background process that outlived its command). Until then it stays registered, so shutdown still stops it; a stop
+ * that took it over meanwhile, or a reused pid, is left to its own owner. */
 export function unregisterWhenEmpty(pid: number): void {
   const entry = entries.get(pid);
   if (!entry) return;
-  let wait: number = EMPTY_POLL_MS[0];
-  const look = () => {
-    // Someone else took it over (a stop, a reused pid): theirs now.
-    if (entries.get(pid) !== entry || entry.stopping) return;
-    if (entry.box.members().length === 0) return unregisterGroup(pid);
-    setTimeout(look, wait).unref();
-    wait = Math.min(wait * 2, EMPTY_POLL_MS[1]);
-  };
-  look();
+  whenEmpty(pid, () => {
+    if (entries.get(pid) === entry && !entry.stopping) unregisterGroup(pid);
+  });
 }
 
 /** `signal` to everything tracked under `pid` (its process group if it is not tracked). False if nothing was there. */

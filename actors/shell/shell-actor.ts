@@ -2,10 +2,11 @@
 // port of the backend the user chose (local, sandbox, remote), which tracks it from before it ran (its own cgroup,
 // actors/registry/registry.ts); names itself the owner of that group (so nothing outlives Pi, whatever happens to the actors), pours
 // its output into the session's I/O, and tells its session the facts: spawned, process exited, closed, a signal
-// that could not be sent. Signals arrive as `shell.signal`. Stopped while the process lives, it kills the group.
+// that could not be sent, and after a SIGKILL the group's end. Signals arrive as `shell.signal`. Stopped while the
+// process lives, it kills the group.
 import { fromCallback } from "xstate";
 import type { ShellCommand, ShellFact, ShellInput } from "../../machines/exec-session.ts";
-import { registerGroup, stopTracked, unregisterWhenEmpty } from "../registry/registry.ts";
+import { registerGroup, stopTracked, unregisterWhenEmpty, whenEmpty } from "../registry/registry.ts";
 import { SHUTDOWN } from "../registry/shutdown.ts";
 import type { ChildHandle } from "../process/children.ts";
 import type { ProcessOperations } from "../process/operations.ts";
@@ -27,7 +28,25 @@ export function createShellLogic(ports: ShellPorts) {
     let handle: ChildHandle | undefined;
     let closed = false;
     let stopped = false;
+    let watching = false;
     const io = ports.io(input.id);
+    // After SIGKILL the group's end is the fact the session waits for (the registry's looks tell it), once per
+    // SIGKILL (a kill that failed may be asked again). Told two event-loop turns (setImmediate) later: a member closes
+    // its descriptors before it leaves its group, so the end of output it held is already in the kernel when the
+    // group is found empty, and Node reads it in the next poll phase, which comes before the second turn whichever
+    // phase the look ran in. Output still open after that is held by a process outside the group.
+    const watchGroup = (h: ChildHandle) => {
+      if (watching) return;
+      watching = true;
+      whenEmpty(h.pid, () =>
+        setImmediate(() =>
+          setImmediate(() => {
+            watching = false;
+            if (!closed && !stopped) send({ type: "shell.group_gone", at: ports.now(), outputOpen: h.pipesOpen() });
+          }),
+        ),
+      );
+    };
     void ports
       .ops()
       .spawn({
@@ -69,7 +88,9 @@ export function createShellLogic(ports: ShellPorts) {
     receive((command) => {
       if (command.type !== "shell.signal" || !handle) return;
       const r = handle.signalGroup(command.signal);
-      if (!r.ok) send({ type: "shell.signal_failed", at: ports.now(), signal: command.signal, message: r.error });
+      // A SIGKILL that found no process (ESRCH) found the group gone already: the same fact, told the same way.
+      if (command.signal === "SIGKILL" && (r.ok || r.error === "ESRCH")) watchGroup(handle);
+      else if (!r.ok) send({ type: "shell.signal_failed", at: ports.now(), signal: command.signal, message: r.error });
     });
     return () => {
       stopped = true;

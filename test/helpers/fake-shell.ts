@@ -72,6 +72,10 @@ export function startExec(config: Partial<ExecPoolInput> = {}, inspect?: (e: Ins
     closed(id: number, code: number | null = 0, signal: string | null = null) {
       shells.get(id)!.send({ type: "shell.closed", at: at(), code, signal });
     },
+    /** After a SIGKILL: no process of the group is left; `outputOpen`, one outside it holds the output. */
+    groupGone(id: number, outputOpen: boolean) {
+      shells.get(id)!.send({ type: "shell.group_gone", at: at(), outputOpen });
+    },
     /** exec_command started `id` and it is still running at the end of the window: it goes to the background. */
     background(id: number, onExit: "none" | "wake" = "none", callId = `start-${id}`) {
       h.send({ type: "exec.background", at: at(), id, callId, onExit });

@@ -87,7 +87,7 @@ describe("stopping", () => {
     h.send({ type: "exec.kill", at: 0, id: 1, signal: "SIGTERM" });
     assert.deepEqual(h.wakeState(1)?.value, { running: "suppressed" });
     h.advance(2000);
-    h.advance(1000);
+    h.groupGone(1, true);
     assert.deepEqual(h.sessionState(1), { running: "attached" });
     assert.equal(h.records()["1"].status, "running");
     assert.ok(h.emitted.some((e) => e.type === "exec.stop_failed" && e.id === 1));
@@ -192,16 +192,17 @@ describe("stopping: what the end and a failed stop report", () => {
     assert.deepEqual([ended.reason, ended.escalated], ["evict", undefined]);
   });
 
-  test("a failed SIGTERM kill: stop_failed at kill + grace + confirm, escalated; a later kill starts clean", () => {
+  test("a failed SIGTERM kill: stop_failed when the group is found gone, escalated; a later kill starts clean", () => {
     const { h, seen } = stopFailures();
     h.running(1);
     h.advance(5);
     h.send({ type: "exec.kill", at: h.clock.now(), id: 1, signal: "SIGTERM" });
     h.advance(2000);
-    h.advance(1000);
+    h.advance(40);
+    h.groupGone(1, true);
     assert.deepEqual(
       seen.map((e) => [e.at, e.reason, e.escalated]),
-      [[3005, "kill", true]],
+      [[2045, "kill", true]],
     );
     const failed = h.emitted.find((e) => e.type === "exec.stop_failed") as { reason: string; escalated: boolean };
     assert.deepEqual([failed.reason, failed.escalated], ["kill", true]);
@@ -216,29 +217,29 @@ describe("stopping: what the end and a failed stop report", () => {
     assert.deepEqual([ended.reason, ended.escalated], ["kill", undefined]);
   });
 
-  test("a failed SIGKILL kill: no grace, declared failed after the confirmation window only", () => {
+  test("a failed SIGKILL kill: no grace, declared failed when the group is found gone with its output open", () => {
     const { h, seen } = stopFailures();
     h.running(1);
     h.send({ type: "exec.kill", at: 0, id: 1, signal: "SIGKILL" });
-    h.advance(999);
+    h.advance(70);
     assert.equal(seen.length, 0);
-    h.advance(1);
+    h.groupGone(1, true);
     assert.deepEqual(
       seen.map((e) => [e.at, e.escalated]),
-      [[1000, true]],
+      [[70, true]],
     );
     assert.deepEqual(h.shells.get(1)!.signals, ["SIGKILL"], "SIGKILL is sent once");
   });
 
-  test("a failed shutdown stop: reason shutdown, at stop + stop grace + confirm", () => {
+  test("a failed shutdown stop: reason shutdown, at stop + stop grace + the unkillable bound", () => {
     const { h, seen } = stopFailures();
     h.running(1);
     h.send({ type: "exec.shutdown", at: 0 });
     h.advance(1000);
-    h.advance(1000);
+    h.advance(DEFAULT_EXEC_LIMITS.unkillableMs);
     assert.deepEqual(
       seen.map((e) => [e.at, e.reason, e.escalated]),
-      [[2000, "shutdown", true]],
+      [[1000 + DEFAULT_EXEC_LIMITS.unkillableMs, "shutdown", true]],
     );
   });
 
@@ -259,8 +260,89 @@ describe("stopping: what the end and a failed stop report", () => {
     h.send({ type: "exec.kill", at: 0, id: 1, signal: "SIGTERM" });
     h.shells.get(1)!.send({ type: "shell.process_exited", at: 50, code: 0, signal: null });
     h.advance(2000);
-    h.advance(1000);
+    h.groupGone(1, true);
     assert.deepEqual(h.sessionState(1), { running: "held" });
+  });
+});
+
+// After SIGKILL the session waits for the group's end (`shell.group_gone`), not for a clock: a loaded machine may
+// take long to run its killed members, and only output still open once they are all gone is held from outside.
+describe("stopping.escalated.emptying", () => {
+  const escalated = (onExit: "none" | "wake" = "none") => {
+    const notices: { type: string; at: number; message: string }[] = [];
+    const h = startExec({}, (ev) => {
+      const e = (ev as { event?: { type?: string } }).event as { type: string; at: number; message: string };
+      if (ev.type === "@xstate.event" && e?.type === "shell.stop_failed") notices.push(e);
+    });
+    h.running(1, onExit);
+    h.send({ type: "exec.kill", at: 0, id: 1, signal: "SIGTERM" });
+    h.advance(2000);
+    return { h, notices };
+  };
+
+  test("entered with SIGKILL; no clock of seconds declares it failed while members remain", () => {
+    const { h, notices } = escalated();
+    assert.deepEqual(h.sessionState(1), { stopping: { escalated: "emptying" } });
+    assert.deepEqual(h.shells.get(1)!.signals, ["SIGTERM", "SIGKILL"]);
+    // The old bound was 1 s after SIGKILL; a machine under load may take longer to run the killed members.
+    h.advance(5000);
+    assert.deepEqual(notices, []);
+    assert.equal(h.records()["1"].status, "stopping");
+  });
+
+  test("the stream closes before the group is found gone: killed, escalated", () => {
+    const { h, notices } = escalated();
+    h.advance(3000);
+    h.closed(1, null, "SIGKILL");
+    assert.deepEqual(notices, []);
+    const ended = h.emitted.find((e) => e.type === "exec.ended" && e.id === 1) as { end: string; escalated?: boolean };
+    assert.deepEqual([ended.end, ended.escalated], ["killed", true]);
+  });
+
+  test("the group gone with its output open: held outside the group, the stop failed at that moment", () => {
+    const { h, notices } = escalated("wake");
+    h.advance(1500);
+    h.groupGone(1, true);
+    assert.deepEqual(h.sessionState(1), { running: "attached" });
+    assert.equal(notices.length, 1);
+    assert.equal(notices[0]!.at, 3500);
+    assert.match(notices[0]!.message, /every process of the group exited .*a process outside the group holds it/);
+    assert.deepEqual(h.wakeState(1), { value: { running: "watching" }, armed: true });
+    // The holder lets go later: the session ends as an exit of its own.
+    h.closed(1, 0);
+    assert.equal(h.records()["1"].status, "exited");
+  });
+
+  test("the unkillable bound: a member still there 30 s after SIGKILL fails the stop, saying why", () => {
+    const { h, notices } = escalated();
+    h.advance(DEFAULT_EXEC_LIMITS.unkillableMs - 1);
+    assert.equal(notices.length, 0);
+    h.advance(1);
+    assert.equal(notices.length, 1);
+    assert.equal(notices[0]!.at, 2000 + DEFAULT_EXEC_LIMITS.unkillableMs);
+    assert.match(notices[0]!.message, /still there 30 s after SIGKILL .*uninterruptible sleep/);
+    assert.deepEqual(h.sessionState(1), { running: "attached" });
+  });
+});
+
+describe("stopping.escalated.emptied", () => {
+  test("the group gone with its output ended: the close follows, however late, and ends it killed", () => {
+    const seen: string[] = [];
+    const h = startExec({}, (ev) => {
+      const e = (ev as { event?: { type?: string } }).event;
+      if (ev.type === "@xstate.event" && e?.type === "shell.stop_failed") seen.push(e.type);
+    });
+    h.running(1);
+    h.send({ type: "exec.kill", at: 0, id: 1, signal: "SIGKILL" });
+    h.advance(200);
+    h.groupGone(1, false);
+    assert.deepEqual(h.sessionState(1), { stopping: { escalated: "emptied" } });
+    // Only the shell's exit report is to come (from this process or the spawn server): no bound here.
+    h.advance(2 * DEFAULT_EXEC_LIMITS.unkillableMs);
+    assert.deepEqual(seen, []);
+    h.closed(1, null, "SIGKILL");
+    const ended = h.emitted.find((e) => e.type === "exec.ended" && e.id === 1) as { end: string; at: number };
+    assert.deepEqual([ended.end, ended.at], ["killed", 200 + 2 * DEFAULT_EXEC_LIMITS.unkillableMs]);
   });
 });
 

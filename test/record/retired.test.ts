@@ -1,13 +1,14 @@
 // What replay reads of older logs (record/retired.ts): a log recorded while the supervisor still kept a copy of each
-// session's busy run, or while shell sessions' own events were named `session.*`, replays identical on today's
-// machines, and any other difference in the same records still diverges.
+// session's busy run, while shell sessions' own events were named `session.*`, or while their stop after SIGKILL had
+// a 1 s clock (`confirmMs`), replays identical on today's machines, and any other difference in the same records
+// still diverges.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { parseLog, replayRecords } from "../../record/replay.ts";
 import { canonical, type TraceRecord } from "../../record/trace.ts";
-import { asRecordedToday } from "../../record/retired.ts";
+import { asRecordedToday, checkpointWithoutRetired } from "../../record/retired.ts";
 import { FIXTURE_DIR } from "../../scripts/record-fixtures.ts";
 
 /** Logs committed before the supervisor's `busyRunId` was retired (2026-12-03). */
@@ -106,5 +107,49 @@ describe("older logs", () => {
     assert.equal(report.identical, false);
     assert.equal(report.divergence?.line, at + 1);
     assert.equal(report.divergence?.actor, "supervisor");
+  });
+});
+
+describe("replaced inputs: the shell limits before shell.group_gone", () => {
+  const OLD = join(FIXTURE_DIR, "before-group-gone/shell-sessions.jsonl");
+
+  test("a log recorded with confirmMs replays identical", () => {
+    const text = readFileSync(OLD, "utf8");
+    assert.match(text, /"confirmMs":1000/, "the log holds the old limit (else this test shows nothing)");
+    const report = replayText(text);
+    assert.equal(report.identical, true, JSON.stringify(report.divergence ?? report.error));
+  });
+
+  test("the same log with a kept limit altered still diverges, at the pool's start", () => {
+    const text = readFileSync(OLD, "utf8").replace('"killGraceMs":2000', '"killGraceMs":2500');
+    const report = replayText(text);
+    assert.equal(report.identical, false);
+    assert.equal(report.divergence?.actor, "exec:pool");
+  });
+
+  test("a checkpoint's children start with today's limits; other actors' keys of that name are left alone", () => {
+    const old = { killGraceMs: 2000, stopGraceMs: 1000, confirmMs: 1000 };
+    const today = { killGraceMs: 2000, stopGraceMs: 1000, unkillableMs: 30_000 };
+    const persisted = {
+      context: { sessions: {} },
+      children: {
+        "exec:pool": {
+          snapshot: { context: { limits: old }, children: { "exec:3": { snapshot: { context: { limits: old } } } } },
+        },
+        "session:s": { snapshot: { context: { limits: old } } },
+      },
+    };
+    assert.deepEqual(checkpointWithoutRetired(persisted), {
+      context: { sessions: {} },
+      children: {
+        "exec:pool": {
+          snapshot: {
+            context: { limits: today },
+            children: { "exec:3": { snapshot: { context: { limits: today } } } },
+          },
+        },
+        "session:s": { snapshot: { context: { limits: old } } },
+      },
+    });
   });
 });

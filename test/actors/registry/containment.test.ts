@@ -2,7 +2,8 @@
 // escape dies with its fresh run, a session's with its reset, close, loss and Pi's shutdown, and nothing a runner
 // started outlives Pi, even when Pi exits without shutting down. Where cgroup v2 is writable (here: as root) even
 // a `setsid()` child is contained; with session tracking (forced by PI_CODE_EXECUTION_CONTAINMENT=session, or
-// where cgroups are unavailable) it escapes, as the README says.
+// where cgroups are unavailable) it escapes, as the README says. Last, the registry's wait for a group's end
+// (`whenEmpty`), which a killed shell session waits on.
 import "../../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -10,6 +11,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { CONTAINMENT_ENV, contain, containmentMode } from "../../../actors/registry/containment.ts";
+import { killGroup, track, unregisterGroup, whenEmpty } from "../../../actors/registry/registry.ts";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import {
@@ -356,5 +358,38 @@ describe("a cgroup let go while a member is still exiting", () => {
       clearInterval(hold);
     }
     assert.equal(existsSync(dir), false, `${dir} is gone`);
+  });
+});
+
+describe("whenEmpty: waiting for a group's end", () => {
+  // A killed shell's session waits on this (actors/shell/shell-actor.ts); so does the registry's own let-go.
+  test("called once no member is left, not before; a waiter that joins late looks at once for every waiter", async () => {
+    const leader = spawn("sh", ["-c", "sleep 30 & exec sleep 30"], { stdio: "ignore", detached: true });
+    await track(leader.pid!, true);
+    const hold = setInterval(() => {}, 1000);
+    try {
+      assert.ok(await waitUntil(() => sessionMembers(leader.pid!).length === 2, 5000), "the leader and its sleep");
+      let first = 0;
+      whenEmpty(leader.pid!, () => (first += 1));
+      // Long enough for the series of looks to back off to 1.6 s between looks.
+      await new Promise((r) => setTimeout(r, 1600));
+      assert.equal(first, 0, "control: not while members live");
+      killGroup(leader.pid!, "SIGKILL");
+      assert.ok(await waitUntil(() => sessionMembers(leader.pid!).length === 0, 5000), "the members died");
+      let second = 0;
+      whenEmpty(leader.pid!, () => (second += 1));
+      assert.deepEqual([first, second], [1, 1], "the late waiter's look found it empty for both, at once");
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual([first, second], [1, 1], "each is called once");
+    } finally {
+      clearInterval(hold);
+      unregisterGroup(leader.pid!);
+    }
+  });
+
+  test("a group not tracked (let go, or never known) has nothing left here: called at once", () => {
+    let called = false;
+    whenEmpty(2 ** 22 + 12345, () => (called = true));
+    assert.equal(called, true);
   });
 });
