@@ -14,13 +14,9 @@ interface Retired {
   actor: string;
   /** The top-level context key it lived under. */
   key: string;
-  /** That key's value without the retired field (GONE: the whole key is retired). */
-  without: (value: unknown) => unknown;
+  /** That key's value without the retired field; absent, the whole key is retired. */
+  without?: (value: unknown) => unknown;
 }
-
-/** A `without` whose answer retires the whole key. */
-const GONE = Symbol("retired key");
-const whole = () => GONE;
 
 /** Each entry of a table keyed by name, without `field`. */
 const fromEntries = (field: string) => (value: unknown) =>
@@ -40,9 +36,9 @@ export const RETIRED: readonly Retired[] = [
   { actor: "supervisor", key: "sessions", without: fromEntries("busyRunId") },
   // 2026-12-03: the spare runners are the spare pool's (`spare:pool`, machines/spare-pool.ts, issue 30); the pool
   // keeps them, and the supervisor keeps none of these.
-  { actor: "supervisor", key: "spares", without: whole },
-  { actor: "supervisor", key: "spareTarget", without: whole },
-  { actor: "supervisor", key: "spareSeq", without: whole },
+  { actor: "supervisor", key: "spares" },
+  { actor: "supervisor", key: "spareTarget" },
+  { actor: "supervisor", key: "spareSeq" },
 ];
 
 interface Renamed {
@@ -100,17 +96,19 @@ export function asRecordedToday(expected: Traced[]): Traced[] {
     const snap: Snap = { ...(t.record as Snap) };
     if (snap.context && typeof snap.context === "object") {
       const context = { ...(snap.context as Record<string, unknown>) };
-      for (const r of rules)
-        if (r.key in context) {
-          const value = r.without(context[r.key]);
-          if (value === GONE) delete context[r.key];
-          else context[r.key] = value;
-          last.set(`${r.actor}\0${r.key}`, JSON.stringify(value === GONE ? null : value));
+      for (const r of rules) {
+        if (!(r.key in context)) continue;
+        if (!r.without) {
+          delete context[r.key];
+          continue;
         }
+        context[r.key] = r.without(context[r.key]);
+        last.set(`${r.actor}\0${r.key}`, JSON.stringify(context[r.key]));
+      }
       snap.context = context;
     }
     if (snap.removed) {
-      const removed = snap.removed.filter((k) => !rules.some((r) => r.key === k && r.without(undefined) === GONE));
+      const removed = snap.removed.filter((k) => !rules.some((r) => r.key === k && !r.without));
       if (removed.length) snap.removed = removed;
       else delete snap.removed;
     }
@@ -118,11 +116,11 @@ export function asRecordedToday(expected: Traced[]): Traced[] {
       const delta = { ...snap.delta };
       for (const r of rules) {
         if (!(r.key in delta)) continue;
-        const value = r.without(delta[r.key]);
-        if (value === GONE) {
+        if (!r.without) {
           delete delta[r.key];
           continue;
         }
+        const value = r.without(delta[r.key]);
         const json = JSON.stringify(value);
         const id = `${r.actor}\0${r.key}`;
         if (last.get(id) === json) delete delta[r.key];
@@ -145,9 +143,8 @@ export function checkpointWithoutRetired(snapshot: unknown): unknown {
   const context = { ...s.context };
   for (const r of RETIRED)
     if (r.actor === "supervisor" && r.key in context) {
-      const value = r.without(context[r.key]);
-      if (value === GONE) delete context[r.key];
-      else context[r.key] = value;
+      if (r.without) context[r.key] = r.without(context[r.key]);
+      else delete context[r.key];
     }
   // Spares alive at an older checkpoint were the supervisor's children; today they are the pool's, which such a
   // checkpoint does not hold: they are not restored (a later fact of theirs makes the replay say so).
