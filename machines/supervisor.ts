@@ -130,10 +130,10 @@ export const supervisorMachine = setup({
       // The ready spare is chosen here, in the transition that starts the run (the run waits for its process from
       // the spare, actors/runner/handover.ts); the pool hears of it before the run starts, claims it and keeps the
       // key's spares warming for the next fresh runs like this one.
-      const pool = key !== undefined ? system.get(SPARE_POOL_ID) : undefined;
-      const claimed =
-        key !== undefined ? readySpare(pool?.getSnapshot() as SparePoolSnapshot | undefined, key) : undefined;
+      let claimed: string | undefined;
       if (key !== undefined) {
+        const pool = system.get(SPARE_POOL_ID);
+        claimed = readySpare(pool?.getSnapshot() as SparePoolSnapshot | undefined, key);
         const input = sparePoolInput(context);
         if (!pool) enqueue.spawnChild("sparePool", { id: SPARE_POOL_ID, systemId: SPARE_POOL_ID, input });
         enqueue.sendTo(SPARE_POOL_ID, sparesRun(e, key, claimed) satisfies SparePoolCommand);
