@@ -26,17 +26,17 @@ export const GROUPS = {
     tests: ["test/machines/session.test.ts"],
   },
   "machines-spare": {
-    mutate: ["machines/spare.ts"],
-    tests: ["test/machines/spare.test.ts"],
+    mutate: ["machines/spare.ts", "machines/spare-pool.ts"],
+    tests: ["test/machines/spare.test.ts", "test/machines/spare-pool.test.ts"],
   },
   "machines-supervisor": {
     mutate: ["machines/supervisor.ts", "machines/supervisor-context.ts"],
-    // The supervisor is the root of every machine test: the spare pool's rules (spare.test.ts), a session's routing,
+    // The supervisor is the root of every machine test: a fresh run's spare (spare-pool.test.ts), a session's routing,
     // busy refusal, stop and release (session.test.ts) and a fresh run's cancel (run.test.ts) are its code too. Its
     // own file runs first; a mutant it kills costs only that file.
     tests: [
       "test/machines/supervisor.test.ts",
-      "test/machines/spare.test.ts",
+      "test/machines/spare-pool.test.ts",
       "test/machines/session.test.ts",
       "test/machines/run.test.ts",
     ],
@@ -113,9 +113,9 @@ writeFileSync(
 );
 
 // Stryker 10.1's instrumenter places a mutant inside a destructuring declaration's computed key
-// (`let { [claimed ?? ""]: _taken, ...spares } = c.spares;`) as an if/else around the declaration, so the
+// (`let { [run.claimed ?? ""]: _taken, ...spares } = c.spares;`) as an if/else around the declaration, so the
 // declared names go out of scope and the unmutated code breaks (the dry run fails). Such lines are left out of the
-// mutation ranges (today one: machines/supervisor-context.ts, `claimed ?? ""`), and listed in docs/reliability.md.
+// mutation ranges (today one: machines/spare-pool.ts, `run.claimed ?? ""`), and listed in docs/reliability.md.
 const UNINSTRUMENTABLE = /^\s*(let|const|var) \{[^}]*\[[^\]]*(\?\?|\|\||&&|["'`])[^\]]*\]:/;
 // A group's `mutate` entry is a glob, or `{ file, from, to }`: the lines of one file from the first that matches
 // `from` through the next that matches `to` (a part of a file another runtime shares), found again at each run so the

@@ -28,7 +28,7 @@ import { defaultOperations } from "./backend.ts";
 import { withOutputHints } from "./output-hints.ts";
 import { limitsFor, plainDisplay, requestFields } from "./run-extras.ts";
 import type { RunShown } from "../actors/runner/display-frames.ts";
-import { directSession, sessionInfos, spareList, type SessionInfo } from "./selectors.ts";
+import { directSession, sessionInfos, spareList, spareTargets, type SessionInfo } from "./selectors.ts";
 import { ToolSets } from "./tool-sets.ts";
 import { SessionBook } from "./session-book.ts";
 import { commandTo, tapCommands } from "./command-taps.ts";
@@ -329,7 +329,7 @@ export class SupervisorHost {
 
   /** How many spares each key in use keeps (a pool grows while fresh runs find its spares still warming). */
   spareTargets(): Record<string, number> {
-    return { ...this.actor.getSnapshot().context.spareTarget };
+    return spareTargets(this.actor.getSnapshot());
   }
 
   /** Live actors under the root, runs not yet finished, and spare runners ready to serve (benchmarks, tests). */

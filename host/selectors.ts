@@ -1,13 +1,15 @@
 // What the host's door shows of the actor system, read from the root's snapshot: the live sessions (their phase
-// read from the active run, their process and history) and the spare runners. Pure functions of a snapshot.
+// read from the active run, their process and history) and the spare runners (read from the spare pool's snapshot).
+// Pure functions of a snapshot.
 import type { AnyActorRef, SnapshotFrom } from "xstate";
 import { otherLanguage, replacementOf, type SessionEntry } from "../machines/supervisor.ts";
 import type { RunStartEvent } from "../machines/events.ts";
 import { sessionPhase } from "../machines/session.ts";
 import { spareIsReady } from "../machines/spare.ts";
+import type { SparePoolSnapshot } from "../machines/spare-pool.ts";
 import type { SupervisorLogic } from "../machines/system.ts";
 import type { SessionBook, SessionHistory } from "./session-book.ts";
-import { isActor, runActorId, sessionActorId } from "../machines/actor-ids.ts";
+import { isSpareRunner, runActorId, sessionActorId, SPARE_POOL_ID } from "../machines/actor-ids.ts";
 
 export type RootSnapshot = SnapshotFrom<SupervisorLogic>;
 
@@ -56,19 +58,28 @@ export function sessionInfos(root: RootSnapshot, book: SessionBook): SessionInfo
     });
 }
 
-/** The live spare runners (`spare:<n>`), the key each serves, and whether each is ready to serve a fresh run (its
- * own state). */
+/** The spare pool's snapshot (undefined until the first fresh run with a spare key spawned it). */
+const sparePool = (root: RootSnapshot): SparePoolSnapshot | undefined =>
+  (root.children as Record<string, AnyActorRef | undefined>)[SPARE_POOL_ID]?.getSnapshot() as
+    SparePoolSnapshot | undefined;
+
+/** The live spare runners (`spare:<n>`, the pool's children), the key each serves, and whether each is ready to serve
+ * a fresh run (its own state). */
 export function spareList(root: RootSnapshot): { id: string; key?: string; ready: boolean }[] {
-  const { spares } = root.context;
-  const children = root.children as Record<string, AnyActorRef | undefined>;
+  const pool = sparePool(root);
+  if (!pool) return [];
+  const children = pool.children as Record<string, AnyActorRef | undefined>;
   return Object.keys(children)
-    .filter((id) => isActor(id, "spare"))
+    .filter(isSpareRunner)
     .map((id) => ({
       id,
-      ...(spares[id] ? { key: spares[id].key } : {}),
+      ...(pool.context.spares[id] ? { key: pool.context.spares[id] } : {}),
       ready: spareIsReady(snapshotOf(children[id])),
     }));
 }
+
+/** How many spares each key in use keeps (the pool grows while fresh runs find its spares still warming). */
+export const spareTargets = (root: RootSnapshot): Record<string, number> => ({ ...sparePool(root)?.context.target });
 
 /** The session a prepared request can be sent to straight (the warm path, docs/design.md), or undefined: it must go
  * through the supervisor. Straight only when nothing could differ from what the supervisor would do: the supervisor

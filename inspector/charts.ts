@@ -11,6 +11,7 @@ import { wakeEntryMachine } from "../machines/exec-wake-entry.ts";
 import { runMachine } from "../machines/run.ts";
 import { sessionMachine } from "../machines/session.ts";
 import { spareMachine } from "../machines/spare.ts";
+import { sparePoolMachine } from "../machines/spare-pool.ts";
 import { supervisorMachine } from "../machines/supervisor.ts";
 import { toolCallMachine } from "../machines/tool-call.ts";
 import { machineChart, type MachineChart } from "./graph.ts";
@@ -28,7 +29,8 @@ export const CHARTED_MACHINES: readonly ChartedMachine[] = [
   { kind: "session", machine: sessionMachine, actors: /^session:[^/]+$/ },
   { kind: "run", machine: runMachine, actors: /^run:[^/]+$/ },
   { kind: "tool-call", machine: toolCallMachine, actors: /^tool:[^/]+$/ },
-  { kind: "spare", machine: spareMachine, actors: /^spare:[^/]+$/ },
+  { kind: "spare-pool", machine: sparePoolMachine, actors: /^spare:pool$/ },
+  { kind: "spare", machine: spareMachine, actors: /^spare:\d+$/ },
   { kind: "exec-pool", machine: execPoolMachine, actors: /^exec:pool$/ },
   { kind: "exec-session", machine: execSessionMachine, actors: /^exec:\d+$/ },
   { kind: "exec-wake", machine: wakeMachine, actors: /^exec:pool\/wake$/ },

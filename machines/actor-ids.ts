@@ -2,7 +2,8 @@
 // process registry's owners and the inspector all see these):
 //   run:<runId>             a run                       session:<name>          a named interpreter session
 //   session:<name>/runner   a session's process (its system id: a session's runs send their commands to it directly)
-//   spare:<n>               a spare runner              tool:<runId>:<seq>      a nested tool call of a run
+//   spare:pool              the spare runners' pool     spare:<n>               a spare runner (the pool's child)
+//   tool:<runId>:<seq>      a nested tool call of a run
 //   exec:<id>               a shell session             wake:<id>               a shell session's exit wake-up
 
 export type ActorKind = "run" | "session" | "spare" | "tool" | "exec" | "wake";
@@ -16,8 +17,14 @@ export const sessionActorId = (name: string): string => `session:${name}`;
 /** The system id of a session's runner (its id within the session is `runner`). */
 export const sessionRunnerId = (name: string): string => `${sessionActorId(name)}/runner`;
 
-/** A spare runner's id (its number counts the spares of one supervisor). */
+/** The spare runners' pool's id and system id (machines/spare-pool.ts), a child of the supervisor. */
+export const SPARE_POOL_ID = "spare:pool";
+
+/** A spare runner's id (its number counts the spares of one pool). */
 export const spareActorId = (n: number): string => `spare:${n}`;
+
+/** Whether `id` names a spare runner (`spare:<n>`), not the pool they live in. */
+export const isSpareRunner = (id: string): boolean => isActor(id, "spare") && id !== SPARE_POOL_ID;
 
 /** A nested tool call's id: the run's, and the call's sequence number in it. */
 export const toolActorId = (runId: string, seq: number): string => `tool:${runId}:${seq}`;

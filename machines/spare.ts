@@ -1,7 +1,8 @@
 // A spare runner: a fresh-mode interpreter started ahead of time for one (interpreter, cwd, environment) key, so a
 // fresh run can take it instead of paying an interpreter start. It waits `ready`; a fresh run `claimed` it (its
 // process moves to the run); unused for long enough it is `retired`; a process that dies while waiting is `failed`.
-// The supervisor reads whether a spare is ready from its snapshot (`spareIsReady`): it keeps no copy.
+// It is a child of the spare pool (machines/spare-pool.ts), which claims and retires it; whether it is ready is read
+// from its snapshot (`spareIsReady`), never copied.
 import { assertEvent, sendTo, setup, spawnChild } from "xstate";
 import type { RunnerCommand, RunnerFact, RunnerInput } from "./events.ts";
 import { placeholder } from "./placeholder.ts";

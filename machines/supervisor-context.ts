@@ -1,6 +1,6 @@
 // What the supervisor machine keeps and the pure decisions it takes on it: which requests wait for preparation,
-// which sessions and spares exist, what a fresh run or a session incarnation starts with (machines/supervisor.ts
-// wires these into actions).
+// which sessions exist, what a fresh run or a session incarnation starts with (machines/supervisor.ts wires these
+// into actions). The spare runners are the spare pool's (machines/spare-pool.ts).
 import type { DoneActorEvent } from "xstate";
 import type {
   CommandEvent,
@@ -15,9 +15,8 @@ import type {
 import type { NestedCallEvent } from "./run-calls.ts";
 import { requestExtras, type RunInput } from "./run-context.ts";
 import type { SessionInput, SessionOutput } from "./session.ts";
-import type { SpareInput, SpareOutput } from "./spare.ts";
+import type { SparePoolInput, SparesRun } from "./spare-pool.ts";
 import type { ExecCommand, ExecPoolInput } from "./exec-pool.ts";
-import { spareActorId } from "./actor-ids.ts";
 
 export interface SupervisorInput {
   limits: Limits;
@@ -29,16 +28,6 @@ export interface SupervisorInput {
 
 /** Shell sessions: `exec.open` creates the pool (`exec:pool`) on first use; every other `exec.*` command goes to it. */
 export type ExecSupervisorCommand = { type: "exec.open"; at: number } | ExecCommand;
-
-/** A spare runner started for a key. Whether it is still warming or ready is its own state (machines/spare.ts),
- * read from its snapshot when a fresh run looks for one. */
-export interface SpareEntry {
-  id: string;
-  key: string;
-}
-
-/** The most spares kept per key: fresh runs arriving faster than one spare warms grow the pool up to this. */
-export const MAX_SPARES_PER_KEY = 3;
 
 export interface SessionEntry {
   /** The session's current (or last) process: 1, then one more after each reset, loss or replacement. */
@@ -52,25 +41,12 @@ export interface SessionEntry {
   language?: Language;
 }
 
-/** What a spare runner is started for. */
-export interface SpareRequest {
-  key: string;
-  cwd: string;
-  python?: string;
-}
-
 export interface SupervisorContext extends SupervisorInput {
   /** Requests waiting for preparation, in arrival order; the first one is being prepared (the `prepare` child). */
   queue: RunStartEvent[];
   sessions: Record<string, SessionEntry>;
   /** Runs not yet finished, with their session (null for fresh runs). */
   active: Record<string, string | null>;
-  /** The spare runners, by actor id (machines/spare.ts): a small pool per key in use. */
-  spares: Record<string, SpareEntry>;
-  /** How many spares each key in use keeps: 1, more while fresh runs find none ready (at most MAX_SPARES_PER_KEY);
-   * back to the pool's size as idle spares retire. */
-  spareTarget: Record<string, number>;
-  spareSeq: number;
 }
 
 export type SupervisorEvent =
@@ -79,13 +55,13 @@ export type SupervisorEvent =
   | PrepareFact
   | RunFinishedEvent
   | NestedCallEvent
-  | DoneActorEvent<RunOutcome | SessionOutput | SpareOutput>;
+  | DoneActorEvent<RunOutcome | SessionOutput>;
 
 /** `run.nested_call`: one nested tool call's terminal record, passed on as it ends (machines/run-calls.ts). */
 export type SupervisorEmitted = RunFinishedEvent | NestedCallEvent;
 
 export function initialContext(input: SupervisorInput): SupervisorContext {
-  return { ...input, queue: [], sessions: {}, active: {}, spares: {}, spareTarget: {}, spareSeq: 0 };
+  return { ...input, queue: [], sessions: {}, active: {} };
 }
 
 /** The request at the head of the queue with what its preparation settled. */
@@ -120,39 +96,6 @@ export const isQueued = (c: SupervisorContext, runId: string) => c.queue.some((r
 export const spareKeyOf = (e: RunStartEvent) =>
   e.spareKey !== undefined && !e.dependencies?.length ? e.spareKey : undefined;
 
-export const sparesOf = (spares: Record<string, SpareEntry>, key: string) =>
-  Object.values(spares).filter((s) => s.key === key);
-
-/** How many spares `key` keeps after a fresh run of it: at least one, one more when the run found the pool still
- * warming (runs arrive faster than one spare warms), at most MAX_SPARES_PER_KEY. */
-export function spareTargetAfter(c: SupervisorContext, key: string, claimed: boolean, poolSize: number): number {
-  return Math.min(MAX_SPARES_PER_KEY, Math.max(1, (c.spareTarget[key] ?? 0) + (!claimed && poolSize ? 1 : 0)));
-}
-
-/** After a fresh run of the request's key (which took `claimed`, if any): the spares to start and the pool's new
- * records. Only a serving supervisor starts fresh runs, so nothing starts during shutdown. */
-export function sparesAfterRun(c: SupervisorContext, request: SpareRequest, claimed: string | undefined, pool: number) {
-  const start: SpareInput[] = [];
-  let { [claimed ?? ""]: _taken, ...spares } = c.spares;
-  const target = spareTargetAfter(c, request.key, claimed !== undefined, pool);
-  let spareSeq = c.spareSeq;
-  for (let n = sparesOf(spares, request.key).length; n < target; n++) {
-    spareSeq += 1;
-    const id = spareActorId(spareSeq);
-    start.push(spareInput(c, id, request));
-    spares = { ...spares, [id]: { id, key: request.key } };
-  }
-  return { start, next: { spares, spareSeq, spareTarget: { ...c.spareTarget, [request.key]: target } } };
-}
-
-/** A spare retired: it leaves the pool, which shrinks to what is left (the next burst grows it again). */
-export function sparesAfterRetire(c: SupervisorContext, out: SpareOutput) {
-  const { [out.id]: _gone, ...spares } = c.spares;
-  const left = sparesOf(spares, out.key).length;
-  const { [out.key]: _t, ...rest } = c.spareTarget;
-  return { spares, spareTarget: left ? { ...rest, [out.key]: left } : rest };
-}
-
 /** JavaScript runs only in sessions (eval's js cells). */
 export const isFreshJs = (e: RunStartEvent) => e.language === "js" && e.session === undefined;
 
@@ -186,8 +129,20 @@ export function freshInput(c: SupervisorContext, e: RunStartEvent, spare: string
   };
 }
 
-export function spareInput(c: SupervisorContext, id: string, request: SpareRequest): SpareInput {
-  return { id, idleMs: c.spareIdleMs ?? 60_000, ...request };
+/** The spare pool's bounds: a spare unused for `spareIdleMs` (default 60 s) retires. */
+export const sparePoolInput = (c: SupervisorContext): SparePoolInput => ({ idleMs: c.spareIdleMs ?? 60_000 });
+
+/** What the spare pool hears of a fresh run of `key` (machines/spare-pool.ts): which ready spare it took, if any. */
+export function sparesRun(e: RunStartEvent, key: string, claimed: string | undefined): SparesRun {
+  return {
+    type: "spares.run",
+    at: e.at,
+    runId: e.runId,
+    key,
+    cwd: e.cwd,
+    ...(e.python ? { python: e.python } : {}),
+    ...(claimed ? { claimed } : {}),
+  };
 }
 
 /** Why a live session cannot serve this run: one process never mixes interpreters or working directories. */

@@ -1,14 +1,16 @@
 // The root actor. The host sends it commands. Each request is prepared first, one at a time in arrival order, by
 // the `prepare` child (interpreter, PEP 723 metadata, spare key: actors/prepare/); then the supervisor starts a fresh
-// run (`run:<id>`) or passes it to a named session (`session:<name>`), children with explicit ids. Every outcome,
-// including refusals, is announced as an emitted `run.finished`; nested calls' records as `run.nested_call`.
+// run (`run:<id>`) or passes it to a named session (`session:<name>`), children with explicit ids. A fresh run takes a
+// ready spare runner if its key has one, read from the spare pool (`spare:pool`, machines/spare-pool.ts, spawned by
+// the first fresh run with a key), which it then tells what the run took. Every outcome, including refusals, is
+// announced as an emitted `run.finished`; nested calls' records as `run.nested_call`.
 import { assertEvent, emit, enqueueActions, not, setup } from "xstate";
 import type { EventObject } from "xstate";
 import type { RunFinishedEvent, RunOutcome, RunStartEvent } from "./events.ts";
 import { runMachine } from "./run.ts";
 import { refusal, requestOutcome } from "./run-outcome.ts";
 import { placeholder } from "./placeholder.ts";
-import { spareIsReady, spareMachine, type SpareEvent, type SpareOutput } from "./spare.ts";
+import { readySpare, sparePoolMachine, type SparePoolCommand, type SparePoolSnapshot } from "./spare-pool.ts";
 import { sessionMachine, type SessionEvent, type SessionOutput } from "./session.ts";
 import type { RunCancel } from "./run-context.ts";
 import { DEFAULT_EXEC_POOL, EXEC_POOL_ID, execPoolMachine, type ExecCommand } from "./exec-pool.ts";
@@ -26,16 +28,14 @@ import {
   sessionInput,
   sessionsEnded,
   spareKeyOf,
-  sparesAfterRetire,
-  sparesAfterRun,
-  sparesOf,
-  type SpareRequest,
+  sparePoolInput,
+  sparesRun,
   type SupervisorContext,
   type SupervisorEmitted,
   type SupervisorEvent,
   type SupervisorInput,
 } from "./supervisor-context.ts";
-import { isActor, runActorId, sessionActorId } from "./actor-ids.ts";
+import { isActor, runActorId, sessionActorId, SPARE_POOL_ID } from "./actor-ids.ts";
 
 export * from "./supervisor-context.ts";
 
@@ -57,7 +57,7 @@ export const supervisorMachine = setup({
     prepare: placeholder<EventObject, RunStartEvent>("supervisor", "prepare"),
     run: runMachine,
     session: sessionMachine,
-    spare: spareMachine,
+    sparePool: sparePoolMachine,
     exec: execPoolMachine,
   },
   actions: {
@@ -127,24 +127,19 @@ export const supervisorMachine = setup({
       const e = preparedRequest(context, event);
       const id = runActorId(e.runId);
       const key = spareKeyOf(e);
-      const pool = key !== undefined ? sparesOf(context.spares, key) : [];
-      const spare = pool.find((s) => spareIsReady(system.get(s.id)?.getSnapshot()));
-      const claimed = spare?.id;
-      const spareRef = claimed ? system.get(claimed) : undefined;
-      const claim = { type: "spare.claim", at: e.at, runId: e.runId } satisfies SpareEvent;
-      if (spareRef) enqueue.sendTo(spareRef, claim);
+      // The ready spare is chosen here, in the transition that starts the run (the run waits for its process from
+      // the spare, actors/runner/handover.ts); the pool hears of it before the run starts, claims it and keeps the
+      // key's spares warming for the next fresh runs like this one.
+      let claimed: string | undefined;
+      if (key !== undefined) {
+        const pool = system.get(SPARE_POOL_ID);
+        claimed = readySpare(pool?.getSnapshot() as SparePoolSnapshot | undefined, key);
+        const input = sparePoolInput(context);
+        if (!pool) enqueue.spawnChild("sparePool", { id: SPARE_POOL_ID, systemId: SPARE_POOL_ID, input });
+        enqueue.sendTo(SPARE_POOL_ID, sparesRun(e, key, claimed) satisfies SparePoolCommand);
+      }
       enqueue.spawnChild("run", { id, systemId: id, input: freshInput(context, e, claimed) });
-      // Keep the key's spares warming or ready: the next fresh runs like this one take them. The first run of a
-      // key starts one now (it warms while the run starts cold); a claimed one is replaced at once, at claim time,
-      // so runs arriving back to back find the next one warming, not yet to be started. A run that finds the pool
-      // still warming grows it by one (bounded): runs are arriving faster than one spare warms.
-      const request: SpareRequest | undefined =
-        key !== undefined ? { key, cwd: e.cwd, ...(e.python ? { python: e.python } : {}) } : undefined;
-      const { start, next } = request
-        ? sparesAfterRun(context, request, claimed, pool.length)
-        : { start: [], next: {} };
-      for (const input of start) enqueue.spawnChild("spare", { id: input.id, systemId: input.id, input });
-      enqueue.assign({ active: { ...context.active, [e.runId]: null }, ...next });
+      enqueue.assign({ active: { ...context.active, [e.runId]: null } });
     }),
     startInSession: enqueueActions(({ context, event, enqueue, system }) => {
       assertEvent(event, "prepare.done");
@@ -221,10 +216,6 @@ export const supervisorMachine = setup({
         return;
       }
       enqueue.stopChild(event.actorId);
-      if (isActor(event.actorId, "spare")) {
-        const out = event.output as SpareOutput;
-        if (context.spares[out.id]) enqueue.assign(sparesAfterRetire(context, out));
-      }
     }),
     cancel: enqueueActions(({ event, enqueue, system }) => {
       assertEvent(event, "run.cancel");
@@ -253,11 +244,9 @@ export const supervisorMachine = setup({
         const cancel = { type: "run.cancel", at, runId } satisfies RunCancel;
         if (ref) enqueue.sendTo(ref, cancel);
       }
-      const retire = { type: "spare.retire", at } satisfies SpareEvent;
-      for (const spare of Object.values(context.spares)) {
-        const ref = system.get(spare.id);
-        if (ref) enqueue.sendTo(ref, retire);
-      }
+      const spares = system.get(SPARE_POOL_ID);
+      const retire = { type: "spares.shutdown", at } satisfies SparePoolCommand;
+      if (spares) enqueue.sendTo(spares, retire);
       const exec = system.get(EXEC_POOL_ID);
       const shutdown = { type: "exec.shutdown", at } satisfies ExecCommand;
       if (exec) enqueue.sendTo(exec, shutdown);

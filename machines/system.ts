@@ -8,6 +8,7 @@ import { forgetActorEventCandidates } from "./actor-event-candidates.ts";
 import { runMachine } from "./run.ts";
 import { sessionMachine } from "./session.ts";
 import { spareMachine } from "./spare.ts";
+import { sparePoolMachine } from "./spare-pool.ts";
 import { supervisorMachine } from "./supervisor.ts";
 import { toolCallMachine } from "./tool-call.ts";
 import type { DispatchCommand, DispatchInput } from "./tool-events.ts";
@@ -48,7 +49,7 @@ export function supervisorWith(runner: AnyActorLogic, boundary: BoundaryActors =
         session: sessionMachine.provide({
           actors: { runner, run: runMachine.provide({ actors: { toolCall, ...install } }) },
         }),
-        spare: spareMachine.provide({ actors: { runner } }),
+        sparePool: sparePoolMachine.provide({ actors: { spare: spareMachine.provide({ actors: { runner } }) } }),
         ...(boundary.shell
           ? {
               exec: execPoolMachine.provide({

@@ -31,7 +31,7 @@ import {
 } from "./trace.ts";
 import { LogDecoder } from "./log-codec.ts";
 import { firstDifference, summarize, type ReplayReport, type Traced } from "./divergence.ts";
-import { asRecordedToday, checkpointWithoutRetired } from "./retired.ts";
+import { asRecordedToday, checkpointWithoutRetired, comparedAsToday } from "./retired.ts";
 
 export { formatReport, summarize, type Divergence, type ReplayReport } from "./divergence.ts";
 
@@ -266,7 +266,8 @@ export function replayRecords(lines: LogLine[]): ReplayReport {
     problem = `replay threw: ${e instanceof Error ? e.message : String(e)}`;
   }
 
-  const divergence = firstDifference(expected, actual, inputs);
+  const compared = comparedAsToday(expected, actual);
+  const divergence = firstDifference(compared.expected, compared.actual, inputs);
   if (divergence) return { identical: false, inputs: inputs.length, trace: expected.length, divergence };
   if (problem) {
     return {

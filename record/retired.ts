@@ -1,11 +1,12 @@
 // What the machines once recorded and no longer do: context fields they stopped keeping, events between actors
-// that were renamed, and inputs a machine gives its children from its own constants that changed. A log recorded
-// before such a change carries the old; today's machines, replaying the same inputs, record the new. Replay reads an
-// older log as today's machines would have recorded it (a retired field taken out, and a snapshot whose only change
-// was to it then showing no change to that key; a renamed event under its new name; a child's start input as today's
-// parent gives it), so a log from before a deliberate change still replays identical, and any other difference still
-// diverges. An entry is added here with the change that made it.
-import { isActor } from "../machines/actor-ids.ts";
+// that were renamed, inputs a machine gives its children from its own constants that changed, and actors that moved
+// to another parent. A log recorded before such a change carries the old; today's machines, replaying the same
+// inputs, record the new. Replay reads an older log as today's machines would have recorded it (a retired field taken
+// out, and a snapshot whose only change was to it then showing no change to that key; a renamed event under its new
+// name; a child's start input as today's parent gives it; a moved actor's records under its new parent), so a log
+// from before a deliberate change still replays identical, and any other difference still diverges. An entry is
+// added here with the change that made it.
+import { isActor, isSpareRunner, SPARE_POOL_ID } from "../machines/actor-ids.ts";
 import { canonical, type TraceRecord } from "./trace.ts";
 import type { Traced } from "./divergence.ts";
 
@@ -14,8 +15,8 @@ interface Retired {
   actor: string;
   /** The top-level context key it lived under. */
   key: string;
-  /** That key's value without the retired field. */
-  without: (value: unknown) => unknown;
+  /** That key's value without the retired field; absent, the whole key is retired. */
+  without?: (value: unknown) => unknown;
 }
 
 /** Each entry of a table keyed by name, without `field`. */
@@ -34,6 +35,11 @@ export const RETIRED: readonly Retired[] = [
   // 2026-12-03: the supervisor's copy of each session's busy run; whether a session is busy is the session's own
   // fact (its `activeRunId`), read from it where the supervisor decides.
   { actor: "supervisor", key: "sessions", without: fromEntries("busyRunId") },
+  // 2026-12-03: the spare runners are the spare pool's (`spare:pool`, machines/spare-pool.ts, issue 30); the pool
+  // keeps them, and the supervisor keeps none of these.
+  { actor: "supervisor", key: "spares" },
+  { actor: "supervisor", key: "spareTarget" },
+  { actor: "supervisor", key: "spareSeq" },
 ];
 
 interface Renamed {
@@ -131,17 +137,30 @@ export function asRecordedToday(expected: Traced[]): Traced[] {
     const snap: Snap = { ...(t.record as Snap) };
     if (snap.context && typeof snap.context === "object") {
       const context = { ...(snap.context as Record<string, unknown>) };
-      for (const r of rules)
-        if (r.key in context) {
-          context[r.key] = r.without(context[r.key]);
-          last.set(`${r.actor}\0${r.key}`, JSON.stringify(context[r.key]));
+      for (const r of rules) {
+        if (!(r.key in context)) continue;
+        if (!r.without) {
+          delete context[r.key];
+          continue;
         }
+        context[r.key] = r.without(context[r.key]);
+        last.set(`${r.actor}\0${r.key}`, JSON.stringify(context[r.key]));
+      }
       snap.context = context;
+    }
+    if (snap.removed) {
+      const removed = snap.removed.filter((k) => !rules.some((r) => r.key === k && !r.without));
+      if (removed.length) snap.removed = removed;
+      else delete snap.removed;
     }
     if (snap.delta) {
       const delta = { ...snap.delta };
       for (const r of rules) {
         if (!(r.key in delta)) continue;
+        if (!r.without) {
+          delete delta[r.key];
+          continue;
+        }
         const value = r.without(delta[r.key]);
         const json = JSON.stringify(value);
         const id = `${r.actor}\0${r.key}`;
@@ -177,8 +196,15 @@ export function checkpointWithoutRetired(snapshot: unknown): unknown {
   const s = snapshot as Persisted | undefined;
   if (!s?.context) return snapshot;
   const context = { ...s.context };
-  for (const r of RETIRED) if (r.actor === "supervisor" && r.key in context) context[r.key] = r.without(context[r.key]);
-  return { ...s, context, ...(s.children ? { children: childrenAsToday(s.children) } : {}) };
+  for (const r of RETIRED)
+    if (r.actor === "supervisor" && r.key in context) {
+      if (r.without) context[r.key] = r.without(context[r.key]);
+      else delete context[r.key];
+    }
+  // Spares alive at an older checkpoint were the supervisor's children; today they are the pool's, which such a
+  // checkpoint does not hold: they are not restored (a later fact of theirs makes the replay say so).
+  const kept = s.children && Object.fromEntries(Object.entries(s.children).filter(([id]) => !isSpareRunner(id)));
+  return { ...s, context, ...(kept ? { children: childrenAsToday(kept) } : {}) };
 }
 
 function childrenAsToday(children: NonNullable<Persisted["children"]>): Persisted["children"] {
@@ -197,4 +223,55 @@ function childrenAsToday(children: NonNullable<Persisted["children"]>): Persiste
     };
   }
   return out;
+}
+
+// ---- moved actors ----
+
+/** Whether an actor name is the spare pool's or one of its spares' (`spare:<n>`, `spare:<n>/runner`). */
+const ofSpares = (name: string | undefined) =>
+  name !== undefined && (name === SPARE_POOL_ID || isSpareRunner(name.split("/")[0]!));
+
+/** A log recorded while the spare runners were the supervisor's own children (before 2026-12-03). */
+const sparesUnderSupervisor = (expected: Traced[]) =>
+  expected.some((t) => t.record.k === "actor" && isSpareRunner(t.record.id) && t.record.parent === "supervisor");
+
+/** The spare-runner subsystem's records apart from the rest, in their own order (`spares`), with the supervisor's
+ * side of them as today's: a spare's parent, its commands' sender and its end's receiver are the pool. `today`: the
+ * pool's own records (created, told of runs and shutdown, its snapshots), which older logs cannot hold, are left out.
+ * Older: the supervisor's snapshots after a spare's end that changed nothing today's supervisor keeps are left out. */
+function splitSpares(trace: Traced[], today: boolean): { rest: Traced[]; spares: Traced[] } {
+  const rest: Traced[] = [];
+  const spares: Traced[] = [];
+  const moved = (name: string | undefined) => (name === "supervisor" ? SPARE_POOL_ID : name);
+  const redo = (t: Traced, record: TraceRecord): Traced => ({ ...t, record, key: canonical(record) });
+  for (const t of trace) {
+    const r = t.record;
+    if (r.k === "actor" && ofSpares(r.id)) {
+      if (r.id === SPARE_POOL_ID) continue;
+      spares.push(today ? t : redo(t, { ...r, ...(r.parent ? { parent: moved(r.parent) } : {}) }));
+    } else if (r.k === "event" && (ofSpares(r.to) || ofSpares(r.from))) {
+      if (r.to === SPARE_POOL_ID && !ofSpares(r.from)) continue;
+      spares.push(today ? t : redo(t, { ...r, to: moved(r.to)!, ...(r.from ? { from: moved(r.from) } : {}) }));
+    } else if (r.k === "snap" && ofSpares(r.id)) {
+      if (r.id !== SPARE_POOL_ID) spares.push(t);
+    } else if (r.k === "snap" && r.id === "supervisor") {
+      const ended = r.cause.startsWith("xstate.done.actor.") && ofSpares(r.cause.slice("xstate.done.actor.".length));
+      if (!today && ended && !r.delta && !r.removed && !r.context) continue;
+      const children = r.children?.filter((c) => !ofSpares(c));
+      const { children: _c, ...record } = r;
+      rest.push(redo(t, children?.length ? { ...record, children } : record));
+    } else rest.push(t);
+  }
+  return { rest, spares };
+}
+
+/** The recorded and replayed traces as they are compared: as they are, unless the log was recorded while the spare
+ * runners were the supervisor's children; then each with the spare runners' records after the rest, read as today's
+ * pool would have recorded them (splitSpares): the order of the two among each other differs (the pool starts a
+ * replacement before the run that claimed a spare starts; the supervisor started it after), each one's does not. */
+export function comparedAsToday(expected: Traced[], actual: Traced[]): { expected: Traced[]; actual: Traced[] } {
+  if (!sparesUnderSupervisor(expected)) return { expected, actual };
+  const e = splitSpares(expected, false);
+  const a = splitSpares(actual, true);
+  return { expected: [...e.rest, ...e.spares], actual: [...a.rest, ...a.spares] };
 }

@@ -4,6 +4,8 @@
 import assert from "node:assert/strict";
 import { TEST_LIMITS } from "./fake-runner.ts";
 import type { FakeRunnerInstance, Harness } from "./fake-runner.ts";
+import type { SparePoolContext } from "../../machines/spare-pool.ts";
+import { SPARE_POOL_ID } from "../../machines/actor-ids.ts";
 
 export const { interruptWindowMs, graceMs, killMs } = TEST_LIMITS;
 export const BUSY = (name: string) => `Session "${name}" is busy with another run; wait for it to finish.`;
@@ -26,6 +28,11 @@ export function assertHealthy(h: Harness) {
 
 export function ctx(h: Harness) {
   return h.actor.getSnapshot().context;
+}
+
+/** The spare pool's context (machines/spare-pool.ts), or undefined before a fresh run with a spare key spawned it. */
+export function pool(h: Harness): SparePoolContext | undefined {
+  return (h.ref(SPARE_POOL_ID)?.getSnapshot() as { context: SparePoolContext } | undefined)?.context;
 }
 
 /** A fresh run `runId` started at now, ready 10 ms later, started 10 ms after that. */

@@ -340,7 +340,7 @@ describe("every kind of actor in Chromium", () => {
       );
     }
     // The shell-session machines have no fixture log; the next test draws them live.
-    assert.deepEqual(sorted(seen), ["run", "session", "spare", "supervisor", "tool-call"]);
+    assert.deepEqual(sorted(seen), ["run", "session", "spare", "spare-pool", "supervisor", "tool-call"]);
     assert.deepEqual(
       browser.console.filter((l) => l.startsWith("exception")),
       [],

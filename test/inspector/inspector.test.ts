@@ -16,6 +16,7 @@ import { actorName, ref, stateLabel } from "../../record/trace.ts";
 import { sessionPhase } from "../../machines/session.ts";
 import { startInspector, type Inspector } from "../../inspector/server.ts";
 import { FIXTURE_DIR } from "../../scripts/record-fixtures.ts";
+import { SPARE_POOL_ID } from "../../machines/actor-ids.ts";
 import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from "../helpers/chromium.ts";
 import { waitUntil } from "../helpers/procs.ts";
 import { PAGE_TICKS, stalledWithin, stallsOf, tickLoop } from "../helpers/stalls.ts";
@@ -216,7 +217,7 @@ const msOfDay = (text: string) => {
 const dayMs = (at: number) => at % 86_400_000;
 
 describe("actors created before the inspector started, and run labels", () => {
-  test("a retired spare sits under its parent, each actor shows its true creation time, runs read as surface and code", async () => {
+  test("a retired spare sits under its parent (the spare pool), each actor shows its true creation time, runs read as surface and code", async () => {
     // A host whose spare exists (and then retires) before the page connects, and an inspector started after both
     // the root and the spare were created.
     const observer = new SystemObserver();
@@ -262,13 +263,12 @@ describe("actors created before the inspector started, and run labels", () => {
         `document.body.dataset.ready === "true" && document.getElementById("status").dataset.kind === "live"`,
       );
       await page.waitFor(`document.querySelector('li[data-actor="${spare}"]')`);
-      assert.equal(
-        await page.evaluate(
-          `document.querySelector('li[data-actor="${spare}"]').parentElement.closest("li")?.dataset.actor ?? "(root)"`,
-        ),
-        "supervisor",
-        "the retired spare is under the supervisor",
-      );
+      const parentOf = (id: string) =>
+        page.evaluate(
+          `document.querySelector('li[data-actor="${id}"]').parentElement.closest("li")?.dataset.actor ?? "(root)"`,
+        );
+      assert.equal(await parentOf(spare), SPARE_POOL_ID, "the retired spare is under the spare pool");
+      assert.equal(await parentOf(SPARE_POOL_ID), "supervisor", "the pool is under the supervisor");
       assert.deepEqual(
         await page.evaluate(`[...document.querySelectorAll("#tree > ul.tree > li")].map((li) => li.dataset.actor)`),
         ["supervisor"],

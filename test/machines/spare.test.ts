@@ -1,12 +1,11 @@
-// The spare-runner machine (machines/spare.ts), one `describe` per state, under the real supervisor root with the fake
-// runner and a SimulatedClock: a fresh run with a spare key keeps a small pool of spares warming or ready for that
-// key (one, more while runs find them still warming, at most MAX_SPARES_PER_KEY).
+// The spare-runner machine (machines/spare.ts), one `describe` per state, under the real supervisor root (and its spare
+// pool, machines/spare-pool.ts, whose own rules are test/machines/spare-pool.test.ts's) with the fake runner and a
+// SimulatedClock.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startSupervisor } from "../helpers/fake-runner.ts";
-import { assertHealthy, ctx } from "../helpers/machine-scenarios.ts";
+import { assertHealthy, pool } from "../helpers/machine-scenarios.ts";
 import { missingEffectError, undescribedStates } from "../helpers/machine-states.ts";
-import { MAX_SPARES_PER_KEY } from "../../machines/supervisor.ts";
 import { spareMachine } from "../../machines/spare.ts";
 
 const KEY = "k1";
@@ -28,7 +27,7 @@ describe("warming", () => {
     freshRun(h, "r1");
     assert.equal(h.value("spare:1"), "warming");
     assert.deepEqual(h.runner.of("spare:1").input, { mode: "fresh", cwd: "/work", owner: "spare:1" });
-    assert.deepEqual(ctx(h).spares, { "spare:1": { id: "spare:1", key: KEY } });
+    assert.deepEqual(pool(h)?.spares, { "spare:1": KEY });
     assertHealthy(h);
   });
 
@@ -36,7 +35,7 @@ describe("warming", () => {
     const h = startSupervisor();
     h.start({ runId: "d", spareKey: KEY, dependencies: ["x==1"] });
     h.start({ runId: "n" });
-    assert.deepEqual(ctx(h).spares, {});
+    assert.equal(pool(h), undefined, "no pool either");
     assert.equal(h.ref("spare:1"), undefined);
   });
 
@@ -45,7 +44,7 @@ describe("warming", () => {
     freshRun(h, "r1");
     h.runner.of("spare:1").exited({ code: 1 });
     assert.equal(h.ref("spare:1"), undefined);
-    assert.deepEqual(ctx(h).spares, {});
+    assert.deepEqual(pool(h)?.spares, {});
     freshRun(h, "r2");
     assert.equal(h.value("spare:2"), "warming");
     assertHealthy(h);
@@ -69,7 +68,7 @@ describe("warming: the runner's input", () => {
     freshRun(h, "r1");
     h.runner.of("spare:1").failed("no such interpreter");
     assert.equal(h.ref("spare:1"), undefined);
-    assert.deepEqual(ctx(h).spares, {});
+    assert.deepEqual(pool(h)?.spares, {});
     freshRun(h, "r2");
     h.runner.of("spare:2").ready();
     h.runner.of("spare:2").failed("lost");
@@ -79,19 +78,19 @@ describe("warming: the runner's input", () => {
 });
 
 describe("ready", () => {
-  test("ready is the spare's own state, read by the supervisor; the next fresh run of the key takes its process", () => {
+  test("ready is the spare's own state, read through the pool; the next fresh run of the key takes its process", () => {
     const h = startSupervisor();
     freshRun(h, "r1");
     const spare = h.runner.of("spare:1");
     spare.ready();
     assert.equal(h.value("spare:1"), "ready");
-    // The supervisor keeps which spares it started for which key, not a copy of their state.
-    assert.deepEqual(ctx(h).spares, { "spare:1": { id: "spare:1", key: KEY } });
+    // The pool keeps which spares it started for which key, not a copy of their state.
+    assert.deepEqual(pool(h)?.spares, { "spare:1": KEY });
     h.start({ runId: "r2", spareKey: KEY });
     assert.deepEqual(spare.types(), ["runner.handover", "stopped"], "the process is handed over, not stopped");
     assert.equal(h.runner.of("run:r2").input.adopt, "spare:1");
     assert.equal(h.ref("spare:1"), undefined, "claimed: the spare is done");
-    assert.deepEqual(Object.keys(ctx(h).spares), ["spare:2"], "its replacement is the key's only spare");
+    assert.deepEqual(Object.keys(pool(h)!.spares), ["spare:2"], "its replacement is the key's only spare");
     assertHealthy(h);
   });
 
@@ -106,15 +105,6 @@ describe("ready", () => {
     assertHealthy(h);
   });
 
-  test("runs that find the key's spares still warming grow its pool, up to MAX_SPARES_PER_KEY", () => {
-    const h = startSupervisor();
-    for (const id of ["r1", "r2", "r3", "r4", "r5"]) h.start({ runId: id, spareKey: KEY });
-    assert.deepEqual(Object.keys(ctx(h).spares), ["spare:1", "spare:2", "spare:3"]);
-    assert.equal(ctx(h).spareTarget[KEY], MAX_SPARES_PER_KEY);
-    for (const id of ["spare:1", "spare:2", "spare:3"]) assert.equal(h.value(id), "warming");
-    assertHealthy(h);
-  });
-
   test("unused for its idle time, a ready spare retires and its process is stopped", () => {
     const h = startSupervisor();
     freshRun(h, "r1");
@@ -125,21 +115,26 @@ describe("ready", () => {
     h.advance(1);
     assert.equal(h.ref("spare:1"), undefined);
     assert.deepEqual(spare.types(), ["stopped"]);
-    assert.deepEqual(ctx(h).spares, {});
-    assert.deepEqual(ctx(h).spareTarget, {}, "the key's pool is forgotten with its last spare");
+    assert.deepEqual(pool(h)?.spares, {});
     assertHealthy(h);
   });
 });
 
 describe("retired at shutdown", () => {
-  test("supervisor.shutdown retires every spare and starts no new one", () => {
+  test("supervisor.shutdown retires a warming spare and a ready one; their processes are stopped", () => {
     const h = startSupervisor();
     freshRun(h, "r1");
     h.runner.of("spare:1").ready();
+    h.start({ runId: "r2", spareKey: KEY });
+    h.start({ runId: "r3", spareKey: KEY });
+    assert.equal(h.value("spare:2"), "warming");
+    assert.equal(h.value("spare:3"), "warming");
     h.shutdown();
-    assert.equal(h.ref("spare:1"), undefined);
-    assert.equal(h.runner.of("spare:1").stopped, true);
-    assert.deepEqual(h.children(), []);
+    for (const id of ["spare:2", "spare:3"]) {
+      assert.equal(h.ref(id), undefined);
+      assert.equal(h.runner.of(id).stopped, true);
+    }
+    assert.ok(h.trace.some((t) => t.id === "spare:2" && t.value === "retired"));
     assertHealthy(h);
   });
 });

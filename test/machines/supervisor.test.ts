@@ -10,6 +10,8 @@ import type { PrepareFact, RunOutcome, RunStartEvent } from "../../machines/even
 import { runMachine } from "../../machines/run.ts";
 import { sessionMachine } from "../../machines/session.ts";
 import { spareMachine } from "../../machines/spare.ts";
+import { sparePoolMachine } from "../../machines/spare-pool.ts";
+import { SPARE_POOL_ID } from "../../machines/actor-ids.ts";
 import { factOfPrepared, supervisorMachine } from "../../machines/supervisor.ts";
 import { createActor } from "xstate";
 import { undescribedStates } from "../helpers/machine-states.ts";
@@ -544,24 +546,24 @@ describe("serving: what a request becomes", () => {
     assert.equal(context(h, "session:s").language, undefined);
   });
 
-  test("each key keeps its own pool: a run never takes another key's ready spare", () => {
+  test("a fresh run with a spare key spawns the spare pool once and tells it which spare the run took", () => {
     const h = startSupervisor();
-    h.start({ runId: "a1", spareKey: "ka" });
+    h.start({ runId: "n1" });
+    assert.equal(h.ref(SPARE_POOL_ID), undefined, "a run with no key needs no pool");
+    h.start({ runId: "a1", spareKey: "k" });
+    const first = h.ref(SPARE_POOL_ID);
+    assert.ok(first, "the first run with a key spawned it");
     h.runner.of("spare:1").ready();
-    h.start({ runId: "b1", spareKey: "kb" });
-    assert.equal(h.runner.of("run:b1").input.adopt, undefined, "kb has no spare yet");
-    assert.equal(h.value("spare:1"), "ready", "ka's spare is still waiting");
-    assert.deepEqual(ctx(h).spareTarget, { ka: 1, kb: 1 });
-  });
-
-  test("a spare that fails leaves its key's pool the size of what is left; only runs are announced", () => {
-    const h = startSupervisor();
-    for (const id of ["r1", "r2", "r3"]) h.start({ runId: id, spareKey: "k" });
-    assert.equal(ctx(h).spareTarget.k, 3);
-    h.runner.of("spare:2").exited({ code: 1 });
-    assert.deepEqual(ctx(h).spareTarget, { k: 2 });
-    assert.deepEqual(Object.keys(ctx(h).spares), ["spare:1", "spare:3"]);
-    assert.deepEqual(h.finished, [], "a spare's end is not a run's outcome");
+    h.start({ runId: "a2", spareKey: "k" });
+    assert.equal(h.ref(SPARE_POOL_ID), first, "the same pool");
+    assert.equal(h.runner.of("run:a2").input.adopt, "spare:1", "the ready spare, chosen as the run started");
+    assert.deepEqual(
+      h.trace.filter((t) => t.id === SPARE_POOL_ID).map((t) => t.event),
+      ["xstate.init", "spares.run", "spares.run", "xstate.done.actor.spare:1"],
+      "the pool hears of each fresh run with a key; the claimed spare reports to the pool, not the supervisor",
+    );
+    assert.ok(!h.trace.some((t) => t.id === "supervisor" && t.event.startsWith("xstate.done.actor.spare")));
+    assertHealthy(h);
   });
 });
 
@@ -736,7 +738,9 @@ describe("the graph", () => {
         actors: {
           run: runMachine.provide({ actors: { runner: supFake.logic } }),
           session: sessionMachine.provide({ actors: { runner: supFake.logic } }),
-          spare: spareMachine.provide({ actors: { runner: supFake.logic } }),
+          sparePool: sparePoolMachine.provide({
+            actors: { spare: spareMachine.provide({ actors: { runner: supFake.logic } }) },
+          }),
         },
       }),
     );

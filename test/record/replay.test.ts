@@ -144,10 +144,14 @@ describe("committed fixtures", () => {
     for (const id of ids)
       assert.match(
         id,
-        /^(supervisor(\/prepare)?|(session:[^/]+|run:[^/]+|spare:\d+)(\/runner)?)$/,
+        /^(supervisor(\/prepare)?|spare:pool|(session:[^/]+|run:[^/]+|spare:\d+)(\/runner)?)$/,
         "explicit ids only",
       );
     assert.ok(ids.has("spare:1"), "fresh runs keep a spare runner, visible as an actor");
+    const spareParents = records(fixture("fresh-runs")).flatMap((r) =>
+      r.k === "actor" && /^spare:\d+$/.test(r.id) ? [r.parent] : [],
+    );
+    assert.ok(spareParents.length > 1 && spareParents.every((p) => p === "spare:pool"), "spares are the pool's");
     // A JavaScript session: the deadline's interrupt ends the waiting cell (state kept), the loop is killed (lost).
     const js = statesOf(fixture("js-session"), "session:js");
     assert.deepEqual(js.slice(0, 6), ["starting", "running", "idle", "running", "interrupted", "idle"]);

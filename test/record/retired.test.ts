@@ -1,6 +1,7 @@
 // What replay reads of older logs (record/retired.ts): a log recorded while the supervisor still kept a copy of each
-// session's busy run, while shell sessions' own events were named `session.*`, or while their stop after SIGKILL had
-// a 1 s clock (`confirmMs`), replays identical on today's machines, and any other difference in the same records
+// session's busy run, while shell sessions' own events were named `session.*`, while their stop after SIGKILL had a
+// 1 s clock (`confirmMs`), or while the spare runners were the supervisor's own children, replays identical on
+// today's machines, and any other difference in the same records
 // still diverges.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -151,5 +152,52 @@ describe("replaced inputs: the shell limits before shell.group_gone", () => {
         "session:s": { snapshot: { context: { limits: old } } },
       },
     });
+  });
+});
+
+describe("spare runners moved into the spare pool", () => {
+  /** A log recorded while spare runners were the supervisor's children, with its spare:1 ready and claimed. */
+  const OLD = "v2/fresh-runs.jsonl";
+  const text = () => readFileSync(join(FIXTURE_DIR, OLD), "utf8");
+
+  test("the supervisor's spare fields leave its snapshots whole, and a snapshot that changed only them shows no change", () => {
+    const bare = { k: "snap", id: "supervisor", cause: "e", status: "active", value: "serving" } as const;
+    const out = asRecordedToday(
+      traced([
+        { ...bare, context: { queue: [], spares: {}, spareTarget: {}, spareSeq: 0 } },
+        snap({ active: { r: null }, spares: { "spare:1": { id: "spare:1", key: "k" } }, spareSeq: 1 }),
+        snap({ spares: {}, spareTarget: {} }),
+        { ...bare, removed: ["spareSeq", "queue"] },
+      ]),
+    ).map((t) => t.record);
+    assert.deepEqual(out, [
+      { ...bare, context: { queue: [] } },
+      snap({ active: { r: null } }),
+      bare,
+      { ...bare, removed: ["queue"] },
+    ]);
+  });
+
+  test(`${OLD}, whose spares were the supervisor's children, replays identical`, () => {
+    assert.match(text(), /"k":"actor","id":"spare:1","parent":"supervisor"/, "spares under the supervisor");
+    assert.match(text(), /"type":"spare\.claim"/, "a spare was claimed");
+    const report = replayText(text());
+    assert.equal(report.identical, true, JSON.stringify(report.divergence ?? report.error));
+  });
+
+  test("the same log with a spare's own state altered still diverges, at that spare", () => {
+    const ready = '"id":"spare:1","cause":"runner.ready","status":"active","value":"ready"';
+    assert.ok(text().includes(ready));
+    const report = replayText(text().replace(ready, ready.replace('"value":"ready"', '"value":"warming"')));
+    assert.equal(report.identical, false);
+    assert.equal(report.divergence?.actor, "spare:1");
+  });
+
+  test("the same log with a spare's parent or a claim's sender other than the supervisor still diverges", () => {
+    const parent = text().replace('"id":"spare:1","parent":"supervisor"', '"id":"spare:1","parent":"run:x"');
+    assert.equal(replayText(parent).identical, false);
+    const claim = /("k":"event","to":"spare:1","from":)"supervisor"(,"event":\{"type":"spare\.claim")/;
+    assert.match(text(), claim);
+    assert.equal(replayText(text().replace(claim, '$1"session:x"$2')).identical, false);
   });
 });

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { performance } from "node:perf_hooks";
 import { after, before, describe, test } from "node:test";
 import { SupervisorHost } from "../../../host/host.ts";
-import { MAX_SPARES_PER_KEY } from "../../../machines/supervisor.ts";
+import { MAX_SPARES_PER_KEY } from "../../../machines/spare-pool.ts";
 import { liveGroups } from "../../../actors/registry/registry.ts";
 import { bareStart, pidAlive, waitUntil } from "../../helpers/procs.ts";
 import { tempDir } from "../../helpers/temp-dir.ts";
