@@ -2,8 +2,9 @@
 // PTY. It is `starting` until the process exists, `running` while its output stream is open (`held` once the shell
 // itself exited but a background process still holds the stream), and ends `exited` when the stream closed. A kill,
 // an eviction or Pi's shutdown goes through `stopping`: the requested signal to the group, SIGKILL after a grace,
-// then a wait for the group to be empty. Output still open once it is, or a member still there long after SIGKILL,
-// means the stop failed: the session is `running` again and its owner is told so.
+// then a wait for the group to be empty (a group that ended by itself as the stop came is found so by the first
+// signal). Output still open once it is, or a member still there long after SIGKILL, means the stop failed: the
+// session is `running` again and its owner is told so.
 // The process is the `shell` boundary actor (actors/shell/shell-actor.ts); this machine only names what happens.
 import { assign, enqueueActions, sendParent, setup } from "xstate";
 import { placeholder } from "./placeholder.ts";
@@ -71,7 +72,8 @@ export type ShellFact =
   | ({ type: "shell.process_exited" } & ExitInfo)
   /** The output stream closed after the process exited: the session is over. */
   | ({ type: "shell.closed" } & ExitInfo)
-  /** After a SIGKILL: no process of the session's group (its cgroup, or its session without cgroups) is left.
+  /** After a SIGKILL, or a signal that found no process (ESRCH): no process of the session's group (its cgroup, or
+   * its session without cgroups) is left.
    * `outputOpen`: its output stream was still open then, so a process outside the group holds it. */
   | { type: "shell.group_gone"; at: number; outputOpen: boolean }
   | { type: "shell.signal_failed"; at: number; signal: string; message: string };
@@ -241,6 +243,31 @@ export const execSessionMachine = setup({
           description: "The requested signal was sent; SIGKILL follows if the stream is still open after the grace.",
           entry: { type: "signal", params: ({ context }) => context.stop!.signal },
           after: { grace: "escalated" },
+          on: {
+            // The signal found no process: the group had ended by itself, perhaps just before, while Node had not yet
+            // read the end of its output or the shell's exit report. Not a failed stop unless the output stays open.
+            "shell.group_gone": [
+              {
+                guard: { type: "outputHeldOutside", params: ({ event }) => event },
+                target: "#exec-session.running",
+                actions: [
+                  {
+                    type: "notifyStopFailed",
+                    params: ({ context, event }) => ({
+                      at: event.at,
+                      message: `${context.stop?.signal ?? "the signal"} found no process of the group, but the output stream is still open: a process outside the group holds it`,
+                    }),
+                  },
+                  "clearStop",
+                ],
+              },
+              { target: "ended" },
+            ],
+          },
+        },
+        ended: {
+          description:
+            "The requested signal found the group gone, ended by itself, and the output at its end: the stream's close follows with the shell's exit report.",
         },
         escalated: {
           description: "SIGKILL was sent to the process group; the session ends when its output stream closes.",

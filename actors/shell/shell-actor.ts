@@ -2,7 +2,7 @@
 // port of the backend the user chose (local, sandbox, remote), which tracks it from before it ran (its own cgroup,
 // actors/registry/registry.ts); names itself the owner of that group (so nothing outlives Pi, whatever happens to the actors), pours
 // its output into the session's I/O, and tells its session the facts: spawned, process exited, closed, a signal
-// that could not be sent, and after a SIGKILL the group's end. Signals arrive as `shell.signal`. Stopped while the
+// that could not be sent, and after a SIGKILL (or a signal that found no process) the group's end. Signals arrive as `shell.signal`. Stopped while the
 // process lives, it kills the group.
 import { fromCallback } from "xstate";
 import type { ShellCommand, ShellFact, ShellInput } from "../../machines/exec-session.ts";
@@ -88,8 +88,10 @@ export function createShellLogic(ports: ShellPorts) {
     receive((command) => {
       if (command.type !== "shell.signal" || !handle) return;
       const r = handle.signalGroup(command.signal);
-      // A SIGKILL that found no process (ESRCH) found the group gone already: the same fact, told the same way.
-      if (command.signal === "SIGKILL" && (r.ok || r.error === "ESRCH")) watchGroup(handle);
+      // A signal that found no process (ESRCH) found the group gone already: the fact a SIGKILL waits for, told the
+      // same way. Any signal: a group that ended by itself just as a kill came (Node not yet past the end of its
+      // output and the exit report) is no failed stop, unless a process outside it holds the output.
+      if (r.ok ? command.signal === "SIGKILL" : r.error === "ESRCH") watchGroup(handle);
       else if (!r.ok) send({ type: "shell.signal_failed", at: ports.now(), signal: command.signal, message: r.error });
     });
     return () => {

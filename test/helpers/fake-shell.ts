@@ -72,7 +72,8 @@ export function startExec(config: Partial<ExecPoolInput> = {}, inspect?: (e: Ins
     closed(id: number, code: number | null = 0, signal: string | null = null) {
       shells.get(id)!.send({ type: "shell.closed", at: at(), code, signal });
     },
-    /** After a SIGKILL: no process of the group is left; `outputOpen`, one outside it holds the output. */
+    /** After a SIGKILL (or a signal that found no process): none of the group is left; `outputOpen`, one outside it
+     * holds the output. */
     groupGone(id: number, outputOpen: boolean) {
       shells.get(id)!.send({ type: "shell.group_gone", at: at(), outputOpen });
     },

@@ -346,6 +346,85 @@ describe("stopping.escalated.emptied", () => {
   });
 });
 
+// A group that ended by itself just as a kill came (its shell exited, Node not yet past the end of its output or the
+// exit report): the requested signal finds no process (ESRCH) and the shell actor tells the group's end at once. It
+// was reported "SIGTERM: ESRCH", a failed kill, though the session was ending.
+describe("stopping.ended", () => {
+  const stopNotices = () => {
+    const notices: { at: number; escalated: boolean; message: string }[] = [];
+    const h = startExec({}, (ev) => {
+      const e = (ev as { event?: { type?: string } }).event as
+        { type: string; at: number; escalated: boolean; message: string } | undefined;
+      if (ev.type === "@xstate.event" && e?.type === "shell.stop_failed") notices.push(e);
+    });
+    return { h, notices };
+  };
+
+  test("the signal found the group gone, its output ended: no SIGKILL, no failed stop; the close ends it killed", () => {
+    const { h, notices } = stopNotices();
+    h.running(1, "wake");
+    h.send({ type: "exec.kill", at: 0, id: 1, signal: "SIGTERM" });
+    h.advance(5);
+    h.groupGone(1, false);
+    assert.deepEqual(h.sessionState(1), { stopping: "ended" });
+    // No clock: only the exit report is to come, however late, and the grace no longer leads to SIGKILL.
+    h.advance(2 * DEFAULT_EXEC_LIMITS.unkillableMs);
+    assert.deepEqual(h.shells.get(1)!.signals, ["SIGTERM"]);
+    assert.deepEqual(notices, []);
+    h.shells.get(1)!.send({ type: "shell.process_exited", at: h.clock.now(), code: 0, signal: null });
+    assert.deepEqual(h.sessionState(1), { stopping: "ended" });
+    h.closed(1, 0);
+    const ended = h.emitted.find((e) => e.type === "exec.ended" && e.id === 1);
+    assert.deepEqual(ended, {
+      type: "exec.ended",
+      id: 1,
+      end: "killed",
+      at: 5 + 2 * DEFAULT_EXEC_LIMITS.unkillableMs,
+      code: 0,
+      signal: null,
+      reason: "kill",
+    });
+    assert.ok(!h.emitted.some((e) => e.type === "exec.stop_failed"));
+    assert.equal(h.records()["1"], undefined, "the kill observed it");
+  });
+
+  test("an eviction that finds the group gone ends evicted, not escalated", () => {
+    const h = startExec({ maxSessions: 2, protectedCount: 1 });
+    h.running(1);
+    h.running(2);
+    h.start(3);
+    assert.deepEqual(h.shells.get(1)!.signals, ["SIGTERM"]);
+    h.groupGone(1, false);
+    assert.deepEqual(h.sessionState(1), { stopping: "ended" });
+    h.closed(1, 0);
+    const ended = h.emitted.find((e) => e.type === "exec.ended" && e.id === 1) as {
+      end: string;
+      reason?: string;
+      escalated?: boolean;
+      code: number | null;
+    };
+    assert.deepEqual([ended.end, ended.reason, ended.escalated, ended.code], ["evicted", "evict", undefined, 0]);
+    assert.ok(!h.emitted.some((e) => e.type === "exec.stop_failed"));
+  });
+
+  test("the group gone with its output open: held outside the group, the stop failed at once, not escalated", () => {
+    const { h, notices } = stopNotices();
+    h.running(1, "wake");
+    h.send({ type: "exec.kill", at: 0, id: 1, signal: "SIGINT" });
+    h.advance(7);
+    h.groupGone(1, true);
+    assert.deepEqual(h.sessionState(1), { running: "attached" });
+    assert.deepEqual(
+      notices.map((e) => [e.at, e.escalated]),
+      [[7, false]],
+    );
+    assert.match(notices[0]!.message, /^SIGINT found no process of the group, .*a process outside the group holds it/);
+    assert.deepEqual(h.wakeState(1), { value: { running: "watching" }, armed: true });
+    h.advance(DEFAULT_EXEC_LIMITS.killGraceMs);
+    assert.deepEqual(h.shells.get(1)!.signals, ["SIGINT"], "no SIGKILL after the grace: the stop is over");
+  });
+});
+
 describe("failed", () => {
   test("a failed start's exit is at the failure's time, with the message on the ended event", () => {
     const h = startExec();
