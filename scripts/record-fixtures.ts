@@ -5,7 +5,17 @@
 // Each scenario checks the outcomes it is meant to show, and each new file must replay identical before it is
 // written over the old one.
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SupervisorHost, type RunRequestInput } from "../host/host.ts";
@@ -14,6 +24,7 @@ import { Recorder } from "../record/recorder.ts";
 import { formatReport, replayFile } from "../record/replay.ts";
 import { startRequest } from "../test/helpers/exec-driver.ts";
 import { CONTAINMENT_ENV } from "../actors/registry/containment.ts";
+import { groupAlive } from "../actors/registry/registry.ts";
 
 export const FIXTURE_DIR = resolve(import.meta.dirname, "../test/fixtures/replay");
 /** Pi tools for nested calls (from the nested-call tests); the nested-calls scenario needs them. */
@@ -185,6 +196,25 @@ const shellScenarios: Record<string, (host: SupervisorHost, cwd: string) => Prom
     assert.ok(later.ok && later.value.running);
     const polled = await host.exec.write({ id: later.value.id, until: "full", durationMs: 5000, callId: "c6" });
     assert.ok(polled.ok && !polled.value.running && polled.value.end?.code === 0);
+    // A shell that exits by itself just as kill_session comes: its cgroup is empty (the spin below runs in one turn)
+    // while Node has read neither the end of its output nor its exit, so SIGTERM finds no process: no failed kill,
+    // the group's end is looked for and the close (here read first) ends the session killed with its own exit.
+    const fifo = join(cwd, "exits.fifo");
+    execFileSync("mkfifo", [fifo]);
+    const exiting = await start(`echo ready; read x < '${fifo}'; exit 0`, 300, "e1");
+    assert.ok(exiting.ok && exiting.value.running);
+    let said = new TextDecoder().decode(exiting.value.output);
+    for (let i = 2; !said.includes("ready"); i++) {
+      const more = await host.exec.write({ id: exiting.value.id, until: "full", durationMs: 200, callId: `e${i}` });
+      assert.ok(more.ok && more.value.running);
+      said += new TextDecoder().decode(more.value.output);
+    }
+    const pid = host.exec.sessions().find((x) => x.id === exiting.value.id)!.pid!;
+    writeFileSync(fifo, "go\n");
+    const until = Date.now() + 10_000;
+    while (groupAlive(pid) && Date.now() < until);
+    const gone = await host.exec.kill(exiting.value.id, "SIGTERM", "e0");
+    assert.ok(gone?.killed && !gone.failure && gone.end?.code === 0, gone?.failure);
     process.env[CONTAINMENT_ENV] = "session";
     const held = await start("setsid sh -c 'echo outside; exec sleep 3' & sleep 30", 300, "c7").finally(
       () => delete process.env[CONTAINMENT_ENV],
