@@ -158,19 +158,23 @@ describe("committed fixtures", () => {
     const k = js.indexOf("grace");
     assert.deepEqual(js.slice(k - 1, k + 3), ["interrupted", "grace", "killed", "lost"]);
     // Shell sessions: one exits within its window, one is killed (its stop escalates no further), one is held past
-    // its window and ends by its own exit, one whose output a process outside its group holds: SIGKILL, the group's
+    // its window and ends by its own exit, one exits by itself just as it is killed (SIGTERM finds no process: killed
+    // with its own exit, no failed kill), one whose output a process outside its group holds: SIGKILL, the group's
     // end found with the output open, running again, and the end when the holder goes; the pool stops with the host.
     const shellStates = (id: string) => statesOf(fixture("shell-sessions"), id);
     assert.deepEqual(shellStates("exec:1"), ["starting", "running", "exited"]);
     assert.deepEqual(shellStates("exec:2"), ["starting", "running", "stopping", "killed"]);
     assert.deepEqual(shellStates("exec:3"), ["starting", "running", "exited"]);
-    assert.deepEqual(shellStates("exec:4"), ["starting", "running", "stopping", "running", "exited"]);
-    const gone = records(fixture("shell-sessions")).filter(
-      (r) => r.k === "fact" && r.event?.type === "shell.group_gone",
-    );
+    assert.deepEqual(shellStates("exec:4"), ["starting", "running", "stopping", "killed"]);
+    const shellFacts = records(fixture("shell-sessions")).filter((r) => r.k === "fact");
+    const closed4 = shellFacts.find((r) => r.to === "exec:4" && r.event?.type === "shell.closed");
+    assert.deepEqual([closed4?.event.code, closed4?.event.signal], [0, null], "the shell's own exit");
+    assert.ok(!shellFacts.some((r) => r.event?.type === "shell.signal_failed"), "no signal failed");
+    assert.deepEqual(shellStates("exec:5"), ["starting", "running", "stopping", "running", "exited"]);
+    const gone = shellFacts.filter((r) => r.event?.type === "shell.group_gone");
     assert.deepEqual(
       gone.map((r) => [r.to, r.event.outputOpen]),
-      [["exec:4", true]],
+      [["exec:5", true]],
     );
     assert.deepEqual(shellStates("exec:pool"), ["serving", "stopping"]);
     const ready = records(fixture("js-session")).find((r) => r.k === "fact" && r.event?.type === "runner.ready");
