@@ -1,9 +1,9 @@
 // The `shell` boundary actor of a shell session (machines/exec-session.ts): starts the process through the process
 // port of the backend the user chose (local, sandbox, remote), which tracks it from before it ran (its own cgroup,
-// actors/registry/registry.ts); names itself the owner of that group (so nothing outlives Pi, whatever happens to the actors), pours
-// its output into the session's I/O, and tells its session the facts: spawned, process exited, closed, a signal
-// that could not be sent, and after a SIGKILL (or a signal that found no process) the group's end. Signals arrive as `shell.signal`. Stopped while the
-// process lives, it kills the group.
+// actors/registry/registry.ts); names itself the owner of that group (so nothing outlives Pi, whatever happens to the
+// actors), pours its output into the session's I/O, and tells its session the facts: spawned, process exited, closed,
+// a signal that could not be sent, and after a SIGKILL (or a signal that found no process) the group's end. Signals
+// arrive as `shell.signal`. Stopped while the process lives, it kills the group.
 import { fromCallback } from "xstate";
 import type { ShellCommand, ShellFact, ShellInput } from "../../machines/exec-session.ts";
 import { registerGroup, stopTracked, unregisterWhenEmpty, whenEmpty } from "../registry/registry.ts";
