@@ -5,7 +5,7 @@
 // the first fresh run with a key), which it then tells what the run took. Every outcome, including refusals, is
 // announced as an emitted `run.finished`; nested calls' records as `run.nested_call`. While serving, the supervisor is
 // `idle` (no request waits) or `preparing` (the queue's head is being prepared, the rest wait in order).
-import { assertEvent, emit, enqueueActions, not, setup } from "xstate";
+import { assertEvent, assign, emit, enqueueActions, not, setup } from "xstate";
 import type { EventObject } from "xstate";
 import type { RunFinishedEvent, RunOutcome, RunStartEvent } from "./events.ts";
 import { runMachine } from "./run.ts";
@@ -82,9 +82,9 @@ export const supervisorMachine = setup({
       if (ref) enqueue.sendTo(ref, event);
     }),
     /** A request joins the queue, behind those waiting. */
-    enqueue: enqueueActions(({ context, event, enqueue }) => {
+    enqueue: assign(({ context, event }) => {
       assertEvent(event, "run.start");
-      enqueue.assign({ queue: [...context.queue, event] });
+      return { queue: [...context.queue, event] };
     }),
     /** The request at the head of the queue is prepared: by a prepare actor, or, when its sender settled it, by
      * raising the fact it stands for (`next` does the same for the one after). Spawned, not invoked by `preparing`:
