@@ -83,11 +83,11 @@ export const spareTargets = (root: RootSnapshot): Record<string, number> => ({ .
 
 /** The session a prepared request can be sent to straight (the warm path, docs/design.md), or undefined: it must go
  * through the supervisor. Straight only when nothing could differ from what the supervisor would do: the supervisor
- * is serving with no request queued before this one (call order), and the session is alive and idle, with this
+ * is idle, no request waiting before this one (call order), and the session is alive and idle, with this
  * language, interpreter and working directory, and is not to be reset. */
 export function directSession(root: RootSnapshot, request: RunStartEvent): AnyActorRef | undefined {
   if (request.session === undefined || request.reset || !request.prepared || request.prepared.failed) return undefined;
-  if (root.value !== "serving" || root.context.queue.length > 0) return undefined;
+  if (!root.matches({ serving: "idle" })) return undefined;
   const entry = root.context.sessions[request.session];
   if (!entry || entry.status !== "alive") return undefined;
   if (otherLanguage(root.context, request) || replacementOf(entry, request)) return undefined;

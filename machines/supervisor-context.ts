@@ -42,7 +42,8 @@ export interface SessionEntry {
 }
 
 export interface SupervisorContext extends SupervisorInput {
-  /** Requests waiting for preparation, in arrival order; the first one is being prepared (the `prepare` child). */
+  /** Requests waiting for preparation, in arrival order; the first one is being prepared (`serving.preparing`: by
+   * the `prepare` child, or by the fact its sender settled). Empty in `serving.idle` and in `stopping`. */
   queue: RunStartEvent[];
   sessions: Record<string, SessionEntry>;
   /** Runs not yet finished, with their session (null for fresh runs). */

@@ -3,8 +3,9 @@
 // run (`run:<id>`) or passes it to a named session (`session:<name>`), children with explicit ids. A fresh run takes a
 // ready spare runner if its key has one, read from the spare pool (`spare:pool`, machines/spare-pool.ts, spawned by
 // the first fresh run with a key), which it then tells what the run took. Every outcome, including refusals, is
-// announced as an emitted `run.finished`; nested calls' records as `run.nested_call`.
-import { assertEvent, emit, enqueueActions, not, setup } from "xstate";
+// announced as an emitted `run.finished`; nested calls' records as `run.nested_call`. While serving, the supervisor is
+// `idle` (no request waits) or `preparing` (the queue's head is being prepared, the rest wait in order).
+import { assertEvent, assign, emit, enqueueActions, not, setup } from "xstate";
 import type { EventObject } from "xstate";
 import type { RunFinishedEvent, RunOutcome, RunStartEvent } from "./events.ts";
 import { runMachine } from "./run.ts";
@@ -42,6 +43,8 @@ export * from "./supervisor-context.ts";
 const SHUTDOWN = "Pi is shutting down; the code_execution supervisor accepts no new runs.";
 const FRESH_JS = "JavaScript runs only in a session (eval's js cells).";
 const busy = (name: string) => `Session "${name}" is busy with another run; wait for it to finish.`;
+/** A request whose id a run or a waiting request already has is refused, in either substate of `serving`. */
+const refuseDuplicate = { guard: "duplicateRun", actions: "refuseDuplicate" } as const;
 /** Whether a session actor has a run active (its own context: a direct run is known only there). */
 const sessionHasRun = (ref: { getSnapshot: () => unknown } | undefined) =>
   (ref?.getSnapshot() as { context?: { activeRunId?: string } } | undefined)?.context?.activeRunId !== undefined;
@@ -78,17 +81,22 @@ export const supervisorMachine = setup({
       const ref = system.get(EXEC_POOL_ID);
       if (ref) enqueue.sendTo(ref, event);
     }),
-    /** A request joins the queue; the first in line is prepared at once (by a prepare actor, or, when its sender
-     * settled it, by raising the fact it stands for). */
-    enqueue: enqueueActions(({ context, event, enqueue }) => {
+    /** A request joins the queue, behind those waiting. */
+    enqueue: assign(({ context, event }) => {
       assertEvent(event, "run.start");
-      if (context.queue.length === 0) {
-        if (event.prepared) enqueue.raise(factOfPrepared(event));
-        else enqueue.spawnChild("prepare", { id: "prepare", input: event });
-      }
-      enqueue.assign({ queue: [...context.queue, event] });
+      return { queue: [...context.queue, event] };
     }),
-    /** The head of the queue is done with (prepared, refused or cancelled): the next one is prepared. */
+    /** The request at the head of the queue is prepared: by a prepare actor, or, when its sender settled it, by
+     * raising the fact it stands for (`next` does the same for the one after). Spawned, not invoked by `preparing`:
+     * a settled request gets no actor (the warm path), and an invoked child stops on the state's exit, before the
+     * transition's actions, so its stop would precede the start of the run it prepared, where logs record it after. */
+    prepareHead: enqueueActions(({ context, enqueue }) => {
+      const head = context.queue[0]!;
+      if (head.prepared) enqueue.raise(factOfPrepared(head));
+      else enqueue.spawnChild("prepare", { id: "prepare", input: head });
+    }),
+    /** The head of the queue is done with (prepared, refused or cancelled): its preparation stops, and the next one,
+     * if any, is prepared under the same id. */
     next: enqueueActions(({ context, enqueue }) => {
       const [head, ...queue] = context.queue;
       if (head && !head.prepared) enqueue.stopChild("prepare");
@@ -98,6 +106,10 @@ export const supervisorMachine = setup({
       enqueue.assign({ queue });
     }),
     refuse: emit((_, outcome: RunOutcome): RunFinishedEvent => ({ type: "run.finished", outcome })),
+    refuseDuplicate: emit(({ event }): RunFinishedEvent => {
+      assertEvent(event, "run.start");
+      return { type: "run.finished", outcome: refusal(event, `Run id ${event.runId} is already in use.`) };
+    }),
     refuseUnprepared: emit(({ context, event }): RunFinishedEvent => {
       assertEvent(event, "prepare.failed");
       const request = context.queue[0]!;
@@ -266,10 +278,11 @@ export const supervisorMachine = setup({
       assertEvent(event, "run.cancel");
       return isQueued(context, event.runId);
     },
-    isPreparing: ({ context, event }) => {
+    isHead: ({ context, event }) => {
       assertEvent(event, "run.cancel");
       return context.queue[0]?.runId === event.runId;
     },
+    noneWaits: ({ context }) => context.queue.length === 0,
     forHead: ({ context, event }) => {
       assertEvent(event, ["prepare.done", "prepare.failed"]);
       return context.queue[0]?.runId === event.runId;
@@ -308,33 +321,39 @@ export const supervisorMachine = setup({
   states: {
     serving: {
       description: "Requests are prepared one at a time, in the order they came, then started.",
+      initial: "idle",
       on: {
-        "run.start": [
-          {
-            guard: "duplicateRun",
-            actions: {
-              type: "refuse",
-              params: ({ event }) => refusal(event, `Run id ${event.runId} is already in use.`),
-            },
-          },
-          { actions: "enqueue" },
-        ],
-        "prepare.done": [
-          { guard: not("forHead"), description: "Only the request being prepared is answered." },
-          { guard: "freshJs", actions: ["refuseFreshJs", "next"] },
-          { guard: "otherLanguage", actions: ["refuseOtherLanguage", "next"] },
-          { guard: "isFresh", actions: ["startFresh", "next"] },
-          { actions: ["startInSession", "next"] },
-        ],
-        "prepare.failed": { guard: "forHead", actions: ["refuseUnprepared", "next"] },
-        "run.cancel": [
-          { guard: "isPreparing", actions: ["cancelQueued", "next"] },
-          { guard: "isQueued", actions: "cancelQueued" },
-          { actions: "cancel" },
-        ],
         "session.stop": { actions: "closeSession" },
         "exec.open": { actions: { type: "openExec", params: false } },
         "supervisor.shutdown": { target: "stopping", actions: "closeAll" },
+      },
+      states: {
+        idle: {
+          description: "No request waits.",
+          on: { "run.start": [refuseDuplicate, { target: "preparing", actions: "enqueue" }] },
+        },
+        preparing: {
+          description:
+            "The request at the queue's head is being prepared (by the `prepare` child, or by the fact its sender " +
+            "settled); the rest wait in order. Done with the head, the next one is prepared, until none waits.",
+          entry: "prepareHead",
+          always: { guard: "noneWaits", target: "idle", description: "The last request waiting is done with." },
+          on: {
+            "run.start": [refuseDuplicate, { actions: "enqueue" }],
+            "prepare.done": [
+              { guard: not("forHead"), description: "Only the request being prepared is answered." },
+              { guard: "freshJs", actions: ["refuseFreshJs", "next"] },
+              { guard: "otherLanguage", actions: ["refuseOtherLanguage", "next"] },
+              { guard: "isFresh", actions: ["startFresh", "next"] },
+              { actions: ["startInSession", "next"] },
+            ],
+            "prepare.failed": { guard: "forHead", actions: ["refuseUnprepared", "next"] },
+            "run.cancel": [
+              { guard: "isHead", actions: ["cancelQueued", "next"] },
+              { guard: "isQueued", actions: "cancelQueued" },
+            ],
+          },
+        },
       },
     },
     stopping: {

@@ -1,11 +1,12 @@
 // What the machines once recorded and no longer do: context fields they stopped keeping, events between actors
-// that were renamed, inputs a machine gives its children from its own constants that changed, and actors that moved
-// to another parent. A log recorded before such a change carries the old; today's machines, replaying the same
-// inputs, record the new. Replay reads an older log as today's machines would have recorded it (a retired field taken
-// out, and a snapshot whose only change was to it then showing no change to that key; a renamed event under its new
-// name; a child's start input as today's parent gives it; a moved actor's records under its new parent), so a log
-// from before a deliberate change still replays identical, and any other difference still diverges. An entry is
-// added here with the change that made it.
+// that were renamed, inputs a machine gives its children from its own constants that changed, actors that moved
+// to another parent, and states that gained substates. A log recorded before such a change carries the old; today's
+// machines, replaying the same inputs, record the new. Replay reads an older log as today's machines would have
+// recorded it (a retired field taken out, and a snapshot whose only change was to it then showing no change to that
+// key; a renamed event under its new name; a child's start input as today's parent gives it; a moved actor's records
+// under its new parent; a state's old value as the substate today's machine is in, read from the recorded context),
+// so a log from before a deliberate change still replays identical, and any other difference still diverges. An
+// entry is added here with the change that made it.
 import { isActor, isSpareRunner, SPARE_POOL_ID } from "../machines/actor-ids.ts";
 import { canonical, type TraceRecord } from "./trace.ts";
 import type { Traced } from "./divergence.ts";
@@ -85,6 +86,31 @@ export const REPLACED: readonly Replaced[] = [
   },
 ];
 
+interface Restated {
+  /** The actor whose state it is. */
+  actor: string;
+  /** The state value it recorded. */
+  from: string;
+  /** Its value today, decided by the actor's context as recorded up to and with that snapshot. */
+  today: (context: Record<string, unknown>) => unknown;
+}
+
+export const RESTATED: readonly Restated[] = [
+  // 2026-12-03: the supervisor's `serving` has substates (issue 30): `idle` while no request waits, `preparing` while
+  // the request at the queue's head is prepared (the queue is not empty).
+  {
+    actor: "supervisor",
+    from: "serving",
+    today: (context) => ({ serving: Array.isArray(context.queue) && context.queue.length ? "preparing" : "idle" }),
+  },
+];
+
+/** A state value as today's machine records it, or the value itself. */
+function valueAsToday(actor: string, value: unknown, context: Record<string, unknown>): unknown {
+  const r = RESTATED.find((r) => r.actor === actor && r.from === value);
+  return r ? r.today(context) : value;
+}
+
 type Snap = Extract<TraceRecord, { k: "snap" }>;
 type EventRecord = Extract<TraceRecord, { k: "event" }>;
 
@@ -122,6 +148,7 @@ function inputAsToday(id: string, input: unknown): unknown {
  * `delta`. */
 export function asRecordedToday(expected: Traced[]): Traced[] {
   const last = new Map<string, string>(); // `${actor}\0${key}` -> the value's JSON after the actor's last snapshot
+  const contexts = new Map<string, Record<string, unknown>>(); // a restated actor's context as recorded so far
   return expected.map((t) => {
     const recorded = t.record;
     if (recorded.k === "event") return eventAsToday(t, recorded);
@@ -131,6 +158,7 @@ export function asRecordedToday(expected: Traced[]): Traced[] {
       const record: Snap = { ...recorded, cause };
       t = { ...t, record, key: canonical(record) };
     }
+    t = stateAsToday(t, recorded, contexts);
     t = snapAsToday(t, t.record as Snap);
     const rules = RETIRED.filter((r) => r.actor === recorded.id);
     if (rules.length === 0) return t;
@@ -176,6 +204,21 @@ export function asRecordedToday(expected: Traced[]): Traced[] {
   });
 }
 
+/** A snapshot of a restated actor with its value as today's, its context followed through each snapshot (a whole
+ * context, or a change to the previous one) in `contexts`. */
+function stateAsToday(t: Traced, snap: Snap, contexts: Map<string, Record<string, unknown>>): Traced {
+  if (!RESTATED.some((r) => r.actor === snap.id)) return t;
+  const whole =
+    snap.context && typeof snap.context === "object" ? (snap.context as Record<string, unknown>) : undefined;
+  const context = { ...(whole ?? contexts.get(snap.id)), ...snap.delta };
+  for (const k of snap.removed ?? []) delete context[k];
+  contexts.set(snap.id, context);
+  const value = valueAsToday(snap.id, snap.value, context);
+  if (value === snap.value) return t;
+  const record: Snap = { ...(t.record as Snap), value };
+  return { ...t, record, key: canonical(record) };
+}
+
 /** A snapshot whose context (whole, or its change) holds a replaced input key, with today's value. */
 function snapAsToday(t: Traced, snap: Snap): Traced {
   const context = snap.context && typeof snap.context === "object" ? inputAsToday(snap.id, snap.context) : snap.context;
@@ -186,15 +229,17 @@ function snapAsToday(t: Traced, snap: Snap): Traced {
 }
 
 interface Persisted {
+  value?: unknown;
   context?: Record<string, unknown>;
   children?: Record<string, { snapshot?: Persisted } | undefined>;
 }
 
-/** A checkpoint's persisted supervisor snapshot without the retired fields, and its children's contexts with
- * today's values of replaced inputs, so the restored machines start as today's would have. */
+/** A checkpoint's persisted supervisor snapshot without the retired fields and in today's state, and its
+ * children's contexts with today's values of replaced inputs, so the restored machines start as today's would have. */
 export function checkpointWithoutRetired(snapshot: unknown): unknown {
   const s = snapshot as Persisted | undefined;
   if (!s?.context) return snapshot;
+  const value = valueAsToday("supervisor", s.value, s.context);
   const context = { ...s.context };
   for (const r of RETIRED)
     if (r.actor === "supervisor" && r.key in context) {
@@ -204,7 +249,12 @@ export function checkpointWithoutRetired(snapshot: unknown): unknown {
   // Spares alive at an older checkpoint were the supervisor's children; today they are the pool's, which such a
   // checkpoint does not hold: they are not restored (a later fact of theirs makes the replay say so).
   const kept = s.children && Object.fromEntries(Object.entries(s.children).filter(([id]) => !isSpareRunner(id)));
-  return { ...s, context, ...(kept ? { children: childrenAsToday(kept) } : {}) };
+  return {
+    ...s,
+    ...(value === s.value ? {} : { value }),
+    context,
+    ...(kept ? { children: childrenAsToday(kept) } : {}),
+  };
 }
 
 function childrenAsToday(children: NonNullable<Persisted["children"]>): Persisted["children"] {

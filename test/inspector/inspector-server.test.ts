@@ -302,7 +302,7 @@ describe("@statelyai/inspect frames", () => {
     );
     const model = createModel();
     for (const f of frames) applyFrame(model, f);
-    assert.equal(model.actors.get("supervisor")?.label, "serving");
+    assert.equal(model.actors.get("supervisor")?.label, "serving.idle");
     assert.equal(model.actors.get("session:late")?.label, "idle");
     assert.equal(model.actors.get("session:late")?.parentId, "supervisor");
   });

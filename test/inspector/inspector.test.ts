@@ -152,7 +152,7 @@ describe("live page in Chromium", () => {
       );
     }
     console.log(`# DOM latency per transition: ${latencies.join(", ")}`);
-    assert.equal(await domState("supervisor"), "serving");
+    assert.equal(await domState("supervisor"), "serving.idle");
     await page.evaluate(`document.querySelector('li[data-actor="session:live"] .row').click()`);
     await page.waitFor(`document.querySelector("#details h2")?.textContent === "session:live"`);
     await page.screenshot(join(ARTIFACTS, "inspector-live.png"));

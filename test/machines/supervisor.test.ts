@@ -54,13 +54,69 @@ function scriptedPrepare() {
   return { logic, instances, last: () => instances[instances.length - 1]! };
 }
 
-describe("serving: preparation", () => {
+const IDLE = { serving: "idle" };
+const PREPARING = { serving: "preparing" };
+
+describe("serving.idle", () => {
+  test("the supervisor starts idle; a request makes it prepare, and it is idle again once done with the last one", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    assert.deepEqual(h.actor.getSnapshot().value, IDLE);
+    h.start({ runId: "r1" });
+    assert.deepEqual(h.actor.getSnapshot().value, PREPARING);
+    prepare.last().send({ type: "prepare.done", at: h.now(), runId: "r1" });
+    assert.deepEqual(h.actor.getSnapshot().value, IDLE);
+    assert.deepEqual(ctx(h).queue, []);
+    assert.deepEqual(h.values("supervisor"), ["idle", "preparing", "idle"]);
+    assertHealthy(h);
+  });
+
+  test("a request its sender settled is prepared within the step that brought it: no snapshot shows it preparing", () => {
+    const prepare = scriptedPrepare();
+    const h = startSupervisor({ prepare: prepare.logic });
+    h.start({ runId: "r1", prepared: {} });
+    h.start({ runId: "r2", prepared: { failed: { message: "no interpreter" } } });
+    assert.equal(prepare.instances.length, 0, "no prepare actor");
+    assert.deepEqual(h.children(), ["run:r1"]);
+    assert.equal(h.outcome("r2").message, "no interpreter");
+    assert.deepEqual(h.values("supervisor"), ["idle"]);
+    assertHealthy(h);
+  });
+
+  test("a request with the id of a running run is refused, and the supervisor stays idle", () => {
+    const h = startSupervisor();
+    const k = freshRunning(h, "r1");
+    h.start({ runId: "r1", code: "again" });
+    assert.equal(h.outcome("r1").message, "Run id r1 is already in use.");
+    assert.deepEqual(h.actor.getSnapshot().value, IDLE);
+    assert.deepEqual(ctx(h).queue, []);
+    k.done("r1");
+    assert.equal(h.finished.filter((o) => o.runId === "r1").length, 2, "the refusal, then the run's own outcome");
+    assertHealthy(h);
+  });
+
+  test("a preparation fact with no request being prepared changes nothing; a cancel still reaches its run", () => {
+    const h = startSupervisor();
+    const k = freshRunning(h, "r1");
+    h.send({ type: "prepare.done", at: h.now(), runId: "r1" });
+    h.send({ type: "prepare.failed", at: h.now(), runId: "zz", message: "stale" });
+    assert.deepEqual(h.finished, []);
+    assert.deepEqual(h.children(), ["run:r1"]);
+    h.cancel("r1");
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]);
+    assert.deepEqual(h.actor.getSnapshot().value, IDLE);
+    assertHealthy(h);
+  });
+});
+
+describe("serving.preparing", () => {
   test("requests are prepared one at a time, in the order they came; each starts once prepared", () => {
     const prepare = scriptedPrepare();
     const h = startSupervisor({ prepare: prepare.logic });
     h.start({ runId: "r1", code: "1" });
     h.start({ runId: "s1", session: "s", code: "2" });
     assert.deepEqual(h.children(), ["prepare"], "one request is prepared, the other waits");
+    assert.deepEqual(h.actor.getSnapshot().value, PREPARING);
     assert.equal(prepare.instances.length, 1);
     assert.equal(prepare.last().input.runId, "r1");
     assert.deepEqual(
@@ -77,9 +133,11 @@ describe("serving: preparation", () => {
       python: "/py/bin/python3",
     });
     assert.equal(prepare.last().input.runId, "s1", "the next request is prepared");
+    assert.deepEqual(h.actor.getSnapshot().value, PREPARING);
     prepare.last().send({ type: "prepare.done", at: h.now(), runId: "s1", notes: ["[a note]"] });
     assert.deepEqual(h.children().sort(), ["run:r1", "session:s"]);
     assert.deepEqual(ctx(h).queue, []);
+    assert.deepEqual(h.values("supervisor"), ["idle", "preparing", "idle"], "preparing from one request to the next");
     const k = h.runner.of("session:s");
     k.ready();
     k.started("s1");
@@ -143,6 +201,7 @@ describe("serving: preparation", () => {
     );
     assert.equal(h.ref("session:s"), undefined);
     assert.equal(prepare.last().input.runId, "good", "the next request is prepared");
+    assert.deepEqual(h.actor.getSnapshot().value, PREPARING);
     assertHealthy(h);
   });
 
@@ -167,6 +226,10 @@ describe("serving: preparation", () => {
       ["c"],
     );
     assert.equal(h.runner.instances.length, 0, "nothing ran");
+    assert.deepEqual(h.actor.getSnapshot().value, PREPARING);
+    h.cancel("c");
+    assert.deepEqual(h.actor.getSnapshot().value, IDLE, "the last one cancelled: none waits");
+    assert.ok(prepare.instances[1]!.stopped);
     assertHealthy(h);
   });
 
@@ -178,6 +241,7 @@ describe("serving: preparation", () => {
     prepare.last().send({ type: "prepare.failed", at: h.now(), runId: "zz", message: "stale" });
     assert.deepEqual(h.finished, []);
     assert.deepEqual(h.children(), ["prepare"]);
+    assert.deepEqual(h.actor.getSnapshot().value, PREPARING);
     prepare.last().send({ type: "prepare.done", at: h.now(), runId: "r1" });
     assert.deepEqual(h.children(), ["run:r1"]);
     assertHealthy(h);
@@ -191,6 +255,7 @@ describe("serving: preparation", () => {
     prepare.last().send({ type: "prepare.done", at: h.now(), runId: "r1" });
     assert.equal(prepare.instances.length, 1, "only r1 was prepared");
     assert.deepEqual(h.children().sort(), ["run:r1", "run:r2"], "r2 started as soon as r1 was done");
+    assert.deepEqual(h.values("supervisor"), ["idle", "preparing", "idle"], "r2 never waited on its own");
     assertHealthy(h);
   });
 
@@ -645,7 +710,7 @@ describe("stopping", () => {
     const ks = sessionRunning(h, "s", "s1");
     ks.done("s1");
     const kt = sessionRunning(h, "t", "t1");
-    assert.equal(h.actor.getSnapshot().value, "serving");
+    assert.deepEqual(h.actor.getSnapshot().value, IDLE);
 
     h.shutdown();
     assert.equal(h.actor.getSnapshot().value, "stopping");
@@ -726,6 +791,7 @@ describe("stopping", () => {
     );
     assert.ok(prepare.instances[0]!.stopped);
     assert.deepEqual(h.children(), []);
+    assert.equal(h.actor.getSnapshot().value, "stopping");
     assertHealthy(h);
   });
 });
@@ -764,8 +830,9 @@ describe("the graph", () => {
     assert.deepEqual(
       paths.map((p) => [p.state.value, describePath(p)]),
       [
-        ["serving", "xstate.init"],
+        [IDLE, "xstate.init"],
         ["stopping", "xstate.init > supervisor.shutdown"],
+        [PREPARING, "xstate.init > run.start"],
       ],
     );
   });

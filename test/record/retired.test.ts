@@ -1,8 +1,8 @@
 // What replay reads of older logs (record/retired.ts): a log recorded while the supervisor still kept a copy of each
 // session's busy run, while shell sessions' own events were named `session.*`, while their stop after SIGKILL had a
-// 1 s clock (`confirmMs`), or while the spare runners were the supervisor's own children, replays identical on
-// today's machines, and any other difference in the same records
-// still diverges.
+// 1 s clock (`confirmMs`), while the spare runners were the supervisor's own children, or while the supervisor's
+// `serving` had no substates (`idle`, `preparing`), replays identical on today's machines, and any other difference
+// in the same records still diverges.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -11,17 +11,23 @@ import { parseLog, replayRecords } from "../../record/replay.ts";
 import { canonical, type TraceRecord } from "../../record/trace.ts";
 import { asRecordedToday, checkpointWithoutRetired } from "../../record/retired.ts";
 import { FIXTURE_DIR } from "../../scripts/record-fixtures.ts";
+import { createActor, fromCallback, type Snapshot } from "xstate";
+import { supervisorWith } from "../../machines/system.ts";
+import type { RunStartEvent } from "../../machines/events.ts";
+import { TEST_LIMITS } from "../helpers/fake-runner.ts";
 
 /** Logs committed before the supervisor's `busyRunId` was retired (2026-12-03). */
 const OLDER = ["before-direct/js-session.jsonl", "v2/js-session.jsonl", "before-direct/interrupt-keeps-state.jsonl"];
 const replayText = (text: string) => replayRecords(parseLog(text).lines);
 
+/** Today's value: these records show other readings than the supervisor's restated state. */
+const IDLE = { serving: "idle" };
 const snap = (delta: Record<string, unknown>, id = "supervisor"): TraceRecord => ({
   k: "snap",
   id,
   cause: "e",
   status: "active",
-  value: "serving",
+  value: IDLE,
   delta,
 });
 const traced = (records: TraceRecord[]) => records.map((record) => ({ record, key: canonical(record) }));
@@ -39,7 +45,7 @@ describe("asRecordedToday", () => {
     assert.deepEqual(out, [
       snap({ sessions: { s: { incarnation: 1, status: "alive", cwd: "/w" } }, queue: [] }),
       snap({ active: {} }),
-      { k: "snap", id: "supervisor", cause: "e", status: "active", value: "serving" },
+      { k: "snap", id: "supervisor", cause: "e", status: "active", value: IDLE },
       snap({ sessions: { s: { incarnation: 1, status: "lost", cwd: "/w" } } }),
     ]);
   });
@@ -60,7 +66,7 @@ describe("renamed events", () => {
       { k: "event", to: "exec:pool", from: "exec:2", event: { type: "session.held", id: 2 } },
       { k: "snap", id: "exec:pool", cause: "session.running", status: "active", value: "serving" },
       { k: "event", to: "supervisor", event: { type: "session.stop", name: "s" } },
-      { k: "snap", id: "supervisor", cause: "session.stop", status: "active", value: "serving" },
+      { k: "snap", id: "supervisor", cause: "session.stop", status: "active", value: IDLE },
     ];
     const out = asRecordedToday(traced(records));
     assert.deepEqual(
@@ -161,7 +167,7 @@ describe("spare runners moved into the spare pool", () => {
   const text = () => readFileSync(join(FIXTURE_DIR, OLD), "utf8");
 
   test("the supervisor's spare fields leave its snapshots whole, and a snapshot that changed only them shows no change", () => {
-    const bare = { k: "snap", id: "supervisor", cause: "e", status: "active", value: "serving" } as const;
+    const bare = { k: "snap", id: "supervisor", cause: "e", status: "active", value: IDLE } as const;
     const out = asRecordedToday(
       traced([
         { ...bare, context: { queue: [], spares: {}, spareTarget: {}, spareSeq: 0 } },
@@ -199,5 +205,119 @@ describe("spare runners moved into the spare pool", () => {
     const claim = /("k":"event","to":"spare:1","from":)"supervisor"(,"event":\{"type":"spare\.claim")/;
     assert.match(text(), claim);
     assert.equal(replayText(text().replace(claim, '$1"session:x"$2')).identical, false);
+  });
+});
+
+describe("restated states: the supervisor's `serving` before its substates", () => {
+  const state = (value: unknown, rest: Partial<Extract<TraceRecord, { k: "snap" }>> = {}, id = "supervisor") =>
+    ({ k: "snap", id, cause: "e", status: "active", value, ...rest }) as TraceRecord;
+  const request = { type: "run.start", runId: "r1" };
+
+  test("an old `serving` reads as `preparing` while the queue its context holds is not empty, else as `idle`", () => {
+    const out = asRecordedToday(
+      traced([
+        state("serving", { context: { queue: [], sessions: {}, active: {} } }),
+        state("serving", { delta: { queue: [request] } }),
+        state("serving", { delta: { active: {} } }),
+        state("serving", { delta: { queue: [] } }),
+        state("serving", { delta: { queue: [request] } }),
+        state("stopping", { delta: { queue: [] } }),
+        state("serving", { removed: ["queue"] }),
+        state("serving", {}, "exec:pool"),
+      ]),
+    );
+    assert.deepEqual(
+      out.map((t) => (t.record as { value?: unknown }).value),
+      [
+        { serving: "idle" },
+        { serving: "preparing" },
+        { serving: "preparing" },
+        { serving: "idle" },
+        { serving: "preparing" },
+        "stopping",
+        { serving: "idle" },
+        "serving",
+      ],
+    );
+    out.forEach((t) => assert.equal(t.key, canonical(t.record)));
+  });
+
+  test("a value today's machine records is kept as it is", () => {
+    const today = state({ serving: "preparing" }, { context: { queue: [] } });
+    assert.deepEqual(asRecordedToday(traced([today]))[0]!.record, today);
+  });
+
+  /** An older log in which the supervisor prepared requests (a prepare actor and a queue). */
+  const OLD = "v2/fresh-runs.jsonl";
+  const text = () => readFileSync(join(FIXTURE_DIR, OLD), "utf8");
+
+  test(`${OLD}, recorded with \`serving\` alone, replays identical`, () => {
+    assert.match(
+      text(),
+      /"id":"supervisor","cause":"run\.start","status":"active","value":"serving"[^\n]*"queue":\[\{/,
+    );
+    assert.doesNotMatch(text(), /"preparing"/);
+    const report = replayText(text());
+    assert.equal(report.identical, true, JSON.stringify(report.divergence ?? report.error));
+  });
+
+  test("the same log with the supervisor's state altered still diverges, at that record", () => {
+    const lines = text().split("\n");
+    const at = lines.findIndex((l) => l.includes('"id":"supervisor","cause":"run.start"'));
+    assert.ok(at > 0);
+    lines[at] = lines[at]!.replace('"value":"serving"', '"value":"stopping"');
+    const report = replayText(lines.join("\n"));
+    assert.equal(report.identical, false);
+    assert.equal(report.divergence?.line, at + 1);
+    assert.equal(report.divergence?.actor, "supervisor");
+  });
+
+  test("a log recorded today with a substate altered still diverges, at that record", () => {
+    const today = readFileSync(join(FIXTURE_DIR, "fresh-runs.jsonl"), "utf8");
+    const lines = today.split("\n");
+    const at = lines.findIndex((l) => l.includes('"id":"supervisor"') && l.includes('"value":{"serving":"preparing"}'));
+    assert.ok(at > 0, "the fixture records the supervisor preparing (re-recorded since the substates)");
+    lines[at] = lines[at]!.replace('{"serving":"preparing"}', '{"serving":"idle"}');
+    const report = replayText(lines.join("\n"));
+    assert.equal(report.identical, false);
+    assert.equal(report.divergence?.line, at + 1);
+    assert.equal(report.divergence?.actor, "supervisor");
+  });
+
+  test("an older checkpoint restores the supervisor in the substate its queue says", () => {
+    const prepare = fromCallback(() => {}); // a preparation that does not end: the request waits
+    const live = createActor(
+      supervisorWith(
+        fromCallback(() => {}),
+        { prepare },
+      ),
+      { input: { limits: TEST_LIMITS } },
+    );
+    live.start();
+    live.send({ type: "run.start", at: 0, runId: "r1", code: "1", cwd: "/w", timeoutMs: 1000 } as RunStartEvent);
+    const persisted = live.getPersistedSnapshot() as unknown as { value: unknown; context: { queue: unknown[] } };
+    live.stop();
+    assert.deepEqual(persisted.value, { serving: "preparing" });
+    const older = { ...persisted, value: "serving" };
+    const restore = (snapshot: unknown) => {
+      const actor = createActor(
+        supervisorWith(
+          fromCallback(() => {}),
+          { prepare },
+        ),
+        {
+          input: undefined as never,
+          snapshot: snapshot as Snapshot<unknown>,
+        },
+      );
+      const value = actor.getSnapshot().value;
+      actor.stop();
+      return value;
+    };
+    assert.deepEqual(restore(older), { serving: "idle" }, "as it was recorded, it would restore as idle");
+    assert.deepEqual(restore(checkpointWithoutRetired(older)), { serving: "preparing" });
+    const empty = { ...older, context: { ...persisted.context, queue: [] }, children: {} };
+    assert.deepEqual((checkpointWithoutRetired(empty) as { value: unknown }).value, { serving: "idle" });
+    assert.deepEqual((checkpointWithoutRetired(persisted) as { value: unknown }).value, { serving: "preparing" });
   });
 });
