@@ -12,6 +12,8 @@
 // CPU is process.cpuUsage() (user + system, every thread of the process: the main thread, GC helpers, libuv's pool)
 // over a batch of calls made one after another, divided by the batch size; the wall clock of the same batch is
 // printed beside it. Rounds alternate the floor and every case, and each ratio is taken within its round.
+// Past 400 lines, one concept: every case and the floor run in the same rounds of one process, which is what makes
+// their ratios figures; the scripted port is bench/scripted-ops.ts.
 import "../test/helpers/agent-dir.ts";
 import fs, { mkdtempSync, rmSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";

@@ -10,6 +10,7 @@
 // descendant processes and the cgroups this extension made are sampled; after a warm-up each must be flat (the rule is
 // printed). After quit (each Pi session disposed as Pi does at exit) no descendant and no cgroup may remain.
 // Exit status: 0 only when every result was right, everything stayed flat and nothing was left.
+// Past 400 lines, one concept: one scenario whose steps, predictions and samples must agree, run as one script.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";

@@ -1,6 +1,8 @@
 // The supervisor host: builds the actor system with every effect provided (host/effects.ts), and is the extension's
 // one door (exported through host/index.ts): commands in (run, stop, restart, shutdown), selectors (sessions,
 // limits, warnings) and change events out. The root actor stays inside.
+// Past 400 lines, one concept: the door is one class whose methods are each a few lines over the root actor; the
+// effects are host/effects.ts, the shells' side host/exec.ts, the selectors host/selectors.ts.
 import { nanoid } from "nanoid";
 import { createActor, type Actor, type AnyActorRef } from "xstate";
 import {

@@ -7,6 +7,8 @@
 // write in flight, at explicit file positions: on exit whatever is queued or still in flight is written
 // synchronously (rewriting an in-flight range at its position is idempotent), so logs stay complete and ordered. A
 // failing disk disables the recorder; it never disturbs the supervisor.
+// Past 400 lines, one concept: the queue, the sliced encoding and the positioned writes keep one invariant
+// together (a log complete and in order, also after a crash), which only reads whole.
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, write, writeSync } from "node:fs";
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";

@@ -1,6 +1,8 @@
 // The vocabulary shared by the recorder, replay and the inspector: explicit actor names, bounded serializable
 // copies of events and contexts, and the log's record kinds. Live recording and replay both reduce inspection
 // events with these functions, so a recorded trace and a replayed one compare field by field.
+// Past 400 lines, one concept: a vocabulary; the recorder, replay and the inspector must reduce events with the
+// very same functions, so they stay in one file.
 import type { AnyActorRef, InspectionEvent } from "xstate";
 import type { CommandEvent, RunnerFact } from "../machines/events.ts";
 import { TRACE_STRING_LIMIT } from "./log-codec.ts";

@@ -1,3 +1,5 @@
+// Past 400 lines, one concept: the prelude a cell sees, one short function per helper, kept together as the
+// surface it mirrors (oh-my-pi's prelude, Python's helpers) is one list.
 "use strict";
 // The helpers a cell finds in its globals (docs/protocol-js.md, "Helpers"), the same surface as Python's where it
 // makes sense: display, print, read, write, env, output, completion and `tool.<name>(args)` (oh-my-pi's prelude; the

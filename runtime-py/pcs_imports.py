@@ -17,6 +17,9 @@ nor depend on what user code does to sys.modules, and its own imports must not c
 Loading goes through importlib on the runner's thread, with a finder that knows only the standard library and with
 sys.modules showing what the runner sees, since C accelerators (_asyncio) import by name while they load. Imports by
 the session's threads during that brief window see the runner's view.
+
+Past 400 lines, one concept: one import mechanism (own_import, the finders, the names kept out of sys.modules)
+that only works whole.
 """
 
 import builtins

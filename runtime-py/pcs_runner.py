@@ -11,6 +11,9 @@ neither break the runner nor are hidden from the user's own imports (docs/protoc
 
 Start-up imports only modules that are built in or already loaded, so `ready` comes close to bare interpreter
 start; linecache (5-15 ms on 3.9-3.12), traceback, tokenize, pprint and asyncio are imported when first needed.
+
+Past 400 lines, one concept: the runner is one module on purpose. Its bytecode is cached and loaded in one import
+at start-up, and every part shares the run's state and the fd, frame and signal contract of docs/protocol.md.
 """
 
 import io

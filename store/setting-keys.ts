@@ -3,6 +3,7 @@
 // files' schemas are made of these (store/settings-schema.ts): a file is checked with its schema, a variable's text is
 // read into a value and checked with its key's, and the shipped schema.json is the same schema written out.
 // store/settings.ts layers the files and the environment over the defaults; docs/settings.md lists the keys.
+// Past 400 lines, one concept: one table, a row per key.
 import type { BackendSettings, RemoteSettings, ResourceLimits, VenvDiscovery } from "../lib/setting-types.ts";
 import { Type, type TSchema } from "typebox";
 
@@ -112,7 +113,6 @@ export interface BrokenSetting {
 export function saysWhereCodeRuns(key: string): boolean {
   return key === "backend" || key.startsWith("sandbox.") || key.startsWith("remote.");
 }
-
 
 /** How a variable's text becomes a value for the key's schema (a number, a switch, a list). Text that is no such value
  * is passed on as it is, so that the schema refuses it with the key's own message. */

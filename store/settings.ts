@@ -7,6 +7,8 @@
 // Trust: the project files are read only when Pi trusts the project, and never for a boundary key (backend,
 // sandbox, remote, tools, exec, journal; limits and eval's languages only tightened): a cloned repository or code in
 // the sandbox can write them, and must not move the boundary. docs/settings.md, "Trust and boundary keys".
+// Past 400 lines, one concept: layering, trust and watching decide together which value wins and where it came
+// from; the keys are store/setting-keys.ts and the schemas store/settings-schema.ts.
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";

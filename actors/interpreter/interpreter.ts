@@ -6,6 +6,9 @@
 // The probe runs where code runs, through the backend's `spawn` (a planted interpreter must not run on the host
 // when the user chose a sandbox or a remote); its results are kept per backend. Under a remote backend nothing
 // local is looked at: a selection is a path or command on the remote side, and the default is `remote.python`.
+// Past 400 lines, one concept: the resolver's order of places, the probe that validates what it finds and the
+// per-backend memory of answers decide together which interpreter a run gets; split, that order would be read across
+// files.
 import { accessSync, constants, statSync } from "node:fs";
 import { access, stat } from "node:fs/promises";
 import { homedir } from "node:os";

@@ -5,6 +5,9 @@
 // new PID and IPC namespaces. docs/sandbox.md lists each promise with its test. The interrupt travels as a control
 // frame: SIGINT to bwrap would kill the sandbox and the session with it. Stopping the process group (SIGTERM/
 // SIGKILL) stops bwrap, whose PID namespace takes every process inside with it, so no child outlives the run.
+// Past 400 lines, one concept: the bwrap command line is one list of promises (docs/sandbox.md), each mount or
+// flag beside the rule it keeps; the environment and the seccomp filter are already apart (sandbox-env.ts,
+// seccomp.ts).
 import { spawn, spawnSync } from "node:child_process";
 import {
   accessSync,

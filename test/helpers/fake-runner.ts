@@ -5,6 +5,8 @@
 // runner.terminate, runner.kill, runner.shutdown) and a final `{type: "stopped"}` when XState stops it (the real
 // runner's cleanup kills the process group there). Facts (runner.ready, runner.started, runner.done, runner.exited,
 // runner.failed) go back to the owner with `sendBack`, exactly as the real runner does.
+// Past 400 lines, one concept: the fake runner and the harness that starts the real supervisor around it are
+// used together by every machine test.
 import { SimulatedClock, createActor, fromCallback } from "xstate";
 import type { AnyActorLogic, AnyActorRef, InspectionEvent } from "xstate";
 import type {

@@ -390,6 +390,32 @@ export const undeclaredShutdowns = (files: Map<string, string>): string[] =>
       .map((grace) => `stops a group with its own grace (${grace}): name its kind in SHUTDOWN`),
   );
 
+/** One concept per file, not a line cap: a file past 400 lines says in its header (its first 30 lines) why it is
+ * whole, with the words "past 400 lines". Test files (`*.test.ts`) are exempt: one per machine or source file, a
+ * describe per state, their length follows what they test. */
+export const LONG_FILE = 400;
+export const unexplainedLengths = (files: Map<string, string>): string[] =>
+  [...files]
+    .filter(([path]) => !path.endsWith(".test.ts"))
+    .map(([path, text]) => [path, text.replace(/\n$/, "").split("\n")] as const)
+    .filter(([, lines]) => lines.length > LONG_FILE && !/past 400 lines/i.test(lines.slice(0, 30).join("\n")))
+    .map(([path, lines]) => `${path}: ${lines.length} lines, and its header does not say why it is one file`);
+
+/** Every file of the package's code, not only the floors': the runtimes, benches, scripts, bin and test helpers. */
+function codeFiles(): Map<string, string> {
+  const files = sourceFiles();
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) walk(path);
+      else if (/\.(ts|js|mjs|py|sh)$/.test(entry.name)) files.set(path, readFileSync(join(ROOT, path), "utf8"));
+    }
+  };
+  for (const folder of ["runtime-py", "runtime-js", "bench", "scripts", "bin", "test/helpers", "machines"])
+    if (isSourceFolder(folder)) walk(folder);
+  return files;
+}
+
 /** Each line of every source file but `owner` (the one place allowed to) that breaks a rule: `path:line why`. */
 function offendingLines(files: Map<string, string>, owner: string, why: (line: string) => string[]): string[] {
   const out: string[] = [];
@@ -467,6 +493,27 @@ describe("architecture", () => {
       "host/a.ts:1 stops a group with its own grace (1000): name its kind in SHUTDOWN",
       "actors/x/a.ts:1 stops a group with its own grace (0): name its kind in SHUTDOWN",
       "actors/x/b.ts:1 stops a group with its own grace ({ graceMs: 5 }): name its kind in SHUTDOWN",
+    ]);
+  });
+
+  test("a file past 400 lines says in its header why it is one file", () => {
+    const files = codeFiles();
+    assert.ok(
+      [...files.keys()].some((p) => p.endsWith(".py")),
+      "the runtimes were read",
+    );
+    assert.deepEqual(unexplainedLengths(files), []);
+    const long = (header: string) => `${header}\n${"x;\n".repeat(LONG_FILE)}`;
+    const bad = new Map<string, string>([
+      ["host/a.ts", long("// The door.")],
+      ["host/b.ts", long("// The door.\n// Past 400 lines, one concept: one class.")],
+      ["runtime-py/c.py", long('"""The runner."""')],
+      ["test/machines/d.test.ts", long("// A describe per state.")],
+      ["host/e.ts", "// Short.\n"],
+    ]);
+    assert.deepEqual(unexplainedLengths(bad), [
+      `host/a.ts: ${LONG_FILE + 1} lines, and its header does not say why it is one file`,
+      `runtime-py/c.py: ${LONG_FILE + 1} lines, and its header does not say why it is one file`,
     ]);
   });
 
