@@ -102,6 +102,15 @@ export interface ExecSessionOutput extends ExitInfo {
   failure?: string;
 }
 
+type GroupGone = { event: { at: number; outputOpen: boolean } };
+/** After a signal, the group is gone: output still open is held by a process outside it (the stop failed, and the
+ * session runs on); else the stream's close follows. Shared by `signalled` and `escalated.emptying`. */
+const groupGoneHeldOutside = {
+  guard: { type: "outputHeldOutside", params: ({ event }: GroupGone) => event },
+  target: "#exec-session.running",
+  actions: [{ type: "notifyHeldOutside", params: ({ event }: GroupGone) => ({ at: event.at }) }, "clearStop"],
+} as const;
+
 export const execSessionMachine = setup({
   types: {
     context: {} as ExecSessionContext,
@@ -138,6 +147,17 @@ export const execSessionMachine = setup({
       at: e.at,
       code: e.code,
       signal: e.signal,
+    })),
+    /** The group is gone but its output stays open: a process outside the group holds it, so the stop failed. */
+    notifyHeldOutside: sendParent(({ context }, p: { at: number }) => ({
+      type: "shell.stop_failed" as const,
+      id: context.id,
+      at: p.at,
+      reason: context.stop?.reason ?? "kill",
+      escalated: context.escalated === true,
+      message: context.escalated
+        ? "every process of the group exited after SIGKILL, but the output stream is still open: a process outside the group holds it"
+        : `${context.stop?.signal ?? "the signal"} found no process of the group, but the output stream is still open: a process outside the group holds it`,
     })),
     notifyStopFailed: sendParent(({ context }, p: { at: number; message: string }) => ({
       type: "shell.stop_failed" as const,
@@ -246,23 +266,7 @@ export const execSessionMachine = setup({
           on: {
             // The signal found no process: the group had ended by itself, perhaps just before, while Node had not yet
             // read the end of its output or the shell's exit report. Not a failed stop unless the output stays open.
-            "shell.group_gone": [
-              {
-                guard: { type: "outputHeldOutside", params: ({ event }) => event },
-                target: "#exec-session.running",
-                actions: [
-                  {
-                    type: "notifyStopFailed",
-                    params: ({ context, event }) => ({
-                      at: event.at,
-                      message: `${context.stop?.signal ?? "the signal"} found no process of the group, but the output stream is still open: a process outside the group holds it`,
-                    }),
-                  },
-                  "clearStop",
-                ],
-              },
-              { target: "ended" },
-            ],
+            "shell.group_gone": [groupGoneHeldOutside, { target: "ended" }],
           },
         },
         ended: {
@@ -277,24 +281,7 @@ export const execSessionMachine = setup({
             emptying: {
               description: "Members of the group remain: killed, but not yet run to their end by the kernel.",
               on: {
-                "shell.group_gone": [
-                  {
-                    guard: { type: "outputHeldOutside", params: ({ event }) => event },
-                    target: "#exec-session.running",
-                    actions: [
-                      {
-                        type: "notifyStopFailed",
-                        params: ({ event }) => ({
-                          at: event.at,
-                          message:
-                            "every process of the group exited after SIGKILL, but the output stream is still open: a process outside the group holds it",
-                        }),
-                      },
-                      "clearStop",
-                    ],
-                  },
-                  { target: "emptied" },
-                ],
+                "shell.group_gone": [groupGoneHeldOutside, { target: "emptied" }],
               },
               after: {
                 unkillable: {
