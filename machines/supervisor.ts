@@ -7,7 +7,7 @@
 // `idle` (no request waits) or `preparing` (the queue's head is being prepared, the rest wait in order).
 import { assertEvent, assign, emit, enqueueActions, not, setup } from "xstate";
 import type { EventObject } from "xstate";
-import type { RunFinishedEvent, RunOutcome, RunStartEvent } from "./events.ts";
+import type { PrepareFact, RunFinishedEvent, RunOutcome, RunStartEvent } from "./events.ts";
 import { runMachine } from "./run.ts";
 import { refusal, requestOutcome } from "./run-outcome.ts";
 import { placeholder } from "./placeholder.ts";
@@ -49,6 +49,19 @@ const refuseDuplicate = { guard: "duplicateRun", actions: "refuseDuplicate" } as
 const sessionHasRun = (ref: { getSnapshot: () => unknown } | undefined) =>
   (ref?.getSnapshot() as { context?: { activeRunId?: string } } | undefined)?.context?.activeRunId !== undefined;
 
+/** Prepares `request`: a request its sender settled raises the fact it stands for; any other gets the `prepare`
+ * actor. */
+function prepare(
+  enqueue: {
+    raise(fact: PrepareFact): void;
+    spawnChild(src: "prepare", options: { id: "prepare"; input: RunStartEvent }): void;
+  },
+  request: RunStartEvent,
+): void {
+  if (request.prepared) enqueue.raise(factOfPrepared(request));
+  else enqueue.spawnChild("prepare", { id: "prepare", input: request });
+}
+
 export const supervisorMachine = setup({
   types: {
     context: {} as SupervisorContext,
@@ -87,22 +100,18 @@ export const supervisorMachine = setup({
       return { queue: [...context.queue, event] };
     }),
     /** The request at the head of the queue is prepared: by a prepare actor, or, when its sender settled it, by
-     * raising the fact it stands for (`next` does the same for the one after). Spawned, not invoked by `preparing`:
+     * raising the fact it stands for (`next` prepares the one after the same way). Spawned, not invoked by `preparing`:
      * a settled request gets no actor (the warm path), and an invoked child stops on the state's exit, before the
      * transition's actions, so its stop would precede the start of the run it prepared, where logs record it after. */
     prepareHead: enqueueActions(({ context, enqueue }) => {
-      const head = context.queue[0]!;
-      if (head.prepared) enqueue.raise(factOfPrepared(head));
-      else enqueue.spawnChild("prepare", { id: "prepare", input: head });
+      prepare(enqueue, context.queue[0]!);
     }),
     /** The head of the queue is done with (prepared, refused or cancelled): its preparation stops, and the next one,
      * if any, is prepared under the same id. */
     next: enqueueActions(({ context, enqueue }) => {
       const [head, ...queue] = context.queue;
       if (head && !head.prepared) enqueue.stopChild("prepare");
-      const following = queue[0];
-      if (following?.prepared) enqueue.raise(factOfPrepared(following));
-      else if (following) enqueue.spawnChild("prepare", { id: "prepare", input: following });
+      if (queue[0]) prepare(enqueue, queue[0]);
       enqueue.assign({ queue });
     }),
     refuse: emit((_, outcome: RunOutcome): RunFinishedEvent => ({ type: "run.finished", outcome })),
