@@ -17,6 +17,8 @@ import { ORCHESTRATION_HELP, withAgents } from "./agents.ts";
 import { StatusEvents } from "./status.ts";
 import { preludeDirs, withPrelude } from "./prelude.ts";
 import { truncateEvalText, type EvalOutputMeta } from "./truncation.ts";
+import { runNotebookCall } from "../shared/notebook/call.ts";
+import type { CellEnd, CellStatus } from "../../machines/notebook-call.ts";
 
 export const DEFAULT_EVAL_TIMEOUT_S = 30;
 export const MAX_EVAL_TIMEOUT_S = 3600;
@@ -56,6 +58,15 @@ export interface EvalCellDetails {
   statusEvents: unknown[];
   markdown: boolean;
 }
+
+/** oh-my-pi's names for a cell's status: a cancelled cell is an error there too. */
+const EVAL_STATUS: Record<CellStatus, EvalCellDetails["status"]> = {
+  not_run: "pending",
+  running: "running",
+  ok: "complete",
+  error: "error",
+  cancelled: "error",
+};
 
 export interface EvalDetails {
   cells: EvalCellDetails[];
@@ -190,13 +201,11 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
         );
         status.onChange = () => update?.();
         const nested: NestedCallRecord[] = [];
-        let stop: string | undefined;
-        for (let i = 0; i < n; i++) {
+        let last: EvalCellOutcome | undefined;
+        const runCell = async (i: number): Promise<CellEnd> => {
           const input = params.cells[i];
           const cell = cells[i];
           status.current = i;
-          cell.status = "running";
-          update?.now();
           const outcome: EvalCellOutcome = await links.backends[input.language].runCell(
             {
               index: i,
@@ -227,17 +236,39 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
             note.runId ??= r.outcome.runId;
             links.journal.run(r, { toolCallId, surface: "eval", ...display.countsOf(i) });
           }
-          cell.status = outcome.status;
           cell.output = outcome.output;
           cell.durationMs = outcome.durationMs;
           cell.exitCode = outcome.exitCode;
           cell.markdown = display.markdownIn(i);
           cell.statusEvents = status.forCell(i);
-          const label = `cell ${i + 1}/${n}${input.title ? ` (${input.title})` : ""}`;
-          if (outcome.cancelled) stop = `[${label} was cancelled${i + 1 < n ? "; later cells were skipped" : ""}]`;
-          else if (outcome.status === "error")
-            stop = `[${label} failed${i + 1 < n ? "; later cells were skipped" : ""}; state from earlier cells is kept${outcome.lost ? ", except this language's kernel, which was lost" : ""}]`;
-          if (stop) break;
+          last = outcome;
+          return {
+            ok: outcome.status === "complete",
+            cancelled: outcome.cancelled,
+            timedOut: outcome.timedOut,
+            lost: outcome.lost,
+          };
+        };
+        // The order, the statuses and stop-after-failure: machines/notebook-call.ts (each cell its own budget).
+        const call = await runNotebookCall({
+          cells: n,
+          budget: "cell",
+          runCell,
+          onStatuses: (statuses) => {
+            statuses.forEach((s, i) => (cells[i].status = EVAL_STATUS[s]));
+            if (statuses.includes("running")) update?.now();
+          },
+        });
+        let stop: string | undefined;
+        if (call.ending === "cancelled" || call.ending === "stopped") {
+          const i = call.statuses.findLastIndex((s) => s !== "not_run");
+          const title = params.cells[i].title;
+          const label = `cell ${i + 1}/${n}${title ? ` (${title})` : ""}`;
+          const later = i + 1 < n;
+          stop =
+            call.ending === "cancelled"
+              ? `[${label} was cancelled${later ? "; later cells were skipped" : ""}]`
+              : `[${label} failed${later ? "; later cells were skipped" : ""}; state from earlier cells is kept${last?.lost ? ", except this language's kernel, which was lost" : ""}]`;
         }
         update?.stop();
         await display.settle();

@@ -16,6 +16,8 @@ import { formatPythonResult, type PythonCellDetails, type PythonDetails } from "
 import { DisplayCollector } from "../shared/display/collector.ts";
 import { pythonRenderers } from "../shared/notebook/render.ts";
 import { throttled } from "../shared/notebook/updates.ts";
+import { runNotebookCall } from "../shared/notebook/call.ts";
+import type { CellEnd } from "../../machines/notebook-call.ts";
 
 export const DEFAULT_PYTHON_TIMEOUT_S = 120;
 
@@ -119,7 +121,7 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
                 }),
               )
             : undefined;
-          const deadline = Date.now() + timeoutS * 1000;
+          const deadlineAt = Date.now() + timeoutS * 1000;
           const graceMs = graceFor(settings, PYTHON_GRACE_MS);
           const tools = withCompletion(
             createRunTools(pi, ctx, toolCallId),
@@ -128,15 +130,8 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
           );
           const nested: NestedCallRecord[] = [];
           const runIds: string[] = [];
-          for (let i = 0; i < params.cells.length; i++) {
-            const left = deadline - Date.now();
-            if (left <= 0) {
-              details.timedOut = true;
-              break;
-            }
+          const runCell = async (i: number): Promise<CellEnd> => {
             const cell = cells[i];
-            cell.status = "running" as never;
-            update?.now();
             const r = await runPyCell(
               {
                 code: params.cells[i].code,
@@ -145,7 +140,7 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
                   count: params.cells.length,
                   ...(params.cells[i].title ? { title: params.cells[i].title } : {}),
                 },
-                timeoutMs: left,
+                timeoutMs: deadlineAt - Date.now(),
                 reset: i === 0 && params.reset === true,
               },
               {
@@ -181,7 +176,6 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
             cell.stdout = bounded(r.stdout);
             cell.stderr = bounded(r.stderr);
             cell.durationMs = r.outcome.durationMs;
-            cell.status = v.ok ? "ok" : v.cancelled && !v.killed ? "cancelled" : "error";
             if (v.ok && r.value !== undefined && r.value !== "None") cell.value = r.value;
             if (!v.ok && v.error) cell.exception = v.error;
             Object.assign(cell, display.cellDetails(i));
@@ -193,11 +187,22 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
                 ordinal: r.outcome.session.ordinal,
                 isLost: r.outcome.session.isLost,
               };
-            if (v.timedOut) details.timedOut = true;
-            if (v.cancelled) details.cancelled = true;
-            if (v.killed) details.killed = true;
-            if (!v.ok || v.timedOut || v.cancelled) break;
-          }
+            return { ok: v.ok, cancelled: v.cancelled, timedOut: v.timedOut, lost: v.killed };
+          };
+          // The order, the statuses, the call's deadline and stop-after-failure: machines/notebook-call.ts.
+          const call = await runNotebookCall({
+            cells: params.cells.length,
+            budget: "call",
+            deadlineAt,
+            runCell,
+            onStatuses: (statuses) => {
+              statuses.forEach((status, i) => (cells[i].status = status));
+              if (statuses.includes("running")) update?.now();
+            },
+          });
+          details.timedOut = call.timedOut;
+          details.cancelled = call.cancelled;
+          details.killed = call.lost;
           update?.stop();
           note.runId = runIds[0];
           await display.settle();

@@ -4,8 +4,10 @@
 import type { ImageInfo } from "../shared/display/collector.ts";
 import type { BackendMark } from "../shared/backend-mark.ts";
 import { truncateForModel } from "../shared/notebook/truncate.ts";
+import type { CellStatus } from "../../machines/notebook-call.ts";
 
-export type PythonCellStatus = "ok" | "error" | "not_run" | "cancelled";
+/** A cell's status (machines/notebook-call.ts); `running` only in the live updates of a call in progress. */
+export type PythonCellStatus = CellStatus;
 
 export interface PythonCellDetails {
   index: number;
@@ -43,7 +45,7 @@ export function formatPythonResult(titles: (string | undefined)[], d: PythonDeta
   for (let i = 0; i < total; i++) {
     const cell = d.cells[i];
     const heading = `── cell ${i + 1}/${total}${titles[i] ? ` ${titles[i]}` : ""} ──`;
-    const status = cell?.status as string | undefined;
+    const status = cell?.status;
     if (!cell || status === "not_run") {
       if (!partial) sections.push(`${heading}\n[not run]`);
       continue;

@@ -1,0 +1,78 @@
+// The adapter of one notebook call's machine (machines/notebook-call.ts), shared by `python` and `eval`: it runs the
+// machine privately, starts each cell the machine names through the tool's `runCell` (a run of the cell's session),
+// and reports the cell's end back as an event stamped with this clock. The tool keeps what a cell is (its request,
+// its text and details, its journal row); the machine keeps the order, the statuses, the deadline and when to stop.
+import { createActor } from "xstate";
+import {
+  notebookCallMachine,
+  type CellEnd,
+  type CellStatus,
+  type NotebookCallEnding,
+  type NotebookCallInput,
+  type NotebookCallOutput,
+} from "../../../machines/notebook-call.ts";
+
+export interface NotebookCallSpec extends NotebookCallInput {
+  /** Runs cell `index` (0-based) and says how it ended. A rejection ends the call with that error. */
+  runCell(index: number): Promise<CellEnd>;
+  /** Every change of the cells' statuses (a cell started or ended), in order. */
+  onStatuses?(statuses: readonly CellStatus[]): void;
+}
+
+export interface NotebookCallResult extends NotebookCallOutput {
+  ending: NotebookCallEnding;
+}
+
+export function runNotebookCall(spec: NotebookCallSpec): Promise<NotebookCallResult> {
+  const input: NotebookCallInput = {
+    cells: spec.cells,
+    budget: spec.budget,
+    ...(spec.deadlineAt !== undefined ? { deadlineAt: spec.deadlineAt } : {}),
+  };
+  return new Promise((resolve, reject) => {
+    const actor = createActor(
+      notebookCallMachine.provide({
+        actions: {
+          startCell: (_, { index }: { index: number }) => {
+            let ran: Promise<CellEnd>;
+            try {
+              ran = spec.runCell(index);
+            } catch (error) {
+              ran = Promise.reject(error);
+            }
+            ran.then(
+              (end) =>
+                actor.send({
+                  type: "cell.ended",
+                  at: Date.now(),
+                  index,
+                  ok: end.ok,
+                  cancelled: end.cancelled,
+                  timedOut: end.timedOut,
+                  lost: end.lost,
+                }),
+              (error: unknown) => {
+                actor.stop();
+                reject(error);
+              },
+            );
+          },
+        },
+      }),
+      { input },
+    );
+    let last: readonly CellStatus[] | undefined;
+    actor.subscribe({
+      next: (snapshot) => {
+        if (snapshot.context.statuses !== last) {
+          last = snapshot.context.statuses;
+          spec.onStatuses?.(last);
+        }
+        if (snapshot.status === "done")
+          resolve({ ending: snapshot.value as NotebookCallEnding, ...(snapshot.output as NotebookCallOutput) });
+      },
+      error: reject,
+    });
+    actor.start();
+  });
+}

@@ -1,0 +1,78 @@
+// The notebook call's adapter (extension/shared/notebook/call.ts): it starts the cells the machine names through the
+// tool's runCell, one at a time, reports every change of the statuses, and ends with the machine's final state. The
+// tools' real cells, through Pi, are test/extension/python/notebook-*.test.ts's and test/extension/eval/'s.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { runNotebookCall } from "../../../extension/shared/notebook/call.ts";
+import type { CellEnd, CellStatus } from "../../../machines/notebook-call.ts";
+
+const OK: CellEnd = { ok: true, cancelled: false, timedOut: false, lost: false };
+
+describe("runNotebookCall", () => {
+  test("cells run one at a time, in order; every status change is reported; the ending is the final state", async () => {
+    const running: number[] = [];
+    let overlap = false;
+    const seen: CellStatus[][] = [];
+    const result = await runNotebookCall({
+      cells: 3,
+      budget: "cell",
+      runCell: async (i) => {
+        if (running.length) overlap = true;
+        running.push(i);
+        await new Promise((r) => setTimeout(r, 5));
+        running.pop();
+        return i === 1 ? { ...OK, ok: false } : OK;
+      },
+      onStatuses: (s) => seen.push([...s]),
+    });
+    assert.equal(overlap, false);
+    assert.equal(result.ending, "stopped");
+    assert.deepEqual(result.statuses, ["ok", "error", "not_run"]);
+    assert.deepEqual(seen, [
+      ["running", "not_run", "not_run"],
+      ["ok", "running", "not_run"],
+      ["ok", "error", "not_run"],
+    ]);
+  });
+
+  test("the call's deadline is read on the adapter's clock: a cell ending after it leaves the rest not run", async () => {
+    const started: number[] = [];
+    const result = await runNotebookCall({
+      cells: 2,
+      budget: "call",
+      deadlineAt: Date.now() + 20,
+      runCell: async (i) => {
+        started.push(i);
+        await new Promise((r) => setTimeout(r, 40));
+        return OK;
+      },
+    });
+    assert.deepEqual(started, [0]);
+    assert.equal(result.ending, "timedOut");
+    assert.equal(result.timedOut, true);
+    assert.deepEqual(result.statuses, ["ok", "not_run"]);
+  });
+
+  test("a cell that throws (synchronously or not) ends the call with its error; no later cell starts", async () => {
+    for (const how of ["sync", "async"] as const) {
+      const started: number[] = [];
+      await assert.rejects(
+        runNotebookCall({
+          cells: 3,
+          budget: "cell",
+          runCell: (i) => {
+            started.push(i);
+            if (i === 1) {
+              if (how === "sync") throw new Error("boom");
+              return Promise.reject(new Error("boom"));
+            }
+            return Promise.resolve(OK);
+          },
+        }),
+        /boom/,
+      );
+      await new Promise((r) => setTimeout(r, 5));
+      assert.deepEqual(started, [0, 1], how);
+    }
+  });
+});
