@@ -186,6 +186,17 @@ export async function peerCases(
             goal: le1,
           },
           {
+            // Three cells in one call: pi-python sends them in one request; ours runs each as its own run (a
+            // notebook call is one machine, not yet one round trip to the runtime: docs/design.md).
+            key: "pythonThreeCells",
+            label: "python 3 cells `x += 1`, warm",
+            peer: p,
+            ours: ["python", { cells: [{ code: X }, { code: X }, { code: X }] }],
+            theirs: ["python", { cells: [{ code: X }, { code: X }, { code: X }] }],
+            n: [n, n],
+            goal: le1,
+          },
+          {
             key: "evalJsCell",
             label: "eval js cell `x += 1`, warm",
             peer: p,
