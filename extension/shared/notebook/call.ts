@@ -2,7 +2,7 @@
 // machine privately, starts each cell the machine names through the tool's `runCell` (a run of the cell's session),
 // and reports the cell's end back as an event stamped with this clock. The tool keeps what a cell is (its request,
 // its text and details, its journal row); the machine keeps the order, the statuses, the deadline and when to stop.
-import { createActor } from "xstate";
+import { createActor, type AnyActorRef } from "xstate";
 import {
   notebookCallMachine,
   type CellEnd,
@@ -23,6 +23,19 @@ export interface NotebookCallResult extends NotebookCallOutput {
   ending: NotebookCallEnding;
 }
 
+/** Who starts each actor's cells: the machine is provided once (a `provide` per call clones it, ~50 us here), and
+ * its action finds its call's starter by the actor. */
+const starters = new WeakMap<AnyActorRef, (index: number) => void>();
+const notebookCall = notebookCallMachine.provide({
+  actions: {
+    startCell: ({ self }, { index }: { index: number }) => {
+      const start = starters.get(self);
+      if (!start) throw new Error("extension/shared/notebook/call.ts: a notebook call started without its starter");
+      start(index);
+    },
+  },
+});
+
 export function runNotebookCall(spec: NotebookCallSpec): Promise<NotebookCallResult> {
   const input: NotebookCallInput = {
     cells: spec.cells,
@@ -30,37 +43,31 @@ export function runNotebookCall(spec: NotebookCallSpec): Promise<NotebookCallRes
     ...(spec.deadlineAt !== undefined ? { deadlineAt: spec.deadlineAt } : {}),
   };
   return new Promise((resolve, reject) => {
-    const actor = createActor(
-      notebookCallMachine.provide({
-        actions: {
-          startCell: (_, { index }: { index: number }) => {
-            let ran: Promise<CellEnd>;
-            try {
-              ran = spec.runCell(index);
-            } catch (error) {
-              ran = Promise.reject(error);
-            }
-            ran.then(
-              (end) =>
-                actor.send({
-                  type: "cell.ended",
-                  at: Date.now(),
-                  index,
-                  ok: end.ok,
-                  cancelled: end.cancelled,
-                  timedOut: end.timedOut,
-                  lost: end.lost,
-                }),
-              (error: unknown) => {
-                actor.stop();
-                reject(error);
-              },
-            );
-          },
+    const actor = createActor(notebookCall, { input });
+    starters.set(actor, (index) => {
+      let ran: Promise<CellEnd>;
+      try {
+        ran = spec.runCell(index);
+      } catch (error) {
+        ran = Promise.reject(error);
+      }
+      ran.then(
+        (end) =>
+          actor.send({
+            type: "cell.ended",
+            at: Date.now(),
+            index,
+            ok: end.ok,
+            cancelled: end.cancelled,
+            timedOut: end.timedOut,
+            lost: end.lost,
+          }),
+        (error: unknown) => {
+          actor.stop();
+          reject(error);
         },
-      }),
-      { input },
-    );
+      );
+    });
     let last: readonly CellStatus[] | undefined;
     actor.subscribe({
       next: (snapshot) => {
