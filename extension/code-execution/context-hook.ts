@@ -52,6 +52,9 @@ export function referenceArguments(
   return jsonBytes(ref) + MIN_SAVING_BYTES <= jsonBytes(args) ? ref : undefined;
 }
 
+/** How many saved sources a redactor remembers (oldest forgotten first). */
+const SAVED_REMEMBERED = 4096;
+
 export class ScriptRedactor {
   /** Sources known saved by this process: each is saved (and verified) once, not on every model call. */
   private readonly saved = new Set<string>();
@@ -67,12 +70,21 @@ export class ScriptRedactor {
   /** The messages with older completed scripts replaced, or undefined when nothing changes. */
   async redact<M extends Message>(messages: M[]): Promise<M[] | undefined> {
     const completed = new Set<string>();
+    const present = new Set<string>();
     let latest: string | undefined;
     for (const m of messages) {
       if (m.role === "toolResult" && m.toolName === "code_execution" && m.toolCallId) completed.add(m.toolCallId);
       if (m.role === "assistant" && Array.isArray(m.content))
-        for (const b of m.content) if (isScriptCall(b)) latest = b.id;
+        for (const b of m.content)
+          if (isScriptCall(b)) {
+            latest = b.id;
+            present.add(b.id);
+          }
     }
+    // Decisions for calls no longer in the context (compacted away, or a new session) are dropped: each holds its
+    // script, and a long session would otherwise keep every script it ever ran.
+    if (this.decided.size > present.size)
+      for (const id of this.decided.keys()) if (!present.has(id)) this.decided.delete(id);
     let changed = false;
     const out: M[] = [];
     for (const m of messages) {
@@ -127,10 +139,17 @@ export class ScriptRedactor {
     return d && d.code === b.arguments.code ? d : undefined;
   }
 
+  /** How many decisions are held (tests). */
+  get decisions(): number {
+    return this.decided.size;
+  }
+
   private async ensureSaved(code: string, sourceId: string): Promise<boolean> {
     if (this.saved.has(sourceId)) return true;
     try {
       await this.save(code);
+      // A bounded memory of what was saved: a forgotten source is saved (verified) again when next needed.
+      if (this.saved.size >= SAVED_REMEMBERED) this.saved.delete(this.saved.values().next().value!);
       this.saved.add(sourceId);
       return true;
     } catch {

@@ -8,7 +8,11 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall, type FauxResponseStep } from "@earendil-works/pi-ai";
 import { sourceIdOf } from "../../../store/sources.ts";
-import { MIN_SAVING_BYTES, referenceArguments } from "../../../extension/code-execution/context-hook.ts";
+import {
+  MIN_SAVING_BYTES,
+  ScriptRedactor,
+  referenceArguments,
+} from "../../../extension/code-execution/context-hook.ts";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 
 let pi: PiHarness;
@@ -124,5 +128,36 @@ describe("source recovery follows the session branch", () => {
     const [here] = pi.toolResults().slice(before);
     assert.equal(here.isError, false, textOf(here));
     assert.equal(textOf(here), "only on the first branch\n");
+  });
+});
+
+describe("the redactor's memory", () => {
+  const call = (id: string, code: string) => ({
+    role: "assistant" as const,
+    content: [{ type: "toolCall", id, name: "code_execution", arguments: { code } }],
+  });
+  const result = (id: string) => ({ role: "toolResult" as const, toolName: "code_execution", toolCallId: id });
+  const long = (n: number) => `print(${n})\n# ${"y".repeat(120)}`;
+
+  test("a decision lasts while its call is in the context; compacted away, it is dropped and its script with it", async () => {
+    const saves: string[] = [];
+    const redactor = new ScriptRedactor(async (code) => (saves.push(code), "saved"));
+    const history = [1, 2, 3, 4].flatMap((n) => [call(`c${n}`, long(n)), result(`c${n}`)]);
+    const first = (await redactor.redact(history as never)) as Seen | undefined;
+    assert.deepEqual(seenCalls(first!), [
+      { sourceId: sourceIdOf(long(1)) },
+      { sourceId: sourceIdOf(long(2)) },
+      { sourceId: sourceIdOf(long(3)) },
+      { code: long(4) },
+    ]);
+    assert.equal(redactor.decisions, 3, "the three older scripts are decided; the latest stays inline");
+    // Compaction keeps only the last two calls: the decisions of the others go.
+    const later = history.slice(4);
+    await redactor.redact(later as never);
+    assert.equal(redactor.decisions, 1);
+    // Back in the context (another branch), a call is decided again, without saving its script twice.
+    const again = (await redactor.redact(history as never)) as Seen | undefined;
+    assert.deepEqual(seenCalls(again!), seenCalls(first!));
+    assert.equal(saves.length, 3);
   });
 });
