@@ -96,7 +96,7 @@ export const notebookCallMachine = setup({
   },
   guards: {
     /** The end of the cell that is running (a late or repeated report of another is ignored). */
-    isCurrent: ({ context, event }) => event.index === context.current && context.statuses[event.index] === "running",
+    isCurrent: ({ context, event }) => event.index === context.current,
     wasCancelled: ({ event }) => event.cancelled,
     failed: ({ event }) => !event.ok,
     /** With one deadline for the call, a cell's timeout uses it up (also when the cell caught the interrupt). */
