@@ -168,6 +168,26 @@ describe("waits", () => {
     assert.equal(r.end?.code, 0);
     assert.match(r.writeFailure ?? "", /the process has exited/);
     assert.equal(r.wait, "exit");
+    assert.equal(host.exec.io(s.id), undefined, "a returned exit lets go of the session's bytes");
+  });
+
+  test("a write that waits out its window (`full`) is not ended by the answer", async () => {
+    const s = await start("cat");
+    const r = await write(s.id, { bytes: Buffer.from("x\n"), until: "full", durationMs: 300 });
+    assert.deepEqual([r.wait, text(r.output)], ["deadline", "x\n"]);
+    await host.exec.kill(s.id, "SIGKILL", callId());
+  });
+
+  test("a cancelled write keeps its output for the next call", async () => {
+    const s = await start("cat");
+    const ac = new AbortController();
+    const io = host.exec.io(s.id)!;
+    const off = io.onChange(() => io.totalBytes > 0 && ac.abort());
+    const c = await write(s.id, { bytes: Buffer.from("kept\n"), durationMs: 20_000, signal: ac.signal });
+    off();
+    assert.deepEqual([c.running, c.wait, text(c.output)], [true, "cancelled", ""]);
+    assert.equal(text((await write(s.id, { durationMs: 100 })).output), "kept\n");
+    await host.exec.kill(s.id, "SIGKILL", callId());
   });
 });
 
@@ -198,6 +218,9 @@ describe("kill", () => {
   test("a second kill while the first stops it sends nothing and says so; both see it end", async () => {
     const s = await start("trap 'sleep 0.3; exit 9' TERM; sleep 30 & wait");
     const first = host.exec.kill(s.id, "SIGTERM", callId());
+    const stopping = host.exec.sessions().find((x) => x.id === s.id);
+    assert.deepEqual([stopping?.status, stopping?.running], ["stopping", true], "being stopped, it still runs");
+    assert.ok(host.exec.list(callId()).live.some((x) => x.id === s.id));
     const second = host.exec.kill(s.id, "SIGKILL", callId());
     const [a, b] = await Promise.all([first, second]);
     assert.deepEqual([a?.alreadyStopping, a?.killed], [false, true]);
@@ -257,7 +280,10 @@ describe("wakes", () => {
     assert.equal(s.armed, true);
     assert.ok(await waitUntil(() => deliveredIds().includes(s.id), 15_000));
     const notice = delivered.flat().find((n) => n.id === s.id)!;
-    assert.deepEqual([notice.code, notice.command, notice.cwd], [3, "sleep 0.3; exit 3", root]);
+    assert.deepEqual(
+      [notice.code, notice.command, notice.cwd, notice.logPath],
+      [3, "sleep 0.3; exit 3", root, s.logPath],
+    );
     assert.equal(host.exec.sessions().find((x) => x.id === s.id)?.wakeArmed, false);
   });
 
@@ -288,6 +314,15 @@ describe("wakes", () => {
     const p = await host.exec.write({ id: s.id, until: "full", durationMs: 5000, callId: w });
     assert.ok(p.ok && p.value.consumedWake);
     host.exec.release(s.id, w);
+    assert.ok(await waitUntil(() => deliveredIds().includes(s.id), 15_000));
+  });
+
+  test("a poll that returned without the exit lets go of its lease: the later exit prompts, before any finalization", async () => {
+    const flag = join(root, `go-${callId()}`);
+    const s = await start(`while [ ! -e '${flag}' ]; do sleep 0.05; done; exit 4`, { onExit: "wake" });
+    const p = await write(s.id, { durationMs: 10 });
+    assert.deepEqual([p.running, p.armed], [true, true]);
+    writeFileSync(flag, "");
     assert.ok(await waitUntil(() => deliveredIds().includes(s.id), 15_000));
   });
 
