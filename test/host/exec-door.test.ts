@@ -135,6 +135,7 @@ describe("reports", () => {
     assert.equal(text(r.value.output), "ok\n");
     assert.equal(r.value.logPath, undefined);
     assert.match(r.value.logProblem ?? "", /not-a-dir/);
+    assert.equal(own.exec.io(r.value.id), undefined, "an exit inside the window lets go of the session's bytes");
   });
 
   test("after shutdown no session starts", async () => {
