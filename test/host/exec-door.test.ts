@@ -170,6 +170,11 @@ describe("waits", () => {
     assert.match(r.writeFailure ?? "", /the process has exited/);
     assert.equal(r.wait, "exit");
     assert.equal(host.exec.io(s.id), undefined, "a returned exit lets go of the session's bytes");
+    // A poll's empty input is no input: no failure to write it.
+    const t = await start("sleep 0.3");
+    assert.ok(await waitUntil(exited(host, t.id), 15_000));
+    const p = await write(t.id, { bytes: new Uint8Array(0) });
+    assert.deepEqual([p.running, p.writeFailure], [false, undefined]);
   });
 
   test("a write that waits out its window (`full`) is not ended by the answer", async () => {
@@ -204,8 +209,16 @@ describe("kill", () => {
         alreadyStopping: k?.alreadyStopping,
         code: k?.end?.code,
         signal: k?.signal,
+        command: k?.command,
       },
-      { killed: false, alreadyExited: true, alreadyStopping: false, code: 5, signal: "SIGTERM" },
+      {
+        killed: false,
+        alreadyExited: true,
+        alreadyStopping: false,
+        code: 5,
+        signal: "SIGTERM",
+        command: "sleep 0.3; exit 5",
+      },
     );
     assert.equal("wait" in k!, false);
     assert.equal("consumedWake" in k!, false);
