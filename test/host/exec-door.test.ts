@@ -340,6 +340,28 @@ describe("wakes", () => {
     assert.ok(await waitUntil(() => deliveredIds().includes(s.id), 15_000));
   });
 
+  test("a kill that reports an armed exit waiting for its prompt takes it: finalized, it never prompts", async () => {
+    const own = newHost();
+    const events: string[] = [];
+    own.exec.onChange((e: ExecEmitted) => events.push(e.type));
+    const go = (command: string) =>
+      own.exec.start(startRequest(command, { cwd: root, yieldMs: 100, callId: `k-${command}`, onExit: "wake" }));
+    const s = await go("sleep 0.2; exit 6");
+    assert.ok(s.ok);
+    // No deliverer yet: the prompt failed and waits for the agent to settle.
+    assert.ok(await waitUntil(() => events.includes("exec.wake"), 15_000));
+    const k = await own.exec.kill(s.value.id, "SIGTERM", "k-kill");
+    assert.deepEqual([k?.alreadyExited, k?.end?.code], [true, 6]);
+    assert.equal(own.exec.finalize("k-kill", true), true);
+    const got: number[][] = [];
+    own.exec.onWake((notices) => void got.push(notices.map((n) => n.id)));
+    const t = await go("sleep 0.2");
+    assert.ok(t.ok);
+    own.exec.agentSettled();
+    assert.ok(await waitUntil(() => got.length === 1, 15_000));
+    assert.deepEqual(got, [[t.value.id]], "only the exit nobody reported");
+  });
+
   test("a delivery that fails (or finds no way to Pi) is tried again at agent_settled, once", async () => {
     const own = newHost();
     const events: string[] = [];
