@@ -230,7 +230,10 @@ describe("kill", () => {
   });
 
   test("a second kill while the first stops it sends nothing and says so; both see it end", async () => {
-    const s = await start("trap 'sleep 0.3; exit 9' TERM; sleep 30 & wait");
+    // The kill only once the trap is set (a loaded machine can take longer than the start's window to get there).
+    const s = await start("trap 'sleep 0.3; exit 9' TERM; echo ready; sleep 30 & wait");
+    let printed = text(s.output);
+    while (!printed.includes("ready")) printed += text((await write(s.id, { durationMs: 200 })).output);
     const first = host.exec.kill(s.id, "SIGTERM", callId());
     const stopping = host.exec.sessions().find((x) => x.id === s.id);
     assert.deepEqual([stopping?.status, stopping?.running], ["stopping", true], "being stopped, it still runs");

@@ -214,6 +214,9 @@ describe("kill", () => {
 
   test("a process ignoring SIGTERM gets SIGKILL after 2 s", async () => {
     const s = await start("trap '' TERM; echo ready; sleep 30 & wait", { yieldMs: 300 });
+    // The kill only once the trap is set: under load the shell may not have reached it within the window.
+    let printed = text(s.output);
+    while (!printed.includes("ready")) printed += text((await write(s.id, { durationMs: 200 })).output);
     const began = Date.now();
     const k = await host.exec.kill(s.id, "SIGTERM", callId());
     assert.equal(k?.killed, true);
