@@ -112,6 +112,21 @@ describe("reports", () => {
     });
   });
 
+  test("a start the system refuses (an argument past the kernel's limit): failed, with why, also when a poll returns it", async () => {
+    const command = `: ${"x".repeat(200_000)}`;
+    const quick = await start(command, { yieldMs: 20_000 });
+    const why = /^could not start \/\S*bash: spawn E2BIG$/;
+    assert.equal(quick.end?.end, "failed");
+    assert.match(quick.end?.failure ?? "", why);
+    // Returned before the failure came: the session is kept for the poll that reports it.
+    const later = await start(command, { yieldMs: 0 });
+    assert.equal(later.running, true);
+    assert.ok(await waitUntil(exited(host, later.id), 15_000));
+    const p = await write(later.id);
+    assert.equal(p.end?.end, "failed");
+    assert.match(p.end?.failure ?? "", why);
+  });
+
   test("an unknown session: the ids there are, or that none is open; a kill finds nothing", async () => {
     const own = newHost();
     const none = await own.exec.write({ id: 7, until: "full", durationMs: 10, callId: "c1" });
