@@ -35,7 +35,7 @@ const { start, write, callId } = execDriver(() => host, {
   cwd: () => root,
   cols: 80,
   yieldMs: 150,
-  durationMs: 5000,
+  durationMs: 30_000,
   callPrefix: "door",
 });
 const text = (b: Uint8Array) => Buffer.from(b).toString("utf8");
@@ -145,7 +145,7 @@ describe("reports", () => {
     writeFileSync(file, "");
     const own = new SupervisorHost({ exec: { logDir: join(file, "logs") } });
     hosts.push(own);
-    const r = await own.exec.start(startRequest("echo ok", { cwd: root, yieldMs: 5000, callId: "c" }));
+    const r = await own.exec.start(startRequest("echo ok", { cwd: root, yieldMs: 30_000, callId: "c" }));
     assert.ok(r.ok);
     assert.equal(text(r.value.output), "ok\n");
     assert.equal(r.value.logPath, undefined);
@@ -325,7 +325,7 @@ describe("wakes", () => {
   test("an exit returned by a result Pi finalized is consumed; one whose result failed still prompts", async () => {
     const consumed = await start("sleep 0.3", { onExit: "wake" });
     const w = callId();
-    const p = await host.exec.write({ id: consumed.id, until: "full", durationMs: 5000, callId: w });
+    const p = await host.exec.write({ id: consumed.id, until: "full", durationMs: 30_000, callId: w });
     assert.ok(p.ok);
     assert.equal(p.value.running, false);
     assert.equal(p.value.consumedWake, true);
@@ -336,7 +336,7 @@ describe("wakes", () => {
     // A later armed exit, delivered: the consumed one, due first had it not been consumed, never came.
     const failed = await start("sleep 0.3", { onExit: "wake" });
     const f = callId();
-    const q = await host.exec.write({ id: failed.id, until: "full", durationMs: 5000, callId: f });
+    const q = await host.exec.write({ id: failed.id, until: "full", durationMs: 30_000, callId: f });
     assert.ok(q.ok && q.value.consumedWake);
     assert.equal(host.exec.finalize(f, false), true);
     assert.ok(await waitUntil(() => deliveredIds().includes(failed.id), 15_000));
@@ -346,7 +346,7 @@ describe("wakes", () => {
   test("a write whose tool result was not produced lets go of the exit it returned: it prompts", async () => {
     const s = await start("sleep 0.3", { onExit: "wake" });
     const w = callId();
-    const p = await host.exec.write({ id: s.id, until: "full", durationMs: 5000, callId: w });
+    const p = await host.exec.write({ id: s.id, until: "full", durationMs: 30_000, callId: w });
     assert.ok(p.ok && p.value.consumedWake);
     host.exec.release(s.id, w);
     assert.ok(await waitUntil(() => deliveredIds().includes(s.id), 15_000));
