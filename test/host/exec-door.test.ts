@@ -1,8 +1,9 @@
 // The shell sessions' door (host/exec.ts, exec-events.ts, exec-reports.ts) beyond starting and writing, with real
 // short-lived shells and no Pi session: set_on_exit's answers, list_sessions reporting an exit once, kills of an exited
 // session and of one already stopping, the completion wake delivered once, consumed by a finalized result that
-// returned the exit, retried at agent_settled after a failed delivery, the reports' fields, and what the door
-// refuses. The tools' text around these is test/extension/shell/exec-pi.test.ts's.
+// returned the exit or by a kill that reported it, released by a poll without it, retried at agent_settled after a
+// failed delivery, the reports' fields, when a session's bytes are let go, a start the kernel refuses, and what the
+// door refuses. The tools' text around these is test/extension/shell/exec-pi.test.ts's.
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
