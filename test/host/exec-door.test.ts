@@ -1,8 +1,9 @@
 // The shell sessions' door (host/exec.ts, exec-events.ts, exec-reports.ts) beyond starting and writing, with real
 // short-lived shells and no Pi session: set_on_exit's answers, list_sessions reporting an exit once, kills of an exited
 // session and of one already stopping, the completion wake delivered once, consumed by a finalized result that
-// returned the exit, retried at agent_settled after a failed delivery, the reports' fields, and what the door
-// refuses. The tools' text around these is test/extension/shell/exec-pi.test.ts's.
+// returned the exit or by a kill that reported it, released by a poll without it, retried at agent_settled after a
+// failed delivery, the reports' fields, when a session's bytes are let go, a start the kernel refuses, and what the
+// door refuses. The tools' text around these is test/extension/shell/exec-pi.test.ts's.
 import "../helpers/agent-dir.ts";
 import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -35,7 +36,7 @@ const { start, write, callId } = execDriver(() => host, {
   cwd: () => root,
   cols: 80,
   yieldMs: 150,
-  durationMs: 5000,
+  durationMs: 30_000,
   callPrefix: "door",
 });
 const text = (b: Uint8Array) => Buffer.from(b).toString("utf8");
@@ -112,6 +113,21 @@ describe("reports", () => {
     });
   });
 
+  test("a start the system refuses (an argument past the kernel's limit): failed, with why, also when a poll returns it", async () => {
+    const command = `: ${"x".repeat(200_000)}`;
+    const quick = await start(command, { yieldMs: 20_000 });
+    const why = /^could not start \/\S*bash: .*E2BIG$/;
+    assert.equal(quick.end?.end, "failed");
+    assert.match(quick.end?.failure ?? "", why);
+    // Returned before the failure came: the session is kept for the poll that reports it.
+    const later = await start(command, { yieldMs: 0 });
+    assert.equal(later.running, true);
+    assert.ok(await waitUntil(exited(host, later.id), 15_000));
+    const p = await write(later.id);
+    assert.equal(p.end?.end, "failed");
+    assert.match(p.end?.failure ?? "", why);
+  });
+
   test("an unknown session: the ids there are, or that none is open; a kill finds nothing", async () => {
     const own = newHost();
     const none = await own.exec.write({ id: 7, until: "full", durationMs: 10, callId: "c1" });
@@ -130,11 +146,12 @@ describe("reports", () => {
     writeFileSync(file, "");
     const own = new SupervisorHost({ exec: { logDir: join(file, "logs") } });
     hosts.push(own);
-    const r = await own.exec.start(startRequest("echo ok", { cwd: root, yieldMs: 5000, callId: "c" }));
+    const r = await own.exec.start(startRequest("echo ok", { cwd: root, yieldMs: 30_000, callId: "c" }));
     assert.ok(r.ok);
     assert.equal(text(r.value.output), "ok\n");
     assert.equal(r.value.logPath, undefined);
     assert.match(r.value.logProblem ?? "", /not-a-dir/);
+    assert.equal(own.exec.io(r.value.id), undefined, "an exit inside the window lets go of the session's bytes");
   });
 
   test("after shutdown no session starts", async () => {
@@ -168,6 +185,34 @@ describe("waits", () => {
     assert.equal(r.end?.code, 0);
     assert.match(r.writeFailure ?? "", /the process has exited/);
     assert.equal(r.wait, "exit");
+    assert.equal(host.exec.io(s.id), undefined, "a returned exit lets go of the session's bytes");
+    // A poll's empty input is no input: no failure to write it.
+    const t = await start("sleep 0.3");
+    assert.ok(await waitUntil(exited(host, t.id), 15_000));
+    const p = await write(t.id, { bytes: new Uint8Array(0) });
+    assert.deepEqual([p.running, p.writeFailure], [false, undefined]);
+  });
+
+  test("a write that waits out its window (`full`) is not ended by the answer", async () => {
+    const s = await start("cat");
+    // cat answers (it runs, whatever the load); then a line it echoes at once does not end a `full` window.
+    await write(s.id, { bytes: Buffer.from("a\n"), until: "answer" });
+    const r = await write(s.id, { bytes: Buffer.from("x\n"), until: "full", durationMs: 1000 });
+    assert.equal(r.wait, "deadline");
+    assert.equal(text(r.output) + text((await write(s.id, { durationMs: 0 })).output), "x\n");
+    await host.exec.kill(s.id, "SIGKILL", callId());
+  });
+
+  test("a cancelled write keeps its output for the next call", async () => {
+    const s = await start("cat");
+    const ac = new AbortController();
+    const io = host.exec.io(s.id)!;
+    const off = io.onChange(() => io.totalBytes > 0 && ac.abort());
+    const c = await write(s.id, { bytes: Buffer.from("kept\n"), durationMs: 20_000, signal: ac.signal });
+    off();
+    assert.deepEqual([c.running, c.wait, text(c.output)], [true, "cancelled", ""]);
+    assert.equal(text((await write(s.id, { durationMs: 100 })).output), "kept\n");
+    await host.exec.kill(s.id, "SIGKILL", callId());
   });
 });
 
@@ -183,8 +228,16 @@ describe("kill", () => {
         alreadyStopping: k?.alreadyStopping,
         code: k?.end?.code,
         signal: k?.signal,
+        command: k?.command,
       },
-      { killed: false, alreadyExited: true, alreadyStopping: false, code: 5, signal: "SIGTERM" },
+      {
+        killed: false,
+        alreadyExited: true,
+        alreadyStopping: false,
+        code: 5,
+        signal: "SIGTERM",
+        command: "sleep 0.3; exit 5",
+      },
     );
     assert.equal("wait" in k!, false);
     assert.equal("consumedWake" in k!, false);
@@ -196,8 +249,14 @@ describe("kill", () => {
   });
 
   test("a second kill while the first stops it sends nothing and says so; both see it end", async () => {
-    const s = await start("trap 'sleep 0.3; exit 9' TERM; sleep 30 & wait");
+    // The kill only once the trap is set (a loaded machine can take longer than the start's window to get there).
+    const s = await start("trap 'sleep 0.3; exit 9' TERM; echo ready; sleep 30 & wait");
+    let printed = text(s.output);
+    while (!printed.includes("ready")) printed += text((await write(s.id, { durationMs: 200 })).output);
     const first = host.exec.kill(s.id, "SIGTERM", callId());
+    const stopping = host.exec.sessions().find((x) => x.id === s.id);
+    assert.deepEqual([stopping?.status, stopping?.running], ["stopping", true], "being stopped, it still runs");
+    assert.ok(host.exec.list(callId()).live.some((x) => x.id === s.id));
     const second = host.exec.kill(s.id, "SIGKILL", callId());
     const [a, b] = await Promise.all([first, second]);
     assert.deepEqual([a?.alreadyStopping, a?.killed], [false, true]);
@@ -257,14 +316,17 @@ describe("wakes", () => {
     assert.equal(s.armed, true);
     assert.ok(await waitUntil(() => deliveredIds().includes(s.id), 15_000));
     const notice = delivered.flat().find((n) => n.id === s.id)!;
-    assert.deepEqual([notice.code, notice.command, notice.cwd], [3, "sleep 0.3; exit 3", root]);
+    assert.deepEqual(
+      [notice.code, notice.command, notice.cwd, notice.logPath],
+      [3, "sleep 0.3; exit 3", root, s.logPath],
+    );
     assert.equal(host.exec.sessions().find((x) => x.id === s.id)?.wakeArmed, false);
   });
 
   test("an exit returned by a result Pi finalized is consumed; one whose result failed still prompts", async () => {
     const consumed = await start("sleep 0.3", { onExit: "wake" });
     const w = callId();
-    const p = await host.exec.write({ id: consumed.id, until: "full", durationMs: 5000, callId: w });
+    const p = await host.exec.write({ id: consumed.id, until: "full", durationMs: 30_000, callId: w });
     assert.ok(p.ok);
     assert.equal(p.value.running, false);
     assert.equal(p.value.consumedWake, true);
@@ -275,7 +337,7 @@ describe("wakes", () => {
     // A later armed exit, delivered: the consumed one, due first had it not been consumed, never came.
     const failed = await start("sleep 0.3", { onExit: "wake" });
     const f = callId();
-    const q = await host.exec.write({ id: failed.id, until: "full", durationMs: 5000, callId: f });
+    const q = await host.exec.write({ id: failed.id, until: "full", durationMs: 30_000, callId: f });
     assert.ok(q.ok && q.value.consumedWake);
     assert.equal(host.exec.finalize(f, false), true);
     assert.ok(await waitUntil(() => deliveredIds().includes(failed.id), 15_000));
@@ -285,10 +347,41 @@ describe("wakes", () => {
   test("a write whose tool result was not produced lets go of the exit it returned: it prompts", async () => {
     const s = await start("sleep 0.3", { onExit: "wake" });
     const w = callId();
-    const p = await host.exec.write({ id: s.id, until: "full", durationMs: 5000, callId: w });
+    const p = await host.exec.write({ id: s.id, until: "full", durationMs: 30_000, callId: w });
     assert.ok(p.ok && p.value.consumedWake);
     host.exec.release(s.id, w);
     assert.ok(await waitUntil(() => deliveredIds().includes(s.id), 15_000));
+  });
+
+  test("a poll that returned without the exit lets go of its lease: the later exit prompts, before any finalization", async () => {
+    const flag = join(root, `go-${callId()}`);
+    const s = await start(`while [ ! -e '${flag}' ]; do sleep 0.05; done; exit 4`, { onExit: "wake" });
+    const p = await write(s.id, { durationMs: 10 });
+    assert.deepEqual([p.running, p.armed], [true, true]);
+    writeFileSync(flag, "");
+    assert.ok(await waitUntil(() => deliveredIds().includes(s.id), 15_000));
+  });
+
+  test("a kill that reports an armed exit waiting for its prompt takes it: finalized, it never prompts", async () => {
+    const own = newHost();
+    const events: string[] = [];
+    own.exec.onChange((e: ExecEmitted) => events.push(e.type));
+    const go = (command: string) =>
+      own.exec.start(startRequest(command, { cwd: root, yieldMs: 100, callId: `k-${command}`, onExit: "wake" }));
+    const s = await go("sleep 0.2; exit 6");
+    assert.ok(s.ok);
+    // No deliverer yet: the prompt failed and waits for the agent to settle.
+    assert.ok(await waitUntil(() => events.includes("exec.wake"), 15_000));
+    const k = await own.exec.kill(s.value.id, "SIGTERM", "k-kill");
+    assert.deepEqual([k?.alreadyExited, k?.end?.code], [true, 6]);
+    assert.equal(own.exec.finalize("k-kill", true), true);
+    const got: number[][] = [];
+    own.exec.onWake((notices) => void got.push(notices.map((n) => n.id)));
+    const t = await go("sleep 0.2");
+    assert.ok(t.ok);
+    own.exec.agentSettled();
+    assert.ok(await waitUntil(() => got.length === 1, 15_000));
+    assert.deepEqual(got, [[t.value.id]], "only the exit nobody reported");
   });
 
   test("a delivery that fails (or finds no way to Pi) is tried again at agent_settled, once", async () => {

@@ -214,6 +214,9 @@ describe("kill", () => {
 
   test("a process ignoring SIGTERM gets SIGKILL after 2 s", async () => {
     const s = await start("trap '' TERM; echo ready; sleep 30 & wait", { yieldMs: 300 });
+    // The kill only once the trap is set: under load the shell may not have reached it within the window.
+    let printed = text(s.output);
+    while (!printed.includes("ready")) printed += text((await write(s.id, { durationMs: 200 })).output);
     const began = Date.now();
     const k = await host.exec.kill(s.id, "SIGTERM", callId());
     assert.equal(k?.killed, true);
@@ -403,15 +406,16 @@ describe("shutdown", () => {
 });
 
 describe("the session cap", () => {
-  test("100 sibling starts in one turn: at most 64 sessions and 64 live shells, the rest refused with the reason", async () => {
+  test("100 sibling starts in one turn: at most 64 sessions and 64 live shells, the rest refused with the reason; then evictions", async () => {
     const h = new SupervisorHost({ exec: { logDir } });
     const marker = `pcs-cap-${process.pid}-${Date.now()}`;
     try {
       const results = await Promise.all(
         Array.from({ length: 100 }, (_, i) =>
           h.exec.start({
-            // bash stays (the command does not end with `sleep`), its argv naming the marker.
-            command: `sleep 60; : ${marker}-${i}`,
+            // bash stays (the command does not end with `sleep`), its argv naming the marker. The first exits after
+            // its window, unobserved: the eviction below takes it first.
+            command: `${i === 0 ? "sleep 0.5; exit 0" : "sleep 60"}; : ${marker}-${i}`,
             cwd: root,
             tty: false,
             cols: 80,
@@ -434,6 +438,29 @@ describe("the session cap", () => {
         }
       });
       assert.ok(shells.length <= 64, `${shells.length} shells live`);
+      // A refused start's bytes are not kept.
+      const accepted = new Set(results.flatMap((r) => (r.ok ? [r.value.id] : [])));
+      const refusedIds = Array.from({ length: 100 }, (_, i) => i + 1).filter((id) => !accepted.has(id));
+      assert.deepEqual(
+        refusedIds.filter((id) => h.exec.io(id)),
+        [],
+      );
+      // At the cap a new start evicts: an exited session's bytes go at once; a running one's stay while it is
+      // stopped (its output still comes), and go with its end.
+      const evictions: { id: number; running: boolean; kept: boolean }[] = [];
+      h.exec.onChange((e) => {
+        if (e.type === "exec.evicting") evictions.push({ id: e.id, running: e.running, kept: !!h.exec.io(e.id) });
+      });
+      const first = results[0]!.ok ? results[0]!.value.id : 0;
+      assert.ok(await waitUntil(() => h.exec.sessions().some((s) => s.id === first && !s.running), 15_000));
+      const go = () => h.exec.start(startRequest("sleep 60", { cwd: root, yieldMs: 250, callId: callId() }));
+      assert.ok((await go()).ok);
+      assert.deepEqual(evictions, [{ id: first, running: false, kept: false }]);
+      assert.ok((await go()).ok);
+      const live = evictions[1]!;
+      assert.deepEqual({ ...live, id: 0 }, { id: 0, running: true, kept: true });
+      assert.ok(await waitUntil(() => !h.exec.sessions().some((s) => s.id === live.id), 15_000));
+      assert.equal(h.exec.io(live.id), undefined, "an evicted session's bytes go with its end");
     } finally {
       await h.shutdown();
     }
