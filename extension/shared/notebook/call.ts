@@ -37,11 +37,7 @@ const notebookCall = notebookCallMachine.provide({
 });
 
 export function runNotebookCall(spec: NotebookCallSpec): Promise<NotebookCallResult> {
-  const input: NotebookCallInput = {
-    cells: spec.cells,
-    budget: spec.budget,
-    ...(spec.deadlineAt !== undefined ? { deadlineAt: spec.deadlineAt } : {}),
-  };
+  const input: NotebookCallInput = { cells: spec.cells, budget: spec.budget, deadlineAt: spec.deadlineAt };
   return new Promise((resolve, reject) => {
     const actor = createActor(notebookCall, { input });
     starters.set(actor, (index) => {
@@ -68,13 +64,10 @@ export function runNotebookCall(spec: NotebookCallSpec): Promise<NotebookCallRes
         },
       );
     });
-    let last: readonly CellStatus[] | undefined;
+    // Each step of the machine changes the statuses (a cell started, or one ended): each is reported.
     actor.subscribe({
       next: (snapshot) => {
-        if (snapshot.context.statuses !== last) {
-          last = snapshot.context.statuses;
-          spec.onStatuses?.(last);
-        }
+        spec.onStatuses?.(snapshot.context.statuses);
         if (snapshot.status === "done")
           resolve({ ending: snapshot.value as NotebookCallEnding, ...(snapshot.output as NotebookCallOutput) });
       },
