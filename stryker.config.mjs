@@ -43,8 +43,8 @@ export const GROUPS = {
   },
   // A notebook call's cells (python and eval): the machine and its adapter, each with its own fast file.
   "notebook-call": {
-    mutate: ["machines/notebook-call.ts", "extension/shared/notebook/call.ts"],
-    tests: ["test/machines/notebook-call.test.ts", "test/extension/shared/notebook-call.test.ts"],
+    mutate: ["machines/notebook-call.ts", "host/notebook-call.ts"],
+    tests: ["test/machines/notebook-call.test.ts", "test/host/notebook-call-run.test.ts"],
   },
   "tool-machines": {
     mutate: ["machines/tool-call.ts", "machines/tool-events.ts", "machines/tool-records.ts"],

@@ -29,6 +29,7 @@ export {
   type EvalDirs,
 } from "./artifacts.ts";
 export { keepImage } from "./displays.ts";
+export { runNotebookCall, type NotebookCallResult, type NotebookCallSpec } from "./notebook-call.ts";
 export { moveLegacySettings } from "./settings-files.ts";
 export { brokenBackend, chooseOperations, type BackendChoice } from "./backend.ts";
 export type { BackendInfo, ProcessOperations } from "../actors/process/operations.ts";

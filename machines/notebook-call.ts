@@ -4,7 +4,7 @@
 // machine's states, context and guards, shared by both tools; what a cell is (a Python or JavaScript run, its text,
 // its journal row) is the tool's.
 //
-// extension/shared/notebook/call.ts runs this machine privately and is its adapter: it starts the cell the machine
+// host/notebook-call.ts runs this machine privately and is its adapter: it starts the cell the machine
 // names (`startCell`) and reports the cell's end (`cell.ended`). Each cell is a run actor of the supervisor (the
 // inspector shows it, with its cell's index and the call's surface, and replay re-drives it); this machine is not in
 // the supervisor's actor system, so a warm cell's path there is unchanged.
@@ -65,8 +65,7 @@ export function statusOf(end: CellEnd): CellStatus {
   return end.cancelled && !end.lost ? "cancelled" : "error";
 }
 
-const unprovided = (name: string) =>
-  placeholderAction("machines/notebook-call.ts", name, "extension/shared/notebook/call.ts");
+const unprovided = (name: string) => placeholderAction("machines/notebook-call.ts", name, "host/notebook-call.ts");
 
 export const notebookCallMachine = setup({
   types: {

@@ -10,14 +10,13 @@ import type { NestedCallRecord } from "../../machines/tool-events.ts";
 import { DisplayCollector } from "../shared/display/collector.ts";
 import { evalRenderers } from "../shared/notebook/render.ts";
 import { throttled } from "../shared/notebook/updates.ts";
-import { prepareEvalDirs, type BackendInfo, type JournalLink } from "../../host/index.ts";
+import { prepareEvalDirs, runNotebookCall, type BackendInfo, type JournalLink } from "../../host/index.ts";
 import { backendDetails, type BackendMark } from "../shared/backend-mark.ts";
 import { LANGUAGE_NAMES, type EvalBackend, type EvalCellOutcome, type EvalLanguage } from "./backend.ts";
 import { ORCHESTRATION_HELP, withAgents } from "./agents.ts";
 import { StatusEvents } from "./status.ts";
 import { preludeDirs, withPrelude } from "./prelude.ts";
 import { truncateEvalText, type EvalOutputMeta } from "./truncation.ts";
-import { runNotebookCall } from "../shared/notebook/call.ts";
 import type { CellEnd, CellStatus } from "../../machines/notebook-call.ts";
 
 export const DEFAULT_EVAL_TIMEOUT_S = 30;

@@ -5,7 +5,7 @@ import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
-import type { JournalLink, SupervisorHost } from "../../host/index.ts";
+import { runNotebookCall, type JournalLink, type SupervisorHost } from "../../host/index.ts";
 import { backendDetails } from "../shared/backend-mark.ts";
 import type { CodeEnvironment } from "../environment.ts";
 import { createRunTools, outerUsage } from "../shared/calls.ts";
@@ -16,7 +16,6 @@ import { formatPythonResult, type PythonCellDetails, type PythonDetails } from "
 import { DisplayCollector } from "../shared/display/collector.ts";
 import { pythonRenderers } from "../shared/notebook/render.ts";
 import { throttled } from "../shared/notebook/updates.ts";
-import { runNotebookCall } from "../shared/notebook/call.ts";
 import type { CellEnd } from "../../machines/notebook-call.ts";
 
 export const DEFAULT_PYTHON_TIMEOUT_S = 120;

@@ -1,7 +1,7 @@
 // One notebook call (machines/notebook-call.ts), one `describe` per state: the machine alone, the cells it starts
-// recorded as its adapter (extension/shared/notebook/call.ts) would start them. The cells' real runs, through Pi,
+// recorded as its adapter (host/notebook-call.ts) would start them. The cells' real runs, through Pi,
 // are test/extension/python/notebook-*.test.ts's and test/extension/eval/notebook-eval.test.ts's; the adapter's own
-// test is test/extension/shared/notebook-call.test.ts.
+// test is test/host/notebook-call-run.test.ts.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createActor } from "xstate";
@@ -238,7 +238,7 @@ describe("the definition", () => {
     actor.start();
     assert.match(
       String(error),
-      /machines\/notebook-call\.ts: the `startCell` action must be provided \(extension\/shared\/notebook\/call\.ts\)/,
+      /machines\/notebook-call\.ts: the `startCell` action must be provided \(host\/notebook-call\.ts\)/,
     );
   });
 });

@@ -3,8 +3,8 @@
 // tools' real cells, through Pi, are test/extension/python/notebook-*.test.ts's and test/extension/eval/'s.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { runNotebookCall } from "../../../extension/shared/notebook/call.ts";
-import type { CellEnd, CellStatus } from "../../../machines/notebook-call.ts";
+import { runNotebookCall } from "../../host/notebook-call.ts";
+import type { CellEnd, CellStatus } from "../../machines/notebook-call.ts";
 
 const OK: CellEnd = { ok: true, cancelled: false, timedOut: false, lost: false };
 

@@ -10,7 +10,7 @@ import {
   type NotebookCallEnding,
   type NotebookCallInput,
   type NotebookCallOutput,
-} from "../../../machines/notebook-call.ts";
+} from "../machines/notebook-call.ts";
 
 export interface NotebookCallSpec extends NotebookCallInput {
   /** Runs cell `index` (0-based) and says how it ended. A rejection ends the call with that error. */
@@ -30,7 +30,7 @@ const notebookCall = notebookCallMachine.provide({
   actions: {
     startCell: ({ self }, { index }: { index: number }) => {
       const start = starters.get(self);
-      if (!start) throw new Error("extension/shared/notebook/call.ts: a notebook call started without its starter");
+      if (!start) throw new Error("host/notebook-call.ts: a notebook call started without its starter");
       start(index);
     },
   },
