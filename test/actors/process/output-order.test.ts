@@ -16,25 +16,37 @@ import { tempDir } from "../../helpers/temp-dir.ts";
 
 const cwd = tempDir("pcs-order-");
 
-/** A runner that sends `frames` on fd 3 first, then writes `stdout` after `delayMs`, then exits. */
-function scripted(frames: object[], stdout: string, delayMs: number): string {
-  const path = join(cwd, `scripted-${Math.random().toString(36).slice(2)}.cjs`);
+/** A runner script (CommonJS, `fs` in scope) whose `body` runs once the host has the runner's handle and says so (a
+ * frame on fd 3, which `start` sends): a runner that exited before then would have its output discarded by Node's
+ * ChildProcess (it drains the pipes of an exited child nobody reads yet), which is not what these tests are about. */
+function runner(name: string, body: string[]): string {
+  const path = join(cwd, `${name}-${Math.random().toString(36).slice(2)}.cjs`);
   writeFileSync(
     path,
     [
       "const fs = require('node:fs');",
-      `for (const f of ${JSON.stringify(frames)}) {`,
-      "  const body = Buffer.from(JSON.stringify(f));",
-      "  const head = Buffer.alloc(4); head.writeUInt32BE(body.length);",
-      "  fs.writeSync(3, Buffer.concat([head, body]));",
-      "}",
-      `setTimeout(() => { fs.writeSync(1, ${JSON.stringify(stdout)}); setTimeout(() => process.exit(0), 300); }, ${delayMs});`,
+      "new (require('node:net').Socket)({ fd: 3 }).once('data', () => {",
+      ...body,
+      "});",
     ].join("\n"),
   );
   return path;
 }
 
-async function start(script: string, settleOutput = true): Promise<RunnerHandle> {
+/** A runner that sends `frames` on fd 3 first, then writes `stdout` after `delayMs`, then exits. */
+function scripted(frames: object[], stdout: string, delayMs: number): string {
+  return runner("scripted", [
+    `for (const f of ${JSON.stringify(frames)}) {`,
+    "  const body = Buffer.from(JSON.stringify(f));",
+    "  const head = Buffer.alloc(4); head.writeUInt32BE(body.length);",
+    "  fs.writeSync(3, Buffer.concat([head, body]));",
+    "}",
+    `setTimeout(() => { fs.writeSync(1, ${JSON.stringify(stdout)}); setTimeout(() => process.exit(0), 300); }, ${delayMs});`,
+  ]);
+}
+
+/** Starts `script` and, unless `go` is false, tells it to begin. */
+async function start(script: string, settleOutput = true, go = true): Promise<RunnerHandle> {
   const r = await localOperations.start({
     executable: process.execPath,
     args: [script],
@@ -44,27 +56,25 @@ async function start(script: string, settleOutput = true): Promise<RunnerHandle>
     killMs: 500,
   });
   assert.ok(r.ok, r.ok ? "" : r.error.message);
+  if (go) assert.ok(r.value.send({ type: "go" }).ok);
   return r.value;
 }
 
-/** A runner that writes `steps` in order, each at once (fd 1 text, or a frame on fd 3), then exits: a later write can
- * be read before an earlier one (three sockets), or in one chunk with output written before and after a frame. */
+/** A runner that writes `steps` in order, each at once (fd 1 text, `{ stderr }` fd 2 text, `{ control }` raw bytes on
+ * fd 3, or a frame on fd 3), then exits: a later write can be read before an earlier one (three sockets), or in one
+ * chunk with output written before and after a frame. */
 function sequence(steps: (string | object)[]): string {
-  const path = join(cwd, `sequence-${Math.random().toString(36).slice(2)}.cjs`);
-  writeFileSync(
-    path,
-    [
-      "const fs = require('node:fs');",
-      `for (const s of ${JSON.stringify(steps)}) {`,
-      "  if (typeof s === 'string') { fs.writeSync(1, s); continue; }",
-      "  const body = Buffer.from(JSON.stringify(s));",
-      "  const head = Buffer.alloc(4); head.writeUInt32BE(body.length);",
-      "  fs.writeSync(3, Buffer.concat([head, body]));",
-      "}",
-      "setTimeout(() => process.exit(0), 100);",
-    ].join("\n"),
-  );
-  return path;
+  return runner("sequence", [
+    `for (const s of ${JSON.stringify(steps)}) {`,
+    "  if (typeof s === 'string') { fs.writeSync(1, s); continue; }",
+    "  if (s.stderr !== undefined) { fs.writeSync(2, s.stderr); continue; }",
+    "  if (s.control !== undefined) { fs.writeSync(3, s.control); continue; }",
+    "  const body = Buffer.from(JSON.stringify(s));",
+    "  const head = Buffer.alloc(4); head.writeUInt32BE(body.length);",
+    "  fs.writeSync(3, Buffer.concat([head, body]));",
+    "}",
+    "setTimeout(() => process.exit(0), 100);",
+  ]);
 }
 
 /** What the host saw, in order, until the runner exited. */
@@ -76,10 +86,12 @@ async function observe(handle: RunnerHandle): Promise<{ order: string[]; at: Rec
     order.push(`stdout:${c.toString()}`);
     at.stdout = performance.now() - t0;
   });
+  handle.onStderr((c) => order.push(`stderr:${c.toString()}`));
   handle.onFrame((f: Frame) => {
     order.push(`frame:${String(f.type)}`);
     at[String(f.type)] = performance.now() - t0;
   });
+  handle.onProtocolError((message) => order.push(`protocol:${message}`));
   await new Promise<void>((resolve) => handle.onExit(() => resolve()));
   return { order, at };
 }
@@ -141,8 +153,9 @@ describe("output before the frames after it", () => {
 
   test("output written after a frame stays after it, even read first or in one chunk with what came before", async () => {
     // Three bytes before the display, three after, written back to back: whichever way the host reads them, the
-    // display goes between the two parts (a chunk holding both is cut at the display's count).
-    for (let i = 0; i < 20; i++) {
+    // display goes between the two parts (a chunk holding both is cut at the display's count). Rounds run five at a
+    // time: each runner waits 100 ms before it exits, and the reads race the same way with others running.
+    const round = async (i: number) => {
       const h = await start(
         sequence(["ab\n", { type: "display", id: "r", out: [3, 0] }, "cd\n", { type: "done", id: "r", out: [6, 0] }]),
       );
@@ -155,7 +168,8 @@ describe("output before the frames after it", () => {
       // Output after the last frame, read with or before it, goes out once that frame has.
       const last = await observe(await start(sequence(["ab\n", { type: "done", id: "r", out: [3, 0] }, "cd\n"])));
       assert.deepEqual(last.order.join("").replace(/stdout:/g, ""), "ab\nframe:donecd\n", `round ${i}`);
-    }
+    };
+    for (let i = 0; i < 20; i += 5) await Promise.all([i, i + 1, i + 2, i + 3, i + 4].map(round));
   });
 
   test("a JS cell's displays and console.log lines come out in the order the cell made them", async () => {
@@ -170,6 +184,48 @@ describe("output before the frames after it", () => {
       }
     } finally {
       await host.shutdown();
+    }
+  });
+});
+
+describe("what the wrapper passes on besides ordered output", () => {
+  test("output read with the runner's end, in the same poll as its exit, goes out with it", async () => {
+    // The runner writes and exits once told to; meanwhile the host's event loop is blocked, so its next poll reads
+    // the last output, the end of the pipes and the exit together: that output is still waiting one turn in the
+    // wrapper when the exit is reported, and goes out with it.
+    const path = runner("last", [
+      "fs.writeSync(1, 'ab\\n');",
+      "const body = Buffer.from(JSON.stringify({ type: 'done', id: 'r', out: [3, 0] }));",
+      "const head = Buffer.alloc(4); head.writeUInt32BE(body.length);",
+      "fs.writeSync(3, Buffer.concat([head, body]));",
+      "fs.writeSync(1, 'cd\\n');",
+      "process.exit(0);",
+    ]);
+    for (let i = 0; i < 5; i++) {
+      const h = await start(path, true, false);
+      const seen = observe(h);
+      assert.ok(h.send({ type: "go" }).ok);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+      const { order } = await seen;
+      assert.equal(
+        order.join("").replace(/stdout:/g, ""),
+        "ab\nframe:donecd\n",
+        `round ${i}: ${JSON.stringify(order)}`,
+      );
+    }
+  });
+
+  test("a runner whose output is not held (Python's) gets its stdout, stderr and frames as read", async () => {
+    const { order } = await observe(await start(sequence(["out\n", { stderr: "err\n" }, { type: "ready" }]), false));
+    assert.deepEqual(order.toSorted(), ["frame:ready", "stderr:err\n", "stdout:out\n"]);
+  });
+
+  test("a malformed control frame is reported as a protocol error, with output held or not", async () => {
+    const malformed = { control: "\u0000\u0000\u0000\u0002{x" };
+    for (const settleOutput of [true, false]) {
+      const { order } = await observe(await start(sequence(["ab\n", malformed]), settleOutput));
+      assert.ok(order.includes("protocol:control frame is not valid JSON"), JSON.stringify(order));
+      assert.ok(order.includes("stdout:ab\n"), JSON.stringify(order));
     }
   });
 });
