@@ -29,6 +29,7 @@ describe("chars: C-style escapes", () => {
     assert.deepEqual(bytes(decodeChars("\\e:wq\\n")), [0x1b, 0x3a, 0x77, 0x71, 10]);
     assert.deepEqual(bytes(decodeChars("\\0\\a\\b\\f\\v")), [0, 7, 8, 12, 11]);
     assert.deepEqual(bytes(decodeChars("\\\"\\'")), [0x22, 0x27]);
+    assert.deepEqual(bytes(decodeChars("a\\x00b")), [0x61, 0, 0x62], "text before a byte escape stays before it");
   });
   test("\\\\ is one backslash; a Windows path needs doubled backslashes", () => {
     assert.equal(Buffer.from(decodeChars("C:\\\\temp")).toString(), "C:\\temp");
@@ -72,6 +73,8 @@ describe("chars_b64", () => {
     const r = decodeBase64("G3s6wgo=");
     assert.ok(r.ok);
     assert.equal(hex(r.value), "1b7b3ac20a");
+    const spaced = decodeBase64("G3s6\n wgo=");
+    assert.ok(spaced.ok && hex(spaced.value) === "1b7b3ac20a", "whitespace ignored");
     const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
     const back = decodeBase64(all.toString("base64"));
     assert.ok(back.ok);
@@ -118,6 +121,7 @@ describe("windows and sizes", () => {
     assert.deepEqual(pollWindow(7000.9), { ok: true, value: 7000 });
     assert.equal(pollWindow(-1).ok, false);
     assert.equal(pollWindow(Number.POSITIVE_INFINITY).ok, false);
+    assert.equal(pollWindow(Number.NaN).ok, false);
     assert.deepEqual(pollWindow(Number.MAX_SAFE_INTEGER), { ok: true, value: Number.MAX_SAFE_INTEGER });
     const unsafe = pollWindow(Number.MAX_SAFE_INTEGER + 1);
     assert.ok(
@@ -131,7 +135,12 @@ describe("windows and sizes", () => {
     assert.ok(!over.ok && /exceeds the configured empty-poll cap of 290000 ms.*tool_time_utc: /.test(over.error));
     assert.deepEqual(pollWindow(undefined, { ms: 1 }), { ok: true, value: 5000 });
     const bad = pollWindow(undefined, { refused: "PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS: must be positive" });
-    assert.ok(!bad.ok && /misconfigured.*PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS: must be positive/.test(bad.error));
+    assert.ok(
+      !bad.ok &&
+        /misconfigured.*PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS: must be positive\. Use yield_until for an absolute wait meanwhile\. tool_time_utc: /.test(
+          bad.error,
+        ),
+    );
   });
   test("PTY sizes default to 120x30 and are clamped", () => {
     assert.equal(ptySize(undefined, PTY_COLS), 120);
@@ -162,6 +171,7 @@ describe("yield_until: strict RFC 3339 UTC", () => {
       "2026-07-21 08:30:00Z",
       "2026-07-21T08:30Z",
       "2026-07-21T08:30:00.1234Z",
+      "2026-07-21T08:30:00Z and more",
       "2026-02-30T00:00:00Z",
       "2027-02-29T00:00:00Z",
       "2026-07-21T25:00:00Z",
@@ -173,6 +183,7 @@ describe("yield_until: strict RFC 3339 UTC", () => {
       const r = parseDeadline(bad, now);
       assert.equal(r.ok, false, bad);
       assert.match(!r.ok ? r.error : "", /tool_time_utc: 2026-07-21T08:30:00\.000Z/);
+      assert.match(!r.ok ? r.error : "", /such as "2026-07-21T18:30:00Z".*uppercase Z; offsets|not a real date/);
     }
   });
 });
@@ -267,6 +278,7 @@ describe("model-visible text", () => {
     assert.equal(oneLine("npm \x1b[1mrun\x1b[0m\n  dev"), "npm run dev");
     assert.equal(oneLine("x".repeat(50), 10), `${"x".repeat(9)}…`);
     assert.equal(oneLine("x".repeat(10), 10), "x".repeat(10), "exactly max: whole");
+    assert.equal(oneLine(" \n padded \t"), "padded");
     assert.equal(oneLine("x".repeat(5000)), `${"x".repeat(4095)}…`, "4096 by default");
     // A huge value is read no further than 4 x max characters: what lies beyond never shows, even when the kept part
     // collapses to less than max.
