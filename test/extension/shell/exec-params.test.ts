@@ -29,6 +29,7 @@ describe("chars: C-style escapes", () => {
     assert.deepEqual(bytes(decodeChars("\\e:wq\\n")), [0x1b, 0x3a, 0x77, 0x71, 10]);
     assert.deepEqual(bytes(decodeChars("\\0\\a\\b\\f\\v")), [0, 7, 8, 12, 11]);
     assert.deepEqual(bytes(decodeChars("\\\"\\'")), [0x22, 0x27]);
+    assert.deepEqual(bytes(decodeChars("a\\x00b")), [0x61, 0, 0x62], "text before a byte escape stays before it");
   });
   test("\\\\ is one backslash; a Windows path needs doubled backslashes", () => {
     assert.equal(Buffer.from(decodeChars("C:\\\\temp")).toString(), "C:\\temp");
@@ -49,6 +50,18 @@ describe("chars: C-style escapes", () => {
     assert.equal(Buffer.from(decodeChars("\\u12")).toString(), "\\u12");
     assert.equal(Buffer.from(decodeChars("\\u{110000}")).toString(), "\\u{110000}");
     assert.equal(Buffer.from(decodeChars("end\\")).toString(), "end\\");
+    // Every character of a \\x or \\u{...} escape must be a hex digit, the first and the last too.
+    for (const raw of ["\\xZ1", "\\x1Z", "\\u{Z41}", "\\u{41Z}"])
+      assert.equal(Buffer.from(decodeChars(raw)).toString(), raw);
+    // An unterminated \\u{ stays as written; its } is the first one after the {, never one before the escape.
+    assert.equal(Buffer.from(decodeChars("\\u{41")).toString(), "\\u{41");
+    assert.equal(Buffer.from(decodeChars("}\\u{41}")).toString(), "}A");
+  });
+  test("\\u{...} takes 1 to 6 hex digits, up to U+10FFFF", () => {
+    assert.equal(hex(decodeChars("\\u{9}")), "09");
+    assert.equal(hex(decodeChars("\\u{01F600}")), "f09f9880");
+    assert.equal(hex(decodeChars("\\u{10FFFF}")), "f48fbfbf");
+    assert.equal(Buffer.from(decodeChars("\\u{0000041}")).toString(), "\\u{0000041}");
   });
   test("raw control characters pass through", () => {
     assert.deepEqual(bytes(decodeChars("\x03\n")), [3, 10]);
@@ -60,15 +73,21 @@ describe("chars_b64", () => {
     const r = decodeBase64("G3s6wgo=");
     assert.ok(r.ok);
     assert.equal(hex(r.value), "1b7b3ac20a");
+    const spaced = decodeBase64("G3s6\n wgo=");
+    assert.ok(spaced.ok && hex(spaced.value) === "1b7b3ac20a", "whitespace ignored");
     const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
     const back = decodeBase64(all.toString("base64"));
     assert.ok(back.ok);
     assert.deepEqual(Buffer.from(back.value), all);
   });
   test("malformed base64 is rejected", () => {
-    for (const bad of ["abc$", "A", "AB=C", "ABC=D===", "AB==="]) assert.equal(decodeBase64(bad).ok, false, bad);
+    for (const bad of ["abc$", "$abc", "A", "AB=C", "ABC=D===", "AB==="]) {
+      const r = decodeBase64(bad);
+      assert.ok(!r.ok && r.error.endsWith("(standard alphabet A-Z a-z 0-9 + /, optional = padding)."), bad);
+    }
     // Trailing bits that encode no byte.
-    assert.equal(decodeBase64("QR==").ok, false);
+    const bits = decodeBase64("QR==");
+    assert.ok(!bits.ok && bits.error.endsWith("its last characters carry bits that encode no byte."));
   });
   test("chars and chars_b64 together are an error; neither is a poll", () => {
     const both = writeInput("x", "eA==");
@@ -78,6 +97,10 @@ describe("chars_b64", () => {
     assert.ok(none.ok && none.value === undefined);
     const empty = writeInput("", undefined);
     assert.ok(empty.ok && empty.value === undefined);
+    const chars = writeInput("a\\n", undefined);
+    assert.ok(chars.ok && chars.value && hex(chars.value) === "610a");
+    const b64 = writeInput(undefined, "eA==");
+    assert.ok(b64.ok && b64.value && hex(b64.value) === "78");
   });
 });
 
@@ -87,7 +110,8 @@ describe("windows and sizes", () => {
     assert.deepEqual(yieldWindow(1, 10_000), { ok: true, value: 250 });
     assert.deepEqual(yieldWindow(99_999, 10_000), { ok: true, value: 30_000 });
     assert.deepEqual(yieldWindow(1234.9, 10_000), { ok: true, value: 1234 });
-    assert.equal(yieldWindow(Number.NaN, 10_000).ok, false);
+    const nan = yieldWindow(Number.NaN, 10_000);
+    assert.ok(!nan.ok && nan.error === "yield_time_ms must be a finite number of milliseconds.");
   });
   test("empty polls: 5 s by default and at least 5 s, any finite duration above", () => {
     assert.deepEqual(pollWindow(undefined), { ok: true, value: 5000 });
@@ -97,6 +121,13 @@ describe("windows and sizes", () => {
     assert.deepEqual(pollWindow(7000.9), { ok: true, value: 7000 });
     assert.equal(pollWindow(-1).ok, false);
     assert.equal(pollWindow(Number.POSITIVE_INFINITY).ok, false);
+    assert.equal(pollWindow(Number.NaN).ok, false);
+    assert.deepEqual(pollWindow(Number.MAX_SAFE_INTEGER), { ok: true, value: Number.MAX_SAFE_INTEGER });
+    const unsafe = pollWindow(Number.MAX_SAFE_INTEGER + 1);
+    assert.ok(
+      !unsafe.ok &&
+        /^yield_time_ms must be a finite, non-negative number .* Number\.MAX_SAFE_INTEGER\.$/.test(unsafe.error),
+    );
   });
   test("the empty-poll cap: longer relative polls are refused; below 5 s it acts as 5 s; a refused cap fails", () => {
     assert.deepEqual(pollWindow(290_000, { ms: 290_000 }), { ok: true, value: 290_000 });
@@ -104,12 +135,18 @@ describe("windows and sizes", () => {
     assert.ok(!over.ok && /exceeds the configured empty-poll cap of 290000 ms.*tool_time_utc: /.test(over.error));
     assert.deepEqual(pollWindow(undefined, { ms: 1 }), { ok: true, value: 5000 });
     const bad = pollWindow(undefined, { refused: "PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS: must be positive" });
-    assert.ok(!bad.ok && /misconfigured.*PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS: must be positive/.test(bad.error));
+    assert.ok(
+      !bad.ok &&
+        /misconfigured.*PI_UNIFIED_EXEC_MAX_EMPTY_POLL_MS: must be positive\. Use yield_until for an absolute wait meanwhile\. tool_time_utc: /.test(
+          bad.error,
+        ),
+    );
   });
   test("PTY sizes default to 120x30 and are clamped", () => {
     assert.equal(ptySize(undefined, PTY_COLS), 120);
     assert.equal(ptySize(5, PTY_COLS), 20);
     assert.equal(ptySize(10_000, PTY_COLS), 500);
+    assert.equal(ptySize(Number.NaN, PTY_COLS), 120);
   });
 });
 
@@ -134,6 +171,7 @@ describe("yield_until: strict RFC 3339 UTC", () => {
       "2026-07-21 08:30:00Z",
       "2026-07-21T08:30Z",
       "2026-07-21T08:30:00.1234Z",
+      "2026-07-21T08:30:00Z and more",
       "2026-02-30T00:00:00Z",
       "2027-02-29T00:00:00Z",
       "2026-07-21T25:00:00Z",
@@ -145,6 +183,7 @@ describe("yield_until: strict RFC 3339 UTC", () => {
       const r = parseDeadline(bad, now);
       assert.equal(r.ok, false, bad);
       assert.match(!r.ok ? r.error : "", /tool_time_utc: 2026-07-21T08:30:00\.000Z/);
+      assert.match(!r.ok ? r.error : "", /such as "2026-07-21T18:30:00Z".*uppercase Z; offsets|not a real date/);
     }
   });
 });
@@ -152,6 +191,7 @@ describe("yield_until: strict RFC 3339 UTC", () => {
 describe("signal names", () => {
   test("normalized; unknown rejected", () => {
     assert.deepEqual(signalName(undefined), { ok: true, value: "SIGTERM" });
+    assert.deepEqual(signalName("  "), { ok: true, value: "SIGTERM" });
     assert.deepEqual(signalName("term"), { ok: true, value: "SIGTERM" });
     assert.deepEqual(signalName("INT"), { ok: true, value: "SIGINT" });
     assert.deepEqual(signalName("sigkill"), { ok: true, value: "SIGKILL" });
@@ -212,6 +252,14 @@ describe("the head+tail window", () => {
     t.push(Buffer.from("0123456789"));
     assert.equal(t.snapshot().toString(), "56789");
   });
+  test("by default the window holds 1 MiB between drains and the rolling tail 32 KiB", () => {
+    const w = new OutputWindow();
+    w.push(Buffer.alloc(1024 * 1024 + 1, 0x61));
+    assert.deepEqual([w.size, w.drain().omitted], [1024 * 1024, 1]);
+    const t = new RollingTail();
+    t.push(Buffer.alloc(40 * 1024, 0x61));
+    assert.equal(t.snapshot().length, 32 * 1024);
+  });
 });
 
 describe("model-visible text", () => {
@@ -229,6 +277,12 @@ describe("model-visible text", () => {
   test("one-line metadata", () => {
     assert.equal(oneLine("npm \x1b[1mrun\x1b[0m\n  dev"), "npm run dev");
     assert.equal(oneLine("x".repeat(50), 10), `${"x".repeat(9)}…`);
+    assert.equal(oneLine("x".repeat(10), 10), "x".repeat(10), "exactly max: whole");
+    assert.equal(oneLine(" \n padded \t"), "padded");
+    assert.equal(oneLine("x".repeat(5000)), `${"x".repeat(4095)}…`, "4096 by default");
+    // A huge value is read no further than 4 x max characters: what lies beyond never shows, even when the kept part
+    // collapses to less than max.
+    assert.equal(oneLine(`a${" ".repeat(100)}b`, 10), "a");
   });
   test("within limits: whole, no footer", () => {
     const m = modelOutput(Buffer.from("a\nb\n"), "/l.log");
@@ -249,5 +303,12 @@ describe("model-visible text", () => {
     assert.equal(m.truncated, true);
     assert.equal(m.shownLines, 2000);
     assert.match(m.footer!, /^\[Showing lines 1001-3000 of 3000\. Full output: \/l\]$/);
+  });
+  test("one line over 50 KiB: its last 50 KiB; the log path inert; no log, no pointer", () => {
+    const long = Buffer.from("y".repeat(60 * 1024));
+    const m = modelOutput(long, "/l\x1b[31m.log");
+    assert.equal(m.text, "y".repeat(50 * 1024));
+    assert.equal(m.footer, "[Showing the last 50.0KB of line 1 (50.0KB limit). Full output: /l.log]");
+    assert.equal(modelOutput(long, undefined).footer, "[Showing the last 50.0KB of line 1 (50.0KB limit)]");
   });
 });
