@@ -159,6 +159,12 @@ export async function spawnRunner(
     stdio: ["ignore", "pipe", "pipe", "pipe"],
     detached: true,
   });
+  // The pipes are held (a 'readable' listener that reads nothing) until the handle listens: Node empties the pipes of
+  // an exited child that nobody reads, so a runner that ended while it was moved into its cgroup (a bad interpreter,
+  // an import error) would lose the output that says why.
+  const pipes = [child.stdout!, child.stderr!, child.stdio[3] as unknown as Readable];
+  const hold = () => {};
+  for (const p of pipes) p.on("readable", hold);
   // Tracked before the runner has read a single frame (no frame can be sent before the handle exists), so
   // before any user code can start a process.
   const tracked = child.pid ? track(child.pid) : undefined;
@@ -177,18 +183,19 @@ export async function spawnRunner(
       setImmediate(() => fn({ code: child.exitCode, signal: child.signalCode }));
     else child.once("exit", (code, signal) => fn({ code, signal }));
   };
-  return ok(
-    wrap(
-      child.pid!,
-      child.stdout!,
-      child.stderr!,
-      child.stdio[3] as unknown as NodeJS.ReadWriteStream & Readable,
-      onceExit,
-      options.interrupt,
-      spec.settleOutput === true,
-      spec.killMs,
-    ),
+  const handle = wrap(
+    child.pid!,
+    child.stdout!,
+    child.stderr!,
+    child.stdio[3] as unknown as NodeJS.ReadWriteStream & Readable,
+    onceExit,
+    options.interrupt,
+    spec.settleOutput === true,
+    spec.killMs,
   );
+  // The handle listens now: what the pipes held flows to it (on the next tick, after its owner's listeners are on).
+  for (const p of pipes) p.off("readable", hold);
+  return ok(handle);
 }
 
 function wrap(
