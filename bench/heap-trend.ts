@@ -7,8 +7,9 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { startPi, type PiHarness } from "../test/helpers/pi-session.ts";
-import { noopExtension, spans } from "./pi-spans.ts";
+import { startPi } from "../test/helpers/pi-session.ts";
+import { dropTranscript, noopExtension, spans } from "./pi-spans.ts";
+import { slope } from "./run.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error("run with --expose-gc");
@@ -38,27 +39,6 @@ const settle = async () => {
   }
 };
 
-function drop(pi: PiHarness): void {
-  const sm = pi.session.sessionManager;
-  sm.newSession({ id: sm.getSessionId() });
-  pi.session.agent.state.messages = [];
-  pi.events.length = 0;
-}
-
-/** Least-squares slope of ys against xs. */
-function slope(xs: number[], ys: number[]): number {
-  const n = xs.length;
-  const mx = xs.reduce((a, b) => a + b, 0) / n;
-  const my = ys.reduce((a, b) => a + b, 0) / n;
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < n; i++) {
-    num += (xs[i]! - mx) * (ys[i]! - my);
-    den += (xs[i]! - mx) ** 2;
-  }
-  return den ? num / den : 0;
-}
-
 const pi = await startPi({ extensionPaths: [resolve(import.meta.dirname, "..")], extensionFactories: [noopExtension] });
 try {
   const names = wanted.length ? wanted : Object.keys(CASES);
@@ -68,8 +48,11 @@ try {
     const heaps: number[] = [];
     const calls: number[] = [];
     for (let b = 0; b <= batches; b++) {
-      await spans(pi, Array.from({ length: per }, () => call));
-      drop(pi);
+      await spans(
+        pi,
+        Array.from({ length: per }, () => call),
+      );
+      dropTranscript(pi);
       await settle();
       heaps.push(process.memoryUsage().heapUsed / 1024);
       calls.push((b + 1) * per);

@@ -34,6 +34,15 @@ export async function spans(
   return { ms: results.map((r) => ends.get(r.toolCallId)! - starts.get(r.toolCallId)!), results };
 }
 
+/** Drops Pi's transcript (the session entries and the agent's messages) and the harness's event list: without
+ * compaction Pi keeps the whole conversation, so a long bench measures this extension, not the transcript. */
+export function dropTranscript(pi: PiHarness): void {
+  const sm = pi.session.sessionManager;
+  sm.newSession({ id: sm.getSessionId() });
+  pi.session.agent.state.messages = [];
+  pi.events.length = 0;
+}
+
 /** A bench's cases in one offline Pi session with only `tools` registered and the journal off (`--quick`: fewer). */
 export async function benchInPi(
   tools: string,

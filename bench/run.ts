@@ -18,6 +18,19 @@ export function stats(xs: number[]) {
   const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
   return { n: s.length, min: s[0], p50: q(0.5), p90: q(0.9), p99: q(0.99), max: s[s.length - 1] };
 }
+/** Least-squares slope of ys against xs (0 when the xs do not vary): a trend a max/min rule may not yet call growth. */
+export function slope(xs: number[], ys: number[]): number {
+  const n = xs.length;
+  const mx = xs.reduce((a, x) => a + x, 0) / n;
+  const my = ys.reduce((a, y) => a + y, 0) / n;
+  let sxy = 0;
+  let sxx = 0;
+  for (let i = 0; i < n; i++) {
+    sxy += (xs[i]! - mx) * (ys[i]! - my);
+    sxx += (xs[i]! - mx) ** 2;
+  }
+  return sxx === 0 ? 0 : sxy / sxx;
+}
 export const fmt = (ms: number) => (ms < 1 ? `${(ms * 1000).toFixed(0)} us` : `${ms.toFixed(2)} ms`);
 export function line(name: string, xs: number[], baseline?: { name: string; p50: number }) {
   const st = stats(xs);

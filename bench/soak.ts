@@ -18,6 +18,8 @@ import { getHeapStatistics } from "node:v8";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../test/helpers/pi-session.ts";
 import { prng, type Rng } from "../test/helpers/prng.ts";
+import { dropTranscript } from "./pi-spans.ts";
+import { slope } from "./run.ts";
 
 // ---- options
 
@@ -679,12 +681,8 @@ class Driver {
       if (what) wrong(this.backend, step, `${op.kind} ${str(op.call[1])}`, what);
     }
     for (const f of this.written.splice(0)) unlinkSync(join(pi.cwd, f));
-    // Pi keeps the whole conversation (append-only, no compaction here): dropped after each step so that what is
-    // measured is this extension, not the transcript; the harness's event list likewise.
-    const sm = pi.session.sessionManager;
-    sm.newSession({ id: sm.getSessionId() });
-    pi.session.agent.state.messages = [];
-    pi.events.length = 0;
+    // Pi keeps the whole conversation (append-only, no compaction here): dropped after each step.
+    dropTranscript(pi);
   }
 }
 
@@ -747,14 +745,11 @@ const TOLERANCE: Record<Exclude<keyof Sample, "minute">, number> = {
 };
 const warm = Math.max(2, Math.ceil(samples.length / 3));
 /** Least-squares slope of `key` against the minute: a trend the max/min rule may not yet call growth. */
-function slope(points: Sample[], key: keyof typeof TOLERANCE): number {
-  const n = points.length;
-  const mx = points.reduce((a, p) => a + p.minute, 0) / n;
-  const my = points.reduce((a, p) => a + p[key], 0) / n;
-  const sxy = points.reduce((a, p) => a + (p.minute - mx) * (p[key] - my), 0);
-  const sxx = points.reduce((a, p) => a + (p.minute - mx) ** 2, 0);
-  return sxx === 0 ? 0 : sxy / sxx;
-}
+const trend = (points: Sample[], key: keyof typeof TOLERANCE) =>
+  slope(
+    points.map((p) => p.minute),
+    points.map((p) => p[key]),
+  );
 const after = samples.slice(warm);
 const flat: string[] = [];
 const grew: string[] = [];
@@ -767,7 +762,7 @@ if (after.length < 2) {
     const max = Math.max(...last.map((s) => s[key]));
     const line =
       `${key}: post-warm-up min ${min.toFixed(1)}, last-third max ${max.toFixed(1)} (+${(max - min).toFixed(1)}, ` +
-      `tolerance ${tol}); least-squares slope ${slope(after, key).toFixed(2)}/min`;
+      `tolerance ${tol}); least-squares slope ${trend(after, key).toFixed(2)}/min`;
     (max - min <= tol ? flat : grew).push(line);
   }
 }
