@@ -41,23 +41,9 @@ export function runNotebookCall(spec: NotebookCallSpec): Promise<NotebookCallRes
   return new Promise((resolve, reject) => {
     const actor = createActor(notebookCall, { input });
     starters.set(actor, (index) => {
-      let ran: Promise<CellEnd>;
-      try {
-        ran = spec.runCell(index);
-      } catch (error) {
-        ran = Promise.reject(error);
-      }
-      ran.then(
-        (end) =>
-          actor.send({
-            type: "cell.ended",
-            at: Date.now(),
-            index,
-            ok: end.ok,
-            cancelled: end.cancelled,
-            timedOut: end.timedOut,
-            lost: end.lost,
-          }),
+      // A cell that throws at once ends the call as one that rejects.
+      new Promise<CellEnd>((ran) => ran(spec.runCell(index))).then(
+        (end) => actor.send({ type: "cell.ended", at: Date.now(), index, ...end }),
         (error: unknown) => {
           actor.stop();
           reject(error);
