@@ -18,18 +18,18 @@ const dir = tempDir("pcs-early-exit-");
 /** The probe, run in a process of its own with `UV_THREADPOOL_SIZE=1`: prints what the handle received as JSON. */
 const probe = `
 import ${JSON.stringify(join(root, "test/helpers/agent-dir.ts"))};
-import { existsSync, open, openSync, closeSync, constants } from "node:fs";
+import { existsSync, open, openSync, closeSync, constants, readFileSync } from "node:fs";
 import { localOperations } from ${JSON.stringify(join(root, "actors/process/operations.ts"))};
 const [dir, fifo, marker, script] = process.argv.slice(2);
 const starting = localOperations.start({ executable: process.execPath, args: [script], cwd: dir, env: { PATH: process.env.PATH ?? "" }, killMs: 500 });
 // Queued right behind the start's check of its directory: the pool's only thread blocks in this open until a writer comes.
-let blocked = true;
 open(fifo, "r", (e, fd) => { if (!e) closeSync(fd); });
-const release = () => { if (blocked) { blocked = false; closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK)); } };
-// Released once the runner has written and exited (its marker, then time for Node to reap it), or after 20 s.
-const began = Date.now();
+const release = () => closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+// Released once the runner has written and exited and Node has reaped it (its marker names its pid, whose /proc
+// entry goes at the reaping, where Node handles the exit): no clock decides.
 const poll = setInterval(() => {
-  if (existsSync(marker) ? (poll.seen ??= Date.now()) + 300 <= Date.now() : Date.now() - began > 20000) { clearInterval(poll); release(); }
+  const pid = existsSync(marker) ? readFileSync(marker, "utf8") : "";
+  if (pid && !existsSync(\`/proc/\${pid}\`)) { clearInterval(poll); release(); }
 }, 10);
 const r = await starting;
 if (!r.ok) { console.log(JSON.stringify({ error: r.error.message })); process.exit(0); }
@@ -53,7 +53,7 @@ test("a runner that exited while it was being moved into its cgroup: its stderr 
       "const fs = require('node:fs');",
       "fs.writeSync(2, 'ModuleNotFoundError: No module named missing\\n');",
       "fs.writeSync(1, 'partial\\n');",
-      `fs.writeFileSync(${JSON.stringify(marker)}, '');`,
+      `fs.writeFileSync(${JSON.stringify(marker)}, String(process.pid));`,
       "process.exit(3);",
     ].join("\n"),
   );
@@ -62,7 +62,7 @@ test("a runner that exited while it was being moved into its cgroup: its stderr 
   const out = spawnSync(process.execPath, [probePath, dir, fifo, marker, script], {
     env: { ...process.env, UV_THREADPOOL_SIZE: "1" },
     encoding: "utf8",
-    timeout: 60_000,
+    timeout: 120_000,
   });
   assert.equal(out.status, 0, out.stderr);
   const seen = JSON.parse(out.stdout.trim().split("\n").at(-1)!);
