@@ -32,6 +32,7 @@ import { limitsFor, plainDisplay, requestFields } from "./run-extras.ts";
 import type { RunShown } from "../actors/runner/display-frames.ts";
 import { directSession, sessionInfos, spareList, spareTargets, type SessionInfo } from "./selectors.ts";
 import { ToolSets } from "./tool-sets.ts";
+import { BatchCells } from "./batch-cells.ts";
 import { SessionBook } from "./session-book.ts";
 import { commandTo, tapCommands } from "./command-taps.ts";
 import { ExecHost, execLogDir } from "./exec.ts";
@@ -54,6 +55,8 @@ interface PendingRun {
   onDisplay?: RunCallbacks["onDisplay"];
   value?: string;
   exception?: string;
+  /** A batch run's cells (request `batch`). */
+  cells?: BatchCells;
 }
 
 /** `off` sends every run through the supervisor's queue, none straight to its session. */
@@ -173,6 +176,11 @@ export class SupervisorHost {
       const outcome = refusal(ref, message, { hints: [backendHint("remote_cwd")] });
       return Promise.resolve({ outcome, ...new RunOutput().collect() });
     }
+    if (request.batch?.length && (request.session === undefined || request.language === "js")) {
+      const ref = { runId, at: requestedAt, ...(request.session !== undefined ? { session: request.session } : {}) };
+      const outcome = refusal(ref, "A batch of cells runs only in a Python session; nothing was run.");
+      return Promise.resolve({ outcome, ...new RunOutput().collect() });
+    }
     const output = new RunOutput();
     if (callbacks.onOutput) output.onWrite(() => callbacks.onOutput!(output));
     const { tools, signal } = callbacks;
@@ -185,6 +193,7 @@ export class SupervisorHost {
         ...(tools ? { tools } : {}),
         ...(callbacks.onProgress ? { onProgress: callbacks.onProgress } : {}),
         ...(callbacks.onDisplay ? { onDisplay: callbacks.onDisplay } : {}),
+        ...(request.batch?.length ? { cells: new BatchCells(output, requestedAt, callbacks.onCell) } : {}),
       }),
     );
     const cancel = () => this.actor.send({ type: "run.cancel", at: this.now(), runId });
@@ -225,6 +234,7 @@ export class SupervisorHost {
       result.outcome = withOutputHints(outcome, result.capture.stderr.tail, this.options.resourceLimits?.());
       if (pending?.value !== undefined) result.value = pending.value;
       if (pending?.exception !== undefined) result.exception = pending.exception;
+      if (pending?.cells) result.cells = pending.cells.all(outcome, pending.value, pending.exception);
       return result;
     });
   }
@@ -270,6 +280,7 @@ export class SupervisorHost {
     if (!pending) return;
     if (item.kind === "value") pending.value = item.text;
     else if (item.kind === "exception") pending.exception = item.text;
+    else if (item.kind === "cell") pending.cells?.ended(item, this.now());
     else {
       let text: string | undefined;
       try {

@@ -4,6 +4,7 @@
 // tools ask of the store (artifacts.ts, displays.ts, settings-files.ts), and the types and small helpers of its
 // commands' inputs and outputs. The root actor is never exported.
 export { createSupervisorRoot, type RootOptions, type SupervisorRoot } from "./create.ts";
+export type { CellPart } from "./requests.ts";
 export {
   SupervisorHost,
   type HostOptions,
@@ -46,8 +47,8 @@ export {
 } from "../actors/interpreter/interpreter.ts";
 
 // A run's output and installation progress, as the live updates and the result text read them.
-export type { ChannelCapture, CollectedOutput, RunOutput } from "../lib/run-output.ts";
-export type { RunShown } from "../actors/runner/display-frames.ts";
+export type { ChannelCapture, CollectedOutput, OutputMark, RunOutput } from "../lib/run-output.ts";
+export type { RunShown, ShownDisplay } from "../actors/runner/display-frames.ts";
 export type { InstallProgress } from "../actors/deps/dependencies.ts";
 // Where a host keeps what it installs (/code-status lists the folders).
 export { defaultSessionRoot, sessionPackagesDir } from "../actors/deps/install-targets.ts";

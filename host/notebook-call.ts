@@ -13,8 +13,10 @@ import {
 } from "../machines/notebook-call.ts";
 
 export interface NotebookCallSpec extends NotebookCallInput {
-  /** Runs cell `index` (0-based) and says how it ended. A rejection ends the call with that error. */
-  runCell(index: number): Promise<CellEnd>;
+  /** Runs cell `index` (0-based) and says how it ended. A rejection ends the call with that error. It may run the
+   * cells after it in the same request (a batch): each of those but the last is reported through `continued` as it
+   * ends (the next one already running), and the last one's end resolves with its `index`. */
+  runCell(index: number, continued: (index: number, end: CellEnd) => void): Promise<CellEnd & { index?: number }>;
   /** Every change of the cells' statuses (a cell started or ended), in order. */
   onStatuses?(statuses: readonly CellStatus[]): void;
 }
@@ -40,10 +42,12 @@ export function runNotebookCall(spec: NotebookCallSpec): Promise<NotebookCallRes
   const input: NotebookCallInput = { cells: spec.cells, budget: spec.budget, deadlineAt: spec.deadlineAt };
   return new Promise((resolve, reject) => {
     const actor = createActor(notebookCall, { input });
+    const continued = (index: number, end: CellEnd) =>
+      actor.send({ type: "cell.ended", at: Date.now(), index, ...end, continued: true });
     starters.set(actor, (index) => {
       // A cell that throws at once ends the call as one that rejects.
-      new Promise<CellEnd>((ran) => ran(spec.runCell(index))).then(
-        (end) => actor.send({ type: "cell.ended", at: Date.now(), index, ...end }),
+      new Promise<CellEnd & { index?: number }>((ran) => ran(spec.runCell(index, continued))).then(
+        (end) => actor.send({ type: "cell.ended", at: Date.now(), ...end, index: end.index ?? index }),
         (error: unknown) => {
           actor.stop();
           reject(error);

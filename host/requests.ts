@@ -2,14 +2,14 @@
 // callbacks, a run's result, and the listener of session changes.
 import type { AnyActorRef, InspectionEvent, Observer } from "xstate";
 import type { CellRef, CommandEvent, Language, Limits, RunnerFact, RunOutcome, Surface } from "../machines/events.ts";
-import type { RunShown } from "../actors/runner/display-frames.ts";
+import type { ShownDisplay } from "../actors/runner/display-frames.ts";
 import type { SessionEntry } from "../machines/supervisor.ts";
 import type { RunTools } from "../actors/calls/contract.ts";
 import type { InstallProgress } from "../actors/deps/dependencies.ts";
 import type { InterpreterResolver, Probe } from "../actors/interpreter/interpreter.ts";
 import type { ResourceLimits } from "../lib/setting-types.ts";
 import type { ProcessOperations } from "../actors/process/operations.ts";
-import type { CollectedOutput, RunOutput } from "../lib/run-output.ts";
+import type { CollectedOutput, OutputMark, RunOutput } from "../lib/run-output.ts";
 import type { Clock } from "../record/observe.ts";
 import type { Result } from "../lib/result.ts";
 import type { ExecHostOptions } from "./exec.ts";
@@ -74,6 +74,24 @@ export interface RunRequestInput {
   escalation?: { graceMs?: number; secondInterrupt?: boolean; noKill?: boolean };
   /** Absent: Python. JavaScript runs only in a session (`eval`'s js cells, docs/protocol-js.md). */
   language?: Language;
+  /** Python sessions: the code of further cells run in this run after `code`, each only when the cells before it
+   * completed (one round trip for a notebook call's cells; docs/protocol.md "Notebook cells"). The result's `cells`
+   * says what each one ran. */
+  batch?: string[];
+}
+
+/** One cell of a batch run: what it wrote and showed, and how it ended. */
+export interface CellPart {
+  stdout: string;
+  stderr: string;
+  /** The trailing value's repr (`result: "value"`). */
+  value?: string;
+  /** The error text of a failed cell (`result: "value"`). */
+  exception?: string;
+  /** How the runner saw it end: `null` when it completed (every cell but the last one run did). */
+  error: string | null;
+  exitCode: number;
+  durationMs: number;
 }
 
 export interface RunCallbacks {
@@ -86,7 +104,10 @@ export interface RunCallbacks {
   tools?: RunTools;
   /** A display (image, markdown, HTML, JSON, text) of this run; the text returned goes into its stdout at that
    * point of the output (the runner drained its output before the display). */
-  onDisplay?: (item: Exclude<RunShown, { kind: "value" | "exception" }>) => string | undefined;
+  onDisplay?: (item: ShownDisplay) => string | undefined;
+  /** A batch's cell `index` (0-based) completed and the next one starts; its output starts at `next` (for a live
+   * preview of it: `output.previewSince(next)`). */
+  onCell?: (index: number, part: CellPart, next: OutputMark) => void;
 }
 
 export interface RunResult extends CollectedOutput {
@@ -95,6 +116,8 @@ export interface RunResult extends CollectedOutput {
   value?: string;
   /** `result: "value"`: the traceback or error text of a failed run. */
   exception?: string;
+  /** A batch: every cell the run ran, in order; the last one's end is the outcome's. Absent for other runs. */
+  cells?: CellPart[];
 }
 
 /** A change of the supervisor's session table: every session by name, now and before. */

@@ -2,12 +2,16 @@
 // machines carry, a surface's own escalation bounds, and how a run's displays and plots reach its caller.
 import type { Limits, RunRequest } from "../machines/events.ts";
 import { requestExtras } from "../machines/run-context.ts";
-import type { RunShown } from "../actors/runner/display-frames.ts";
+import type { ShownDisplay } from "../actors/runner/display-frames.ts";
 import type { RunRequestInput } from "./requests.ts";
 
 /** The request fields a run takes over as they are (the surface, the cell, its directory, result and budget). */
 export function requestFields(request: RunRequestInput): Partial<RunRequest> {
-  return { ...requestExtras(request), ...(request.language === "js" ? { language: "js" as const } : {}) };
+  return {
+    ...requestExtras(request),
+    ...(request.language === "js" ? { language: "js" as const } : {}),
+    ...(request.batch?.length ? { batch: request.batch } : {}),
+  };
 }
 
 /** The run's escalation bounds when they differ from the supervisor's: changed settings, or a surface's own
@@ -29,7 +33,7 @@ function sameLimits(a: Limits, b: Limits): boolean {
 }
 
 /** A display as plain output, for callers that render none themselves: text as is, an image as a line. */
-export function plainDisplay(item: Exclude<RunShown, { kind: "value" | "exception" }>): string {
+export function plainDisplay(item: ShownDisplay): string {
   if (item.kind === "image") return `[image: ${item.mime}]\n`;
   if (item.kind === "status") return ""; // eval's status events are details, not output
   return item.text.endsWith("\n") ? item.text : `${item.text}\n`;

@@ -114,6 +114,25 @@ class ChannelBuffer {
   text(): string {
     return Buffer.concat(this.chunks, this.retained).toString("utf8");
   }
+
+  /** The retained bytes from `from` to `to`. */
+  slice(from: number, to = this.retained): Buffer {
+    const parts: Buffer[] = [];
+    let at = 0;
+    for (const chunk of this.chunks) {
+      if (at >= to) break;
+      const end = at + chunk.length;
+      if (end > from) parts.push(chunk.subarray(Math.max(0, from - at), Math.min(chunk.length, to - at)));
+      at = end;
+    }
+    return Buffer.concat(parts);
+  }
+}
+
+/** Where each channel's retained output ended at some moment (a batch's cell boundary, host/host.ts). */
+export interface OutputMark {
+  stdout: number;
+  stderr: number;
 }
 
 /** The newest `size` bytes written, in a fixed buffer: O(chunk) per write however small the chunks are. */
@@ -219,6 +238,25 @@ export class RunOutput {
       stdout: liveWindow(this.channels.stdout.liveTail(), maxBytes),
       stderr: liveWindow(this.channels.stderr.liveTail(), maxBytes),
     };
+  }
+
+  /** Where the retained output of each channel ends now. */
+  mark(): OutputMark {
+    return { stdout: this.channels.stdout.retained, stderr: this.channels.stderr.retained };
+  }
+
+  /** A channel's retained output between two marks, decoded (a batch's cell: what it wrote). */
+  between(channel: Channel, from: number, to?: number): string {
+    return this.channels[channel].slice(from, to).toString("utf8");
+  }
+
+  /** As `preview`, of the output written since `from` only (the running cell of a batch). */
+  previewSince(from: OutputMark, maxBytes = LIVE_BYTES): { stdout: string; stderr: string } {
+    const since = (channel: Channel) => {
+      const c = this.channels[channel];
+      return liveWindow(c.slice(Math.max(from[channel], c.retained - maxBytes)), maxBytes);
+    };
+    return { stdout: since("stdout"), stderr: since("stderr") };
   }
 
   /** The run's output. `stdout`/`stderr` are decoded on first read: up to 64 MiB of text nobody may need. */

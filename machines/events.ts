@@ -37,6 +37,12 @@ export const DEFAULT_LIMITS: Limits = { interruptWindowMs: 100, graceMs: 1000, k
  * sessions only: `eval`'s js cells). */
 export type Language = "python" | "js";
 
+/** A cell of a batch (RunRequest's `batch`) as the runner gets it. */
+export interface BatchCell {
+  code: string;
+  filename: string;
+}
+
 export interface RunRequest {
   runId: string;
   code: string;
@@ -61,6 +67,9 @@ export interface RunRequest {
   result?: "print" | "value";
   /** `work`: the timeout pauses while a nested call (a tool or completion()) is open; `wall` (default) never does. */
   budget?: "wall" | "work";
+  /** The code of further cells this run runs after `code`, each only when the cells before it completed (a Python
+   * session's notebook cells in one round trip, docs/protocol.md "Notebook cells"). */
+  batch?: string[];
   // ---- what preparation settles (actors/prepare/); a sender may settle them itself ----
   /** The interpreter's executable (`sys.executable`); a session never mixes interpreters or working directories. */
   python?: string;
@@ -131,6 +140,8 @@ export type RunnerCommand =
       toolSet?: string;
       chdir?: string;
       result?: "value";
+      /** Further cells, each with the file name its tracebacks show. */
+      batch?: BatchCell[];
     }
   | ToolResultCommand
   | { type: "runner.interrupt"; runId: string }

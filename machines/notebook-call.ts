@@ -5,7 +5,8 @@
 // its journal row) is the tool's.
 //
 // host/notebook-call.ts runs this machine privately and is its adapter: it starts the cell the machine
-// names (`startCell`) and reports the cell's end (`cell.ended`). Each cell is a run actor of the supervisor (the
+// names (`startCell`) and reports the cell's end (`cell.ended`); a start may run the cells after it too, in one
+// request, and their ends come back `continued`. Each cell is a run actor of the supervisor (the
 // inspector shows it, with its cell's index and the call's surface, and replay re-drives it); this machine is not in
 // the supervisor's actor system, so a warm cell's path there is unchanged.
 import { assertEvent, assign, not, setup } from "xstate";
@@ -34,7 +35,15 @@ export interface CellEnd {
   lost: boolean;
 }
 
-export type NotebookCallEvent = { type: "cell.ended"; at: number; index: number } & CellEnd;
+export type NotebookCallEvent = {
+  type: "cell.ended";
+  at: number;
+  index: number;
+  /** The next cell had already started when this one ended: several cells went to the runtime in one request (a
+   * batch, docs/design.md "A notebook call"), so it runs on whatever the call's deadline says (its run's deadline
+   * interrupts it) and no `startCell` is asked for it. */
+  continued?: boolean;
+} & CellEnd;
 
 export interface NotebookCallContext extends NotebookCallInput {
   statuses: CellStatus[];
@@ -101,6 +110,8 @@ export const notebookCallMachine = setup({
     /** With one deadline for the call, a cell's timeout uses it up (also when the cell caught the interrupt). */
     usedTheCallsTime: ({ context, event }) => context.budget === "call" && event.timedOut,
     wasLast: ({ context }) => context.current + 1 >= context.cells,
+    /** The next cell is already running (started with this one, in one request). */
+    nextStarted: ({ event }) => event.continued === true,
     deadlinePassed: ({ context, event }) =>
       context.budget === "call" && context.deadlineAt !== undefined && event.at >= context.deadlineAt,
   },
@@ -126,6 +137,8 @@ export const notebookCallMachine = setup({
           { guard: "failed", target: "stopped", actions: "recordEnd" },
           { guard: "usedTheCallsTime", target: "timedOut", actions: "recordEnd" },
           { guard: "wasLast", target: "completed", actions: "recordEnd" },
+          // Not re-entered: the next cell runs already, so it is marked running and not started again.
+          { guard: "nextStarted", actions: ["recordEnd", "advance", "markRunning"] },
           { guard: "deadlinePassed", target: "timedOut", actions: ["recordEnd", "noteOutOfTime"] },
           { target: "running", reenter: true, actions: ["recordEnd", "advance"] },
         ],

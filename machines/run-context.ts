@@ -2,6 +2,7 @@
 // functions that derive commands and child inputs from them (machines/run.ts wires them into actions).
 import type { DoneActorEvent } from "xstate";
 import type {
+  BatchCell,
   InstallFact,
   InstallInput,
   InstallSummary,
@@ -54,6 +55,8 @@ export interface RunInput extends Pick<RunRequest, "backend" | "surface" | "cell
   notes?: string[];
   /** A session's process already up when the run starts: the run command goes out at once. */
   runner?: RunnerInfo;
+  /** Cells run after `code` in this run (RunRequest's `batch`), named as the runs they stand for would be. */
+  batch?: BatchCell[];
 }
 
 export interface RunContext extends RunInput {
@@ -134,6 +137,7 @@ export function runCommand(c: RunContext): RunnerCommand {
     ...(c.calls ? { toolSet: c.calls.toolSet } : {}),
     ...(c.chdir ? { chdir: c.chdir } : {}),
     ...(c.result === "value" ? { result: "value" as const } : {}),
+    ...(c.batch ? { batch: c.batch } : {}),
   };
 }
 

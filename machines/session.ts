@@ -110,8 +110,16 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     ...((e.backend ?? context.backend) ? { backend: e.backend ?? context.backend } : {}),
     // A run started while the process is up sends its command at once; the first run waits for `runner.ready`.
     ...(context.runner ? { runner: context.runner } : {}),
+    // A batch's later cells are named as the runs they stand for would be (cell-6.py, cell-7.py after cell-5.py).
+    ...(e.batch?.length && context.language !== "js"
+      ? { batch: e.batch.map((code, k) => ({ code, filename: `cell-${context.runCount + 2 + k}.py` })) }
+      : {}),
   };
 }
+
+/** The runs a request stands for in the session's count: one, and one per further cell of a Python batch. */
+const runsOf = (context: SessionContext, e: RunStartEvent) =>
+  1 + (context.language === "js" ? 0 : (e.batch?.length ?? 0));
 
 const releaseAndReport = ["reportRun", "releaseRun"] as const;
 
@@ -150,7 +158,7 @@ export const sessionMachine = setup({
       if (!e) return;
       const id = runActorId(e.runId);
       enqueue.spawnChild("run", { id, systemId: id, input: runInput(context, e) });
-      enqueue.assign({ activeRunId: e.runId, runCount: context.runCount + 1, direct: e.direct });
+      enqueue.assign({ activeRunId: e.runId, runCount: context.runCount + runsOf(context, e), direct: e.direct });
     }),
     noteRunner: assign(({ event }) => {
       assertEvent(event, "runner.ready");

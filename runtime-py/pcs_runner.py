@@ -206,6 +206,8 @@ def _read_frame():
         _nruns += 1
         if _MODE == "fresh" and _nruns > 1:
             _fatal("a fresh runner takes exactly one run")
+        if "batch" in msg and _bad_batch(msg["batch"]):
+            _fatal("bad run frame: batch must be a list of {code, filename} strings")
         if "tools" in msg and _bad_tools(msg["tools"]):
             _fatal("bad run frame: tools must be a list of {name, python, signature} strings")
         if "tools_id" in msg:
@@ -221,6 +223,13 @@ def _read_frame():
     else:
         _fatal("unknown frame type %r" % (kind,))
     return None
+
+
+def _bad_batch(batch):
+    return type(batch) is not list or not all(
+        type(c) is dict and type(c.get("code")) is str and type(c.get("filename")) is str and c["filename"]
+        for c in batch
+    )
 
 
 # The reader thread owns the control channel for the runner's whole life: it reads every host frame, handling tool
@@ -258,7 +267,11 @@ def _signal_frame(name):
     """A signal sent over the control channel, for backends where the host cannot signal us directly (a sandbox's
     PID namespace, another machine). SIGINT goes to the main thread itself: a process-directed signal could be
     taken by the reader thread and leave a `time.sleep` in the main thread uninterrupted."""
+    global _batch_stop
     if name == "SIGINT":
+        # Set before the signal lands: a cell that catches this interrupt still ends its batch (the host sends a
+        # batched run's interrupts as frames, so the flag is never late).
+        _batch_stop = True
         _signal.pthread_kill(_MAIN_TID, _SIGINT)
     elif name in ("SIGTERM", "SIGKILL"):
         sig = _signal.SIGTERM if name == "SIGTERM" else _signal.SIGKILL
@@ -464,13 +477,13 @@ def _new_main():
 class _Run:
     __slots__ = ("id", "code", "filename", "g", "stage", "started", "displayed", "as_value", "value", "errors")
 
-    def __init__(self, msg, g):
+    def __init__(self, msg, g, code, filename, started=False):
         self.id = msg["id"]
-        self.code = msg["code"]
-        self.filename = msg["filename"]
+        self.code = code
+        self.filename = filename
         self.g = g
         self.stage = None  # "compile" -> "user" (exceptions from there on are the user's)
-        self.started = False
+        self.started = started  # a batch's later cells: the run has started already
         self.displayed = False
         # `result: "value"` (notebook cells): the trailing value's repr and the error's text go back in `done`
         # instead of being printed.
@@ -508,9 +521,10 @@ def _interruptible(fn, *args):
 
 
 def _user_phase(r):
-    _write_frame(('{"type":"started","id":%s}' % _jstr(r.id)).encode("ascii"), True)  # _send's, without a dict
-    r.started = True
-    _prepare_run()
+    if not r.started:  # a batch's first cell only: the run's start and its set-up are the run's, once
+        _write_frame(('{"type":"started","id":%s}' % _jstr(r.id)).encode("ascii"), True)  # _send's, without a dict
+        r.started = True
+        _prepare_run()
     r.stage = "compile"
     body, expr = _compile(r.code, r.filename)
     r.stage = "user"
@@ -995,17 +1009,57 @@ def _restore_std_fds():
                 os.dup2(dup, fd, inheritable=True)
 
 
+_batch_stop = False  # an interrupt came during this run: a batch runs no further cell (set by _signal_frame)
+
+
 def _execute(msg, g):
-    global _current, _err_sink, _active_run
+    """One run: its code, then each cell of its `batch` while the cells before succeeded (docs/protocol.md,
+    "Notebook cells"). Every cell but the last one run ends with a `cell` frame, the last with `done`."""
+    global _current, _active_run, _batch_stop
     _current = msg
     _active_run = msg["id"]
+    _batch_stop = False
+    cells = msg.get("batch") or ()
     _restore_std_fds()
-    r = _Run(msg, g)
     _cpu_budget()
+    if "tools" in msg or "tools_id" in msg or _tools_seen:  # a session drops its earlier tools when a run brings none
+        _tools_begin(msg["id"], msg.get("tools") or [], g)
+    r = _Run(msg, g, msg["code"], msg["filename"])
+    for i in range(len(cells) + 1):
+        if i:
+            r = _Run(msg, g, cells[i - 1]["code"], cells[i - 1]["filename"], True)
+        error, code, more = _execute_cell(r, g, i == len(cells))
+        if i == len(cells) or error is not None or _batch_stop:
+            break
+        _flush_std()
+        _drain()
+        _write_frame(_outcome_frame("cell", r, code, error, more).encode("ascii"), True)
+    _tools_end(r.id)
+    _flush_std()
+    _drain()
+    _active_run = None
+    more.update(_run_extras())
+    # What _send(done) would write, with the fields every `done` has put in place at once.
+    _write_frame(_outcome_frame("done", r, code, error, more).encode("ascii"), True)
+    return code
+
+
+def _outcome_frame(kind, r, code, error, more):
+    return '{"type":"%s","id":%s,"exitCode":%d,"displayedValue":%s,"error":%s%s}' % (
+        kind,
+        _jstr(r.id),
+        code,
+        "true" if r.displayed else "false",
+        "null" if error is None else _jstr(error),
+        "," + _dumps(more)[1:-1] if more else "",
+    )
+
+
+def _execute_cell(r, g, last):
+    """Run one cell's code; return (error, exitCode, its value and error text for the outcome frame)."""
+    global _err_sink
     sys.argv = [r.filename]
     _remember_source(r.filename, r.code)
-    if "tools" in msg or "tools_id" in msg or _tools_seen:  # a session drops its earlier tools when a run brings none
-        _tools_begin(r.id, msg.get("tools") or [], g)
     exc = _interruptible(_user_phase, r)
     if os.getpid() != _PID:  # user code forked and the child ran off the end of the script: exit like Python
         code = _report(r, exc)[1]
@@ -1013,7 +1067,7 @@ def _execute(msg, g):
         os._exit(code & 0xFF)
     if not r.started:  # interrupted before `started` went out (a host that signals early)
         _send({"type": "started", "id": r.id}, True)
-    if r.started and not isinstance(exc, KeyboardInterrupt) and _open_figures():
+    elif not isinstance(exc, KeyboardInterrupt) and _open_figures():
         # matplotlib figures left open are shown and closed, as notebooks' inline backends do.
         late = _interruptible(_show_figures)
         if late is not None:
@@ -1026,7 +1080,7 @@ def _execute(msg, g):
             r.errors, _err_sink = _bounded("".join(_err_sink)), None
     else:
         error, code = _report(r, exc)
-    if _MODE == "fresh":
+    if _MODE == "fresh" and (last or error is not None or _batch_stop):
         _flush_std()
         late = _interruptible(_shutdown_interpreter)
         if isinstance(late, KeyboardInterrupt):
@@ -1037,25 +1091,12 @@ def _execute(msg, g):
 
             _write_err("Exception ignored in interpreter shutdown:\n")
             _write_err("".join(traceback.format_exception(type(late), late, late.__traceback__)))
-    _tools_end(r.id)
-    _flush_std()
-    _drain()
-    _active_run = None
-    more = _run_extras()
+    more = {}
     if r.value is not None:
         more["value"] = r.value
     if r.errors:
         more["exception"] = r.errors
-    # What _send(done) would write, with the fields every `done` has put in place at once.
-    body = '{"type":"done","id":%s,"exitCode":%d,"displayedValue":%s,"error":%s%s}' % (
-        _jstr(r.id),
-        code,
-        "true" if r.displayed else "false",
-        "null" if error is None else _jstr(error),
-        "," + _dumps(more)[1:-1] if more else "",
-    )
-    _write_frame(body.encode("ascii"), True)
-    return code
+    return error, code, more
 
 
 # ---------------------------------------------------------------------------------------------------- rich display

@@ -14,7 +14,23 @@ export type RunShown =
   /** JSON text (parsed by whoever collects it). */
   | { kind: "json"; text: string }
   /** A status event of eval's helpers (log(), phase()): JSON text of `{op, ...}`, never part of the output. */
-  | { kind: "status"; text: string };
+  | { kind: "status"; text: string }
+  /** A cell of a batch ended and the next one starts (docs/protocol.md, "Notebook cells"): output and displays
+   * before it are this cell's. */
+  | CellShown;
+
+/** How a batch's cell ended: what `done` says of a run, for one of its cells. */
+export interface CellShown {
+  kind: "cell";
+  exitCode: number;
+  error: string | null;
+  displayed: boolean;
+  value?: string;
+  exception?: string;
+}
+
+/** What a run shows in its output: displays (not a cell's value, error text or end). */
+export type ShownDisplay = Exclude<RunShown, { kind: "value" | "exception" | "cell" }>;
 
 const IMAGE_MIMES = new Set(["image/png", "image/jpeg", "image/svg+xml"]);
 
@@ -30,6 +46,18 @@ export function displayOf(frame: Frame): RunShown | undefined {
     return typeof frame.text === "string" ? { kind, text: frame.text } : undefined;
   }
   return undefined;
+}
+
+/** A `cell` frame as a RunShown. */
+export function cellOf(frame: Frame): CellShown {
+  return {
+    kind: "cell",
+    exitCode: Number(frame.exitCode ?? 1),
+    error: typeof frame.error === "string" ? frame.error : null,
+    displayed: frame.displayedValue === true,
+    ...(typeof frame.value === "string" ? { value: frame.value } : {}),
+    ...(typeof frame.exception === "string" && frame.exception ? { exception: frame.exception } : {}),
+  };
 }
 
 /** The value and error text a notebook cell's `done` carries. */

@@ -29,8 +29,8 @@ export interface RunnerKind {
     limits: ResourceLimits | undefined,
     backend: BackendInfo,
   ): Promise<Result<{ spec: Omit<RunnerSpec, "cwd" | "killMs">; version: string }>>;
-  /** Interrupts the executing run (only after its `started`). */
-  interrupt(proc: RunnerHandle, runId: string): void;
+  /** Interrupts the executing run (only after its `started`). `batched`: the run is a batch of cells. */
+  interrupt(proc: RunnerHandle, runId: string, batched?: boolean): void;
   /** The runtime's version in a `ready` frame. */
   version(frame: Frame): string | undefined;
   /** Python sessions watch their local modules for reload; the JavaScript runner reloads them itself. */
@@ -61,7 +61,10 @@ export function pythonKind(deps: KindDeps): RunnerKind {
         version: python.value.version,
       });
     },
-    interrupt: (proc) => void proc.signal("SIGINT"),
+    // A batch's interrupt goes as a frame: the runner marks the batch stopped before the signal lands, so a cell that
+    // catches the KeyboardInterrupt does not let the next cell run (docs/protocol.md, "Notebook cells").
+    interrupt: (proc, _runId, batched) =>
+      void (batched ? proc.send({ type: "signal", signal: "SIGINT" }) : proc.signal("SIGINT")),
     version: (frame) => (frame.python === undefined ? undefined : String(frame.python)),
     watchesModules: true,
   };

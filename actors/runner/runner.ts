@@ -15,7 +15,7 @@ import type { ModuleWatch } from "./module-watch.ts";
 import { ok } from "../../lib/result.ts";
 import { runnerLifecycle } from "../../machines/runner-process.ts";
 import { offer, take, type Handover } from "./handover.ts";
-import { displayOf, doneShown, type RunShown } from "./display-frames.ts";
+import { cellOf, displayOf, doneShown, type RunShown } from "./display-frames.ts";
 import { backendHint } from "../process/backend-hints.ts";
 import type { ResourceLimits } from "../../lib/setting-types.ts";
 import type { Probe } from "../interpreter/interpreter.ts";
@@ -102,6 +102,8 @@ export function createRunnerLogic(deps: RunnerDeps) {
 
     let currentRun: string | undefined;
     let startedRun: string | undefined;
+    /** The current run has a batch of cells: its interrupts go as frames (docs/protocol.md, "Notebook cells"). */
+    let batched = false;
     /** An interrupt for the run sent to the runner, waiting until the runner takes that run up (Python: installs its
      * SIGINT handler). The run's own state is `stopping`; this is only where the signal waits. */
     let pendingInterrupt: string | undefined;
@@ -198,7 +200,7 @@ export function createRunnerLogic(deps: RunnerDeps) {
             queueMicrotask(reportStarted);
             if (pendingInterrupt === runId) {
               pendingInterrupt = undefined;
-              kind.interrupt(p, runId);
+              kind.interrupt(p, runId, batched);
             }
             return;
           }
@@ -227,6 +229,11 @@ export function createRunnerLogic(deps: RunnerDeps) {
             if (fact.ok && fact.value.type === "runner.tool_call") waitingCalls.add(fact.value.callId);
             if (fact.ok) return send(fact.value);
             if (fact.error) p.send(fact.error);
+            return;
+          }
+          case "cell": {
+            // A batch's cell ended (not its last): the output before it is that cell's (the runner drained first).
+            if (frame.id === startedRun && startedRun) deps.shown?.(startedRun, cellOf(frame));
             return;
           }
           case "display": {
@@ -260,11 +267,13 @@ export function createRunnerLogic(deps: RunnerDeps) {
       switch (command.type) {
         case "runner.run":
           currentRun = command.runId;
+          batched = command.batch !== undefined && command.batch.length > 0;
           proc?.send({
             type: "run",
             id: command.runId,
             code: command.code,
             filename: command.filename,
+            ...(batched ? { batch: command.batch } : {}),
             ...toolsOf(command.toolSet),
             // The directory where the runner is (a remote's: remote.cwd; host.ts refused one that maps nowhere).
             ...(command.chdir ? { chdir: deps.ops.mapCwd?.(command.chdir) ?? command.chdir } : {}),
@@ -278,7 +287,7 @@ export function createRunnerLogic(deps: RunnerDeps) {
           return;
         case "runner.interrupt":
           // Only once the runner has taken up this run (Python: installed its SIGINT handler); before, it waits.
-          if (proc && startedRun === command.runId) kind.interrupt(proc, command.runId);
+          if (proc && startedRun === command.runId) kind.interrupt(proc, command.runId, batched);
           else pendingInterrupt = command.runId;
           return;
         case "runner.terminate":

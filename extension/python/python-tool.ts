@@ -5,7 +5,13 @@ import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
-import { runNotebookCall, type JournalLink, type SupervisorHost } from "../../host/index.ts";
+import {
+  runNotebookCall,
+  type CellPart,
+  type JournalLink,
+  type OutputMark,
+  type SupervisorHost,
+} from "../../host/index.ts";
 import { backendDetails } from "../shared/backend-mark.ts";
 import type { CodeEnvironment } from "../environment.ts";
 import { createRunTools, outerUsage } from "../shared/calls.ts";
@@ -129,18 +135,40 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
           );
           const nested: NestedCallRecord[] = [];
           const runIds: string[] = [];
-          const runCell = async (i: number): Promise<CellEnd> => {
-            const cell = cells[i];
+          // Cells go to the kernel together (one run, one round trip): a cell and those after it up to one with a
+          // PEP 723 block (a run of its own: preparation reads the run's first code only). The kernel stops at the
+          // first cell that fails or is interrupted; a cell it did not reach is started again by the call's machine.
+          const runCell = async (
+            first: number,
+            continued: (index: number, end: CellEnd) => void,
+          ): Promise<CellEnd & { index: number }> => {
+            let last = first;
+            while (last + 1 < params.cells.length && !PEP723.test(params.cells[last + 1].code)) last += 1;
+            let current = first;
+            let from: OutputMark | undefined;
+            const fill = (
+              i: number,
+              part: Pick<CellPart, "stdout" | "stderr" | "durationMs" | "value">,
+              ok: boolean,
+            ) => {
+              const cell = cells[i];
+              cell.stdout = bounded(part.stdout);
+              cell.stderr = bounded(part.stderr);
+              cell.durationMs = part.durationMs;
+              if (ok && part.value !== undefined && part.value !== "None") cell.value = part.value;
+              Object.assign(cell, display.cellDetails(i));
+            };
             const r = await runPyCell(
               {
-                code: params.cells[i].code,
+                code: params.cells[first].code,
+                ...(last > first ? { batch: params.cells.slice(first + 1, last + 1).map((c) => c.code) } : {}),
                 cell: {
-                  index: i + 1,
+                  index: first + 1,
                   count: params.cells.length,
-                  ...(params.cells[i].title ? { title: params.cells[i].title } : {}),
+                  ...(params.cells[first].title ? { title: params.cells[first].title } : {}),
                 },
                 timeoutMs: deadlineAt - Date.now(),
-                reset: i === 0 && params.reset === true,
+                reset: first === 0 && params.reset === true,
               },
               {
                 host,
@@ -158,26 +186,36 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
                 ...(update
                   ? {
                       onOutput: (out) => {
-                        const p = out.preview();
-                        cell.stdout = p.stdout;
-                        cell.stderr = p.stderr;
+                        const p = from ? out.previewSince(from) : out.preview();
+                        cells[current].stdout = p.stdout;
+                        cells[current].stderr = p.stderr;
                         update();
                       },
                     }
                   : {}),
-                onDisplay: display.forCell(i),
+                // A display goes to the cell running when it is shown.
+                onDisplay: (item) => display.forCell(current)(item),
+                onCell: (k, part, next) => {
+                  fill(first + k, part, true);
+                  current = first + k + 1;
+                  from = next;
+                  continued(first + k, { ok: true, cancelled: false, timedOut: false, lost: false });
+                },
               },
             );
             runIds.push(r.outcome.runId);
             nested.push(...(r.outcome.nestedCalls ?? []));
-            links.journal.run(r, { toolCallId, surface: "python", ...display.countsOf(i) });
+            links.journal.run(r, { toolCallId, surface: "python", ...display.countsIn(first, current) });
             const v = verdictOf(r);
-            cell.stdout = bounded(r.stdout);
-            cell.stderr = bounded(r.stderr);
-            cell.durationMs = r.outcome.durationMs;
-            if (v.ok && r.value !== undefined && r.value !== "None") cell.value = r.value;
-            if (!v.ok && v.error) cell.exception = v.error;
-            Object.assign(cell, display.cellDetails(i));
+            // The last cell run ended with the run: its part of a batch, or the whole run's output.
+            const end = r.cells?.at(-1) ?? {
+              stdout: r.stdout,
+              stderr: r.stderr,
+              durationMs: r.outcome.durationMs,
+              ...(r.value !== undefined ? { value: r.value } : {}),
+            };
+            fill(current, end, v.ok);
+            if (!v.ok && v.error) cells[current].exception = v.error;
             if (r.outcome.runner)
               details.python = { version: r.outcome.runner.python, executable: r.outcome.runner.executable };
             if (r.outcome.session)
@@ -186,7 +224,7 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
                 ordinal: r.outcome.session.ordinal,
                 isLost: r.outcome.session.isLost,
               };
-            return { ok: v.ok, cancelled: v.cancelled, timedOut: v.timedOut, lost: v.killed };
+            return { index: current, ok: v.ok, cancelled: v.cancelled, timedOut: v.timedOut, lost: v.killed };
           };
           // The order, the statuses, the call's deadline and stop-after-failure: machines/notebook-call.ts.
           const call = await runNotebookCall({
@@ -234,6 +272,9 @@ function isDirectory(path: string): boolean {
 
 /** Details keep at most this many characters of each channel per cell (head and tail). */
 const DETAIL_CHARS = 256 * 1024;
+
+/** A PEP 723 block's opening line (`# /// script`). */
+const PEP723 = /^# \/\/\/ script\s*$/m;
 
 function bounded(text: string): string {
   if (text.length <= DETAIL_CHARS) return text;

@@ -75,4 +75,35 @@ describe("runNotebookCall", () => {
       assert.deepEqual(started, [0, 1], how);
     }
   });
+
+  test("a cell run with the cells after it (a batch) reports them as they end; no cell is started twice", async () => {
+    const started: number[] = [];
+    const seen: CellStatus[][] = [];
+    const result = await runNotebookCall({
+      cells: 4,
+      budget: "call",
+      deadlineAt: Date.now() + 60_000,
+      runCell: async (i, continued) => {
+        started.push(i);
+        if (i === 0) {
+          // Cells 0 to 2 in one request; it stops after cell 2 (as a kernel stops after sys.exit()).
+          continued(0, OK);
+          await new Promise((r) => setTimeout(r, 1));
+          continued(1, OK);
+          return { ...OK, index: 2 };
+        }
+        return OK;
+      },
+      onStatuses: (s) => seen.push([...s]),
+    });
+    assert.deepEqual(started, [0, 3]);
+    assert.equal(result.ending, "completed");
+    assert.deepEqual(seen, [
+      ["running", "not_run", "not_run", "not_run"],
+      ["ok", "running", "not_run", "not_run"],
+      ["ok", "ok", "running", "not_run"],
+      ["ok", "ok", "ok", "running"],
+      ["ok", "ok", "ok", "ok"],
+    ]);
+  });
 });

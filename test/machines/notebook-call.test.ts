@@ -30,6 +30,8 @@ function call(input: Partial<NotebookCallInput> & { cells: number }) {
     started,
     /** Cell `index` ended at `at` (the deadline's clock). */
     end: (index: number, end: CellEnd = OK, at = 0) => actor.send({ type: "cell.ended", at, index, ...end }),
+    /** Cell `index` ended with the next one already running (a batch). */
+    continued: (index: number, at = 0) => actor.send({ type: "cell.ended", at, index, ...OK, continued: true }),
     value: () => actor.getSnapshot().value,
     statuses: () => actor.getSnapshot().context.statuses,
     output: () => actor.getSnapshot().output as NotebookCallOutput | undefined,
@@ -81,6 +83,45 @@ describe("running", () => {
     c.end(0, OK, 999);
     assert.equal(c.value(), "running");
     assert.deepEqual(c.started, [0, 1]);
+  });
+});
+
+describe("running: cells sent together (a batch)", () => {
+  test("a cell ending with the next already running marks it running without starting it again", () => {
+    const c = call({ cells: 3 });
+    c.continued(0);
+    assert.deepEqual(c.started, [0]);
+    assert.equal(c.value(), "running");
+    assert.deepEqual(c.statuses(), ["ok", "running", "not_run"]);
+    c.continued(1);
+    assert.deepEqual(c.statuses(), ["ok", "ok", "running"]);
+    c.end(2);
+    assert.deepEqual(c.started, [0]);
+    assert.equal(c.value(), "completed");
+  });
+
+  test("past the call's deadline the next cell already runs: its run's deadline decides, not a skip", () => {
+    const c = call({ cells: 2, budget: "call", deadlineAt: 100 });
+    c.continued(0, 150);
+    assert.equal(c.value(), "running");
+    assert.deepEqual(c.statuses(), ["ok", "running"]);
+    c.end(1, { ...OK, ok: false, timedOut: true }, 160);
+    assert.equal(c.value(), "stopped");
+    assert.equal(c.output()!.timedOut, true);
+  });
+
+  test("a batch that stopped early (its last cell ended without the next): the machine starts the next itself", () => {
+    const c = call({ cells: 3 });
+    c.continued(0);
+    c.end(1);
+    assert.deepEqual(c.started, [0, 2]);
+    assert.deepEqual(c.statuses(), ["ok", "ok", "running"]);
+  });
+
+  test("a continued end of a cell that is not running is ignored", () => {
+    const c = call({ cells: 3 });
+    c.continued(1);
+    assert.deepEqual(c.statuses(), ["running", "not_run", "not_run"]);
   });
 });
 

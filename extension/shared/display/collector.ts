@@ -3,10 +3,10 @@
 // for an image), and the call's result gets the images as Pi image content after its text: at most `maxImages` per
 // call, each at most `maxImageBytes`; others are saved as files and named. JSON outputs are kept as parsed values.
 import { NodeHtmlMarkdown } from "node-html-markdown";
-import { keepImage, type RunShown } from "../../../host/index.ts";
+import { keepImage, type ShownDisplay } from "../../../host/index.ts";
 import { formatBytes, imageSize, svgToPng } from "./images.ts";
 
-export type DisplayItem = Exclude<RunShown, { kind: "value" | "exception" }>;
+export type DisplayItem = ShownDisplay;
 
 export interface ImageInfo {
   /** 1-based within the call. */
@@ -212,8 +212,19 @@ export class DisplayCollector {
   }
 
   countsOf(i: number): { images: number; jsonOutputs: number } {
-    const c = this.cells.get(i);
-    return { images: c?.images.length ?? 0, jsonOutputs: c?.json.length ?? 0 };
+    return this.countsIn(i, i);
+  }
+
+  /** Of cells `first` to `last` together (a batch run's). */
+  countsIn(first: number, last: number): { images: number; jsonOutputs: number } {
+    let images = 0;
+    let jsonOutputs = 0;
+    for (let i = first; i <= last; i++) {
+      const c = this.cells.get(i);
+      images += c?.images.length ?? 0;
+      jsonOutputs += c?.json.length ?? 0;
+    }
+    return { images, jsonOutputs };
   }
 
   cellDetails(i: number): { images?: ImageInfo[]; json?: unknown[] } {

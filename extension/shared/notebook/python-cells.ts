@@ -19,6 +19,8 @@ export function graceFor(settings: ResolvedSettings, surfaceDefault: number): nu
 
 export interface PyCellRequest {
   code: string;
+  /** Cells after this one, run in the same run while they complete (host RunRequestInput's `batch`). */
+  batch?: string[];
   cell: CellRef;
   timeoutMs: number;
   /** A fresh namespace before this cell. */
@@ -42,12 +44,14 @@ export interface PyCellContext {
   signal?: AbortSignal;
   onOutput?: (output: RunOutput) => void;
   onDisplay?: RunCallbacks["onDisplay"];
+  onCell?: RunCallbacks["onCell"];
 }
 
 export function runPyCell(req: PyCellRequest, ctx: PyCellContext): Promise<RunResult> {
   return ctx.host.run(
     {
       code: req.code,
+      ...(req.batch?.length ? { batch: req.batch } : {}),
       cwd: ctx.cwd,
       timeoutMs: Math.max(1, Math.round(req.timeoutMs)),
       session: ctx.session,
@@ -68,6 +72,7 @@ export function runPyCell(req: PyCellRequest, ctx: PyCellContext): Promise<RunRe
       ...(ctx.signal ? { signal: ctx.signal } : {}),
       ...(ctx.onOutput ? { onOutput: ctx.onOutput } : {}),
       ...(ctx.onDisplay ? { onDisplay: ctx.onDisplay } : {}),
+      ...(ctx.onCell ? { onCell: ctx.onCell } : {}),
     },
   );
 }
