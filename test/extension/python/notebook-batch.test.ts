@@ -143,4 +143,21 @@ describe("a python call's cells in one run", () => {
     );
     assert.equal((await runsOf(r.toolCallId, 3)).length, 2);
   });
+
+  test("a cell ending with sys.exit(0) stops the kernel's batch; the call goes on as when each cell was a run", async () => {
+    const [r] = await callAs(pi, [
+      ["python", { cells: [{ code: "import sys\nsys.exit(0)" }, { code: "print('after')" }, { code: "2 + 2" }] }],
+    ]);
+    assert.deepEqual(
+      r.details.cells.map((c: any) => [c.status, c.stdout]),
+      [
+        ["ok", ""],
+        ["ok", "after\n"],
+        ["ok", ""],
+      ],
+    );
+    assert.equal(r.details.cells[2].value, "4");
+    // The first run ended at the exit; the machine started the cells after it as a second run.
+    assert.equal((await runsOf(r.toolCallId, 3)).length, 2);
+  });
 });
