@@ -37,6 +37,7 @@ export interface Step {
 }
 export function createModel(): Model;
 export function stateLabel(value: unknown): string;
+export function runTitle(a: { id: string; context?: unknown } | undefined): string | undefined;
 export function applyFrame(model: Model, frame: object): string[];
 export function childrenOf(model: Model, id: string): string[];
 export function roots(model: Model): string[];

@@ -36,8 +36,8 @@ export function stateLabel(value) {
 const LABEL_CODE_CHARS = 60;
 
 /** What tells a run apart from the others: its surface (`eval js` for a JavaScript cell) and the first line of its
- * code that is not blank, read from its context (the run's input). Undefined for other actors, and for a run whose
- * context has not arrived yet. */
+ * code that is not blank, read from its context (the run's input), and how many cells a batch run has besides.
+ * Undefined for other actors, and for a run whose context has not arrived yet. */
 export function runTitle(a) {
   const c = a?.context;
   if (!a || !isActor(a.id, "run") || !c || typeof c !== "object" || typeof c.code !== "string") return undefined;
@@ -48,7 +48,8 @@ export function runTitle(a) {
       ?.trim() ?? "(no code)";
   const code = first.length > LABEL_CODE_CHARS ? `${first.slice(0, LABEL_CODE_CHARS - 1)}…` : first;
   const surface = typeof c.surface === "string" ? c.surface : "run";
-  return `${surface}${c.language === "js" ? " js" : ""}: ${code}`;
+  const more = Array.isArray(c.batch) && c.batch.length ? ` (+${c.batch.length} cells)` : "";
+  return `${surface}${c.language === "js" ? " js" : ""}: ${code}${more}`;
 }
 
 /** The name the tree, the header and the timeline show: a run's title, else the actor's own name. */

@@ -14,7 +14,7 @@ import { SupervisorHost } from "../../host/host.ts";
 import { SystemObserver } from "../../record/observe.ts";
 import { isLoopback, startInspector, type Inspector } from "../../inspector/server.ts";
 import { startStatelyLink } from "../../inspector/stately.ts";
-import { applyFrame, createModel, modelAt, stepsFromLog } from "../../inspector/page/model.js";
+import { applyFrame, createModel, modelAt, runTitle, stepsFromLog } from "../../inspector/page/model.js";
 import { Recorder } from "../../record/recorder.ts";
 import { actorKind } from "../../machines/actor-ids.ts";
 import { parseLog } from "../../record/replay.ts";
@@ -305,6 +305,26 @@ describe("@statelyai/inspect frames", () => {
     assert.equal(model.actors.get("supervisor")?.label, "serving.idle");
     assert.equal(model.actors.get("session:late")?.label, "idle");
     assert.equal(model.actors.get("session:late")?.parentId, "supervisor");
+  });
+});
+
+describe("run titles", () => {
+  test("a run reads as its surface and first line; a batch run says how many cells it has besides", () => {
+    const run = (context: object) => runTitle({ id: "run:abc", context });
+    assert.equal(run({ code: "\nx = 1\ny = 2", surface: "python" }), "python: x = 1");
+    assert.equal(
+      run({
+        code: "x = 1",
+        surface: "python",
+        batch: [
+          { code: "2", filename: "cell-2.py" },
+          { code: "3", filename: "cell-3.py" },
+        ],
+      }),
+      "python: x = 1 (+2 cells)",
+    );
+    assert.equal(run({ code: "1", surface: "eval", language: "js", batch: [] }), "eval js: 1");
+    assert.equal(runTitle({ id: "session:nb", context: { code: "1" } }), undefined);
   });
 });
 
