@@ -69,10 +69,13 @@ describe("reports", () => {
         wakeArmed: info.wakeArmed,
         logPath: info.logPath,
         totalBytes: info.totalBytes,
-        pid: info.pid,
       },
-      { running: true, wakeArmed: false, logPath: r.logPath, totalBytes: 3, pid: r.pid },
+      { running: true, wakeArmed: false, logPath: r.logPath, totalBytes: 3 },
     );
+    // The start reports the pid when the process had started within its window; on a loaded machine the window
+    // can close first (the start returns, input is held for the process), and the pid is known from then on.
+    assert.equal(typeof info.pid, "number");
+    if (r.pid !== undefined) assert.equal(info.pid, r.pid);
     assert.equal(host.exec.io(r.id)?.id, r.id);
     const second = await start("sleep 30");
     assert.equal(second.openSessions, r.openSessions! + 1, "each start counts the sessions registered with it");
