@@ -11,6 +11,7 @@ import { SHUTDOWN } from "../registry/shutdown.ts";
 import type { ChildHandle } from "../process/children.ts";
 import type { ProcessOperations } from "../process/operations.ts";
 import type { SessionIO } from "./session-io.ts";
+import { shellArgs } from "./shell-path.ts";
 
 export interface ShellPorts {
   /** The backend's process port (its `spawn`). */
@@ -51,7 +52,7 @@ export function createShellLogic(ports: ShellPorts) {
       .ops()
       .spawn({
         file: input.shell,
-        args: ["-c", input.command],
+        args: shellArgs(input.shell, input.command),
         cwd: input.cwd,
         env: ports.env(),
         purpose: "shell",

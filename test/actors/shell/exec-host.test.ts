@@ -130,6 +130,32 @@ describe("start and wait", () => {
     const r = await start("echo real", { cwd: dir });
     assert.equal(text(r.output), "real\n");
   });
+
+  test("no rc file runs, even when Pi has no SHLVL (bash takes a socket stdin for rshd's)", async () => {
+    // A top-level `bash -c` (SHLVL 0 or unset) with a socket as stdin sources ~/.bashrc; a pipe session's stdin is
+    // one. Pi started by a service or from a backgrounded subshell has no SHLVL (Stryker's runs had SHLVL=0).
+    const home = tempDir("pcs-rc-");
+    const marker = join(home, "rc-ran");
+    writeFileSync(join(home, ".bashrc"), `echo rc >> ${marker}\n`);
+    const rcHost = new SupervisorHost({
+      exec: { logDir: join(home, "logs") },
+      env: () => ({ ...process.env, HOME: home, SHLVL: "0" }),
+    });
+    try {
+      const rc = execDriver(() => rcHost, {
+        cwd: () => home,
+        cols: 80,
+        yieldMs: 10_000,
+        durationMs: 5000,
+        callPrefix: "rc",
+      });
+      // The first start is spawned by Node, the later ones by the spawn server once it is ready: both give sockets.
+      for (let i = 0; i < 3; i++) assert.equal(text((await rc.start("echo ok")).output), "ok\n");
+      assert.throws(() => readFileSync(marker, "utf8"), { code: "ENOENT" }, "~/.bashrc ran");
+    } finally {
+      await rcHost.shutdown();
+    }
+  });
 });
 
 describe("stdin", () => {
