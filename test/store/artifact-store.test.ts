@@ -16,6 +16,7 @@ import {
   readFileSync,
   statSync,
   symlinkSync,
+  unlinkSync,
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
@@ -348,8 +349,35 @@ describe("saving", () => {
     const damaged = readFileSync(path);
     damaged[(1 << 20) + 70_000] ^= 1;
     writeFileSync(path, damaged);
+    const dirDamaged = statSync(root, { bigint: true }).mtimeNs;
+    await new Promise((r) => setTimeout(r, 20));
     await assert.rejects(saveOutputArtifact(capture(writes), root), OutputArtifactCollisionError);
     assert.deepEqual(readFileSync(path), damaged, "left as it was");
+    assert.equal(statSync(root, { bigint: true }).mtimeNs, dirDamaged, "refused before any temporary file");
+  });
+
+  test("an existing transcript that is a prefix of this one, or a symlink to it, is a collision found before writing", async () => {
+    const root = join(tempDir("pcs-store-"), "out");
+    const cap = capture([["stdout", "0123456789\n"]]);
+    const ref = await saveOutputArtifact(cap, root);
+    const path = join(root, `${ref.outputId}.out`);
+    const refused = async () => {
+      const dir = statSync(root, { bigint: true }).mtimeNs;
+      await new Promise((r) => setTimeout(r, 20));
+      await assert.rejects(saveOutputArtifact(cap, root), OutputArtifactCollisionError);
+      assert.equal(statSync(root, { bigint: true }).mtimeNs, dir, "no temporary file was written");
+    };
+    // The first 5 bytes only (the sidecar still matches): not this transcript, though every byte it has agrees.
+    writeFileSync(path, "01234");
+    await refused();
+    assert.equal(readFileSync(path, "utf8"), "01234", "left as it was");
+    // A symlink to an identical copy: not a file of ours to trust.
+    const copy = join(tempDir("pcs-store-"), "copy.out");
+    writeFileSync(copy, "0123456789\n", { mode: 0o600 });
+    unlinkSync(path);
+    symlinkSync(copy, path);
+    await refused();
+    assert.ok(lstatSync(path).isSymbolicLink(), "left as it was");
   });
 
   test("the default root is the agent directory's code-execution-output", () => {
@@ -619,6 +647,16 @@ describe("file rules (artifact-fs)", () => {
       await readVerified(file, "f", 5);
       await assert.rejects(readVerified(file, "f", 4));
     }
+    assert.equal(fds(), before);
+  });
+
+  test("openVerified closes the file it opened when it refuses it (loose mode)", async () => {
+    const file = join(tempDir("pcs-store-"), "f");
+    writeFileSync(file, "12345", { mode: 0o600 });
+    chmodSync(file, 0o644);
+    const fds = () => readdirSync("/proc/self/fd").length;
+    const before = fds();
+    for (let i = 0; i < 20; i++) await assert.rejects(openVerified(file, "f"), unavailable(/readable or writable/));
     assert.equal(fds(), before);
   });
 
