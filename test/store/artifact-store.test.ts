@@ -323,6 +323,7 @@ describe("saving", () => {
     writeFileSync(join(other, `${ref2.outputId}.out`), "SAME\n");
     await assert.rejects(saveOutputArtifact(cap, other), (e: Error) => {
       assert.ok(e instanceof OutputArtifactCollisionError);
+      assert.equal(e.name, "OutputArtifactCollisionError");
       assert.match(e.message, new RegExp(`already saved as ${ref2.outputId}; it was not overwritten`));
       return true;
     });
@@ -673,6 +674,15 @@ describe("file rules (artifact-fs)", () => {
       /fill failed/,
     );
     assert.deepEqual(readdirSync(dir), [path.slice(dir.length + 1)], "the failed temp file is gone");
+    const fds = () => readdirSync("/proc/self/fd").length;
+    const before = fds();
+    for (let i = 0; i < 20; i++)
+      await assert.rejects(
+        writeTemp(dir, async () => {
+          throw new Error("fill failed");
+        }),
+      );
+    assert.equal(fds(), before, "and closed");
     assert.equal(await placeOnce(path, join(dir, "final")), true);
     assert.ok(!existsSync(path), "the temporary name is removed");
     const second = await writeTemp(dir, async (h) => void (await h.write(Buffer.from("other"))));
