@@ -414,6 +414,8 @@ describe("reading the sidecar", () => {
     ["a short digest", (m) => void (m.sha256 = "ab")],
     ["an uppercase digest", (m) => void (m.sha256 = String(m.sha256).toUpperCase())],
     ["a numeric digest", (m) => void (m.sha256 = 5)],
+    // Its text is a valid digest: only the type check refuses it.
+    ["a digest in an array", (m) => void (m.sha256 = [m.sha256])],
     ["a negative count", (m) => void (m.lines = -1)],
     ["a fractional count", (m) => void (m.emittedBytes = 12.5)],
     ["a string count", (m) => void (m.retainedLines = "2")],
