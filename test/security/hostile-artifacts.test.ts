@@ -251,6 +251,17 @@ describe("the transcript changed in place while it is read (3 MiB: several chunk
     );
   });
 
+  test("appended to mid-read: only the verified bytes are read, the page is returned; the next read is refused", async () => {
+    const a = await saved(text);
+    const page = await hooked(
+      "read",
+      afterFirstChunk(a.out, (p) => writeFileSync(p, "EVIL\n".repeat(100_000), { flag: "a" })),
+      () => readOutputPage(a.ref.outputId, { offset: size - 100 }, a.root),
+    );
+    assert.equal(page.text, text.slice(-100));
+    await refusedWithin(readOutputPage(a.ref.outputId, {}, a.root), new RegExp(`is ${size + 500_000} bytes`));
+  });
+
   test("made readable by others mid-read: the bytes were proven by the digest, the page is returned", async () => {
     const a = await saved(text);
     const page = await hooked(
