@@ -144,6 +144,11 @@ describe("the transcript and its counts", () => {
     assert.equal((await readOutputPage(ref.outputId, {}, root)).text, "1234567\n89");
   });
 
+  test("stdout truncated, no stderr: truncated", () => {
+    const ref = outputArtifact(capture([["stdout", "123456\n"]], 4)).ref;
+    assert.deepEqual([ref.retainedBytes, ref.emittedBytes, ref.truncated], [4, 7, true]);
+  });
+
   test("stderr truncated, stdout whole: the retained boundary follows the retained stdout", async () => {
     const cap = capture(
       [
