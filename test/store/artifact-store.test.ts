@@ -335,6 +335,19 @@ describe("saving", () => {
     assert.equal(readFileSync(join(other, `${ref2.outputId}.out`), "utf8"), "SAME\n");
   });
 
+  test("the comparison follows a part across a read chunk's end and into the next part", async () => {
+    // Parts of 100 bytes, 1 MiB, 100 bytes: the 1 MiB part starts 100 bytes into the first read chunk and ends 100
+    // bytes into the second, where the next part begins.
+    const writes: ["stdout", Buffer][] = [
+      ["stdout", Buffer.alloc(100, "a")],
+      ["stdout", Buffer.alloc(1 << 20, "b")],
+      ["stdout", Buffer.alloc(100, "c")],
+    ];
+    const root = join(tempDir("pcs-store-"), "out");
+    const ref = await saveOutputArtifact(capture(writes), root);
+    assert.deepEqual(await saveOutputArtifact(capture(writes), root), ref, "the same transcript, no collision");
+  });
+
   test("a transcript already saved is compared with the one in memory, not written again; one byte off is a collision", async () => {
     const root = join(tempDir("pcs-store-"), "out");
     // Over one read chunk (1 MiB), in 64 KiB parts, with stderr: the comparison walks parts across reads.
