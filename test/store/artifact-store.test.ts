@@ -315,6 +315,11 @@ describe("saving", () => {
     const cap = capture([["stdout", "same\n"]]);
     const ref = await saveOutputArtifact(cap, root);
     assert.deepEqual(await saveOutputArtifact(cap, root), ref);
+    // Each repeated save closes the saved transcript it compared.
+    const fds = () => readdirSync("/proc/self/fd").length;
+    const before = fds();
+    for (let i = 0; i < 10; i++) await saveOutputArtifact(cap, root);
+    assert.equal(fds(), before);
     assert.deepEqual(readdirSync(root).sort(), [`${ref.outputId}.json`, `${ref.outputId}.out`], "no temp files left");
     // A damaged sidecar: the transcript matches, the sidecar does not.
     const json = join(root, `${ref.outputId}.json`);
@@ -468,14 +473,20 @@ describe("reading the sidecar", () => {
     const { root, outputId } = await withSidecar(() => undefined);
     const path = join(root, `${outputId}.json`);
     writeFileSync(path, "{not json");
-    await assert.rejects(readSidecar(root, outputId), unavailable(/is not valid JSON/));
+    await assert.rejects(
+      readSidecar(root, outputId),
+      unavailable(new RegExp(`^the metadata of output ${outputId} is not valid JSON$`)),
+    );
     writeFileSync(path, " ".repeat(64 * 1024 + 1));
     await assert.rejects(readSidecar(root, outputId), unavailable(/65537 bytes, more than 65536/));
     const m = await withSidecar((x) => void (x.sha256 = "0".repeat(64)));
     await assert.rejects(readSidecar(m.root, m.outputId), unavailable(/does not match its ID \(tampered\)/));
     for (const bad of ["", "0123456789a", "0123456789abc", "0123456789AB", "../../etc/pa", "0123456789ag"])
       await assert.rejects(readSidecar(root, bad), unavailable(/is not an outputId/));
-    await assert.rejects(readSidecar(join(root, "nope"), outputId), unavailable(/directory does not exist/, true));
+    await assert.rejects(
+      readSidecar(join(root, "nope"), outputId),
+      unavailable(/^the output artifact directory does not exist$/, true),
+    );
     await assert.rejects(readSidecar(root, "0123456789ab"), unavailable(/is missing/, true));
   });
 });
