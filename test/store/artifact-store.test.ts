@@ -457,6 +457,25 @@ describe("reading the sidecar", () => {
       await assert.rejects(readSidecar(root, outputId), unavailable(/is malformed/));
     });
 
+  test("bad counts or digest under the ID they hash to (truncated, so no consistency check hides them): malformed", async () => {
+    const root = join(tempDir("pcs-store-"), "out");
+    const { outputId: _, ...good } = await saveOutputArtifact(capture([["stdout", "hello\nworld\n"]]), root);
+    for (const bad of [
+      { lines: -1 },
+      { retainedLines: 1.5 },
+      { emittedBytes: "12" },
+      { sha256: `${good.sha256}0` },
+      { sha256: `0${good.sha256}` },
+    ]) {
+      const meta = { ...good, truncated: true, ...bad } as unknown as OutputMetadata;
+      const id = outputIdOf(meta);
+      writeFileSync(join(root, `${id}.json`), JSON.stringify({ format: "pi-code-execution-output/1", ...meta }), {
+        mode: 0o600,
+      });
+      await assert.rejects(readSidecar(root, id), unavailable(/is malformed/), JSON.stringify(bad));
+    }
+  });
+
   test("the boundary's slack: retained may exceed emitted by the boundary line, if truncated", async () => {
     // Truncation can cut stdout after its newline, then the boundary line is counted in retained only.
     const { root, outputId } = await withSidecar(
