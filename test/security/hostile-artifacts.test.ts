@@ -24,7 +24,12 @@ import { createRequire, syncBuiltinESMExports } from "node:module";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ArtifactUnavailableError, readVerified } from "../../store/artifact-fs.ts";
-import { readOutputPage, saveOutputArtifact, type OutputRef } from "../../store/artifacts.ts";
+import {
+  OutputArtifactCollisionError,
+  readOutputPage,
+  saveOutputArtifact,
+  type OutputRef,
+} from "../../store/artifacts.ts";
 import { RunOutput } from "../../lib/run-output.ts";
 import { loadSource, saveSource } from "../../store/sources.ts";
 import type { PiHarness } from "../helpers/pi-session.ts";
@@ -36,7 +41,11 @@ const fsp = createRequire(import.meta.url)("node:fs/promises");
 type Fn = (...args: any[]) => any;
 
 /** Runs `body` with `fs/promises.<name>` (or FileHandle's `read`) wrapped, and always restores it. */
-async function hooked<T>(name: "lstat" | "open" | "read", wrap: (orig: Fn) => Fn, body: () => Promise<T>): Promise<T> {
+async function hooked<T>(
+  name: "lstat" | "open" | "read" | "link",
+  wrap: (orig: Fn) => Fn,
+  body: () => Promise<T>,
+): Promise<T> {
   const target = name === "read" ? await fileHandleProto() : fsp;
   const orig = target[name];
   target[name] = wrap(orig);
@@ -242,6 +251,17 @@ describe("the transcript changed in place while it is read (3 MiB: several chunk
     );
   });
 
+  test("appended to mid-read: only the verified bytes are read, the page is returned; the next read is refused", async () => {
+    const a = await saved(text);
+    const page = await hooked(
+      "read",
+      afterFirstChunk(a.out, (p) => writeFileSync(p, "EVIL\n".repeat(100_000), { flag: "a" })),
+      () => readOutputPage(a.ref.outputId, { offset: size - 100 }, a.root),
+    );
+    assert.equal(page.text, text.slice(-100));
+    await refusedWithin(readOutputPage(a.ref.outputId, {}, a.root), new RegExp(`is ${size + 500_000} bytes`));
+  });
+
   test("made readable by others mid-read: the bytes were proven by the digest, the page is returned", async () => {
     const a = await saved(text);
     const page = await hooked(
@@ -273,6 +293,85 @@ describe("a small verified file (a sidecar, a source) truncated after its size w
       refusedWithin(readVerified(file, "the sidecar", 4096), /^the sidecar changed while it was read$/),
     );
     assert.ok(cut, "the file was cut between the size check and the read");
+  });
+});
+
+describe("another save of the same outputId landing between a save's check and its placing", () => {
+  /** Calls `act(path)` once, just before the link(2) that would place a file whose name ends with `suffix`. */
+  const beforePlacing = (suffix: string, act: (path: string) => void) => (orig: Fn) => {
+    let done = false;
+    return async (existing: string, path: string, ...rest: unknown[]) => {
+      if (!done && String(path).endsWith(suffix)) {
+        done = true;
+        act(String(path));
+      }
+      return orig(existing, path, ...rest);
+    };
+  };
+  const text = lines(100);
+  const captured = () => {
+    const output = new RunOutput();
+    output.write("stdout", Buffer.from(text));
+    return output.collect().capture;
+  };
+
+  test("the same transcript or sidecar: one file each, no collision; another one: a collision, left untouched", async () => {
+    const model = await saved(text);
+    const sidecar = readFileSync(model.json);
+    for (const [suffix, same, other] of [
+      [".out", Buffer.from(text), tampered(Buffer.from(text))],
+      [".json", sidecar, Buffer.from(sidecar.toString().replace(/"lines": \d+/, '"lines": 1'))],
+    ] as const) {
+      const root = join(tempDir("pcs-toctou-"), "out");
+      const ref = await hooked(
+        "link",
+        beforePlacing(suffix, (p) => writeFileSync(p, same, { mode: 0o600 })),
+        () => saveOutputArtifact(captured(), root),
+      );
+      assert.deepEqual(ref, model.ref, `the same ${suffix} placed first`);
+      assert.deepEqual(readFileSync(join(root, `${ref.outputId}.out`), "utf8"), text);
+      assert.deepEqual(readFileSync(join(root, `${ref.outputId}.json`)), sidecar);
+      const other_root = join(tempDir("pcs-toctou-"), "out");
+      await hooked(
+        "link",
+        beforePlacing(suffix, (p) => writeFileSync(p, other, { mode: 0o600 })),
+        () => assert.rejects(saveOutputArtifact(captured(), other_root), OutputArtifactCollisionError),
+      );
+      assert.deepEqual(readFileSync(join(other_root, `${ref.outputId}${suffix}`)), other, `the other ${suffix} kept`);
+    }
+  });
+
+  test("the saved transcript truncated while a repeated save compares it: a collision, at once", async () => {
+    const big = lines(200_000);
+    const a = await saved(big);
+    const truncate = (orig: Fn) => {
+      let cut = false;
+      return async function (this: unknown, ...args: any[]) {
+        if (!cut) {
+          cut = true;
+          const fd = openSync(a.out, "r+");
+          ftruncateSync(fd, 1000);
+          closeSync(fd);
+        }
+        return orig.apply(this, args);
+      };
+    };
+    const output = new RunOutput();
+    output.write("stdout", Buffer.from(big));
+    await hooked("read", truncate, async () => {
+      let timer: NodeJS.Timeout | undefined;
+      const hang = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error("the comparison hung")), 5000);
+      });
+      try {
+        await assert.rejects(
+          Promise.race([saveOutputArtifact(output.collect().capture, a.root), hang]),
+          OutputArtifactCollisionError,
+        );
+      } finally {
+        clearTimeout(timer);
+      }
+    });
   });
 });
 

@@ -16,6 +16,7 @@ import {
   readFileSync,
   statSync,
   symlinkSync,
+  unlinkSync,
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
@@ -141,6 +142,11 @@ describe("the transcript and its counts", () => {
     assert.deepEqual([ref.retainedBytes, ref.retainedLines, ref.truncated], [10, 2, true]);
     assert.deepEqual([ref.emittedBytes, ref.lines], [27, 5]);
     assert.equal((await readOutputPage(ref.outputId, {}, root)).text, "1234567\n89");
+  });
+
+  test("stdout truncated, no stderr: truncated", () => {
+    const ref = outputArtifact(capture([["stdout", "123456\n"]], 4)).ref;
+    assert.deepEqual([ref.retainedBytes, ref.emittedBytes, ref.truncated], [4, 7, true]);
   });
 
   test("stderr truncated, stdout whole: the retained boundary follows the retained stdout", async () => {
@@ -309,6 +315,11 @@ describe("saving", () => {
     const cap = capture([["stdout", "same\n"]]);
     const ref = await saveOutputArtifact(cap, root);
     assert.deepEqual(await saveOutputArtifact(cap, root), ref);
+    // Each repeated save closes the saved transcript it compared.
+    const fds = () => readdirSync("/proc/self/fd").length;
+    const before = fds();
+    for (let i = 0; i < 10; i++) await saveOutputArtifact(cap, root);
+    assert.equal(fds(), before);
     assert.deepEqual(readdirSync(root).sort(), [`${ref.outputId}.json`, `${ref.outputId}.out`], "no temp files left");
     // A damaged sidecar: the transcript matches, the sidecar does not.
     const json = join(root, `${ref.outputId}.json`);
@@ -322,10 +333,24 @@ describe("saving", () => {
     writeFileSync(join(other, `${ref2.outputId}.out`), "SAME\n");
     await assert.rejects(saveOutputArtifact(cap, other), (e: Error) => {
       assert.ok(e instanceof OutputArtifactCollisionError);
+      assert.equal(e.name, "OutputArtifactCollisionError");
       assert.match(e.message, new RegExp(`already saved as ${ref2.outputId}; it was not overwritten`));
       return true;
     });
     assert.equal(readFileSync(join(other, `${ref2.outputId}.out`), "utf8"), "SAME\n");
+  });
+
+  test("the comparison follows a part across a read chunk's end and into the next part", async () => {
+    // Parts of 100 bytes, 1 MiB, 100 bytes: the 1 MiB part starts 100 bytes into the first read chunk and ends 100
+    // bytes into the second, where the next part begins.
+    const writes: ["stdout", Buffer][] = [
+      ["stdout", Buffer.alloc(100, "a")],
+      ["stdout", Buffer.alloc(1 << 20, "b")],
+      ["stdout", Buffer.alloc(100, "c")],
+    ];
+    const root = join(tempDir("pcs-store-"), "out");
+    const ref = await saveOutputArtifact(capture(writes), root);
+    assert.deepEqual(await saveOutputArtifact(capture(writes), root), ref, "the same transcript, no collision");
   });
 
   test("a transcript already saved is compared with the one in memory, not written again; one byte off is a collision", async () => {
@@ -348,8 +373,35 @@ describe("saving", () => {
     const damaged = readFileSync(path);
     damaged[(1 << 20) + 70_000] ^= 1;
     writeFileSync(path, damaged);
+    const dirDamaged = statSync(root, { bigint: true }).mtimeNs;
+    await new Promise((r) => setTimeout(r, 20));
     await assert.rejects(saveOutputArtifact(capture(writes), root), OutputArtifactCollisionError);
     assert.deepEqual(readFileSync(path), damaged, "left as it was");
+    assert.equal(statSync(root, { bigint: true }).mtimeNs, dirDamaged, "refused before any temporary file");
+  });
+
+  test("an existing transcript that is a prefix of this one, or a symlink to it, is a collision found before writing", async () => {
+    const root = join(tempDir("pcs-store-"), "out");
+    const cap = capture([["stdout", "0123456789\n"]]);
+    const ref = await saveOutputArtifact(cap, root);
+    const path = join(root, `${ref.outputId}.out`);
+    const refused = async () => {
+      const dir = statSync(root, { bigint: true }).mtimeNs;
+      await new Promise((r) => setTimeout(r, 20));
+      await assert.rejects(saveOutputArtifact(cap, root), OutputArtifactCollisionError);
+      assert.equal(statSync(root, { bigint: true }).mtimeNs, dir, "no temporary file was written");
+    };
+    // The first 5 bytes only (the sidecar still matches): not this transcript, though every byte it has agrees.
+    writeFileSync(path, "01234");
+    await refused();
+    assert.equal(readFileSync(path, "utf8"), "01234", "left as it was");
+    // A symlink to an identical copy: not a file of ours to trust.
+    const copy = join(tempDir("pcs-store-"), "copy.out");
+    writeFileSync(copy, "0123456789\n", { mode: 0o600 });
+    unlinkSync(path);
+    symlinkSync(copy, path);
+    await refused();
+    assert.ok(lstatSync(path).isSymbolicLink(), "left as it was");
   });
 
   test("the default root is the agent directory's code-execution-output", () => {
@@ -385,6 +437,8 @@ describe("reading the sidecar", () => {
     ["a short digest", (m) => void (m.sha256 = "ab")],
     ["an uppercase digest", (m) => void (m.sha256 = String(m.sha256).toUpperCase())],
     ["a numeric digest", (m) => void (m.sha256 = 5)],
+    // Its text is a valid digest: only the type check refuses it.
+    ["a digest in an array", (m) => void (m.sha256 = [m.sha256])],
     ["a negative count", (m) => void (m.lines = -1)],
     ["a fractional count", (m) => void (m.emittedBytes = 12.5)],
     ["a string count", (m) => void (m.retainedLines = "2")],
@@ -403,6 +457,25 @@ describe("reading the sidecar", () => {
       await assert.rejects(readSidecar(root, outputId), unavailable(/is malformed/));
     });
 
+  test("bad counts or digest under the ID they hash to (truncated, so no consistency check hides them): malformed", async () => {
+    const root = join(tempDir("pcs-store-"), "out");
+    const { outputId: _, ...good } = await saveOutputArtifact(capture([["stdout", "hello\nworld\n"]]), root);
+    for (const bad of [
+      { lines: -1 },
+      { retainedLines: 1.5 },
+      { emittedBytes: "12" },
+      { sha256: `${good.sha256}0` },
+      { sha256: `0${good.sha256}` },
+    ]) {
+      const meta = { ...good, truncated: true, ...bad } as unknown as OutputMetadata;
+      const id = outputIdOf(meta);
+      writeFileSync(join(root, `${id}.json`), JSON.stringify({ format: "pi-code-execution-output/1", ...meta }), {
+        mode: 0o600,
+      });
+      await assert.rejects(readSidecar(root, id), unavailable(/is malformed/), JSON.stringify(bad));
+    }
+  });
+
   test("the boundary's slack: retained may exceed emitted by the boundary line, if truncated", async () => {
     // Truncation can cut stdout after its newline, then the boundary line is counted in retained only.
     const { root, outputId } = await withSidecar(
@@ -419,14 +492,20 @@ describe("reading the sidecar", () => {
     const { root, outputId } = await withSidecar(() => undefined);
     const path = join(root, `${outputId}.json`);
     writeFileSync(path, "{not json");
-    await assert.rejects(readSidecar(root, outputId), unavailable(/is not valid JSON/));
+    await assert.rejects(
+      readSidecar(root, outputId),
+      unavailable(new RegExp(`^the metadata of output ${outputId} is not valid JSON$`)),
+    );
     writeFileSync(path, " ".repeat(64 * 1024 + 1));
     await assert.rejects(readSidecar(root, outputId), unavailable(/65537 bytes, more than 65536/));
     const m = await withSidecar((x) => void (x.sha256 = "0".repeat(64)));
     await assert.rejects(readSidecar(m.root, m.outputId), unavailable(/does not match its ID \(tampered\)/));
     for (const bad of ["", "0123456789a", "0123456789abc", "0123456789AB", "../../etc/pa", "0123456789ag"])
       await assert.rejects(readSidecar(root, bad), unavailable(/is not an outputId/));
-    await assert.rejects(readSidecar(join(root, "nope"), outputId), unavailable(/directory does not exist/, true));
+    await assert.rejects(
+      readSidecar(join(root, "nope"), outputId),
+      unavailable(/^the output artifact directory does not exist$/, true),
+    );
     await assert.rejects(readSidecar(root, "0123456789ab"), unavailable(/is missing/, true));
   });
 });
@@ -622,6 +701,16 @@ describe("file rules (artifact-fs)", () => {
     assert.equal(fds(), before);
   });
 
+  test("openVerified closes the file it opened when it refuses it (loose mode)", async () => {
+    const file = join(tempDir("pcs-store-"), "f");
+    writeFileSync(file, "12345", { mode: 0o600 });
+    chmodSync(file, 0o644);
+    const fds = () => readdirSync("/proc/self/fd").length;
+    const before = fds();
+    for (let i = 0; i < 20; i++) await assert.rejects(openVerified(file, "f"), unavailable(/readable or writable/));
+    assert.equal(fds(), before);
+  });
+
   test("writeTemp: a private hidden file, removed when filling fails; placeOnce never replaces", async () => {
     const dir = tempDir("pcs-store-");
     const path = await writeTemp(dir, async (h) => void (await h.write(Buffer.from("data"))));
@@ -635,6 +724,15 @@ describe("file rules (artifact-fs)", () => {
       /fill failed/,
     );
     assert.deepEqual(readdirSync(dir), [path.slice(dir.length + 1)], "the failed temp file is gone");
+    const fds = () => readdirSync("/proc/self/fd").length;
+    const before = fds();
+    for (let i = 0; i < 20; i++)
+      await assert.rejects(
+        writeTemp(dir, async () => {
+          throw new Error("fill failed");
+        }),
+      );
+    assert.equal(fds(), before, "and closed");
     assert.equal(await placeOnce(path, join(dir, "final")), true);
     assert.ok(!existsSync(path), "the temporary name is removed");
     const second = await writeTemp(dir, async (h) => void (await h.write(Buffer.from("other"))));
