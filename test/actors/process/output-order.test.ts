@@ -78,6 +78,56 @@ function sequence(steps: (string | object)[]): string {
   ]);
 }
 
+/** `frame(f)` in a runner script: writes `f` on fd 3. */
+const FRAME = [
+  "const frame = (f) => { const body = Buffer.from(JSON.stringify(f)); const head = Buffer.alloc(4);",
+  "  head.writeUInt32BE(body.length); fs.writeSync(3, Buffer.concat([head, body])); };",
+];
+
+/** A runner that acts on the host's frames as they come: `steps` run on each read of fd 3, with `heard` the text
+ * of every frame the host has sent so far (`frame(f)` in scope). For tests whose host blocks its own loop between
+ * steps, to place reads in polls. */
+function conversing(name: string, steps: string[]): string {
+  const path = join(cwd, `${name}-${Math.random().toString(36).slice(2)}.cjs`);
+  writeFileSync(
+    path,
+    [
+      "const fs = require('node:fs');",
+      ...FRAME,
+      "let heard = '';",
+      "new (require('node:net').Socket)({ fd: 3 }).on('data', (c) => {",
+      "  heard += c.toString();",
+      ...steps,
+      "});",
+    ].join("\n"),
+  );
+  return path;
+}
+
+/** `order` as the frames with, between them, what each channel wrote (the channels' interleaving between two frames
+ * is not kept: only each frame's place in each channel). */
+function segments(order: string[]): string[] {
+  const out: string[] = [];
+  let text = { stdout: "", stderr: "" };
+  const close = () => {
+    if (text.stdout || text.stderr) out.push(`stdout:${text.stdout} stderr:${text.stderr}`);
+    text = { stdout: "", stderr: "" };
+  };
+  for (const item of order) {
+    const [kind, ...rest] = item.split(":");
+    if (kind === "stdout" || kind === "stderr") text[kind] += rest.join(":");
+    else {
+      close();
+      out.push(item);
+    }
+  }
+  close();
+  return out;
+}
+
+/** Blocks the host's event loop for `ms`. */
+const block = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
 /** What the host saw, in order, until the runner exited. */
 async function observe(handle: RunnerHandle): Promise<{ order: string[]; at: Record<string, number> }> {
   const order: string[] = [];
@@ -221,8 +271,7 @@ describe("what the wrapper passes on besides ordered output", () => {
     // read in one poll: the stdout waits in the wrapper a turn or two, and the stderr written after the display must
     // wait behind it rather than go out as read.
     const path = runner("stderr", [
-      "const frame = (f) => { const body = Buffer.from(JSON.stringify(f)); const head = Buffer.alloc(4);",
-      "  head.writeUInt32BE(body.length); fs.writeSync(3, Buffer.concat([head, body])); };",
+      ...FRAME,
       "fs.writeSync(1, 'ab\\n');",
       "frame({ type: 'display', id: 'r', out: [3, 0] });",
       "fs.writeSync(2, 'e\\n');",
@@ -243,41 +292,63 @@ describe("what the wrapper passes on besides ordered output", () => {
     // The host's listeners block its loop at two points, so that the last stdout and the pipes' ends are read in one
     // poll, then the last frame and the exit in the next: that frame is still queued in the wrapper (output read
     // before it waits there one more turn) when the exit is reported, and is decoded then.
-    const path = join(cwd, `closing-${Math.random().toString(36).slice(2)}.cjs`);
-    writeFileSync(
-      path,
-      [
-        "const fs = require('node:fs');",
-        "const frame = (f) => { const body = Buffer.from(JSON.stringify(f)); const head = Buffer.alloc(4);",
-        "  head.writeUInt32BE(body.length); fs.writeSync(3, Buffer.concat([head, body])); };",
-        "let heard = '';",
-        "new (require('node:net').Socket)({ fd: 3 }).on('data', (c) => {",
-        "  heard += c.toString();",
-        "  if (heard.includes('go') && !heard.includes('more')) { fs.writeSync(1, 'a'); frame({ type: 'ready' }); }",
-        "  if (heard.includes('more') && !heard.includes('end')) { fs.writeSync(1, 'b'); fs.closeSync(1); fs.closeSync(2); }",
-        "  if (heard.includes('end')) { frame({ type: 'done', id: 'r', out: [2, 0] }); process.exit(0); }",
-        "});",
-      ].join("\n"),
-    );
-    const block = () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    const path = conversing("closing", [
+      "  if (heard.includes('go') && !heard.includes('more')) { fs.writeSync(1, 'a'); frame({ type: 'ready' }); }",
+      "  if (heard.includes('more') && !heard.includes('end')) { fs.writeSync(1, 'b'); fs.closeSync(1); fs.closeSync(2); }",
+      "  if (heard.includes('end')) { frame({ type: 'done', id: 'r', out: [2, 0] }); process.exit(0); }",
+    ]);
     for (let i = 0; i < 3; i++) {
       const h = await start(path, true, false);
       let told = 0;
       h.onFrame((f) => {
         if (f.type !== "ready") return;
         assert.ok(h.send({ type: "more" }).ok);
-        block();
+        block(200);
       });
       h.onStdout(() => {
         if (told++) return;
         assert.ok(h.send({ type: "end" }).ok);
-        block();
+        block(200);
       });
       const seen = observe(h);
       assert.ok(h.send({ type: "go" }).ok);
-      block();
+      block(200);
       const { order } = await seen;
       assert.equal(order.join("").replace(/stdout:/g, ""), "frame:readyabframe:done", `round ${i}`);
+    }
+  });
+
+  test("output read in one poll waits for the next, where a frame written inside it is read", async () => {
+    // The host's frame listener blocks its loop in the middle of a poll, after the control channel was read and
+    // before stdout and stderr are: the runner meanwhile writes output, a frame, more output. The stdout read later
+    // in that poll holds bytes from both sides of a frame read only in the next poll; two reads (stdout, stderr) ask
+    // for a settle in that poll, and one settle must still leave their output waiting one more poll.
+    const path = conversing("midpoll", [
+      "  if (heard.includes('go') && !heard.includes('more')) { frame({ type: 'ready' }); fs.writeSync(1, 'x'); fs.writeSync(2, 'y'); }",
+      "  if (heard.includes('more')) {",
+      "    fs.writeSync(1, 'ab\\n');",
+      "    frame({ type: 'display', id: 'r', out: [4, 1] });",
+      "    fs.writeSync(1, 'cd\\n');",
+      "    frame({ type: 'done', id: 'r', out: [7, 1] });",
+      "    setTimeout(() => process.exit(0), 100);",
+      "  }",
+    ]);
+    for (let i = 0; i < 3; i++) {
+      const h = await start(path, true, false);
+      h.onFrame((f) => {
+        if (f.type !== "ready") return;
+        assert.ok(h.send({ type: "more" }).ok);
+        block(200);
+      });
+      const seen = observe(h);
+      assert.ok(h.send({ type: "go" }).ok);
+      block(200);
+      const { order } = await seen;
+      assert.deepEqual(
+        segments(order),
+        ["frame:ready", "stdout:xab\n stderr:y", "frame:display", "stdout:cd\n stderr:", "frame:done"],
+        `round ${i}: ${JSON.stringify(order)}`,
+      );
     }
   });
 
