@@ -352,6 +352,32 @@ describe("what the wrapper passes on besides ordered output", () => {
     }
   });
 
+  test("a frame read when nothing waits goes out at once, before what the same poll reads after it", async () => {
+    // A quiet cell's `done` is not held a turn. Two runners, the second not held: the first's frame, then (once a
+    // file says that frame is written) the second's stdout, both while the host's loop is blocked, so that one poll
+    // reads them in that order. Should either runner be late past the block, the frame is read a poll earlier still.
+    for (let i = 0; i < 3; i++) {
+      const flag = join(cwd, `written-${Math.random().toString(36).slice(2)}`);
+      const quiet = conversing("quiet", [
+        `  frame({ type: 'ready' }); fs.writeFileSync(${JSON.stringify(flag)}, ''); setTimeout(() => process.exit(0), 500);`,
+      ]);
+      const other = conversing("other", [
+        `  const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(flag)})) { clearInterval(t); fs.writeSync(1, 'z'); } }, 5);`,
+        "  setTimeout(() => process.exit(0), 500);",
+      ]);
+      const [a, b] = [await start(quiet, true, false), await start(other, false, false)];
+      const seen: string[] = [];
+      a.onFrame((f) => seen.push(`frame:${String(f.type)}`));
+      b.onStdout((c) => seen.push(`other:${c.toString()}`));
+      const ended = Promise.all([a, b].map((h) => new Promise<void>((resolve) => h.onExit(() => resolve()))));
+      assert.ok(b.send({ type: "go" }).ok);
+      assert.ok(a.send({ type: "go" }).ok);
+      block(300);
+      await ended;
+      assert.deepEqual(seen, ["frame:ready", "other:z"], `round ${i}`);
+    }
+  });
+
   test("a runner whose output is not held (Python's) gets its stdout, stderr and frames as read", async () => {
     const { order } = await observe(await start(sequence(["out\n", { stderr: "err\n" }, { type: "ready" }]), false));
     assert.deepEqual(order.toSorted(), ["frame:ready", "stderr:err\n", "stdout:out\n"]);
