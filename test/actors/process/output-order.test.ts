@@ -84,10 +84,10 @@ const FRAME = [
   "  head.writeUInt32BE(body.length); fs.writeSync(3, Buffer.concat([head, body])); };",
 ];
 
-/** A runner that acts on the host's frames as they come: `steps` run on each read of fd 3, with `heard` the text
- * of every frame the host has sent so far (`frame(f)` in scope). For tests whose host blocks its own loop between
- * steps, to place reads in polls. */
-function conversing(name: string, steps: string[]): string {
+/** A runner that acts on the host's frames as they come: `steps[type]` runs once, when a frame of that type from the
+ * host has been read whole (`frame(f)` in scope). For tests whose host blocks its own loop between steps, to place
+ * reads in polls. */
+function conversing(name: string, steps: Record<string, string>): string {
   const path = join(cwd, `${name}-${Math.random().toString(36).slice(2)}.cjs`);
   writeFileSync(
     path,
@@ -95,9 +95,13 @@ function conversing(name: string, steps: string[]): string {
       "const fs = require('node:fs');",
       ...FRAME,
       "let heard = '';",
+      "const ran = new Set();",
       "new (require('node:net').Socket)({ fd: 3 }).on('data', (c) => {",
       "  heard += c.toString();",
-      ...steps,
+      ...Object.entries(steps).map(
+        ([type, code]) =>
+          `  if (heard.includes('"type":"${type}"') && !ran.has('${type}')) { ran.add('${type}'); ${code} }`,
+      ),
       "});",
     ].join("\n"),
   );
@@ -292,11 +296,11 @@ describe("what the wrapper passes on besides ordered output", () => {
     // The host's listeners block its loop at two points, so that the last stdout and the pipes' ends are read in one
     // poll, then the last frame and the exit in the next: that frame is still queued in the wrapper (output read
     // before it waits there one more turn) when the exit is reported, and is decoded then.
-    const path = conversing("closing", [
-      "  if (heard.includes('go') && !heard.includes('more')) { fs.writeSync(1, 'a'); frame({ type: 'ready' }); }",
-      "  if (heard.includes('more') && !heard.includes('end')) { fs.writeSync(1, 'b'); fs.closeSync(1); fs.closeSync(2); }",
-      "  if (heard.includes('end')) { frame({ type: 'done', id: 'r', out: [2, 0] }); process.exit(0); }",
-    ]);
+    const path = conversing("closing", {
+      go: "fs.writeSync(1, 'a'); frame({ type: 'ready' });",
+      more: "fs.writeSync(1, 'b'); fs.closeSync(1); fs.closeSync(2);",
+      end: "frame({ type: 'done', id: 'r', out: [2, 0] }); process.exit(0);",
+    });
     for (let i = 0; i < 3; i++) {
       const h = await start(path, true, false);
       let told = 0;
@@ -323,16 +327,16 @@ describe("what the wrapper passes on besides ordered output", () => {
     // before stdout and stderr are: the runner meanwhile writes output, a frame, more output. The stdout read later
     // in that poll holds bytes from both sides of a frame read only in the next poll; two reads (stdout, stderr) ask
     // for a settle in that poll, and one settle must still leave their output waiting one more poll.
-    const path = conversing("midpoll", [
-      "  if (heard.includes('go') && !heard.includes('more')) { frame({ type: 'ready' }); fs.writeSync(1, 'x'); fs.writeSync(2, 'y'); }",
-      "  if (heard.includes('more')) {",
-      "    fs.writeSync(1, 'ab\\n');",
-      "    frame({ type: 'display', id: 'r', out: [4, 1] });",
-      "    fs.writeSync(1, 'cd\\n');",
-      "    frame({ type: 'done', id: 'r', out: [7, 1] });",
-      "    setTimeout(() => process.exit(0), 100);",
-      "  }",
-    ]);
+    const path = conversing("midpoll", {
+      go: "frame({ type: 'ready' }); fs.writeSync(1, 'x'); fs.writeSync(2, 'y');",
+      more: [
+        "fs.writeSync(1, 'ab\\n');",
+        "frame({ type: 'display', id: 'r', out: [4, 1] });",
+        "fs.writeSync(1, 'cd\\n');",
+        "frame({ type: 'done', id: 'r', out: [7, 1] });",
+        "setTimeout(() => process.exit(0), 100);",
+      ].join(" "),
+    });
     for (let i = 0; i < 3; i++) {
       const h = await start(path, true, false);
       h.onFrame((f) => {
@@ -358,13 +362,12 @@ describe("what the wrapper passes on besides ordered output", () => {
     // reads them in that order. Should either runner be late past the block, the frame is read a poll earlier still.
     for (let i = 0; i < 3; i++) {
       const flag = join(cwd, `written-${Math.random().toString(36).slice(2)}`);
-      const quiet = conversing("quiet", [
-        `  frame({ type: 'ready' }); fs.writeFileSync(${JSON.stringify(flag)}, ''); setTimeout(() => process.exit(0), 500);`,
-      ]);
-      const other = conversing("other", [
-        `  const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(flag)})) { clearInterval(t); fs.writeSync(1, 'z'); } }, 5);`,
-        "  setTimeout(() => process.exit(0), 500);",
-      ]);
+      const quiet = conversing("quiet", {
+        go: `frame({ type: 'ready' }); fs.writeFileSync(${JSON.stringify(flag)}, ''); setTimeout(() => process.exit(0), 500);`,
+      });
+      const other = conversing("other", {
+        go: `const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(flag)})) { clearInterval(t); fs.writeSync(1, 'z'); } }, 5); setTimeout(() => process.exit(0), 500);`,
+      });
       const [a, b] = [await start(quiet, true, false), await start(other, false, false)];
       const seen: string[] = [];
       a.onFrame((f) => seen.push(`frame:${String(f.type)}`));
