@@ -295,7 +295,8 @@ describe("what the wrapper passes on besides ordered output", () => {
   test("a frame read in the same poll as the exit, after both pipes closed, still goes out", async () => {
     // The host's listeners block its loop at two points, so that the last stdout and the pipes' ends are read in one
     // poll, then the last frame and the exit in the next: that frame is still queued in the wrapper (output read
-    // before it waits there one more turn) when the exit is reported, and is decoded then.
+    // before it waits there one more turn) when the exit is reported, and is decoded then. (A runner starved past
+    // the blocks places it otherwise: the order is the same.)
     const path = conversing("closing", {
       go: "fs.writeSync(1, 'a'); frame({ type: 'ready' });",
       more: "fs.writeSync(1, 'b'); fs.closeSync(1); fs.closeSync(2);",
@@ -303,14 +304,16 @@ describe("what the wrapper passes on besides ordered output", () => {
     });
     for (let i = 0; i < 3; i++) {
       const h = await start(path, true, false);
-      let told = 0;
+      let [asked, told] = [false, false];
       h.onFrame((f) => {
         if (f.type !== "ready") return;
+        asked = true;
         assert.ok(h.send({ type: "more" }).ok);
         block(200);
       });
       h.onStdout(() => {
-        if (told++) return;
+        if (!asked || told) return;
+        told = true;
         assert.ok(h.send({ type: "end" }).ok);
         block(200);
       });
@@ -318,7 +321,8 @@ describe("what the wrapper passes on besides ordered output", () => {
       assert.ok(h.send({ type: "go" }).ok);
       block(200);
       const { order } = await seen;
-      assert.equal(order.join("").replace(/stdout:/g, ""), "frame:readyabframe:done", `round ${i}`);
+      const text = order.join("").replace(/stdout:/g, "");
+      assert.ok(/^(frame:readya|aframe:ready)bframe:done$/.test(text), `round ${i}: ${text}`);
     }
   });
 
