@@ -8,7 +8,7 @@ import { SupervisorHost, type RunRequestInput, type RunCallbacks } from "../../.
 import type { RunTools } from "../../../actors/calls/dispatch.ts";
 import { fail, ok } from "../../../lib/result.ts";
 import { sandboxOperations } from "../../../actors/process/sandbox.ts";
-import { JS_RUNNER_PATH, RUNNER_PATH } from "../../../actors/runner/kinds.ts";
+import { JS_RUNNER_PATH, RUNNER_PATH, jsKind } from "../../../actors/runner/kinds.ts";
 import type { ProcessOperations } from "../../../actors/process/operations.ts";
 import { dirname } from "node:path";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
@@ -65,6 +65,14 @@ describe("a JavaScript session", () => {
     const info = host.sessions().find((s) => s.name === "js");
     assert.equal(info?.language, "js");
     assert.equal(info?.pythonVersion, process.versions.node);
+  });
+
+  test("the version reported is the one the runner's ready frame names, and none when it names none", () => {
+    // The runner runs under the host's own Node, so through a session the frame's version and the fallback (the
+    // host's) are the same text: the kind is asked directly.
+    const kind = jsKind({ env: () => ({}) });
+    assert.equal(kind.version({ type: "ready", node: "99.1.0" }), "99.1.0");
+    assert.equal(kind.version({ type: "ready", python: "3.12.0" }), undefined);
   });
 
   test("every run's output and value arrive before its outcome", async () => {
