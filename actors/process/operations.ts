@@ -97,9 +97,9 @@ export interface RemoteSide {
   mapCwd(cwd: string): string | undefined;
 }
 
-/** After the runner exits, output still in flight is read until EOF, but a descendant that keeps the pipes open
- * cannot hold the result back longer than this. */
-const DRAIN_AFTER_EXIT_MS = 500;
+/** After the runner exits, output and frames still in flight are read until EOF, but a descendant that keeps the
+ * pipes open cannot hold the result back longer than this. */
+export const DRAIN_AFTER_EXIT_MS = 500;
 
 export const localOperations: ProcessOperations = {
   backend: { kind: "local", label: "local" },
@@ -289,7 +289,10 @@ function wrap(
 
   let exit: RunnerExit | undefined;
   let reported = false;
-  let open = 2;
+  /** stdout, stderr and the control channel, until each closed. The exit can be known before the frames the runner
+   * wrote ahead of it are read (the fork server's `exited` frame, or SIGCHLD, handled in an earlier poll than the
+   * channel): the result waits for the channel's end too, or its `started` and `done` would be lost. */
+  let open = 3;
   const report = () => {
     if (reported || !exit) return;
     reported = true;
@@ -304,6 +307,7 @@ function wrap(
   };
   stdout.once("close", closed);
   stderr.once("close", closed);
+  control.once("close", closed);
   const exited = (how: RunnerExit) => {
     exit = how;
     // Whatever the runner left behind goes with it. The result goes first when its output is complete; else the
@@ -313,11 +317,17 @@ function wrap(
       return void stopTracked(pid, SHUTDOWN.runner(killMs));
     }
     void stopTracked(pid, SHUTDOWN.runner(killMs));
-    setTimeout(() => {
-      stdout.destroy();
-      stderr.destroy();
-      report();
-    }, DRAIN_AFTER_EXIT_MS).unref();
+    // A loop that stalled past the window runs this timer before the poll that reads what arrived meanwhile (frames
+    // written before the exit among it): one poll first, then what is still open goes.
+    setTimeout(
+      () =>
+        setImmediate(() => {
+          stdout.destroy();
+          stderr.destroy();
+          report();
+        }),
+      DRAIN_AFTER_EXIT_MS,
+    ).unref();
   };
   onceExit(exited);
 
