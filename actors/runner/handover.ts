@@ -24,15 +24,31 @@ function slot(spareId: string) {
   return s;
 }
 
+/** How long an offer waits for the run that claimed it (normally milliseconds: the run takes it as it starts). */
+export const CLAIM_WINDOW_MS = 5000;
+
+/** Offers nobody took within the window, newest last: a run that comes for one later gets nothing and starts a
+ * process of its own, where it used to wait for an offer that had been dropped, until its deadline. */
+const expired = new Set<string>();
+const EXPIRED_KEPT = 256;
+
 /** The spare's side: its process (or `undefined` when there is none to give). Settles once. */
-export function offer(spareId: string, handover: Handover | undefined): void {
-  slot(spareId).resolve(handover);
-  // Whoever takes it has it; an untaken offer is dropped once taken or after the claim window.
-  setTimeout(() => waiting.delete(spareId), 5000).unref();
+export function offer(spareId: string, handover: Handover | undefined, windowMs = CLAIM_WINDOW_MS): void {
+  const s = slot(spareId);
+  s.resolve(handover);
+  setTimeout(() => {
+    if (waiting.get(spareId) !== s) return; // taken
+    waiting.delete(spareId);
+    expired.add(spareId);
+    if (expired.size > EXPIRED_KEPT) expired.delete(expired.values().next().value!);
+    // Nobody came for the process (its run ended first, or is too slow to matter): it must not outlive its claim.
+    handover?.handle.signalGroup("SIGKILL");
+  }, windowMs).unref();
 }
 
-/** The run's side: waits for the spare's offer. */
+/** The run's side: waits for the spare's offer (nothing, when the offer expired before it came). */
 export function take(spareId: string): Promise<Handover | undefined> {
+  if (expired.delete(spareId)) return Promise.resolve(undefined);
   const s = slot(spareId);
   return s.promise.then((h) => {
     waiting.delete(spareId);
