@@ -10,7 +10,12 @@ export interface Handover {
 
 const waiting = new Map<
   string,
-  { promise: Promise<Handover | undefined>; resolve: (h: Handover | undefined) => void }
+  {
+    promise: Promise<Handover | undefined>;
+    resolve: (h: Handover | undefined) => void;
+    /** The claim window's timer: cleared when the offer is taken, so a taken handle is not held for the window. */
+    timer?: NodeJS.Timeout;
+  }
 >();
 
 function slot(spareId: string) {
@@ -36,7 +41,7 @@ const EXPIRED_KEPT = 256;
 export function offer(spareId: string, handover: Handover | undefined, windowMs = CLAIM_WINDOW_MS): void {
   const s = slot(spareId);
   s.resolve(handover);
-  setTimeout(() => {
+  s.timer = setTimeout(() => {
     if (waiting.get(spareId) !== s) return; // taken
     waiting.delete(spareId);
     expired.add(spareId);
@@ -51,6 +56,7 @@ export function take(spareId: string): Promise<Handover | undefined> {
   if (expired.delete(spareId)) return Promise.resolve(undefined);
   const s = slot(spareId);
   return s.promise.then((h) => {
+    clearTimeout(s.timer);
     waiting.delete(spareId);
     return h;
   });
