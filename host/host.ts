@@ -162,25 +162,23 @@ export class SupervisorHost {
   run(request: RunRequestInput, callbacks: RunCallbacks = {}): Promise<RunResult> {
     const runId = nanoid(12);
     const requestedAt = this.now();
-    if (this.closed) {
+    // Refused at the door: nothing starts, and the result says why.
+    const refuse = (message: string, extra?: Parameters<typeof refusal>[2]): Promise<RunResult> => {
       const ref = { runId, at: requestedAt, ...(request.session !== undefined ? { session: request.session } : {}) };
+      return Promise.resolve({ outcome: refusal(ref, message, extra), ...new RunOutput().collect() });
+    };
+    if (this.closed) {
       const incarnation = request.session !== undefined ? this.sessionTable()[request.session]?.incarnation : undefined;
-      const outcome = refusal(ref, "The code_execution supervisor has shut down.", incarnation ? { incarnation } : {});
-      return Promise.resolve({ outcome, ...new RunOutput().collect() });
+      return refuse("The code_execution supervisor has shut down.", incarnation ? { incarnation } : {});
     }
     if (request.chdir && this.ops.mapCwd && this.ops.mapCwd(request.chdir) === undefined) {
-      const ref = { runId, at: requestedAt, ...(request.session !== undefined ? { session: request.session } : {}) };
       const message =
         `${request.chdir} is outside Pi's working directory: no directory on the ${this.ops.backend.label} backend ` +
         "maps to it (remote.cwd maps Pi's working directory and its subfolders); nothing was run.";
-      const outcome = refusal(ref, message, { hints: [backendHint("remote_cwd")] });
-      return Promise.resolve({ outcome, ...new RunOutput().collect() });
+      return refuse(message, { hints: [backendHint("remote_cwd")] });
     }
-    if (request.batch?.length && (request.session === undefined || request.language === "js")) {
-      const ref = { runId, at: requestedAt, ...(request.session !== undefined ? { session: request.session } : {}) };
-      const outcome = refusal(ref, "A batch of cells runs only in a Python session; nothing was run.");
-      return Promise.resolve({ outcome, ...new RunOutput().collect() });
-    }
+    if (request.batch?.length && (request.session === undefined || request.language === "js"))
+      return refuse("A batch of cells runs only in a Python session; nothing was run.");
     const output = new RunOutput();
     if (callbacks.onOutput) output.onWrite(() => callbacks.onOutput!(output));
     const { tools, signal } = callbacks;

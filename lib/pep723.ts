@@ -15,9 +15,14 @@ export interface ScriptMetadata {
 // The specification's regular expression (https://peps.python.org/pep-0723/#specification), on LF text.
 const BLOCK = /^# \/\/\/ ([a-zA-Z0-9-]+)$\n((?:^#(?:| .*)$\n)+)^# \/\/\/$/gm;
 
+/** Whether the code has what preparation reads as a PEP 723 block (valid or not): code without it needs none. */
+export function mentionsScriptBlock(code: string): boolean {
+  return code.includes("# /// script");
+}
+
 /** The script's metadata, undefined without a `script` block, or why the block is invalid. */
 export function parseScriptMetadata(code: string): Result<ScriptMetadata | undefined> {
-  if (!code.includes("# /// script")) return ok(undefined);
+  if (!mentionsScriptBlock(code)) return ok(undefined);
   const text = code.replace(/\r\n?/g, "\n");
   const blocks = [...text.matchAll(BLOCK)].filter((m) => m[1] === "script");
   if (blocks.length === 0) {

@@ -111,15 +111,18 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     // A run started while the process is up sends its command at once; the first run waits for `runner.ready`.
     ...(context.runner ? { runner: context.runner } : {}),
     // A batch's later cells are named as the runs they stand for would be (cell-6.py, cell-7.py after cell-5.py).
-    ...(e.batch?.length && context.language !== "js"
-      ? { batch: e.batch.map((code, k) => ({ code, filename: `cell-${context.runCount + 2 + k}.py` })) }
+    ...(batchOf(context, e).length
+      ? { batch: batchOf(context, e).map((code, k) => ({ code, filename: `cell-${context.runCount + 2 + k}.py` })) }
       : {}),
   };
 }
 
-/** The runs a request stands for in the session's count: one, and one per further cell of a Python batch. */
-const runsOf = (context: SessionContext, e: RunStartEvent) =>
-  1 + (context.language === "js" ? 0 : (e.batch?.length ?? 0));
+/** A request's further cells: a Python session's only (the host refuses others). */
+const batchOf = (context: SessionContext, e: RunStartEvent): readonly string[] =>
+  context.language === "js" ? [] : (e.batch ?? []);
+
+/** The runs a request stands for in the session's count: one, and one per further cell of its batch. */
+const runsOf = (context: SessionContext, e: RunStartEvent) => 1 + batchOf(context, e).length;
 
 const releaseAndReport = ["reportRun", "releaseRun"] as const;
 

@@ -23,6 +23,7 @@ import { DisplayCollector } from "../shared/display/collector.ts";
 import { pythonRenderers } from "../shared/notebook/render.ts";
 import { throttled } from "../shared/notebook/updates.ts";
 import type { CellEnd } from "../../machines/notebook-call.ts";
+import { mentionsScriptBlock } from "../../lib/pep723.ts";
 
 export const DEFAULT_PYTHON_TIMEOUT_S = 120;
 
@@ -143,7 +144,7 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
             continued: (index: number, end: CellEnd) => void,
           ): Promise<CellEnd & { index: number }> => {
             let last = first;
-            while (last + 1 < params.cells.length && !PEP723.test(params.cells[last + 1].code)) last += 1;
+            while (last + 1 < params.cells.length && !mentionsScriptBlock(params.cells[last + 1].code)) last += 1;
             let current = first;
             let from: OutputMark | undefined;
             const fill = (
@@ -272,9 +273,6 @@ function isDirectory(path: string): boolean {
 
 /** Details keep at most this many characters of each channel per cell (head and tail). */
 const DETAIL_CHARS = 256 * 1024;
-
-/** A PEP 723 block's opening line (`# /// script`). */
-const PEP723 = /^# \/\/\/ script\s*$/m;
 
 function bounded(text: string): string {
   if (text.length <= DETAIL_CHARS) return text;
