@@ -218,6 +218,8 @@ def _read_frame():
             _pi_tools.deliver(msg)
     elif kind == "signal":
         _signal_frame(msg.get("signal"))
+    elif kind == "cell.ack":
+        _cell_ack(msg.get("id"))
     elif kind == "shutdown":
         os._exit(0)
     else:
@@ -261,6 +263,30 @@ def _reader():
                     pass
     except BaseException:
         _fatal("runner reader failed:\n" + _format_own_exc())
+
+
+# A batch's next cell starts once the host has taken the `cell` frame before it (`cell.ack`): its first output could
+# otherwise reach the host in the same read as that frame and be handled first, crediting it to the cell before.
+_have_ack = _thread.allocate_lock()  # released by the reader on an ack; taken back by the main thread waiting for one
+_have_ack.acquire()
+_acked = (None, 0)  # the run whose `cell` frames the host acknowledged last, and how many (the reader's to write)
+
+
+def _cell_ack(run_id):
+    """Reader thread: the host took one of `run_id`'s `cell` frames."""
+    global _acked
+    last, n = _acked
+    _acked = (run_id, n + 1 if last == run_id else 1)
+    try:
+        _have_ack.release()
+    except RuntimeError:  # already released: the main thread has not looked yet
+        pass
+
+
+def _await_ack(run_id, n):
+    """Main thread, in the next cell's interruptible phase: wait until the host took the run's n-th `cell` frame."""
+    while _acked[0] != run_id or _acked[1] < n:
+        _have_ack.acquire()
 
 
 def _signal_frame(name):
@@ -475,15 +501,16 @@ def _new_main():
 
 # ---------------------------------------------------------------------------------------------------- runs
 class _Run:
-    __slots__ = ("id", "code", "filename", "g", "stage", "started", "displayed", "as_value", "value", "errors")
+    __slots__ = ("id", "code", "filename", "g", "stage", "started", "cell", "displayed", "as_value", "value", "errors")
 
-    def __init__(self, msg, g, code, filename, started=False):
+    def __init__(self, msg, g, code, filename, cell=0):
         self.id = msg["id"]
         self.code = code
         self.filename = filename
         self.g = g
         self.stage = None  # "compile" -> "user" (exceptions from there on are the user's)
-        self.started = started  # a batch's later cells: the run has started already
+        self.started = cell > 0  # a batch's later cells: the run has started already
+        self.cell = cell  # its place in the batch (0: the run's code), so the `cell` frames acknowledged before it
         self.displayed = False
         # `result: "value"` (notebook cells): the trailing value's repr and the error's text go back in `done`
         # instead of being printed.
@@ -521,6 +548,8 @@ def _interruptible(fn, *args):
 
 
 def _user_phase(r):
+    if r.cell:
+        _await_ack(r.id, r.cell)
     if not r.started:  # a batch's first cell only: the run's start and its set-up are the run's, once
         _write_frame(('{"type":"started","id":%s}' % _jstr(r.id)).encode("ascii"), True)  # _send's, without a dict
         r.started = True
@@ -1027,7 +1056,7 @@ def _execute(msg, g):
     r = _Run(msg, g, msg["code"], msg["filename"])
     for i in range(len(cells) + 1):
         if i:
-            r = _Run(msg, g, cells[i - 1]["code"], cells[i - 1]["filename"], True)
+            r = _Run(msg, g, cells[i - 1]["code"], cells[i - 1]["filename"], i)
         error, code, more = _execute_cell(r, g, i == len(cells))
         if i == len(cells) or error is not None or _batch_stop:
             break

@@ -234,6 +234,8 @@ export function createRunnerLogic(deps: RunnerDeps) {
           case "cell": {
             // A batch's cell ended (not its last): the output before it is that cell's (the runner drained first).
             if (frame.id === startedRun && startedRun) deps.shown?.(startedRun, cellOf(frame));
+            // The next cell starts on this ack, so none of its output can be handled before the frame above.
+            p.send({ type: "cell.ack", id: frame.id });
             return;
           }
           case "display": {

@@ -114,6 +114,9 @@ export class RunnerDriver {
   private readonly waiters: Waiter[] = [];
   private controlClosed = false;
   private runCount = 0;
+  /** Whether a batch's `cell` frames are acknowledged as they come, as the host does (docs/protocol.md). */
+  private ackCells = true;
+  private readonly heldAcks: string[] = [];
 
   private constructor(opts: StartOptions) {
     const mode = opts.mode ?? "session";
@@ -178,6 +181,10 @@ export class RunnerDriver {
 
   private deliver(f: Frame): void {
     this.frames.push(f);
+    if (f.type === "cell") {
+      if (this.ackCells) this.send({ type: "cell.ack", id: f.id });
+      else this.heldAcks.push(String(f.id));
+    }
     const i = this.waiters.findIndex((w) => w.match(f));
     if (i >= 0) {
       const [w] = this.waiters.splice(i, 1);
@@ -194,6 +201,17 @@ export class RunnerDriver {
 
   private rejectAll(e: Error): void {
     for (const w of this.waiters.splice(0)) w.reject(e);
+  }
+
+  /** Holds back the `cell.ack` of the `cell` frames that come from now on, until `releaseCellAcks`. */
+  holdCellAcks(): void {
+    this.ackCells = false;
+  }
+
+  /** Sends the held `cell.ack`s and acknowledges later `cell` frames at once again. */
+  releaseCellAcks(): void {
+    this.ackCells = true;
+    for (const id of this.heldAcks.splice(0)) this.send({ type: "cell.ack", id });
   }
 
   /** The first not yet claimed frame that matches (by type or predicate), waiting for it if needed. */

@@ -90,6 +90,26 @@ describe("a batch run", () => {
     assert.equal((await host.run(request("after", []))).value, "False");
   });
 
+  test("a cell's first output is never credited to the cell before, even when the host reads both at once", async () => {
+    // The race: a cell's output reaching the host in the same read as the `cell` frame before it, and handled first.
+    // The host's thread is kept busy in 3 ms spans, so the runner's frame and the next cell's output wait together.
+    const busy = setInterval(() => {
+      const until = performance.now() + 3;
+      while (performance.now() < until);
+    }, 1);
+    try {
+      const cells = Array.from({ length: 150 }, (_, i) => `print(${i + 1})`);
+      const r = await host.run(request("print(0)", cells, { session: "race", timeoutMs: 60_000 }));
+      assert.equal(r.outcome.status, "success");
+      const wrong = r.cells!.flatMap((c, i) =>
+        c.stdout === `${i}\n` ? [] : [`cell ${i}: ${JSON.stringify(c.stdout)}`],
+      );
+      assert.deepEqual(wrong, []);
+    } finally {
+      clearInterval(busy);
+    }
+  });
+
   test("a batch is refused without a session or in a JavaScript session: nothing runs", async () => {
     const fresh = await host.run(request("open('ran', 'w')", ["1"], { session: undefined }));
     const js = await host.run(request("1", ["2"], { session: "js", language: "js" }));

@@ -97,6 +97,37 @@ describe("a batch of cells in one run", () => {
     assert.equal((await d.run("after", { extra: { result: "value" } })).done.value, "False");
   });
 
+  it("the next cell starts only once the host acknowledged the cell frame before it (cell.ack)", async () => {
+    const d = await start();
+    d.holdCellAcks();
+    const mark = d.startRun("print('one')", { extra: { batch: cells("print('two')") } });
+    await d.waitFrame((f) => f.type === "cell" && f.id === mark.id);
+    await sleep(200);
+    assert.equal(d.stdoutText().slice(mark.out), "one\n");
+    assert.equal(d.frames.filter((f) => f.type === "done" && f.id === mark.id).length, 0);
+    d.releaseCellAcks();
+    await d.waitFrame((f) => f.type === "done" && f.id === mark.id);
+    assert.equal(d.stdoutText().slice(mark.out), "one\ntwo\n");
+  });
+
+  it("an interrupt while the next cell waits for its ack ends that cell as interrupted, before it runs", async () => {
+    const d = await start();
+    d.holdCellAcks();
+    const mark = d.startRun("ran = []", { extra: { result: "value", batch: cells("ran.append(2)", "ran.append(3)") } });
+    await d.waitFrame((f) => f.type === "cell" && f.id === mark.id);
+    await sleep(100);
+    d.send({ type: "signal", signal: "SIGINT" });
+    const done = await d.waitFrame((f) => f.type === "done" && f.id === mark.id);
+    assert.deepEqual([done.error, done.exitCode], ["interrupt", 130]);
+    assert.match(String(done.exception), /KeyboardInterrupt/);
+    // The late ack is of a run that ended: the next batch still waits for its own.
+    d.releaseCellAcks();
+    assert.equal((await d.run("ran", { extra: { result: "value" } })).done.value, "[]");
+    const next = d.startRun("ran.append(4)", { extra: { result: "value", batch: cells("ran.append(5)") } });
+    await ends(d, next.id);
+    assert.equal((await d.run("ran", { extra: { result: "value" } })).done.value, "[4, 5]");
+  });
+
   it("the control: without an interrupt the same cells all run", async () => {
     const d = await start();
     const quick = "import time\ntry:\n    time.sleep(0.01)\nexcept KeyboardInterrupt:\n    print('caught')";
