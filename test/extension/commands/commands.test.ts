@@ -96,7 +96,9 @@ describe("/code-status names every path it uses", () => {
 describe("sessions: footer status, /code-status, /code-restart, /code-sessions, the /tree widget", () => {
   test("the footer counts live sessions and says which is busy", async () => {
     await pi.callTools([
-      { code: "x = 1", session: "alpha" },
+      // Each run outlasts the footer's put-off redraw (lib/after-results.ts), so its `busy` shows on a loaded machine
+      // too: a run quicker than that may go from started to ended in one redraw.
+      { code: "import time\ntime.sleep(0.3)\nx = 1", session: "alpha" },
       { code: "import time\ntime.sleep(0.3)\ny = 2", session: "beta" },
     ]);
     // Each runtime is named by its language and surface (a JavaScript runtime is never counted as Python).
