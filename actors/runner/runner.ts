@@ -232,10 +232,11 @@ export function createRunnerLogic(deps: RunnerDeps) {
             return;
           }
           case "cell": {
+            // The next cell starts on this ack. Sent first: none of the next cell's output can be handled before
+            // this handler returns, and the runner goes on while the host does its work for the cell that ended.
+            p.send({ type: "cell.ack", id: frame.id });
             // A batch's cell ended (not its last): the output before it is that cell's (the runner drained first).
             if (frame.id === startedRun && startedRun) deps.shown?.(startedRun, cellOf(frame));
-            // The next cell starts on this ack, so none of its output can be handled before the frame above.
-            p.send({ type: "cell.ack", id: frame.id });
             return;
           }
           case "display": {
