@@ -29,6 +29,11 @@ function slot(spareId: string) {
   return s;
 }
 
+/** An offer's key: the spare's actor id (`spare:<n>`) within its host. Actor ids repeat across hosts, and two hosts
+ * in one process (two Pi sessions of an SDK user, a bench's harnesses) must never take each other's process: one
+ * host's runner may be on another backend (the host, a sandbox, a remote) than the other's. */
+export const handoverKey = (hostId: string, spareId: string): string => `${hostId}/${spareId}`;
+
 /** How long an offer waits for the run that claimed it (normally milliseconds: the run takes it as it starts). */
 export const CLAIM_WINDOW_MS = 5000;
 

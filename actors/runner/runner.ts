@@ -14,7 +14,7 @@ import { sendToolResult, toolFrameFact } from "./call-frames.ts";
 import type { ModuleWatch } from "./module-watch.ts";
 import { ok } from "../../lib/result.ts";
 import { runnerLifecycle } from "../../machines/runner-process.ts";
-import { offer, take, type Handover } from "./handover.ts";
+import { handoverKey, offer, take, type Handover } from "./handover.ts";
 import { cellOf, displayOf, doneShown, type RunShown } from "./display-frames.ts";
 import { backendHint } from "../process/backend-hints.ts";
 import type { ResourceLimits } from "../../lib/setting-types.ts";
@@ -92,9 +92,9 @@ export function createRunnerLogic(deps: RunnerDeps) {
           killAdopted: () => proc!.signalGroup("SIGKILL"),
           handOver: () => {
             proc!.detach();
-            offer(input.owner, { handle: proc!, ready: readyInfo! });
+            offer(handoverKey(deps.hostId, input.owner), { handle: proc!, ready: readyInfo! });
           },
-          offerNoProcess: () => offer(input.owner, undefined),
+          offerNoProcess: () => offer(handoverKey(deps.hostId, input.owner), undefined),
         },
       }),
       { input: { spare } },
@@ -140,7 +140,7 @@ export function createRunnerLogic(deps: RunnerDeps) {
         if (!life.getSnapshot().matches("spawning")) return life.send({ type: "spawn.cancelled" });
       }
       // A claimed spare's process, already started and ready; if it has none to give, start one.
-      const adopted = input.adopt ? await take(input.adopt) : undefined;
+      const adopted = input.adopt ? await take(handoverKey(deps.hostId, input.adopt)) : undefined;
       const started = adopted
         ? ok(adopted.handle)
         : await deps.ops.start({ ...launched!.spec, cwd: input.cwd, killMs: deps.killMs, host: deps.hostId });

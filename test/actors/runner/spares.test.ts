@@ -150,4 +150,29 @@ describe("spare runners", () => {
     await h.shutdown();
     assert.ok(await waitUntil(() => !pidAlive(pgid)), "shutdown stopped the spare");
   });
+
+  test("two hosts in one process never take each other's spare (their spares have the same ids)", async () => {
+    // Each host's spares are numbered from 1; a run hands over `spare:<n>` of its own host only. The hosts differ in
+    // the environment their runners start with, so a run on another host's process would print the other mark.
+    const hosts = ["a", "b"].map(
+      (mark) => new SupervisorHost({ env: () => ({ ...process.env, PCS_SPARE_MARK: mark }) }),
+    );
+    try {
+      const code = "import os\nprint(os.environ.get('PCS_SPARE_MARK'))";
+      const seen: string[][] = [[], []];
+      for (let round = 0; round < 12; round++) {
+        const outs = await Promise.all(hosts.map((h) => h.run({ code, cwd, timeoutMs: 10_000 })));
+        outs.forEach((r, i) => seen[i].push(r.stdout.trim()));
+        await Promise.all(hosts.map((h) => readySpare(h)));
+      }
+      assert.deepEqual(seen, [Array(12).fill("a"), Array(12).fill("b")]);
+      const ids = hosts.map((h) => spareIds(h));
+      assert.ok(
+        ids[0].some((id) => ids[1].includes(id)),
+        `the hosts' spares share ids: ${JSON.stringify(ids)}`,
+      );
+    } finally {
+      await Promise.all(hosts.map((h) => h.shutdown()));
+    }
+  });
 });
