@@ -121,6 +121,8 @@ describe("an answer re-checked at the door (InterpreterResolver.resolvedNow)", (
     assert.ok(resolver.resolvedNow(cwd) !== "pending");
     rmSync(venv);
     writeFileSync(venv, "not an interpreter");
+    // Past the bound again: the check just above renewed the answer, and within cacheMs it is kept unchecked.
+    await new Promise((r) => setTimeout(r, 5));
     assert.equal(resolver.resolvedNow(cwd), "pending", "no longer executable");
   });
 });
