@@ -6,7 +6,7 @@
 // that comes and goes with it moved the heap by up to 200 bytes a run either way with them on, and they hold no
 // object of ours. So measured, a run of any kind leaves 0 to 30 bytes (fresh runs up to 90 in one window of 160:
 // fork servers start and end in steps of 32 runs), and a window's figure is the heap's growth over its runs divided
-// by their number. Before XState's transition cache was bounded (machines/actor-event-candidates.ts), every kind
+// by their number, each boundary measured once the host is idle (heap-per-run.ts `idleHeap`). Before XState's transition cache was bounded (machines/actor-event-candidates.ts), every kind
 // left 280 to 900 bytes a run in every window.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
