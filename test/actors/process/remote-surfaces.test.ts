@@ -82,6 +82,31 @@ describe("remote over a loopback sshd, remote.cwd apart from Pi's directory", ()
     assert.doesNotMatch(textOf(outside!), /^ran/m);
   });
 
+  test("a python call's cells run as one batch over the relay, each with its own output and value", async () => {
+    // The runner starts each next cell on the host's `cell.ack`, which crosses the relay like any control frame.
+    const [r] = await callAs(pi, [
+      [
+        "python",
+        {
+          cells: [
+            { code: "n = 1\nprint('one')" },
+            { code: "n += 1\nprint('two')\nn" },
+            { code: "print('three')\nn * 10" },
+          ],
+        },
+      ],
+    ]);
+    assert.equal(r!.isError, false, textOf(r!));
+    assert.deepEqual(
+      r!.details.cells.map((c: any) => [c.status, c.stdout, c.value]),
+      [
+        ["ok", "one\n", undefined],
+        ["ok", "two\n", "2"],
+        ["ok", "three\n", "20"],
+      ],
+    );
+  });
+
   test("interpreters: the planted .venv is not used, selections are probed on the remote side only", async () => {
     const [r] = await pi.callTools([{ code: "import sys\nsys.executable" }]);
     assert.match(textOf(r!), /python3/);
