@@ -706,11 +706,26 @@ for (const backend of opts.backends) {
 }
 
 const samples: Sample[] = [];
+/** Per sample, the live descendants by kind (their command line's first words), to say what grew. */
+const kindsAt: Map<string, number>[] = [];
+const processKinds = (): Map<string, number> => {
+  const kinds = new Map<string, number>();
+  for (const pid of descendants()) {
+    const words = cmdline(pid, 400).split(" ").filter(Boolean);
+    const kind = words
+      .slice(0, 3)
+      .map((w) => w.split("/").at(-1))
+      .join(" ");
+    kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+  }
+  return kinds;
+};
 const header = "minute   RSS MiB  heap MiB    fds  sockets  processes  cgroups  steps  wrong";
 console.log(header);
 const record = async (minute: number) => {
   const s = await sample(minute);
   samples.push(s);
+  kindsAt.push(processKinds());
   const steps = drivers.reduce((a, d) => a + d.steps, 0);
   console.log(
     `${s.minute.toFixed(1).padStart(6)} ${s.rssMiB.toFixed(1).padStart(9)} ${s.heapMiB.toFixed(1).padStart(9)} ` +
@@ -771,6 +786,14 @@ console.log(
 );
 for (const l of flat) console.log(`  flat  ${l}`);
 for (const l of grew) console.log(`  GREW  ${l}`);
+if (grew.some((l) => l.startsWith("processes")) && after.length >= 2) {
+  // What the growth is made of: the kinds with more processes in the last sample than at the post-warm-up minimum.
+  const low = after.reduce((a, b) => (b.processes < a.processes ? b : a));
+  const [from, to] = [kindsAt[samples.indexOf(low)], kindsAt.at(-1)!];
+  for (const [kind, n] of to)
+    if (n > (from.get(kind) ?? 0))
+      console.log(`        ${kind}: ${from.get(kind) ?? 0} at minute ${low.minute.toFixed(1)}, ${n} at the end`);
+}
 
 // ---- results
 
