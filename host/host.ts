@@ -179,6 +179,14 @@ export class SupervisorHost {
     }
     if (request.batch?.length && (request.session === undefined || request.language === "js"))
       return refuse("A batch of cells runs only in a Python session; nothing was run.");
+    const timeouts = request.cellTimeoutsMs;
+    if (
+      timeouts &&
+      (timeouts.length !== (request.batch?.length ?? 0) || !timeouts.every((t) => Number.isInteger(t) && t >= 1))
+    )
+      return refuse(
+        "cellTimeoutsMs needs one whole number of milliseconds (1 or more) per batch cell; nothing was run.",
+      );
     const output = new RunOutput();
     if (callbacks.onOutput) output.onWrite(() => callbacks.onOutput!(output));
     const { tools, signal } = callbacks;

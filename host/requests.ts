@@ -78,6 +78,9 @@ export interface RunRequestInput {
    * completed (one round trip for a notebook call's cells; docs/protocol.md "Notebook cells"). The result's `cells`
    * says what each one ran. */
   batch?: string[];
+  /** With `batch`, each further cell's own timeout (eval's per-cell budget): the deadline starts again from it when
+   * that cell starts. Absent: `timeoutMs` bounds the run with its whole batch. */
+  cellTimeoutsMs?: number[];
 }
 
 /** One cell of a batch run: what it wrote and showed, and how it ended. */

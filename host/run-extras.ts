@@ -10,7 +10,9 @@ export function requestFields(request: RunRequestInput): Partial<RunRequest> {
   return {
     ...requestExtras(request),
     ...(request.language === "js" ? { language: "js" as const } : {}),
-    ...(request.batch?.length ? { batch: request.batch } : {}),
+    ...(request.batch?.length
+      ? { batch: request.batch, ...(request.cellTimeoutsMs ? { cellTimeoutsMs: request.cellTimeoutsMs } : {}) }
+      : {}),
   };
 }
 

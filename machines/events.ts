@@ -70,6 +70,10 @@ export interface RunRequest {
   /** The code of further cells this run runs after `code`, each only when the cells before it completed (a Python
    * session's notebook cells in one round trip, docs/protocol.md "Notebook cells"). */
   batch?: string[];
+  /** With `batch`, each further cell's own timeout (`batch[k]`'s at `k`: eval's per-cell budget, oh-my-pi's `timeout`):
+   * when a further cell starts, the deadline starts again from its own timeout. Absent: `timeoutMs` bounds the run
+   * with its whole batch (pi-python's one deadline for the call). */
+  cellTimeoutsMs?: number[];
   // ---- what preparation settles (actors/prepare/); a sender may settle them itself ----
   /** The interpreter's executable (`sys.executable`); a session never mixes interpreters or working directories. */
   python?: string;
@@ -108,6 +112,9 @@ export type RunnerError = null | "syntax" | "exception" | "exit" | "interrupt";
 export type RunnerFact =
   | ({ type: "runner.ready"; at: number } & RunnerInfo)
   | { type: "runner.started"; at: number; runId: string }
+  /** A batch's further cell `cell` (1-based in the run's `batch`) started: the cell before it completed. Told only
+   * for a run whose cells have their own timeouts (`runner.run` `cellStarts`). */
+  | { type: "runner.cell"; at: number; runId: string; cell: number }
   | {
       type: "runner.done";
       at: number;
@@ -142,6 +149,8 @@ export type RunnerCommand =
       result?: "value";
       /** Further cells, each with the file name its tracebacks show. */
       batch?: BatchCell[];
+      /** Tell the run when each further cell starts (`runner.cell`): its cells have their own timeouts. */
+      cellStarts?: true;
     }
   | ToolResultCommand
   | { type: "runner.interrupt"; runId: string }

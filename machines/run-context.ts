@@ -57,6 +57,8 @@ export interface RunInput extends Pick<RunRequest, "backend" | "surface" | "cell
   runner?: RunnerInfo;
   /** Cells run after `code` in this run (RunRequest's `batch`), named as the runs they stand for would be. */
   batch?: BatchCell[];
+  /** Each of `batch`'s own timeout (RunRequest's `cellTimeoutsMs`): the deadline starts again as each one starts. */
+  cellTimeoutsMs?: number[];
 }
 
 export interface RunContext extends RunInput {
@@ -137,7 +139,7 @@ export function runCommand(c: RunContext): RunnerCommand {
     ...(c.calls ? { toolSet: c.calls.toolSet } : {}),
     ...(c.chdir ? { chdir: c.chdir } : {}),
     ...(c.result === "value" ? { result: "value" as const } : {}),
-    ...(c.batch ? { batch: c.batch } : {}),
+    ...(c.batch ? { batch: c.batch, ...(c.cellTimeoutsMs ? { cellStarts: true as const } : {}) } : {}),
   };
 }
 
@@ -156,6 +158,12 @@ export function requestExtras(e: Pick<RunRequest, "surface" | "cell" | "chdir" |
 export function endOf(out: ToolCallOutput): number {
   const started = Date.parse(out.record.startedAt);
   return Number.isFinite(started) ? Math.round(started + out.record.durationMs) : 0;
+}
+
+/** The deadline of a batch's further cell `cell` (1-based), which started at `at`, when it has its own timeout. */
+export function cellDeadline(c: RunContext, cell: number, at: number): number | undefined {
+  const timeoutMs = c.cellTimeoutsMs?.[cell - 1];
+  return timeoutMs === undefined ? undefined : at + timeoutMs;
 }
 
 /** When the last open call ended, a paused work budget resumes: the deadline moves by the time spent waiting. */

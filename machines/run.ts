@@ -11,6 +11,7 @@ import { toolCallMachine } from "./tool-call.ts";
 import * as calls from "./run-calls.ts";
 import {
   abandonedCalls,
+  cellDeadline,
   concernsRun,
   endOf,
   initialContext,
@@ -115,6 +116,16 @@ export const runMachine = setup({
       assertEvent(event, "runner.started");
       return { now: event.at };
     }),
+    /** A batch's further cell started with its own timeout: the deadline starts again from it (a paused work
+     * budget counts its pause from the cell's start). */
+    startCellBudget: assign(({ context, event }) => {
+      assertEvent(event, "runner.cell");
+      return {
+        deadlineAt: cellDeadline(context, event.cell, event.at)!,
+        now: event.at,
+        ...(context.pausedAt !== undefined ? { pausedAt: event.at } : {}),
+      };
+    }),
     markKilled: assign({ killed: true }),
     stopFor: assign((_, reason: StopReason) => ({ stopReason: reason })),
     settleDone: assign(({ context, event }) => {
@@ -211,6 +222,11 @@ export const runMachine = setup({
   },
   guards: {
     isMine: ({ context, event }) => concernsRun(context, event),
+    /** This run's further cell started, and it has a timeout of its own. */
+    cellHasOwnTimeout: ({ context, event }) => {
+      assertEvent(event, "runner.cell");
+      return concernsRun(context, event) && cellDeadline(context, event.cell, event.at) !== undefined;
+    },
     isToolCall: ({ event }) => {
       assertEvent(event, "xstate.done.actor.*");
       return isActor(event.actorId, "tool");
@@ -296,8 +312,13 @@ export const runMachine = setup({
       },
     },
     running: {
-      description: "User code is executing; its nested tool calls start here.",
-      on: userCodeRuns,
+      description:
+        "User code is executing; its nested tool calls start here. A batch's further cell with its own timeout " +
+        "starts the deadline again (the state is re-entered, so its timer restarts).",
+      on: {
+        ...userCodeRuns,
+        "runner.cell": { guard: "cellHasOwnTimeout", target: "running", reenter: true, actions: "startCellBudget" },
+      },
       always: { guard: "budgetPaused", target: "waiting", actions: "pauseBudget" },
       after: { deadline: { target: "stopping", actions: { type: "stopFor", params: "timeout" } } },
     },
@@ -305,7 +326,7 @@ export const runMachine = setup({
       description:
         "A work budget (eval cells): user code awaits a nested tool call or completion(), so the deadline is paused " +
         "until the last open call ends; then it moves by the time spent here.",
-      on: userCodeRuns,
+      on: { ...userCodeRuns, "runner.cell": { guard: "cellHasOwnTimeout", actions: "startCellBudget" } },
       always: { guard: not("budgetPaused"), target: "running", actions: "resumeBudget" },
     },
     stopping: {

@@ -112,7 +112,10 @@ function runInput(context: SessionContext, e: RunStartEvent): RunInput {
     ...(context.runner ? { runner: context.runner } : {}),
     // A batch's later cells are named as the runs they stand for would be (cell-6.py, cell-7.py after cell-5.py).
     ...(batchOf(context, e).length
-      ? { batch: batchOf(context, e).map((code, k) => ({ code, filename: `cell-${context.runCount + 2 + k}.py` })) }
+      ? {
+          batch: batchOf(context, e).map((code, k) => ({ code, filename: `cell-${context.runCount + 2 + k}.py` })),
+          ...(e.cellTimeoutsMs ? { cellTimeoutsMs: e.cellTimeoutsMs } : {}),
+        }
       : {}),
   };
 }
@@ -222,6 +225,7 @@ export const sessionMachine = setup({
   initial: "starting",
   on: {
     "runner.started": { actions: "forwardToRun" },
+    "runner.cell": { actions: "forwardToRun" },
     "runner.done": { actions: "forwardToRun" },
     "runner.tool_call": { actions: "forwardToRun" },
     "runner.tool_cancel": { actions: "forwardToRun" },

@@ -1051,11 +1051,15 @@ def _execute(msg, g):
     cells = msg.get("batch") or ()
     _restore_std_fds()
     _cpu_budget()
-    if "tools" in msg or "tools_id" in msg or _tools_seen:  # a session drops its earlier tools when a run brings none
+    # A session drops its earlier tools when a run brings none.
+    tooled = "tools" in msg or "tools_id" in msg or _tools_seen
+    if tooled:
         _tools_begin(msg["id"], msg.get("tools") or [], g)
     r = _Run(msg, g, msg["code"], msg["filename"])
     for i in range(len(cells) + 1):
         if i:
+            if tooled:  # each cell finds the tools and helpers as a run of its own would
+                _tools_begin(msg["id"], msg.get("tools") or [], g)
             r = _Run(msg, g, cells[i - 1]["code"], cells[i - 1]["filename"], i)
         error, code, more = _execute_cell(r, g, i == len(cells))
         if i == len(cells) or error is not None or _batch_stop:

@@ -104,6 +104,8 @@ export function createRunnerLogic(deps: RunnerDeps) {
     let startedRun: string | undefined;
     /** The current run has a batch of cells: its interrupts go as frames (docs/protocol.md, "Notebook cells"). */
     let batched = false;
+    /** The executing batch's further cells started so far, when its run is told of each (`cellStarts`). */
+    let cellsStarted: number | undefined;
     /** An interrupt for the run sent to the runner, waiting until the runner takes that run up (Python: installs its
      * SIGINT handler). The run's own state is `stopping`; this is only where the signal waits. */
     let pendingInterrupt: string | undefined;
@@ -236,8 +238,12 @@ export function createRunnerLogic(deps: RunnerDeps) {
             // this handler returns, and the runner goes on while the host does its work for the cell that ended.
             p.send({ type: "cell.ack", id: frame.id });
             // A batch's cell ended (not its last): the output before it is that cell's (the runner drained first).
-            if (frame.id === startedRun && startedRun) deps.shown?.(startedRun, cellOf(frame));
-            return;
+            if (frame.id !== startedRun || !startedRun) return;
+            deps.shown?.(startedRun, cellOf(frame));
+            // Its cells have their own timeouts: the run starts the next one's (after its start, if not told yet).
+            if (cellsStarted === undefined) return;
+            reportStarted();
+            return send({ type: "runner.cell", at, runId: startedRun, cell: (cellsStarted += 1) });
           }
           case "display": {
             // Only the executing run's; the runner drained fd 1 and 2 first, so it lands after the output before it.
@@ -271,6 +277,7 @@ export function createRunnerLogic(deps: RunnerDeps) {
         case "runner.run":
           currentRun = command.runId;
           batched = command.batch !== undefined && command.batch.length > 0;
+          cellsStarted = batched && command.cellStarts ? 0 : undefined;
           proc?.send({
             type: "run",
             id: command.runId,

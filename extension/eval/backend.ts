@@ -1,9 +1,10 @@
-// The per-language seam of the `eval` tool: one backend per cell language. A backend runs one cell and reports
-// how it went; the tool owns ordering, skipping, the text and details. Python cells run in the notebook session
+// The per-language seam of the `eval` tool: one backend per cell language. A backend runs a cell (the Python one
+// also several consecutive cells in one request) and reports how each went; the tool owns ordering, skipping, the
+// text and details. Python cells run in the notebook session
 // (extension/eval/python-backend.ts), JavaScript cells in the JavaScript session (extension/eval/js-backend.ts); a
 // language disabled in settings is a tool error naming it.
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { RunOutput, RunTools } from "../../host/index.ts";
+import type { OutputMark, RunOutput, RunTools } from "../../host/index.ts";
 import type { RunResult } from "../../host/index.ts";
 import type { CellRef } from "../../machines/events.ts";
 import type { DisplayCollector } from "../shared/display/collector.ts";
@@ -30,11 +31,13 @@ export interface EvalCallContext {
   signal?: AbortSignal;
   tools?: RunTools;
   display: DisplayCollector;
-  /** The cell's newest output, for live updates. */
-  onOutput?: (text: string) => void;
+  /** Cell `index`'s newest output, for live updates. */
+  onOutput?: (index: number, text: string) => void;
 }
 
 export interface EvalCellOutcome {
+  /** The cell's 0-based position in the call. */
+  index: number;
   status: "complete" | "error";
   /** Everything the cell printed, displayed, returned and raised, in order. */
   output: string;
@@ -53,7 +56,16 @@ export interface EvalBackend {
   /** Why cells of this language cannot run now (disabled, no interpreter), or undefined when they can: checked for
    * every language of a call before any cell runs. */
   unavailable(cwd: string): Promise<string | undefined>;
-  runCell(cell: EvalCellInput, call: EvalCallContext): Promise<EvalCellOutcome>;
+  /** Whether `runCells` takes several cells: they go to the runtime in one request (one round trip). */
+  batches: boolean;
+  /** Runs `cells` (consecutive cells of this language; one unless the backend `batches`) in order, each only when
+   * the one before it completed. Each but the last one run is reported through `ended` as it ends (the next one has
+   * started); the last one run's outcome resolves. */
+  runCells(
+    cells: readonly EvalCellInput[],
+    call: EvalCallContext,
+    ended: (outcome: EvalCellOutcome) => void,
+  ): Promise<EvalCellOutcome>;
 }
 
 /** Why a language's cells cannot run while settings disable it. */
@@ -90,13 +102,25 @@ export function cellRef(cell: EvalCellInput, language: EvalLanguage): CellRef {
   return { index: cell.index + 1, count: cell.count, language, ...(cell.title ? { title: cell.title } : {}) };
 }
 
-/** What a cell's run reports back to the call: its tools, abort signal, live output and displays. */
-export function cellCallbacks(call: EvalCallContext, index: number) {
+/** What a run of cells reports back to the call: its tools, abort signal, live output and displays, each for the
+ * cell running (`at()`, 0-based in the call; with `since()`, where that cell's output starts in the run's). */
+export function cellCallbacks(
+  call: EvalCallContext,
+  at: () => number,
+  since: () => OutputMark | undefined = () => undefined,
+) {
   return {
     ...(call.tools ? { tools: call.tools } : {}),
     ...(call.signal ? { signal: call.signal } : {}),
-    ...(call.onOutput ? { onOutput: (out: RunOutput) => call.onOutput!(joined(out.preview())) } : {}),
-    onDisplay: call.display.forCell(index),
+    ...(call.onOutput
+      ? {
+          onOutput: (out: RunOutput) => {
+            const from = since();
+            call.onOutput!(at(), joined(from ? out.previewSince(from) : out.preview()));
+          },
+        }
+      : {}),
+    onDisplay: (item: Parameters<ReturnType<DisplayCollector["forCell"]>>[0]) => call.display.forCell(at())(item),
   };
 }
 

@@ -7,6 +7,7 @@ import type { CodeEnvironment } from "../environment.ts";
 import { createRunTools, outerUsage } from "../shared/calls.ts";
 import { withCompletion } from "../shared/completion.ts";
 import type { NestedCallRecord } from "../../machines/tool-events.ts";
+import { mentionsScriptBlock } from "../../lib/pep723.ts";
 import { DisplayCollector } from "../shared/display/collector.ts";
 import { evalRenderers } from "../shared/notebook/render.ts";
 import { throttled } from "../shared/notebook/updates.ts";
@@ -201,19 +202,50 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
         status.onChange = () => update?.();
         const nested: NestedCallRecord[] = [];
         let last: EvalCellOutcome | undefined;
-        const runCell = async (i: number): Promise<CellEnd> => {
-          const input = params.cells[i];
-          const cell = cells[i];
-          status.current = i;
-          const outcome: EvalCellOutcome = await links.backends[input.language].runCell(
-            {
-              index: i,
-              count: n,
-              code: input.code,
-              ...(input.title ? { title: input.title } : {}),
-              timeoutMs: (input.timeout ?? DEFAULT_EVAL_TIMEOUT_S) * 1000,
-              reset: input.reset === true,
-            },
+        /** What the call keeps of a cell that ended. */
+        const finish = (outcome: EvalCellOutcome): CellEnd => {
+          const cell = cells[outcome.index];
+          cell.output = outcome.output;
+          cell.durationMs = outcome.durationMs;
+          cell.exitCode = outcome.exitCode;
+          cell.markdown = display.markdownIn(outcome.index);
+          cell.statusEvents = status.forCell(outcome.index);
+          last = outcome;
+          return {
+            ok: outcome.status === "complete",
+            cancelled: outcome.cancelled,
+            timedOut: outcome.timedOut,
+            lost: outcome.lost,
+          };
+        };
+        // Consecutive cells of a language whose backend batches go to it together (one round trip), up to a cell
+        // that resets (a run of its own) or has a PEP 723 block (preparation reads a run's first code only).
+        const runCell = async (
+          first: number,
+          continued: (index: number, end: CellEnd) => void,
+        ): Promise<CellEnd & { index: number }> => {
+          const language = params.cells[first].language;
+          const backend = links.backends[language];
+          let end = first;
+          while (
+            backend.batches &&
+            end + 1 < n &&
+            params.cells[end + 1].language === language &&
+            params.cells[end + 1].reset !== true &&
+            !mentionsScriptBlock(params.cells[end + 1].code)
+          )
+            end += 1;
+          const inputs = params.cells.slice(first, end + 1).map((input, k) => ({
+            index: first + k,
+            count: n,
+            code: input.code,
+            ...(input.title ? { title: input.title } : {}),
+            timeoutMs: (input.timeout ?? DEFAULT_EVAL_TIMEOUT_S) * 1000,
+            reset: input.reset === true,
+          }));
+          status.current = first;
+          const outcome = await backend.runCells(
+            inputs,
             {
               ctx,
               toolCallId,
@@ -222,31 +254,26 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
               ...(signal ? { signal } : {}),
               ...(update
                 ? {
-                    onOutput: (text: string) => {
-                      cell.output = text;
+                    onOutput: (i: number, text: string) => {
+                      cells[i].output = text;
                       update();
                     },
                   }
                 : {}),
             },
+            (ended) => {
+              // A cell of the batch completed and the next one runs: its status events are the next one's.
+              const cellEnd = finish(ended);
+              status.current = ended.index + 1;
+              continued(ended.index, cellEnd);
+            },
           );
           for (const r of outcome.runs) {
             nested.push(...(r.outcome.nestedCalls ?? []));
             note.runId ??= r.outcome.runId;
-            links.journal.run(r, { toolCallId, surface: "eval", ...display.countsOf(i) });
+            links.journal.run(r, { toolCallId, surface: "eval", ...display.countsIn(first, outcome.index) });
           }
-          cell.output = outcome.output;
-          cell.durationMs = outcome.durationMs;
-          cell.exitCode = outcome.exitCode;
-          cell.markdown = display.markdownIn(i);
-          cell.statusEvents = status.forCell(i);
-          last = outcome;
-          return {
-            ok: outcome.status === "complete",
-            cancelled: outcome.cancelled,
-            timedOut: outcome.timedOut,
-            lost: outcome.lost,
-          };
+          return { ...finish(outcome), index: outcome.index };
         };
         // The order, the statuses and stop-after-failure: machines/notebook-call.ts (each cell its own budget).
         const call = await runNotebookCall({

@@ -23,7 +23,10 @@ export function jsBackend(links: { getHost: () => SupervisorHost; environment: C
   return {
     language: "js",
     unavailable: async () => enabledReason("js", links.environment.settings().values.eval.js, process.env),
-    async runCell(cell: EvalCellInput, call: EvalCallContext): Promise<EvalCellOutcome> {
+    // One cell a run: the JavaScript runtime takes no batch.
+    batches: false,
+    async runCells(cells: readonly EvalCellInput[], call: EvalCallContext): Promise<EvalCellOutcome> {
+      const cell = cells[0];
       const settings = links.environment.settings();
       const r = await links.getHost().run(
         {
@@ -40,15 +43,15 @@ export function jsBackend(links: { getHost: () => SupervisorHost; environment: C
           budget: "work",
           escalation: { graceMs: graceFor(settings, EVAL_GRACE_MS) },
         },
-        cellCallbacks(call, cell.index),
+        cellCallbacks(call, () => cell.index),
       );
-      return outcomeOf(r, cell.timeoutMs);
+      return outcomeOf(r, cell.index, cell.timeoutMs);
     },
   };
 }
 
 /** How a JavaScript cell went, in eval's words: its output, value or error, and what happened to the runtime. */
-export function outcomeOf(r: RunResult, timeoutMs: number): EvalCellOutcome {
+export function outcomeOf(r: RunResult, index: number, timeoutMs: number): EvalCellOutcome {
   const o = r.outcome;
   // A cell that caught the AbortError and ended by itself completed (`ok`); its state is kept.
   const { ok, lost, timedOut, cancelled } = cellEnding(o);
@@ -71,6 +74,7 @@ export function outcomeOf(r: RunResult, timeoutMs: number): EvalCellOutcome {
     parts.push(`[cancelled; the cell did not end, so the JavaScript runtime was killed: ${fresh}]`);
   else if (lost) parts.push(`[the JavaScript runtime ${ended(o)} during this cell: ${fresh}]`);
   return {
+    index,
     status: ok ? "complete" : "error",
     output: parts.filter(Boolean).join("\n").trim(),
     exitCode: ok ? 0 : (o.exitCode ?? 1) || 1,

@@ -1,16 +1,18 @@
-// eval's Python backend: each cell is one run in the notebook session (the `python` tool's kernel), with
-// oh-my-pi's semantics: the per-cell timeout is a work budget (paused while the cell awaits a tool call or
-// completion()), the trailing value shows like IPython's output, a timeout sends SIGINT and kills after the grace.
-import type { SupervisorHost } from "../../host/index.ts";
+// eval's Python backend: cells run in the notebook session (the `python` tool's kernel), with oh-my-pi's semantics:
+// the per-cell timeout is a work budget (paused while the cell awaits a tool call or completion()), the trailing
+// value shows like IPython's output, a timeout sends SIGINT and kills after the grace. Consecutive Python cells go to
+// the kernel as one run (a batch, docs/protocol.md "Notebook cells"): one round trip, each cell still with its own
+// timeout (the run's deadline starts again at each cell, RunRequest `cellTimeoutsMs`).
+import type { CellPart, RunResult, SupervisorHost } from "../../host/index.ts";
+import type { OutputMark } from "../../host/index.ts";
 import type { CodeEnvironment } from "../environment.ts";
-import { EVAL_GRACE_MS, graceFor, runPyCell, verdictOf } from "../shared/notebook/python-cells.ts";
+import { EVAL_GRACE_MS, graceFor, runPyCell, verdictOf, type CellVerdict } from "../shared/notebook/python-cells.ts";
 import {
   cellCallbacks,
   cellRef,
   enabledReason,
   joined,
   type EvalBackend,
-  type EvalCallContext,
   type EvalCellInput,
   type EvalCellOutcome,
 } from "./backend.ts";
@@ -18,6 +20,7 @@ import {
 export function pythonBackend(links: { getHost: () => SupervisorHost; environment: CodeEnvironment }): EvalBackend {
   return {
     language: "py",
+    batches: true,
     async unavailable(cwd) {
       const settings = links.environment.settings();
       const off = enabledReason("py", settings.values.eval.py, process.env);
@@ -27,14 +30,19 @@ export function pythonBackend(links: { getHost: () => SupervisorHost; environmen
       const found = await links.environment.interpreter.resolve(cwd);
       return found.ok ? undefined : `no Python interpreter: ${found.error.replace(/\.$/, "")}`;
     },
-    async runCell(cell: EvalCellInput, call: EvalCallContext): Promise<EvalCellOutcome> {
+    async runCells(cells, call, ended): Promise<EvalCellOutcome> {
       const settings = links.environment.settings();
+      const [first, ...rest] = cells;
+      /** The cell running (in `cells`), and where its output starts in the run's. */
+      let current = 0;
+      let from: OutputMark | undefined;
       const r = await runPyCell(
         {
-          code: cell.code,
-          cell: cellRef(cell, "py"),
-          timeoutMs: cell.timeoutMs,
-          reset: cell.reset,
+          code: first.code,
+          ...(rest.length ? { batch: rest.map((c) => c.code), cellTimeoutsMs: rest.map((c) => c.timeoutMs) } : {}),
+          cell: cellRef(first, "py"),
+          timeoutMs: first.timeoutMs,
+          reset: first.reset,
         },
         {
           host: links.getHost(),
@@ -45,30 +53,59 @@ export function pythonBackend(links: { getHost: () => SupervisorHost; environmen
           graceMs: graceFor(settings, EVAL_GRACE_MS),
           secondInterrupt: false,
           budget: "work",
-          ...cellCallbacks(call, cell.index),
+          ...cellCallbacks(
+            call,
+            () => cells[current].index,
+            () => from,
+          ),
+          onCell: (k, part, next) => {
+            ended(cellOutcome(cells[k], part, COMPLETED, []));
+            current = k + 1;
+            from = next;
+          },
         },
       );
-      const v = verdictOf(r);
-      const parts = [joined({ stdout: r.stdout, stderr: r.stderr })];
-      if (v.ok && r.value !== undefined && r.value !== "None") parts.push(r.value);
-      if (!v.ok && v.error) parts.push(v.error);
-      if (v.timedOut)
-        parts.push(
-          v.killed
-            ? `[timed out after ${cell.timeoutMs / 1000} s of work; the cell did not stop, so the Python kernel was killed and its state is gone]`
-            : `[timed out after ${cell.timeoutMs / 1000} s of work (time spent awaiting tools and completion() not counted); KeyboardInterrupt was raised, the Python state is kept]`,
-        );
-      else if (v.killed) parts.push("[the Python kernel died; its state is gone and the next cell starts empty]");
-      return {
-        status: v.ok ? "complete" : "error",
-        output: parts.filter(Boolean).join("\n").trim(),
-        exitCode: v.ok ? 0 : (r.outcome.exitCode ?? 1) || 1,
+      // The last cell run ended with the run: its part of a batch, or the whole run's output.
+      const part = r.cells?.at(-1) ?? {
+        stdout: r.stdout,
+        stderr: r.stderr,
         durationMs: r.outcome.durationMs,
-        cancelled: v.cancelled,
-        timedOut: v.timedOut,
-        lost: v.killed,
-        runs: [r],
+        ...(r.value !== undefined ? { value: r.value } : {}),
       };
+      return cellOutcome(cells[current], part, verdictOf(r), [r], r);
     },
+  };
+}
+
+const COMPLETED: CellVerdict = { ok: true, cancelled: false, timedOut: false, killed: false };
+
+/** A cell's outcome in eval's words: what it printed, its value or error, and what its timeout or kernel did. */
+function cellOutcome(
+  cell: EvalCellInput,
+  part: Pick<CellPart, "stdout" | "stderr" | "value" | "durationMs">,
+  v: CellVerdict,
+  runs: RunResult[],
+  run?: RunResult,
+): EvalCellOutcome {
+  const parts = [joined({ stdout: part.stdout, stderr: part.stderr })];
+  if (v.ok && part.value !== undefined && part.value !== "None") parts.push(part.value);
+  if (!v.ok && v.error) parts.push(v.error);
+  if (v.timedOut)
+    parts.push(
+      v.killed
+        ? `[timed out after ${cell.timeoutMs / 1000} s of work; the cell did not stop, so the Python kernel was killed and its state is gone]`
+        : `[timed out after ${cell.timeoutMs / 1000} s of work (time spent awaiting tools and completion() not counted); KeyboardInterrupt was raised, the Python state is kept]`,
+    );
+  else if (v.killed) parts.push("[the Python kernel died; its state is gone and the next cell starts empty]");
+  return {
+    index: cell.index,
+    status: v.ok ? "complete" : "error",
+    output: parts.filter(Boolean).join("\n").trim(),
+    exitCode: v.ok ? 0 : (run?.outcome.exitCode ?? 1) || 1,
+    durationMs: part.durationMs,
+    cancelled: v.cancelled,
+    timedOut: v.timedOut,
+    lost: v.killed,
+    runs,
   };
 }

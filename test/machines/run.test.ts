@@ -7,7 +7,15 @@ import assert from "node:assert/strict";
 import { SimulatedClock, createActor, fromCallback } from "xstate";
 import type { AnyActorScope, AnyMachineSnapshot } from "xstate";
 import { getAdjacencyMap, getShortestPaths, getSimplePaths } from "xstate/graph";
-import type { InstallFact, InstallInput, InstallSummary, RunnerFact, RunOutcome } from "../../machines/events.ts";
+import type {
+  InstallFact,
+  InstallInput,
+  InstallSummary,
+  RunnerCommand,
+  RunnerFact,
+  RunOutcome,
+  RunRequest,
+} from "../../machines/events.ts";
 import { runMachine, type RunInput } from "../../machines/run.ts";
 import { initialContext, runnerInput, type RunContext } from "../../machines/run-context.ts";
 import { exitedOutcome, failedOutcome, finishedOutcome, refusal, requestOutcome } from "../../machines/run-outcome.ts";
@@ -120,6 +128,8 @@ const RUN_EVENTS = {
   // Nested tool calls spawn children of their own: test/machines/tool-call.test.ts drives them.
   "runner.tool_call": [],
   "runner.tool_cancel": [],
+  // A batch cell's start moves only a batch's deadline (this input has none): driven in its own describe above.
+  "runner.cell": [],
 } satisfies Record<string, Array<RunnerFact | { type: "run.cancel"; at: number; runId: string }>>;
 
 const RUN_STATES = [
@@ -937,6 +947,78 @@ describe("running", () => {
     h.dispatch.of("tool:r1:1").finish("succeeded");
     h.call(k, "r1", "again");
     assert.equal(h.spawned.length, MAX_OPEN_CALLS + 1, "a slot freed up");
+  });
+});
+
+// A batch whose cells have their own timeouts (eval's per-cell budget): each further cell starts the deadline again.
+describe("running: a batch's cells with their own timeouts", () => {
+  const batchRun = (h: ReturnType<typeof startSystem>, runId: string, extra: Partial<RunRequest> = {}) => {
+    h.start({
+      runId,
+      session: "nb",
+      timeoutMs: 1000,
+      batch: ["b = 1", "c = 1"],
+      cellTimeoutsMs: [3000, 500],
+      ...extra,
+    });
+    const k = h.runner.of("session:nb");
+    k.ready();
+    k.started(runId); // t = 10_000: the first cell's deadline is at 11_000
+    return k;
+  };
+
+  test("runner.run asks for the cells' starts; each further cell's start moves the deadline to its own", () => {
+    const h = startSystem();
+    const k = batchRun(h, "b1");
+    const sent = k.received.find((c) => c.type === "runner.run") as Extract<RunnerCommand, { type: "runner.run" }>;
+    assert.equal(sent.cellStarts, true);
+    h.clock.increment(900);
+    k.send({ type: "runner.cell", at: h.clock.now(), runId: "b1", cell: 1 }); // t = 10_900: now due at 13_900
+    h.clock.increment(2999);
+    assert.equal(h.value("run:b1"), "running", "the second cell has its own 3 s");
+    k.send({ type: "runner.cell", at: h.clock.now(), runId: "b1", cell: 2 }); // t = 13_899: due at 14_399
+    h.clock.increment(499);
+    assert.equal(h.value("run:b1"), "running");
+    h.clock.increment(1);
+    assert.equal(h.value("run:b1"), "interrupted", "the third cell's 500 ms are up");
+  });
+
+  test("without cellTimeoutsMs one deadline covers the batch: a cell's start changes nothing", () => {
+    const h = startSystem();
+    const k = batchRun(h, "b2", { cellTimeoutsMs: undefined });
+    const sent = k.received.find((c) => c.type === "runner.run") as Extract<RunnerCommand, { type: "runner.run" }>;
+    assert.equal(sent.cellStarts, undefined);
+    h.clock.increment(900);
+    k.send({ type: "runner.cell", at: h.clock.now(), runId: "b2", cell: 1 });
+    h.clock.increment(100);
+    assert.equal(h.value("run:b2"), "interrupted");
+  });
+
+  test("another run's cell start is ignored (isMine)", () => {
+    const h = startSystem();
+    const k = batchRun(h, "b3");
+    h.clock.increment(900);
+    k.send({ type: "runner.cell", at: h.clock.now(), runId: "other", cell: 1 });
+    h.clock.increment(100);
+    assert.equal(h.value("run:b3"), "interrupted");
+  });
+
+  test("a cell that starts while a call is open (waiting) gets its own budget, paused from its start", () => {
+    const h = startSystem();
+    const k = batchRun(h, "b4", { budget: "work", calls: { callerId: "call_1", toolSet: "t1", tools: TOOLS } });
+    h.clock.increment(100);
+    h.call(k, "b4", "c1"); // t = 10_100
+    assert.equal(h.value("run:b4"), "waiting");
+    h.clock.increment(100);
+    k.send({ type: "runner.cell", at: h.clock.now(), runId: "b4", cell: 2 }); // t = 10_200: 500 ms, paused
+    h.clock.increment(5000);
+    assert.equal(h.value("run:b4"), "waiting");
+    h.dispatch.of("tool:b4:1").finish("succeeded", { durationMs: 5100 }); // t = 15_200
+    assert.equal(h.value("run:b4"), "running");
+    h.clock.increment(499);
+    assert.equal(h.value("run:b4"), "running", "the cell's whole 500 ms are left");
+    h.clock.increment(1);
+    assert.equal(h.value("run:b4"), "interrupted");
   });
 });
 

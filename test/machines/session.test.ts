@@ -95,6 +95,8 @@ const SESSION_EVENTS: Table = {
   "runner.tool_call": [],
   "runner.tool_cancel": [],
   "runner.tool_result": [],
+  // Passed on to the run like its other facts (test/machines/run.test.ts drives it).
+  "runner.cell": [],
 };
 
 describe("starting", () => {

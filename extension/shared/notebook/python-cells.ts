@@ -21,6 +21,8 @@ export interface PyCellRequest {
   code: string;
   /** Cells after this one, run in the same run while they complete (host RunRequestInput's `batch`). */
   batch?: string[];
+  /** With `batch`, each of its cells' own timeout (eval's per-cell budget; host RunRequestInput's `cellTimeoutsMs`). */
+  cellTimeoutsMs?: number[];
   cell: CellRef;
   timeoutMs: number;
   /** A fresh namespace before this cell. */
@@ -51,7 +53,14 @@ export function runPyCell(req: PyCellRequest, ctx: PyCellContext): Promise<RunRe
   return ctx.host.run(
     {
       code: req.code,
-      ...(req.batch?.length ? { batch: req.batch } : {}),
+      ...(req.batch?.length
+        ? {
+            batch: req.batch,
+            ...(req.cellTimeoutsMs
+              ? { cellTimeoutsMs: req.cellTimeoutsMs.map((t) => Math.max(1, Math.round(t))) }
+              : {}),
+          }
+        : {}),
       cwd: ctx.cwd,
       timeoutMs: Math.max(1, Math.round(req.timeoutMs)),
       session: ctx.session,
