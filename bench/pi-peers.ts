@@ -191,12 +191,21 @@ export async function peerCases(
             goal: le1,
           },
           {
-            // Three cells in one call: pi-python sends them in one request; ours runs each as its own run (a
-            // notebook call is one machine, not yet one round trip to the runtime: docs/design.md).
+            // Three cells in one call: pi-python sends them in one request, and so do ours (one run, a batch:
+            // docs/design.md "A notebook call"), python's and eval's alike.
             key: "pythonThreeCells",
             label: "python 3 cells `x += 1`, warm",
             peer: p,
             ours: ["python", { cells: [{ code: X }, { code: X }, { code: X }] }],
+            theirs: ["python", { cells: [{ code: X }, { code: X }, { code: X }] }],
+            n: [n, n],
+            goal: le1,
+          },
+          {
+            key: "evalPyThreeCells",
+            label: "eval 3 py cells `x += 1`, warm",
+            peer: p,
+            ours: ["eval", { cells: [1, 2, 3].map(() => ({ language: "py", code: X })) }],
             theirs: ["python", { cells: [{ code: X }, { code: X }, { code: X }] }],
             n: [n, n],
             goal: le1,
