@@ -312,3 +312,39 @@ describe("model-visible text", () => {
     assert.equal(modelOutput(long, undefined).footer, "[Showing the last 50.0KB of line 1 (50.0KB limit)]");
   });
 });
+
+// Edges around the survivors of the mutation run (exec-params, docs/reliability.md): the deadline's anchor and the
+// rolling tail's drop of more than one chunk fail without their code; the others hold the behaviour that the
+// survivors beside them (equivalent mutants) leave as it is.
+describe("edges the mutation run found untested", () => {
+  test("a yield window that is not a finite number is refused, not clamped", () => {
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
+      const r = yieldWindow(bad, 1000);
+      assert.ok(!r.ok && r.error === "yield_time_ms must be a finite number of milliseconds.", String(bad));
+    }
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, -1]) {
+      const r = pollWindow(bad);
+      assert.ok(!r.ok && r.error.startsWith("yield_time_ms must be a finite, non-negative number"), String(bad));
+    }
+  });
+
+  test("a \\u{...} escape that names no code point stays as written", () => {
+    for (const raw of ["\\u{zz}", "\\u{110000}", "\\u{}", "\\u{1234567}"])
+      assert.equal(Buffer.from(decodeChars(raw)).toString(), raw, raw);
+  });
+
+  test("a deadline with anything before the date is refused", () => {
+    const r = parseDeadline("at 2026-07-21T18:30:00Z", Date.UTC(2026, 6, 21, 18, 0, 0));
+    assert.ok(!r.ok && r.error.startsWith("yield_until must be an RFC 3339 UTC timestamp"));
+  });
+
+  test("oneLine keeps `max` characters of a long text, however long it was", () => {
+    assert.equal(oneLine("x".repeat(50), 20), `${"x".repeat(19)}…`);
+  });
+
+  test("the rolling tail keeps the newest bytes exactly when a push drops a whole chunk and part of the next", () => {
+    const t = new RollingTail(10);
+    for (const s of ["aaaa", "bbbb", "cccccccc"]) t.push(Buffer.from(s));
+    assert.equal(t.snapshot().toString(), "bbcccccccc");
+  });
+});
