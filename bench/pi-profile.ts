@@ -1,5 +1,5 @@
 // One Pi case under the CPU profiler, on demand: `node --cpu-prof --cpu-prof-dir=/tmp/prof bench/pi-profile.ts
-// [session|fresh|mib|interrupt|python|evalpy|evaljs|exec|nested] [n] [gap ms]`. Times each call as bench/pi.ts does (journal and event log on, in
+// [session|fresh|mib|interrupt|python|python3|evalpy|evalpy3|evaljs|exec|nested] [n] [gap ms]`. Times each call as bench/pi.ts does (journal and event log on, in
 // scratch places) and prints the p50, so a profile and its figure come from the same run. `interrupt` prints the
 // overrun past its 1 s timeout; `nested` makes n nested calls of a no-op Pi tool from one run, timed in Python. Each
 // case also prints Node's CPU time per call (the whole process: Pi, the extension, the supervisor, the recorder).
@@ -54,6 +54,8 @@ try {
     interrupt: ["code_execution", { code: "while True: pass", session: "p", timeout: 1 }],
     python: ["python", { cells: [{ code: "x = 1" }] }],
     evalpy: ["eval", { cells: [{ language: "py", code: "x = 1" }] }],
+    python3: ["python", { cells: [{ code: "x = 1" }, { code: "x = 1" }, { code: "x = 1" }] }],
+    evalpy3: ["eval", { cells: [1, 2, 3].map(() => ({ language: "py", code: "x = 1" })) }],
     evaljs: ["eval", { cells: [{ language: "js", code: "x = 1" }] }],
     exec: ["exec_command", { cmd: "true" }],
   };

@@ -226,11 +226,10 @@ function wrap(
     listeners.protocol.forEach((fn) => fn(m)),
   );
   // libuv reads the readable descriptors of one poll in no fixed order, and one read of stdout can take bytes written
-  // after a frame that is only read in the next poll (it was not readable yet when the poll began). So frames read
-  // while output waits here are decoded in the turn after they are read, and output waits one poll longer: by then
-  // every frame written before it has been read and decoded, and output-order.ts puts each byte on its side of each
-  // frame. A frame read when nothing waits (a quiet cell's `done`) is decoded at once: a turn sooner.
-  let frames: Buffer[] = [];
+  // after a frame that is only read in the next poll (it was not readable yet when the poll began). So output waits
+  // here one poll longer than it was read: by then every frame written before it has been read, and output-order.ts
+  // puts each byte on its side of each frame by the frame's counts. Frames are decoded as they are read: one that
+  // counts output still waiting here waits in output-order.ts until that output is poured.
   /** Output read before the latest poll, and output read since. */
   let older: { channel: 0 | 1; chunk: Buffer }[] = [];
   let newer: { channel: 0 | 1; chunk: Buffer }[] = [];
@@ -240,17 +239,11 @@ function wrap(
     scheduled = true;
     setImmediate(settle);
   };
-  const decode = () => {
-    const chunks = frames;
-    frames = [];
-    for (const c of chunks) decoder.push(c);
-  };
   const pour = (items: { channel: 0 | 1; chunk: Buffer }[]) => {
     for (const { channel, chunk } of items) held!.output(channel, chunk);
   };
   const settle = () => {
     scheduled = false;
-    decode();
     const ready = older;
     older = newer;
     newer = [];
@@ -259,7 +252,6 @@ function wrap(
   };
   /** Everything read goes now, in order (the runner is gone). */
   const settleAll = () => {
-    decode();
     const items = [...older, ...newer];
     older = [];
     newer = [];
@@ -275,14 +267,7 @@ function wrap(
     newer.push({ channel: 1, chunk: c });
     schedule();
   });
-  control.on("data", (c: Buffer) => {
-    if (!held) return decoder.push(c);
-    // Nothing read is waiting (no frame, no output): the frames go now. Output written before them and not read yet
-    // holds them in output-order.ts by their counts; output read with them in this poll would be waiting here.
-    if (frames.length === 0 && older.length === 0 && newer.length === 0) return decoder.push(c);
-    frames.push(c);
-    schedule();
-  });
+  control.on("data", (c: Buffer) => decoder.push(c));
   control.on("error", () => {});
   stdout.on("error", () => {});
   stderr.on("error", () => {});
