@@ -1,5 +1,5 @@
 // One Pi case under the CPU profiler, on demand: `node --cpu-prof --cpu-prof-dir=/tmp/prof bench/pi-profile.ts
-// [session|fresh|mib|interrupt|python|python3|evalpy|evalpy3|evaljs|exec|nested] [n] [gap ms]`. Times each call as bench/pi.ts does (journal and event log on, in
+// [session|fresh|mib|interrupt|python|python3|evalpy|evalpy3|evaljs|exec|stdin|nested] [n] [gap ms]`. Times each call as bench/pi.ts does (journal and event log on, in
 // scratch places) and prints the p50, so a profile and its figure come from the same run. `interrupt` prints the
 // overrun past its 1 s timeout; `nested` makes n nested calls of a no-op Pi tool from one run, timed in Python. Each
 // case also prints Node's CPU time per call (the whole process: Pi, the extension, the supervisor, the recorder).
@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startPi } from "../test/helpers/pi-session.ts";
-import { noopExtension, spans } from "./pi-spans.ts";
+import { dropTranscript, noopExtension, spans } from "./pi-spans.ts";
 import { stats } from "./run.ts";
 
 const [kind = "session", count = "400", gap = "0"] = process.argv.slice(2);
@@ -70,6 +70,11 @@ try {
       `nested n=${count} p50 ${p50!.toFixed(3)} ms p90 ${p90!.toFixed(3)} ms (timed in Python); Node CPU ${cpu.toFixed(3)} ms a call`,
     );
   } else {
+    if (kind === "stdin") {
+      // `write_stdin` of a line to a live `cat`, until its echo (bench/pi-peers.ts's case).
+      const [r] = (await spans(pi, [["exec_command", { cmd: "cat", yield_time_ms: 250 }]])).results;
+      cases.stdin = ["write_stdin", { session_id: r!.details?.session_id, chars: "x\n" }];
+    }
     const call = cases[kind];
     if (!call) throw new Error(`unknown case ${kind}; one of ${[...Object.keys(cases), "nested"].join(", ")}`);
     const warm = kind === "interrupt" ? 2 : 20;
@@ -77,14 +82,21 @@ try {
       pi,
       Array.from({ length: warm }, () => call),
     );
+    // In batches of 25 from an empty transcript: Pi clones the whole conversation before each model call, so a long
+    // one would be measured, not the call (bench/pi-peers.ts does the same).
     const cpu0 = process.cpuUsage();
-    const run = await spans(
-      pi,
-      Array.from({ length: n }, () => call),
-      gapMs,
-    );
+    const ms: number[] = [];
+    for (let done = 0; done < n; done += 25) {
+      dropTranscript(pi);
+      const run = await spans(
+        pi,
+        Array.from({ length: Math.min(25, n - done) }, () => call),
+        gapMs,
+      );
+      ms.push(...run.ms);
+    }
     const cpu = cpuMs(cpu0) / n;
-    const st = stats(kind === "interrupt" ? run.ms.map((ms) => ms - 1000) : run.ms);
+    const st = stats(kind === "interrupt" ? ms.map((m) => m - 1000) : ms);
     console.log(
       `${kind} n=${st.n} p50 ${st.p50.toFixed(3)} ms p90 ${st.p90.toFixed(3)} ms; Node CPU ${cpu.toFixed(3)} ms a call`,
     );
