@@ -4,13 +4,10 @@
 // run of its own.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createRequire } from "node:module";
 import { after, before, describe, test } from "node:test";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
-import { callAs } from "../../helpers/notebook.ts";
+import { callAs, journalRuns } from "../../helpers/notebook.ts";
 import { tempDir } from "../../helpers/temp-dir.ts";
-
-const Database = createRequire(import.meta.url)("better-sqlite3");
 
 let pi: PiHarness;
 let journal: string;
@@ -28,28 +25,6 @@ after(async () => {
   if (saved === undefined) delete process.env.PI_CODE_EXECUTION_JOURNAL;
   else process.env.PI_CODE_EXECUTION_JOURNAL = saved;
 });
-
-type Row = { run_id: string; status: string; images: number; json_outputs: number };
-
-/** The journal's runs of one tool call, oldest first (written after the result: wait for the rows). */
-async function runsOf(toolCallId: string, atLeast: number): Promise<Row[]> {
-  for (let i = 0; ; i++) {
-    let rows: Row[] = [];
-    try {
-      const db = new Database(journal, { readonly: true, fileMustExist: true });
-      rows = db
-        .prepare(
-          "SELECT run_id, status, images, json_outputs FROM runs WHERE surface = 'eval' AND tool_call_id = ? ORDER BY requested_at",
-        )
-        .all(toolCallId) as Row[];
-      db.close();
-    } catch {
-      // not written yet
-    }
-    if (rows.length >= atLeast || i >= 40) return rows;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const py = (code: string, extra: Record<string, unknown> = {}) => ({ language: "py", code, ...extra });
 
@@ -83,7 +58,7 @@ describe("an eval call's Python cells in one run", () => {
       cells.map((c: any) => c.statusEvents.map((e: any) => [e.op, e.cell])),
       [[], [["log", 2]], [["phase", 3]]],
     );
-    const rows = await runsOf(r.toolCallId, 1);
+    const rows = await journalRuns(journal, "eval", r.toolCallId, 2);
     assert.equal(rows.length, 1, JSON.stringify(rows));
     assert.deepEqual([rows[0].status, rows[0].json_outputs], ["success", 1]);
   });
@@ -116,7 +91,7 @@ describe("an eval call's Python cells in one run", () => {
     ]);
     assert.equal(r.isError, false, textOf(r));
     assert.match(textOf(r), /second done/);
-    assert.equal((await runsOf(r.toolCallId, 1)).length, 1);
+    assert.equal((await journalRuns(journal, "eval", r.toolCallId, 2)).length, 1);
   });
 
   test("a cell past its own timeout is interrupted; one that caught it lets the next run (a run of its own)", async () => {
@@ -142,7 +117,7 @@ describe("an eval call's Python cells in one run", () => {
       ["complete", "complete", "complete"],
     );
     assert.match(textOf(went), /caught\n\n\[timed out after 1 s of work[^\n]*\n\n\[3\/3\]\nafter 1$/);
-    const rows = await runsOf(went.toolCallId, 2);
+    const rows = await journalRuns(journal, "eval", went.toolCallId, 2);
     assert.equal(rows.length, 2, "the cell after the interrupted one is a run of its own");
   });
 
@@ -182,6 +157,6 @@ describe("an eval call's Python cells in one run", () => {
     assert.equal(r.isError, false, textOf(r));
     assert.match(textOf(r), /\[4\/6\]\n2\n\n\[5\/6\]\nreset False\n\n\[6\/6\]\npep/);
     // py+py, js, py, py (reset), py (PEP 723)
-    assert.equal((await runsOf(r.toolCallId, 5)).length, 5);
+    assert.equal((await journalRuns(journal, "eval", r.toolCallId, 5)).length, 5);
   });
 });

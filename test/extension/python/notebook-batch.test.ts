@@ -4,13 +4,10 @@
 // after it.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createRequire } from "node:module";
 import { after, before, describe, test } from "node:test";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
-import { callAs } from "../../helpers/notebook.ts";
+import { callAs, journalRuns } from "../../helpers/notebook.ts";
 import { tempDir } from "../../helpers/temp-dir.ts";
-
-const Database = createRequire(import.meta.url)("better-sqlite3");
 
 let pi: PiHarness;
 let journal: string;
@@ -28,29 +25,6 @@ after(async () => {
   if (saved === undefined) delete process.env.PI_CODE_EXECUTION_JOURNAL;
   else process.env.PI_CODE_EXECUTION_JOURNAL = saved;
 });
-
-/** The journal's runs of one tool call, oldest first (the journal writes after the result: wait for the rows). */
-async function runsOf(
-  toolCallId: string,
-  atLeast: number,
-): Promise<{ status: string; images: number; json_outputs: number }[]> {
-  for (let i = 0; ; i++) {
-    let rows: { status: string; images: number; json_outputs: number }[] = [];
-    try {
-      const db = new Database(journal, { readonly: true, fileMustExist: true });
-      rows = db
-        .prepare(
-          "SELECT status, images, json_outputs FROM runs WHERE surface = 'python' AND tool_call_id = ? ORDER BY requested_at",
-        )
-        .all(toolCallId) as typeof rows;
-      db.close();
-    } catch {
-      // not written yet
-    }
-    if (rows.length >= atLeast || i >= 40) return rows;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe("a python call's cells in one run", () => {
   test("each cell keeps its own output, value and display; the call is one run in the journal", async () => {
@@ -82,7 +56,9 @@ describe("a python call's cells in one run", () => {
     for (const c of cells) assert.ok(c.durationMs >= 0 && c.durationMs < 60_000, String(c.durationMs));
     assert.match(textOf(r), /── cell 2\/3 ──\nstdout:\ntwo\n[\s\S]*=> 42\n\n── cell 3\/3 ──\nstdout: three$/);
     // Wait a moment longer than the one row: a second would be a run per cell.
-    assert.deepEqual(await runsOf(r.toolCallId, 2), [{ status: "success", images: 0, json_outputs: 1 }]);
+    assert.deepEqual(await journalRuns(journal, "python", r.toolCallId, 2), [
+      { status: "success", images: 0, json_outputs: 1 },
+    ]);
   });
 
   test("a failing cell stops the kernel there: the cells after it never run; its traceback names its file", async () => {
@@ -141,7 +117,7 @@ describe("a python call's cells in one run", () => {
         ["ok", "3\n"],
       ],
     );
-    assert.equal((await runsOf(r.toolCallId, 3)).length, 2);
+    assert.equal((await journalRuns(journal, "python", r.toolCallId, 3)).length, 2);
   });
 
   test("a cell ending with sys.exit(0) stops the kernel's batch; the call goes on as when each cell was a run", async () => {
@@ -158,6 +134,6 @@ describe("a python call's cells in one run", () => {
     );
     assert.equal(r.details.cells[2].value, "4");
     // The first run ended at the exit; the machine started the cells after it as a second run.
-    assert.equal((await runsOf(r.toolCallId, 3)).length, 2);
+    assert.equal((await journalRuns(journal, "python", r.toolCallId, 3)).length, 2);
   });
 });
