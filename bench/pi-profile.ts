@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startPi } from "../test/helpers/pi-session.ts";
-import { dropTranscript, noopExtension, spans } from "./pi-spans.ts";
+import { noopExtension, spans, spansFresh } from "./pi-spans.ts";
 import { stats } from "./run.ts";
 
 const [kind = "session", count = "400", gap = "0"] = process.argv.slice(2);
@@ -82,19 +82,13 @@ try {
       pi,
       Array.from({ length: warm }, () => call),
     );
-    // In batches of 25 from an empty transcript: Pi clones the whole conversation before each model call, so a long
-    // one would be measured, not the call (bench/pi-peers.ts does the same).
+    // In batches from an empty transcript (bench/pi-spans.ts `spansFresh`).
     const cpu0 = process.cpuUsage();
-    const ms: number[] = [];
-    for (let done = 0; done < n; done += 25) {
-      dropTranscript(pi);
-      const run = await spans(
-        pi,
-        Array.from({ length: Math.min(25, n - done) }, () => call),
-        gapMs,
-      );
-      ms.push(...run.ms);
-    }
+    const { ms } = await spansFresh(
+      pi,
+      Array.from({ length: n }, () => call),
+      gapMs,
+    );
     const cpu = cpuMs(cpu0) / n;
     const st = stats(kind === "interrupt" ? ms.map((m) => m - 1000) : ms);
     console.log(

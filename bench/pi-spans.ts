@@ -43,6 +43,24 @@ export function dropTranscript(pi: PiHarness): void {
   pi.events.length = 0;
 }
 
+/** `spans` in batches of `chunk` calls, each from an empty transcript: Pi clones the whole conversation before every
+ * model call, so one long batch would measure the transcript more and more, not the call. */
+export async function spansFresh(
+  pi: PiHarness,
+  calls: [string, Record<string, unknown>][],
+  gapMs = 0,
+  chunk = 25,
+): Promise<{ ms: number[]; results: ToolResultMessage[] }> {
+  const out: { ms: number[]; results: ToolResultMessage[] } = { ms: [], results: [] };
+  for (let i = 0; i < calls.length; i += chunk) {
+    dropTranscript(pi);
+    const part = await spans(pi, calls.slice(i, i + chunk), gapMs);
+    out.ms.push(...part.ms);
+    out.results.push(...part.results);
+  }
+  return out;
+}
+
 /** A bench's cases in one offline Pi session with only `tools` registered and the journal off (`--quick`: fewer). */
 export async function benchInPi(
   tools: string,

@@ -13,7 +13,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startPi, type ToolResultMessage } from "../test/helpers/pi-session.ts";
 import { bareStart } from "../test/helpers/procs.ts";
-import { noopExtension, spans } from "./pi-spans.ts";
+import { noopExtension, spansFresh } from "./pi-spans.ts";
 import { validateInterpreter } from "../actors/interpreter/interpreter.ts";
 import { line, pipeEcho, stats } from "./run.ts";
 import { peerCases, peerManifest, type PeersReport } from "./pi-peers.ts";
@@ -116,11 +116,11 @@ async function main() {
     for (let i = 0; i < N(30); i++) bare.push(await bareStart(exe));
     report.baselines.bareStart = line("baseline: bare `python -c pass` start", bare);
     report.baselines.pipe = line("baseline: pipe round trip, idle Python", await pipeEcho(exe, N(2000)));
-    await spans(
+    await spansFresh(
       pi,
       Array.from({ length: 20 }, () => ["bench_noop", {}]),
     );
-    const noop = await spans(
+    const noop = await spansFresh(
       pi,
       Array.from({ length: N(500) }, () => ["bench_noop", {}]),
     );
@@ -148,12 +148,12 @@ async function main() {
 async function figures(pi: Awaited<ReturnType<typeof startPi>>, floor: number) {
   {
     // Session runs.
-    mustSucceed("session start", (await spans(pi, [code({ code: "x = 0", session: "b" })])).results);
-    await spans(
+    mustSucceed("session start", (await spansFresh(pi, [code({ code: "x = 0", session: "b" })])).results);
+    await spansFresh(
       pi,
       Array.from({ length: 20 }, () => code({ code: "x += 1", session: "b" })),
     );
-    const warm = await spans(
+    const warm = await spansFresh(
       pi,
       Array.from({ length: N(500) }, () => code({ code: "x += 1", session: "b" })),
     );
@@ -168,7 +168,7 @@ async function figures(pi: Awaited<ReturnType<typeof startPi>>, floor: number) {
         "pipe round trip": report.baselines.pipe.p50,
       },
     );
-    const warmGap = await spans(
+    const warmGap = await spansFresh(
       pi,
       Array.from({ length: N(60) }, () => code({ code: "x += 1", session: "b" })),
       GAP_MS,
@@ -185,11 +185,11 @@ async function figures(pi: Awaited<ReturnType<typeof startPi>>, floor: number) {
     );
 
     // Fresh runs.
-    await spans(
+    await spansFresh(
       pi,
       Array.from({ length: 5 }, () => code({ code: "pass" })),
     );
-    const fresh = await spans(
+    const fresh = await spansFresh(
       pi,
       Array.from({ length: N(100) }, () => code({ code: "pass" })),
     );
@@ -203,7 +203,7 @@ async function figures(pi: Awaited<ReturnType<typeof startPi>>, floor: number) {
         "bare start": report.baselines.bareStart.p50,
       },
     );
-    const freshGap = await spans(
+    const freshGap = await spansFresh(
       pi,
       Array.from({ length: N(60) }, () => code({ code: "pass" })),
       GAP_MS,
@@ -221,11 +221,11 @@ async function figures(pi: Awaited<ReturnType<typeof startPi>>, floor: number) {
 
     // 1 MiB of output from the warm session, net of the same call's fixed cost (`x += 1` just measured).
     const mib = `import sys\nsys.stdout.buffer.write(b'x' * (1 << 20))\nsys.stdout.flush()`;
-    await spans(
+    await spansFresh(
       pi,
       Array.from({ length: 3 }, () => code({ code: mib, session: "b" })),
     );
-    const big = await spans(
+    const big = await spansFresh(
       pi,
       Array.from({ length: N(40) }, () => code({ code: mib, session: "b" })),
     );
@@ -238,7 +238,7 @@ async function figures(pi: Awaited<ReturnType<typeof startPi>>, floor: number) {
 
     // Interrupt: timeout 1 s on a busy loop; overrun past the deadline.
     const busy = code({ code: "while True: pass", session: "b", timeout: 1 });
-    const intr = await spans(
+    const intr = await spansFresh(
       pi,
       Array.from({ length: N(15) }, () => busy),
     );
@@ -259,7 +259,7 @@ async function figures(pi: Awaited<ReturnType<typeof startPi>>, floor: number) {
       "    t = time.perf_counter(); await bench_noop(); ts.append((time.perf_counter() - t) * 1000)",
       "print(json.dumps(ts))",
     ].join("\n");
-    const nested = await spans(pi, [code({ code: nestedCode, session: "b", timeout: 600 })]);
+    const nested = await spansFresh(pi, [code({ code: nestedCode, session: "b", timeout: 600 })]);
     mustSucceed("nested", nested.results);
     const nestedMs = JSON.parse(textOf(nested.results[0]!).trim().split("\n").at(-1)!) as number[];
     figure(
