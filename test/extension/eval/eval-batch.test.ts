@@ -5,7 +5,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { waitUntil } from "../../helpers/procs.ts";
 import { callAs, journalRuns } from "../../helpers/notebook.ts";
 import { tempDir } from "../../helpers/temp-dir.ts";
 
@@ -158,5 +160,43 @@ describe("an eval call's Python cells in one run", () => {
     assert.match(textOf(r), /\[4\/6\]\n2\n\n\[5\/6\]\nreset False\n\n\[6\/6\]\npep/);
     // py+py, js, py, py (reset), py (PEP 723)
     assert.equal((await journalRuns(journal, "eval", r.toolCallId, 5)).length, 5);
+  });
+
+  test("a cancel during a batch's second cell: its live output is that cell's, the call names it, the kernel lives", async () => {
+    const before = pi.toolResults().length;
+    pi.faux.setResponses([
+      fauxAssistantMessage(
+        [
+          fauxToolCall("eval", {
+            cells: [
+              py("print('one')"),
+              py("import time\nprint('two', flush=True)\ntime.sleep(60)"),
+              py("print('never')"),
+            ],
+          } as never),
+        ],
+        { stopReason: "toolUse" },
+      ),
+      fauxAssistantMessage("done"),
+    ] as never);
+    const prompt = pi.session.prompt("go");
+    const secondPrinted = () =>
+      pi.events.some(
+        (e) =>
+          e.type === "tool_execution_update" &&
+          e.partialResult?.details?.cells?.[1]?.output?.trim() === "two" &&
+          e.partialResult?.details?.cells?.[0]?.output?.trim() === "one",
+      );
+    assert.ok(await waitUntil(secondPrinted, 30000), "the second cell's live output, apart from the first's");
+    await pi.session.abort();
+    await prompt;
+    const [r] = pi.toolResults().slice(before);
+    assert.ok(r, "the call has its result");
+    assert.equal(r.isError, true);
+    assert.match(textOf(r), /^\[1\/3\]\none\n\n\[2\/3\]\ntwo/);
+    assert.match(textOf(r), /\[cell 2\/3 was cancelled; later cells were skipped\]/);
+    assert.doesNotMatch(textOf(r), /never/);
+    const [alive] = await callAs(pi, [["eval", { cells: [py("print('alive', time.time() > 0)")] }]]);
+    assert.equal(textOf(alive), "alive True", "the cancel interrupted the cell; the kernel and its state stayed");
   });
 });
