@@ -38,6 +38,8 @@ import {
   type WriteRequest,
 } from "./exec-reports.ts";
 import { wakeActorId } from "../machines/actor-ids.ts";
+import type { CommandEvent } from "../machines/events.ts";
+import { commandTo } from "./command-taps.ts";
 import { LIVE } from "../machines/exec-pool-context.ts";
 
 /** The statuses a shell session is reported `running` in (list_sessions): its process may still be there, a session
@@ -62,6 +64,8 @@ export class ExecHost {
   private readonly now: () => number;
   private readonly ios = new Map<number, SessionIO>();
   private actor: Actor<SupervisorLogic> | undefined;
+  /** The recorder's tap for commands sent past the root (host/command-taps.ts). */
+  private onCommand: ((event: CommandEvent, to?: string) => void) | undefined;
   private pool: AnyActorRef | undefined;
   private nextId = 0;
   private readonly events: ExecEvents;
@@ -83,8 +87,9 @@ export class ExecHost {
     });
   }
 
-  attach(actor: Actor<SupervisorLogic>): void {
+  attach(actor: Actor<SupervisorLogic>, onCommand?: (event: CommandEvent, to?: string) => void): void {
     this.actor = actor;
+    this.onCommand = onCommand;
   }
 
   /** How due completion prompts reach Pi (`pi.sendMessage`); a throw or rejection counts as a failed delivery. */
@@ -97,8 +102,16 @@ export class ExecHost {
     return this.events.onChange(fn);
   }
 
+  /** Once the pool exists, a command goes straight to it (recorded with it as the receiver, replayed to it), not
+   * through the root, which only passed it on: one step per command, not two. `exec.open` creates the pool. */
   private send(command: ExecSupervisorCommand): void {
     if ("callId" in command && command.callId) this.observers.add(command.callId);
+    this.deliver(command);
+  }
+
+  private deliver(command: ExecSupervisorCommand): void {
+    if (command.type !== "exec.open" && this.pool?.getSnapshot().status === "active")
+      return commandTo(this.pool, command as unknown as CommandEvent, this.onCommand);
     this.actor?.send(command);
   }
 
@@ -329,7 +342,7 @@ export class ExecHost {
   /** Pi finalized a tool result (`tool_execution_end`). False when the call was not one of the shell tools'. */
   finalize(callId: string, ok: boolean): boolean {
     if (!this.observers.delete(callId)) return false;
-    this.actor?.send({ type: "exec.finalize", at: this.now(), callId, ok });
+    this.deliver({ type: "exec.finalize", at: this.now(), callId, ok });
     return true;
   }
 

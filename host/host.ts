@@ -145,7 +145,7 @@ export class SupervisorHost {
       clock: options.clock ?? preciseClock,
     });
     tapCommands(this.actor, options.onCommand, options.onStop);
-    this.exec.attach(this.actor);
+    this.exec.attach(this.actor, this.options.onCommand);
     this.actor.on("run.nested_call", ({ runId, record }) => {
       const pending = this.runs.get(runId);
       if (pending) pending.nestedCalls[record.seq - 1] = record;
