@@ -802,3 +802,26 @@ describe("file rules (artifact-fs)", () => {
     assert.deepEqual(pageBounds(bytes.subarray(2), 2, 7, 3, 3), { start: 2, end: 5 });
   });
 });
+
+// Two survivors of the 2026-12-03 (third session) mutation run of the group `artifacts` (docs/reliability.md).
+describe("reading pages: what the model is told, and what stays open", () => {
+  test("a page of a tampered transcript is refused naming the output", async () => {
+    const root = join(tempDir("pcs-store-"), "out");
+    const ref = await saveOutputArtifact(capture([["stdout", "one\ntwo\n"]]), root);
+    writeFileSync(join(root, `${ref.outputId}.out`), "one\ntwX\n");
+    await assert.rejects(
+      readOutputPage(ref.outputId, { offset: 4 }, root),
+      unavailable(new RegExp(`^output ${ref.outputId} does not match its digest`)),
+    );
+  });
+
+  test("each page read closes the transcript it opened", async () => {
+    const root = join(tempDir("pcs-store-"), "out");
+    const ref = await saveOutputArtifact(capture([["stdout", "x".repeat(5000)]]), root);
+    const fds = () => readdirSync("/proc/self/fd").length;
+    await readOutputPage(ref.outputId, { offset: 0, limit: 10 }, root);
+    const before = fds();
+    for (let i = 0; i < 40; i++) await readOutputPage(ref.outputId, { offset: i * 100, limit: 10 }, root);
+    assert.ok(fds() <= before + 2, `${fds()} fds open after 40 page reads, ${before} before`);
+  });
+});
