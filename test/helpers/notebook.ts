@@ -1,7 +1,10 @@
 // Calling any tool from the scripted model, one call per turn (or all in one batch), and reading the results.
 import { fauxAssistantMessage, fauxToolCall, type FauxResponseStep } from "@earendil-works/pi-ai";
 import { createRequire } from "node:module";
-import type { PiHarness, ToolResultMessage } from "./pi-session.ts";
+import { join } from "node:path";
+import { after, before } from "node:test";
+import { startPi, type PiHarness, type ToolResultMessage } from "./pi-session.ts";
+import { tempDir } from "./temp-dir.ts";
 
 const Database = createRequire(import.meta.url)("better-sqlite3");
 
@@ -55,4 +58,38 @@ export async function journalRuns(
     if (rows.length >= atLeast || i >= 40) return rows;
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** A test file's Pi session with only `tools` and its journal in a scratch file: started in a `before` of the file,
+ * disposed in an `after`, the environment put back. The promise settles once it started (`before` hooks of a file's
+ * root may run side by side: await it in the file's own). */
+export function piWithJournal(tools: string): Promise<{ pi: PiHarness; journal: string }> {
+  let pi: PiHarness | undefined;
+  let saved: string | undefined;
+  let started!: (s: { pi: PiHarness; journal: string }) => void;
+  let failed!: (e: unknown) => void;
+  const ready = new Promise<{ pi: PiHarness; journal: string }>((resolve, reject) => {
+    started = resolve;
+    failed = reject;
+  });
+  before(async () => {
+    try {
+      const journal = join(tempDir("pcs-nb-journal-"), "journal.sqlite");
+      saved = process.env.PI_CODE_EXECUTION_JOURNAL;
+      process.env.PI_CODE_EXECUTION_JOURNAL = journal;
+      process.env.PI_CODE_EXECUTION_TOOLS = tools;
+      pi = await startPi();
+      started({ pi, journal });
+    } catch (e) {
+      failed(e);
+      throw e;
+    }
+  });
+  after(async () => {
+    await pi?.dispose();
+    delete process.env.PI_CODE_EXECUTION_TOOLS;
+    if (saved === undefined) delete process.env.PI_CODE_EXECUTION_JOURNAL;
+    else process.env.PI_CODE_EXECUTION_JOURNAL = saved;
+  });
+  return ready;
 }

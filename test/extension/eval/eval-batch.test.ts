@@ -3,30 +3,16 @@
 // again at each cell), the journal has one row per run, and a language change, a reset or a PEP 723 block starts a
 // run of its own.
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { waitUntil } from "../../helpers/procs.ts";
-import { callAs, journalRuns } from "../../helpers/notebook.ts";
-import { tempDir } from "../../helpers/temp-dir.ts";
+import { callAs, journalRuns, piWithJournal } from "../../helpers/notebook.ts";
 
+const session = piWithJournal("eval");
 let pi: PiHarness;
 let journal: string;
-let saved: string | undefined;
-before(async () => {
-  journal = join(tempDir("pcs-eval-batch-"), "journal.sqlite");
-  saved = process.env.PI_CODE_EXECUTION_JOURNAL;
-  process.env.PI_CODE_EXECUTION_JOURNAL = journal;
-  process.env.PI_CODE_EXECUTION_TOOLS = "eval";
-  pi = await startPi();
-});
-after(async () => {
-  await pi.dispose();
-  delete process.env.PI_CODE_EXECUTION_TOOLS;
-  if (saved === undefined) delete process.env.PI_CODE_EXECUTION_JOURNAL;
-  else process.env.PI_CODE_EXECUTION_JOURNAL = saved;
-});
+before(async () => ({ pi, journal } = await session));
 
 const py = (code: string, extra: Record<string, unknown> = {}) => ({ language: "py", code, ...extra });
 

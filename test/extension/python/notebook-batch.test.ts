@@ -3,28 +3,14 @@
 // its own, the journal has one row for the call, and a cell the kernel stops at (failure, interrupt) runs nothing
 // after it.
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
-import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
-import { callAs, journalRuns } from "../../helpers/notebook.ts";
-import { tempDir } from "../../helpers/temp-dir.ts";
+import { before, describe, test } from "node:test";
+import { textOf, type PiHarness } from "../../helpers/pi-session.ts";
+import { callAs, journalRuns, piWithJournal } from "../../helpers/notebook.ts";
 
+const session = piWithJournal("code_execution,python");
 let pi: PiHarness;
 let journal: string;
-let saved: string | undefined;
-before(async () => {
-  journal = join(tempDir("pcs-nb-batch-"), "journal.sqlite");
-  saved = process.env.PI_CODE_EXECUTION_JOURNAL;
-  process.env.PI_CODE_EXECUTION_JOURNAL = journal;
-  process.env.PI_CODE_EXECUTION_TOOLS = "code_execution,python";
-  pi = await startPi();
-});
-after(async () => {
-  await pi.dispose();
-  delete process.env.PI_CODE_EXECUTION_TOOLS;
-  if (saved === undefined) delete process.env.PI_CODE_EXECUTION_JOURNAL;
-  else process.env.PI_CODE_EXECUTION_JOURNAL = saved;
-});
+before(async () => ({ pi, journal } = await session));
 
 describe("a python call's cells in one run", () => {
   test("each cell keeps its own output, value and display; the call is one run in the journal", async () => {
