@@ -7,6 +7,7 @@ import { after, before, test } from "node:test";
 import { SupervisorHost } from "../../host/host.ts";
 import type { CommandEvent } from "../../machines/events.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { startRequest } from "../helpers/exec-driver.ts";
 
 let host: SupervisorHost;
 let cwd: string;
@@ -107,4 +108,24 @@ test("a direct run is cancelled by the caller's abort like any other; the sessio
   assert.equal(r.outcome.status, "cancelled");
   assert.equal(r.outcome.session?.isLost, false, "an interruptible sleep ends at the interrupt; the session lives");
   assert.equal((await run("kept")).stdout, "7\n");
+});
+
+test("shell-session commands: exec.open goes to the root, the rest straight to the pool (recorded with it)", async () => {
+  const before = commands.length;
+  const r = await host.exec.start(startRequest("echo hi", { cwd, yieldMs: 5000, callId: "direct-exec" }));
+  assert.ok(r.ok, r.ok ? "" : r.error);
+  // The tap types its events as run commands; the exec ones pass through it too.
+  const mine = commands
+    .slice(before)
+    .map((c) => ({ type: String(c.event.type), to: c.to }))
+    .filter((c) => c.type.startsWith("exec."));
+  const open = mine.find((c) => c.type === "exec.open");
+  assert.ok(open, "the pool was opened");
+  assert.equal(open.to, undefined, "exec.open is the root's: it creates the pool");
+  const rest = mine.filter((c) => c.type !== "exec.open");
+  assert.ok(
+    rest.some((c) => c.type === "exec.start"),
+    JSON.stringify(mine),
+  );
+  assert.deepEqual([...new Set(rest.map((c) => c.to))], ["exec:pool"]);
 });
