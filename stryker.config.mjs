@@ -79,11 +79,12 @@ export const GROUPS = {
     tests: ["test/actors/calls/calls-lifecycle.test.ts"],
   },
   // The shell sessions' door in the host. The door's own file (~6 s) runs first; host-level shells with real
-  // processes (~21 s: kill escalation, a 5 MiB burst, the 64-session cap) only for the mutants it leaves. The tools'
-  // Pi sessions (test/extension/shell/exec-*pi*.test.ts, exec-ui, exec-settings) are left to the suite.
+  // processes (~21 s: kill escalation, a 5 MiB burst, the 64-session cap) and the commands' route (~2 s) only for the
+  // mutants it leaves. The tools' Pi sessions (test/extension/shell/exec-*pi*.test.ts, exec-ui, exec-settings) are left
+  // to the suite.
   "exec-host": {
     mutate: ["host/exec.ts", "host/exec-reports.ts", "host/exec-events.ts"],
-    tests: ["test/host/exec-door.test.ts", "test/actors/shell/exec-host.test.ts"],
+    tests: ["test/host/exec-door.test.ts", "test/actors/shell/exec-host.test.ts", "test/host/host-direct.test.ts"],
   },
   // The exec tools' pure pieces: parameters, the head+tail window, the model-visible text (~1 s).
   "exec-params": {

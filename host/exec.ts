@@ -103,14 +103,15 @@ export class ExecHost {
   }
 
   /** Once the pool exists, a command goes straight to it (recorded with it as the receiver, replayed to it), not
-   * through the root, which only passed it on: one step per command, not two. `exec.open` creates the pool. */
+   * through the root, which only passed it on: one step per command, not two. `exec.open`, which creates the pool, is
+   * sent once, before it exists (ensurePool), so it always goes to the root. */
   private send(command: ExecSupervisorCommand): void {
     if ("callId" in command && command.callId) this.observers.add(command.callId);
     this.deliver(command);
   }
 
   private deliver(command: ExecSupervisorCommand): void {
-    if (command.type !== "exec.open" && this.pool?.getSnapshot().status === "active")
+    if (this.pool?.getSnapshot().status === "active")
       return commandTo(this.pool, command as unknown as CommandEvent, this.onCommand);
     this.actor?.send(command);
   }
@@ -159,11 +160,10 @@ export class ExecHost {
     return processReport(io, r, wait, began, drain, (id) => this.wakeArmed(id), writeFailure);
   }
 
-  /** Every registered session, oldest first: live ones and exited ones not yet observed. */
+  /** Every registered session, oldest first: live ones and exited ones not yet observed. The records are keyed by
+   * id, and an object's integer keys are enumerated in ascending order, so they come sorted. */
   sessions(): ExecSessionInfo[] {
-    return Object.values(this.records())
-      .sort((a, b) => a.id - b.id)
-      .map((r) => this.info(r));
+    return Object.values(this.records()).map((r) => this.info(r));
   }
 
   io(id: number): SessionIO | undefined {

@@ -13,6 +13,7 @@ import { after, describe, test } from "node:test";
 import { execDriver, startRequest } from "../helpers/exec-driver.ts";
 import { waitUntil } from "../helpers/procs.ts";
 import { SupervisorHost } from "../../host/host.ts";
+import { ExecHost } from "../../host/exec.ts";
 import { execLogDir, stamp, unknownSession } from "../../host/exec-reports.ts";
 import type { WakeNotice } from "../../machines/exec-wake-entry.ts";
 import type { ExecEmitted } from "../../machines/exec-pool.ts";
@@ -157,6 +158,23 @@ describe("reports", () => {
     assert.equal(own.exec.io(r.value.id), undefined, "an exit inside the window lets go of the session's bytes");
   });
 
+  test("session ids count up from 1 in each host", async () => {
+    const own = newHost();
+    const ids: number[] = [];
+    for (const command of ["sleep 30", "sleep 30"]) {
+      const r = await own.exec.start(startRequest(command, { cwd: root, yieldMs: 50, callId: `ids-${command}` }));
+      assert.ok(r.ok && r.value.running);
+      ids.push(r.value.id);
+    }
+    assert.deepEqual(ids, [1, 2]);
+  });
+
+  test("a door not attached to a supervisor refuses a start and says why", async () => {
+    const door = new ExecHost({ hostId: "h", env: () => process.env, logDir });
+    const r = await door.start(startRequest("true", { cwd: root, yieldMs: 100, callId: "c" }));
+    assert.deepEqual(r, { ok: false, error: "the supervisor is not running." });
+  });
+
   test("after shutdown no session starts", async () => {
     const own = newHost();
     await own.shutdown();
@@ -194,6 +212,27 @@ describe("waits", () => {
     assert.ok(await waitUntil(exited(host, t.id), 15_000));
     const p = await write(t.id, { bytes: new Uint8Array(0) });
     assert.deepEqual([p.running, p.writeFailure], [false, undefined]);
+  });
+
+  test("a write the process cannot take returns at once with the failure, not after its window", async () => {
+    const s = await start("exec 0<&-; sleep 30");
+    assert.equal(s.running, true);
+    // The first write may be taken by the pipe before the broken pipe is known (a short window); the next is refused.
+    let w = await write(s.id, { bytes: Buffer.from("x\n"), durationMs: 300 });
+    for (let i = 0; i < 5 && !w.writeFailure; i++)
+      w = await write(s.id, { bytes: Buffer.from("x\n"), durationMs: 20_000 });
+    assert.match(w.writeFailure ?? "", /^stdin write failed: /);
+    assert.equal(w.running, true);
+    assert.ok(w.wallMs < 10_000, `returned after ${w.wallMs.toFixed(0)} ms of a 20 s window`);
+    await host.exec.kill(s.id, "SIGKILL", callId());
+  });
+
+  test("a shell that exits during a poll, its output held by a background process: the poll reports it held", async () => {
+    const s = await start("sleep 0.4; sleep 30 & exit 0");
+    assert.deepEqual([s.running, s.held], [true, false]);
+    const p = await write(s.id, { durationMs: 1500 });
+    assert.deepEqual([p.running, p.held], [true, true]);
+    await host.exec.kill(s.id, "SIGKILL", callId());
   });
 
   test("a write that waits out its window (`full`) is not ended by the answer", async () => {
