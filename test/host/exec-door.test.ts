@@ -290,6 +290,14 @@ describe("kill", () => {
     assert.equal(host.exec.io(t.id), undefined);
   });
 
+  test("a kill's report has the output that came after the last call", async () => {
+    const s = await start("sleep 0.2; echo late; sleep 30");
+    assert.equal(s.running, true);
+    assert.ok(await waitUntil(() => (host.exec.io(s.id)?.totalBytes ?? 0) > 0, 15_000));
+    const k = await host.exec.kill(s.id, "SIGKILL", callId());
+    assert.equal(text(k!.output), "late\n");
+  });
+
   test("a second kill while the first stops it sends nothing and says so; both see it end", async () => {
     // The kill only once the trap is set (a loaded machine can take longer than the start's window to get there).
     const s = await start("trap 'sleep 0.3; exit 9' TERM; echo ready; sleep 30 & wait");

@@ -431,6 +431,77 @@ describe("shutdown", () => {
   });
 });
 
+describe("shutdown's wait", () => {
+  test("it waits for the sessions still ending, then returns; with none live it returns at once", async () => {
+    const h = new SupervisorHost({ exec: { logDir } });
+    try {
+      const ids: number[] = [];
+      for (const command of ["sleep 0.3", "sleep 0.8"]) {
+        const s = await h.exec.start(startRequest(command, { cwd: root, yieldMs: 50, callId: callId() }));
+        assert.ok(s.ok && s.value.running);
+        ids.push(s.value.id);
+      }
+      // A bound far past the sessions' ends: returning before it means the wait ended on the last one's end.
+      let began = performance.now();
+      await h.exec.shutdown(60_000);
+      assert.ok(performance.now() - began < 30_000, "waited out its bound");
+      // Each ended by itself, not by the leftovers' SIGTERM that follows the wait.
+      assert.deepEqual(
+        ids.map((id) => [h.exec.io(id)?.ended?.code, h.exec.io(id)?.ended?.signal]),
+        [
+          [0, null],
+          [0, null],
+        ],
+      );
+      began = performance.now();
+      await h.exec.shutdown(60_000);
+      assert.ok(performance.now() - began < 30_000, "nothing live: no wait");
+    } finally {
+      await h.shutdown();
+    }
+  });
+
+  test("a background process a session left gets SIGTERM and a second before SIGKILL, not the runs' kill bound", async () => {
+    // The runs' kill bound (the host's final sweep of every group) made short: a leftover that needs 0.3 s to clean
+    // up is cut off by it, but not by the shell leftovers' own second.
+    const h = new SupervisorHost({ exec: { logDir }, limits: { killMs: 50 } });
+    const done = join(root, `leftover-${process.pid}-${Date.now()}`);
+    const s = await h.exec.start(
+      startRequest(
+        // The handler ignores further SIGTERMs (its `sleep` inherits that): every member of the group gets one.
+        `(trap 'trap "" TERM; sleep 0.3; echo cleaned > ${done}; exit 0' TERM; while :; do sleep 0.05; done) >/dev/null 2>&1 </dev/null & echo $!`,
+        { cwd: root, yieldMs: 5000, callId: callId() },
+      ),
+    );
+    assert.ok(s.ok);
+    assert.equal(s.value.running, false, "the shell exited and the output closed");
+    const bg = Number(text(s.value.output).trim());
+    assert.ok(bg > 0 && pidAlive(bg), "the background loop outlived its session");
+    await h.shutdown();
+    assert.ok(await waitUntil(() => !pidAlive(bg), 5000), "the leftover was stopped");
+    assert.equal(readFileSync(done, "utf8"), "cleaned\n", "it had its grace to clean up");
+  });
+
+  test("without cgroups, a background process left by a session that ended is stopped at shutdown", async () => {
+    const h = new SupervisorHost({ exec: { logDir } });
+    process.env[CONTAINMENT_ENV] = "session";
+    let s;
+    try {
+      s = await h.exec.start(
+        startRequest("sleep 60 >/dev/null 2>&1 </dev/null & echo $!", { cwd: root, yieldMs: 5000, callId: callId() }),
+      );
+    } finally {
+      delete process.env[CONTAINMENT_ENV];
+    }
+    assert.ok(s.ok);
+    assert.equal(s.value.running, false, "the shell exited and the output closed");
+    const bg = Number(text(s.value.output).trim());
+    assert.ok(bg > 0 && pidAlive(bg), "the background sleep outlived its session");
+    await h.shutdown();
+    assert.ok(await waitUntil(() => !pidAlive(bg), 5000), "the leftover was stopped");
+  });
+});
+
 describe("the session cap", () => {
   test("100 sibling starts in one turn: at most 64 sessions and 64 live shells, the rest refused with the reason; then evictions", async () => {
     const h = new SupervisorHost({ exec: { logDir } });
