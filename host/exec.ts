@@ -226,7 +226,8 @@ export class ExecHost {
     }
     const drained = outcome !== "cancelled";
     this.send({ type: "exec.background", at: this.now(), id, callId: req.callId, onExit: req.onExit });
-    return ok({ ...this.report(io, this.records()[id] ?? r, outcome, began, drained), openSessions });
+    // `r` still reads right: `exec.background` changes nothing the report reads (status, command, cwd, tty).
+    return ok({ ...this.report(io, r, outcome, began, drained), openSessions });
   }
 
   /** Writes to a session (or only polls it) and waits: for the answer, the window, or the exit. */
@@ -313,7 +314,8 @@ export class ExecHost {
   }
 
   setOnExit(id: number, onExit: OnExit): SetOnExitReport {
-    this.ensurePool();
+    // No pool yet: no shell ever started, so there is no such session (and nothing to create a pool for).
+    if (!this.pool) return { found: false, armed: false };
     const requestId = `set-${this.now()}-${Math.random().toString(36).slice(2)}`;
     this.send({ type: "exec.set_on_exit", at: this.now(), id, onExit, requestId });
     const a = this.events.answers.get(requestId);

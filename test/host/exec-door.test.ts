@@ -29,7 +29,12 @@ function newHost(): SupervisorHost {
 after(async () => {
   for (const h of hosts) await h.shutdown();
 });
-const host = newHost();
+/** A command as the recorder's tap sees it (the exec commands travel typed as the supervisor's). */
+type Sent = { type: string; id?: number };
+/** Every command the shared host's door sent (to the root or straight to the pool). */
+const commands: Sent[] = [];
+const host = new SupervisorHost({ exec: { logDir }, onCommand: (event) => void commands.push(event as Sent) });
+hosts.push(host);
 /** Every wake prompt this file's shared host delivered, in order. */
 const delivered: WakeNotice[][] = [];
 host.exec.onWake((notices) => void delivered.push(notices));
@@ -167,6 +172,26 @@ describe("reports", () => {
       ids.push(r.value.id);
     }
     assert.deepEqual(ids, [1, 2]);
+  });
+
+  test("the door sends the pool only what changes something", async () => {
+    const sent: Sent[] = [];
+    const own = new SupervisorHost({ exec: { logDir }, onCommand: (event) => void sent.push(event as Sent) });
+    hosts.push(own);
+    // Before any shell: no pool, no session, nothing sent.
+    own.exec.agentSettled();
+    assert.deepEqual(own.exec.setOnExit(7, "wake"), { found: false, armed: false });
+    assert.deepEqual(
+      sent.map((c) => c.type),
+      [],
+    );
+    const s = await own.exec.start(startRequest("sleep 30", { cwd: root, yieldMs: 50, callId: "c1" }));
+    assert.ok(s.ok && s.value.running);
+    // A listing with nothing exited has nothing to report as observed.
+    const before = sent.length;
+    assert.equal(own.exec.list("c2").exited.length, 0);
+    assert.deepEqual(sent.slice(before), []);
+    assert.ok(sent.some((c) => c.type === "exec.open"));
   });
 
   test("a door not attached to a supervisor refuses a start and says why", async () => {
@@ -312,6 +337,7 @@ describe("kill", () => {
     assert.deepEqual([a?.alreadyStopping, a?.killed], [false, true]);
     assert.deepEqual([b?.alreadyStopping, b?.killed], [true, true]);
     assert.equal(a?.end?.code, 9, "the TERM trap ran: no SIGKILL was sent by the second call");
+    assert.equal(commands.filter((c) => c.type === "exec.kill" && c.id === s.id).length, 1, "one kill sent");
     assert.equal(host.exec.io(s.id), undefined);
   });
 });
