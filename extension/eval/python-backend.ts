@@ -3,10 +3,16 @@
 // value shows like IPython's output, a timeout sends SIGINT and kills after the grace. Consecutive Python cells go to
 // the kernel as one run (a batch, docs/protocol.md "Notebook cells"): one round trip, each cell still with its own
 // timeout (the run's deadline starts again at each cell, RunRequest `cellTimeoutsMs`).
-import type { CellPart, RunResult, SupervisorHost } from "../../host/index.ts";
-import type { OutputMark } from "../../host/index.ts";
+import type { CellPart, OutputMark, RunResult, SupervisorHost } from "../../host/index.ts";
 import type { CodeEnvironment } from "../environment.ts";
-import { EVAL_GRACE_MS, graceFor, runPyCell, verdictOf, type CellVerdict } from "../shared/notebook/python-cells.ts";
+import {
+  EVAL_GRACE_MS,
+  graceFor,
+  lastCellPart,
+  runPyCell,
+  verdictOf,
+  type CellVerdict,
+} from "../shared/notebook/python-cells.ts";
 import {
   cellCallbacks,
   cellRef,
@@ -65,14 +71,8 @@ export function pythonBackend(links: { getHost: () => SupervisorHost; environmen
           },
         },
       );
-      // The last cell run ended with the run: its part of a batch, or the whole run's output.
-      const part = r.cells?.at(-1) ?? {
-        stdout: r.stdout,
-        stderr: r.stderr,
-        durationMs: r.outcome.durationMs,
-        ...(r.value !== undefined ? { value: r.value } : {}),
-      };
-      return cellOutcome(cells[current], part, verdictOf(r), [r], r);
+      // The last cell run ended with the run.
+      return cellOutcome(cells[current], lastCellPart(r), verdictOf(r), [r], r);
     },
   };
 }

@@ -17,7 +17,7 @@ import type { CodeEnvironment } from "../environment.ts";
 import { createRunTools, outerUsage } from "../shared/calls.ts";
 import { withCompletion } from "../shared/completion.ts";
 import type { NestedCallRecord } from "../../machines/tool-events.ts";
-import { graceFor, PYTHON_GRACE_MS, runPyCell, verdictOf } from "../shared/notebook/python-cells.ts";
+import { graceFor, lastCellPart, PYTHON_GRACE_MS, runPyCell, verdictOf } from "../shared/notebook/python-cells.ts";
 import { formatPythonResult, type PythonCellDetails, type PythonDetails } from "./result.ts";
 import { DisplayCollector } from "../shared/display/collector.ts";
 import { pythonRenderers } from "../shared/notebook/render.ts";
@@ -208,14 +208,8 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
             nested.push(...(r.outcome.nestedCalls ?? []));
             links.journal.run(r, { toolCallId, surface: "python", ...display.countsIn(first, current) });
             const v = verdictOf(r);
-            // The last cell run ended with the run: its part of a batch, or the whole run's output.
-            const end = r.cells?.at(-1) ?? {
-              stdout: r.stdout,
-              stderr: r.stderr,
-              durationMs: r.outcome.durationMs,
-              ...(r.value !== undefined ? { value: r.value } : {}),
-            };
-            fill(current, end, v.ok);
+            // The last cell run ended with the run.
+            fill(current, lastCellPart(r), v.ok);
             if (!v.ok && v.error) cells[current].exception = v.error;
             if (r.outcome.runner)
               details.python = { version: r.outcome.runner.python, executable: r.outcome.runner.executable };

@@ -1,9 +1,7 @@
 // Python cells as runs: every cell of a `python` or `eval` call is one run in the notebook session (setting
 // `notebookSession`, the session `code_execution {session: "notebook"}` reaches too), with the surface and the cell
 // in the run's input so the inspector and the event log show who started it.
-import type { RunTools } from "../../../host/index.ts";
-import type { RunOutput } from "../../../host/index.ts";
-import type { SupervisorHost, RunCallbacks, RunResult } from "../../../host/index.ts";
+import type { CellPart, RunCallbacks, RunOutput, RunResult, RunTools, SupervisorHost } from "../../../host/index.ts";
 import type { CellRef, Surface } from "../../../machines/events.ts";
 import type { ResolvedSettings } from "../../../store/settings.ts";
 
@@ -135,4 +133,16 @@ export function verdictOf(r: RunResult): CellVerdict {
     killed: lost,
     ...(error ? { error } : {}),
   };
+}
+
+/** What the last cell a run ran printed, took and returned: its part of a batch, or the whole run's output. */
+export function lastCellPart(r: RunResult): Pick<CellPart, "stdout" | "stderr" | "durationMs" | "value"> {
+  return (
+    r.cells?.at(-1) ?? {
+      stdout: r.stdout,
+      stderr: r.stderr,
+      durationMs: r.outcome.durationMs,
+      ...(r.value !== undefined ? { value: r.value } : {}),
+    }
+  );
 }
