@@ -7,10 +7,10 @@ import type { CodeEnvironment } from "../environment.ts";
 import { createRunTools, outerUsage } from "../shared/calls.ts";
 import { withCompletion } from "../shared/completion.ts";
 import type { NestedCallRecord } from "../../machines/tool-events.ts";
-import { mentionsScriptBlock } from "../../lib/pep723.ts";
 import { DisplayCollector } from "../shared/display/collector.ts";
 import { evalRenderers } from "../shared/notebook/render.ts";
 import { throttled } from "../shared/notebook/updates.ts";
+import { batchEnd } from "../shared/notebook/python-cells.ts";
 import { prepareEvalDirs, runNotebookCall, type BackendInfo, type JournalLink } from "../../host/index.ts";
 import { backendDetails, type BackendMark } from "../shared/backend-mark.ts";
 import { LANGUAGE_NAMES, type EvalBackend, type EvalCellOutcome, type EvalLanguage } from "./backend.ts";
@@ -226,15 +226,9 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
         ): Promise<CellEnd & { index: number }> => {
           const language = params.cells[first].language;
           const backend = links.backends[language];
-          let end = first;
-          while (
-            backend.batches &&
-            end + 1 < n &&
-            params.cells[end + 1].language === language &&
-            params.cells[end + 1].reset !== true &&
-            !mentionsScriptBlock(params.cells[end + 1].code)
-          )
-            end += 1;
+          const end = backend.batches
+            ? batchEnd(params.cells, first, (cell) => cell.language === language && cell.reset !== true)
+            : first;
           const inputs = params.cells.slice(first, end + 1).map((input, k) => ({
             index: first + k,
             count: n,

@@ -17,13 +17,19 @@ import type { CodeEnvironment } from "../environment.ts";
 import { createRunTools, outerUsage } from "../shared/calls.ts";
 import { withCompletion } from "../shared/completion.ts";
 import type { NestedCallRecord } from "../../machines/tool-events.ts";
-import { graceFor, lastCellPart, PYTHON_GRACE_MS, runPyCell, verdictOf } from "../shared/notebook/python-cells.ts";
+import {
+  batchEnd,
+  graceFor,
+  lastCellPart,
+  PYTHON_GRACE_MS,
+  runPyCell,
+  verdictOf,
+} from "../shared/notebook/python-cells.ts";
 import { formatPythonResult, type PythonCellDetails, type PythonDetails } from "./result.ts";
 import { DisplayCollector } from "../shared/display/collector.ts";
 import { pythonRenderers } from "../shared/notebook/render.ts";
 import { throttled } from "../shared/notebook/updates.ts";
 import type { CellEnd } from "../../machines/notebook-call.ts";
-import { mentionsScriptBlock } from "../../lib/pep723.ts";
 
 export const DEFAULT_PYTHON_TIMEOUT_S = 120;
 
@@ -143,8 +149,7 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
             first: number,
             continued: (index: number, end: CellEnd) => void,
           ): Promise<CellEnd & { index: number }> => {
-            let last = first;
-            while (last + 1 < params.cells.length && !mentionsScriptBlock(params.cells[last + 1].code)) last += 1;
+            const last = batchEnd(params.cells, first);
             let current = first;
             let from: OutputMark | undefined;
             const fill = (

@@ -4,6 +4,7 @@
 import type { CellPart, RunCallbacks, RunOutput, RunResult, RunTools, SupervisorHost } from "../../../host/index.ts";
 import type { CellRef, Surface } from "../../../machines/events.ts";
 import type { ResolvedSettings } from "../../../store/settings.ts";
+import { mentionsScriptBlock } from "../../../lib/pep723.ts";
 
 /** pi-python's grace between the timeout's SIGINT and the kill (a second SIGINT comes halfway). */
 export const PYTHON_GRACE_MS = 30_000;
@@ -145,4 +146,16 @@ export function lastCellPart(r: RunResult): Pick<CellPart, "stdout" | "stderr" |
       ...(r.value !== undefined ? { value: r.value } : {}),
     }
   );
+}
+
+/** The last cell of the batch that starts at `first`: the cells after it join while `joins` says so, up to one with a
+ * PEP 723 block (a run of its own: preparation reads a run's first code only). */
+export function batchEnd<C extends { code: string }>(
+  cells: readonly C[],
+  first: number,
+  joins: (cell: C) => boolean = () => true,
+): number {
+  let end = first;
+  while (end + 1 < cells.length && joins(cells[end + 1]!) && !mentionsScriptBlock(cells[end + 1]!.code)) end += 1;
+  return end;
 }
