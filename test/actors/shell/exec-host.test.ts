@@ -431,6 +431,16 @@ describe("shutdown", () => {
   });
 });
 
+/** Runs `command`, which leaves a process in the background and prints its pid, until its session ends; that pid. */
+async function leftover(h: SupervisorHost, command: string): Promise<number> {
+  const s = await h.exec.start(startRequest(command, { cwd: root, yieldMs: 5000, callId: callId() }));
+  assert.ok(s.ok);
+  assert.equal(s.value.running, false, "the shell exited and the output closed");
+  const bg = Number(text(s.value.output).trim());
+  assert.ok(bg > 0 && pidAlive(bg), "the background process outlived its session");
+  return bg;
+}
+
 describe("shutdown's wait", () => {
   test("it waits for the sessions still ending, then returns; with none live it returns at once", async () => {
     const h = new SupervisorHost({ exec: { logDir } });
@@ -466,17 +476,11 @@ describe("shutdown's wait", () => {
     // up is cut off by it, but not by the shell leftovers' own second.
     const h = new SupervisorHost({ exec: { logDir }, limits: { killMs: 50 } });
     const done = join(root, `leftover-${process.pid}-${Date.now()}`);
-    const s = await h.exec.start(
-      startRequest(
-        // The handler ignores further SIGTERMs (its `sleep` inherits that): every member of the group gets one.
-        `(trap 'trap "" TERM; sleep 0.3; echo cleaned > ${done}; exit 0' TERM; while :; do sleep 0.05; done) >/dev/null 2>&1 </dev/null & echo $!`,
-        { cwd: root, yieldMs: 5000, callId: callId() },
-      ),
+    const bg = await leftover(
+      h,
+      // The handler ignores further SIGTERMs (its `sleep` inherits that): every member of the group gets one.
+      `(trap 'trap "" TERM; sleep 0.3; echo cleaned > ${done}; exit 0' TERM; while :; do sleep 0.05; done) >/dev/null 2>&1 </dev/null & echo $!`,
     );
-    assert.ok(s.ok);
-    assert.equal(s.value.running, false, "the shell exited and the output closed");
-    const bg = Number(text(s.value.output).trim());
-    assert.ok(bg > 0 && pidAlive(bg), "the background loop outlived its session");
     await h.shutdown();
     assert.ok(await waitUntil(() => !pidAlive(bg), 5000), "the leftover was stopped");
     assert.equal(readFileSync(done, "utf8"), "cleaned\n", "it had its grace to clean up");
@@ -485,18 +489,12 @@ describe("shutdown's wait", () => {
   test("without cgroups, a background process left by a session that ended is stopped at shutdown", async () => {
     const h = new SupervisorHost({ exec: { logDir } });
     process.env[CONTAINMENT_ENV] = "session";
-    let s;
+    let bg;
     try {
-      s = await h.exec.start(
-        startRequest("sleep 60 >/dev/null 2>&1 </dev/null & echo $!", { cwd: root, yieldMs: 5000, callId: callId() }),
-      );
+      bg = await leftover(h, "sleep 60 >/dev/null 2>&1 </dev/null & echo $!");
     } finally {
       delete process.env[CONTAINMENT_ENV];
     }
-    assert.ok(s.ok);
-    assert.equal(s.value.running, false, "the shell exited and the output closed");
-    const bg = Number(text(s.value.output).trim());
-    assert.ok(bg > 0 && pidAlive(bg), "the background sleep outlived its session");
     await h.shutdown();
     assert.ok(await waitUntil(() => !pidAlive(bg), 5000), "the leftover was stopped");
   });
