@@ -242,10 +242,13 @@ describe("waits", () => {
   test("a write the process cannot take returns at once with the failure, not after its window", async () => {
     const s = await start("exec 0<&-; sleep 30");
     assert.equal(s.running, true);
-    // The first write may be taken by the pipe before the broken pipe is known (a short window); the next is refused.
+    // A write may be taken by the pipe before the broken pipe is known: short windows until one is refused. From then
+    // on every write is refused at once, so the next one, with a long window, must not wait it out.
     let w = await write(s.id, { bytes: Buffer.from("x\n"), durationMs: 300 });
     for (let i = 0; i < 5 && !w.writeFailure; i++)
-      w = await write(s.id, { bytes: Buffer.from("x\n"), durationMs: 20_000 });
+      w = await write(s.id, { bytes: Buffer.from("x\n"), durationMs: 300 });
+    assert.match(w.writeFailure ?? "", /^stdin write failed: /);
+    w = await write(s.id, { bytes: Buffer.from("x\n"), durationMs: 20_000 });
     assert.match(w.writeFailure ?? "", /^stdin write failed: /);
     assert.equal(w.running, true);
     assert.ok(w.wallMs < 10_000, `returned after ${w.wallMs.toFixed(0)} ms of a 20 s window`);
