@@ -5,14 +5,15 @@
 // to Node. Each test checks who started the child (the server or this process) so a silent fallback cannot pass.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { spawnLocalChild, type ChildExit, type ChildHandle, type ChildSpec } from "../../../actors/process/children.ts";
 import { containmentMode } from "../../../actors/registry/containment.ts";
 import { stopTracked } from "../../../actors/registry/registry.ts";
 import { SHUTDOWN } from "../../../actors/registry/shutdown.ts";
-import { SPAWNER_ENV, SPAWNER_SLOTS, spawnerPids } from "../../../actors/process/spawner.ts";
+import { findPython, SPAWNER_ENV, SPAWNER_SLOTS, spawnerPids } from "../../../actors/process/spawner.ts";
+import { PYTHON } from "../../helpers/pythons.ts";
 import { parentOf, pidAlive, waitUntil } from "../../helpers/procs.ts";
 import { tempDir } from "../../helpers/temp-dir.ts";
 
@@ -280,4 +281,19 @@ setInterval(() => {}, 1000);`;
   });
 
   after(() => rmSync(scratch, { recursive: true, force: true }));
+});
+
+describe("the server's interpreter", () => {
+  test("a real python3 on PATH before a launcher script found earlier; the script when it is the only one", () => {
+    const root = tempDir("pcs-spawner-python-");
+    const [shim, real, none] = ["shim", "real", "none"].map((d) => join(root, d));
+    for (const d of [shim, real, none]) mkdirSync(d);
+    // A launcher like pyenv's shim: a shell script that picks an interpreter and execs it.
+    writeFileSync(join(shim, "python3"), `#!/bin/sh\nexec ${PYTHON} "$@"\n`);
+    chmodSync(join(shim, "python3"), 0o755);
+    symlinkSync(PYTHON, join(real, "python3"));
+    assert.equal(findPython([none, shim, real].join(":")), join(real, "python3"));
+    assert.equal(findPython([shim, none].join(":")), join(shim, "python3"));
+    assert.equal(findPython(["relative", none].join(":")), undefined);
+  });
 });
