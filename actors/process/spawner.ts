@@ -10,21 +10,13 @@
 // with half its slots left the next one starts. Whatever finds no ready server is spawned by Node as before, and
 // `PI_CODE_EXECUTION_SPAWNER=off` turns the server off altogether.
 import { spawn, type ChildProcess } from "node:child_process";
-import {
-  accessSync,
-  closeSync,
-  constants as fsc,
-  openSync,
-  readSync,
-  rmdirSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { rmdirSync, writeFileSync } from "node:fs";
 import type { Socket } from "node:net";
 import { constants } from "node:os";
-import { delimiter, dirname, isAbsolute, join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { encodeFrame, FrameDecoder, type Frame } from "./framing.ts";
+import { findPython } from "./spawner-python.ts";
 import type { PreparedCgroup } from "../registry/containment.ts";
 import { adopt } from "../registry/registry.ts";
 import { exited } from "./fork-server.ts";
@@ -242,38 +234,6 @@ function startServer(): void {
     () => proc.kill("SIGKILL"),
   );
   control.on("data", (c: Buffer) => decoder.push(c));
-}
-
-/** python3 in the absolute entries of `path` (as children.ts `findProgram` looks programs up), a real interpreter
- * before a launcher script: the server needs only some Python (`-I -S`, the standard library), and a launcher such as
- * pyenv's or asdf's shim runs a shell and its scripts first (here 0.15-0.5 s of CPU). The first script found is the
- * fallback. */
-export function findPython(path = process.env.PATH ?? ""): string | undefined {
-  let script: string | undefined;
-  for (const dir of path.split(delimiter)) {
-    if (!isAbsolute(dir)) continue;
-    const file = join(dir, "python3");
-    try {
-      accessSync(file, fsc.X_OK);
-      if (!statSync(file).isFile()) continue;
-      if (!isScript(file)) return file;
-      script ??= file;
-    } catch {
-      // not here
-    }
-  }
-  return script;
-}
-
-/** A `#!` script rather than a binary (the first two bytes). */
-function isScript(file: string): boolean {
-  const fd = openSync(file, "r");
-  try {
-    const head = Buffer.alloc(2);
-    return readSync(fd, head, 0, 2, 0) === 2 && head.toString("latin1") === "#!";
-  } finally {
-    closeSync(fd);
-  }
 }
 
 function onFrame(server: Server, frame: Frame): void {

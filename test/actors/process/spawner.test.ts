@@ -12,7 +12,8 @@ import { spawnLocalChild, type ChildExit, type ChildHandle, type ChildSpec } fro
 import { containmentMode } from "../../../actors/registry/containment.ts";
 import { stopTracked } from "../../../actors/registry/registry.ts";
 import { SHUTDOWN } from "../../../actors/registry/shutdown.ts";
-import { findPython, SPAWNER_ENV, SPAWNER_SLOTS, spawnerPids } from "../../../actors/process/spawner.ts";
+import { SPAWNER_ENV, SPAWNER_SLOTS, spawnerPids } from "../../../actors/process/spawner.ts";
+import { findPython } from "../../../actors/process/spawner-python.ts";
 import { PYTHON } from "../../helpers/pythons.ts";
 import { parentOf, pidAlive, waitUntil } from "../../helpers/procs.ts";
 import { tempDir } from "../../helpers/temp-dir.ts";
