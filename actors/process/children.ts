@@ -4,9 +4,7 @@
 // `spawn` (local here; the sandbox wraps the same start in bwrap; remote runs it through its transport), so nothing
 // of the user's starts on this machine when the user chose a sandbox or a remote. Failures are values.
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants as fs, statSync } from "node:fs";
 import { constants } from "node:os";
-import { delimiter, isAbsolute, join } from "node:path";
 import { fail, ok, type Result } from "../../lib/result.ts";
 import type { StartFailure } from "./operations.ts";
 import { loadPty, type PtyProcess } from "./pty.ts";
@@ -14,6 +12,8 @@ import { prepareCgroup, type PreparedCgroup } from "../registry/containment.ts";
 import { adopt, signalTree, stopTracked } from "../registry/registry.ts";
 import { SHUTDOWN } from "../registry/shutdown.ts";
 import { spawnServed, type ServedChild } from "./spawner.ts";
+import { findProgram } from "./program-path.ts";
+export { findProgram };
 
 /** What a child is for: a backend may treat them differently (the sandbox lets an install write only `writable`). */
 export type ChildPurpose = "shell" | "probe" | "install";
@@ -84,25 +84,6 @@ function groupSignal(pid: number, signal: string, wrap?: LocalWrap): Result<void
   }
   // Everything in its cgroup (or session): a daemon that called setsid() is reached too.
   return signalTree(pid, signal as NodeJS.Signals);
-}
-
-/** Where `file` would be executed from, or undefined: a path as it is, a bare name in the absolute entries of `path`
- * only (a relative entry would let a binary planted in the working directory stand in). Checked before a start so
- * that a missing program is a start failure, not the joining shell's exit 127; also how shells and interpreter
- * commands are resolved. */
-export function findProgram(file: string, path: string | undefined): string | undefined {
-  const usable = (p: string) => {
-    try {
-      accessSync(p, fs.X_OK);
-      return statSync(p).isFile();
-    } catch {
-      return false;
-    }
-  };
-  if (file.includes("/")) return usable(file) ? file : undefined;
-  for (const dir of (path ?? "").split(delimiter))
-    if (dir && isAbsolute(dir) && usable(join(dir, file))) return join(dir, file);
-  return undefined;
 }
 
 /** Listener lists that remember what already happened, so late listeners miss nothing. */
