@@ -6,19 +6,32 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
 import { startPi } from "../test/helpers/pi-session.ts";
 import { noopExtension, spansFresh } from "./pi-spans.ts";
 import { stats } from "./run.ts";
+import { peerManifest } from "./pi-peers.ts";
 
-const arg = (name: string, dflt: string) => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1]! : dflt;
+const { values: flags } = parseArgs({
+  options: {
+    peer: { type: "string" },
+    rounds: { type: "string", default: "4" },
+    n: { type: "string", default: "30" },
+    gap: { type: "string", default: "150" },
+  },
+});
+if (!flags.peer) throw new Error("usage: node bench/gap-peers.ts --peer DIR [--rounds R] [--n N] [--gap MS]");
+const peerDir = flags.peer;
+// Refused before anything runs: a directory that is not a Pi package.
+peerManifest(peerDir);
+const positive = (name: "rounds" | "n" | "gap") => {
+  const v = Number(flags[name]);
+  if (!(Number.isInteger(v) && v >= 1)) throw new Error(`--${name} must be a positive integer (got ${flags[name]})`);
+  return v;
 };
-const peerDir = arg("--peer", "");
-if (!peerDir) throw new Error("usage: node bench/gap-peers.ts --peer DIR [--rounds R] [--n N] [--gap MS]");
-const rounds = Number(arg("--rounds", "4"));
-const n = Number(arg("--n", "30"));
-const gap = Number(arg("--gap", "150"));
+const rounds = positive("rounds");
+const n = positive("n");
+const gap = positive("gap");
 const scratch = mkdtempSync(join(tmpdir(), "pcs-bench-gap-"));
 process.env.PI_CODE_EXECUTION_JOURNAL ??= join(scratch, "journal.sqlite");
 process.env.PI_CODE_EXECUTION_LOG_DIR ??= join(scratch, "logs");
@@ -29,22 +42,11 @@ const ours = await startPi({
   extensionFactories: [noopExtension],
 });
 const peer = await startPi({ extensionPaths: [resolve(peerDir)], extensionFactories: [noopExtension] });
-const sides = [
-  {
-    name: "ours python",
-    pi: ours,
-    call: ["python", { cells: [{ code: "x = 1" }] }] as [string, Record<string, unknown>],
-  },
-  {
-    name: "ours code_execution",
-    pi: ours,
-    call: ["code_execution", { code: "x = 1", session: "g" }] as [string, Record<string, unknown>],
-  },
-  {
-    name: "peer python",
-    pi: peer,
-    call: ["python", { cells: [{ code: "x = 1" }] }] as [string, Record<string, unknown>],
-  },
+const cell: [string, Record<string, unknown>] = ["python", { cells: [{ code: "x = 1" }] }];
+const sides: { name: string; pi: typeof ours; call: [string, Record<string, unknown>] }[] = [
+  { name: "ours python", pi: ours, call: cell },
+  { name: "ours code_execution", pi: ours, call: ["code_execution", { code: "x = 1", session: "g" }] },
+  { name: "peer python", pi: peer, call: cell },
 ];
 /** The spans, once every call succeeded (a failed call is fast and would read as a figure). */
 function ok(name: string, r: { ms: number[]; results: { isError?: boolean }[] }): number[] {
