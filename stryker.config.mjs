@@ -41,6 +41,12 @@ export const GROUPS = {
       "test/machines/run.test.ts",
     ],
   },
+  // The runner process's lifecycle (spawn, ready, a run's hand-over, interrupt, stop), the Python and JavaScript
+  // runners' alike; the I/O adapter around it (actors/process/runner.ts) is tested with real processes in the suite.
+  "machines-runner": {
+    mutate: ["machines/runner-process.ts"],
+    tests: ["test/machines/runner-process.test.ts"],
+  },
   // A notebook call's cells (python and eval): the machine and its adapter, each with its own fast file.
   "notebook-call": {
     mutate: ["machines/notebook-call.ts", "host/notebook-call.ts"],
