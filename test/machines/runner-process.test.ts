@@ -127,6 +127,7 @@ describe("abandoning", () => {
   test("the launch failing is still reported as a failure", () => {
     const r = runner([{ type: "stop", how: "terminate" }]);
     r.send({ type: "launch.failed", message: "no interpreter" });
+    assert.equal(r.value(), "ended");
     assert.deepEqual(r.effects, [["reportFailure", { message: "no interpreter" }]]);
   });
 
@@ -143,9 +144,11 @@ describe("abandoning", () => {
   test("a spawn that started nothing, or failed, is reported", () => {
     const r = runner([launched, { type: "stop", how: "kill" }]);
     r.send({ type: "spawn.cancelled" });
+    assert.equal(r.value(), "ended");
     assert.deepEqual(r.effects, [["reportExit", { code: null, signal: null }]]);
     const f = runner([launched, { type: "stop", how: "kill" }]);
     f.send({ type: "spawn.failed", message: "no such file" });
+    assert.equal(f.value(), "ended");
     assert.deepEqual(f.effects, [["reportFailure", { message: "no such file" }]]);
   });
 
@@ -196,6 +199,7 @@ describe("up", () => {
     assert.deepEqual(r.effects, [["reportExit", { code: null, signal: "SIGKILL" }]]);
     const l = runner([launched, spawned]);
     l.send({ type: "process.ended", exit: { code: null, signal: null, lost: { message: "ssh: gone", hint: "ssh" } } });
+    assert.equal(l.value(), "ended");
     assert.deepEqual(l.effects, [["reportFailure", { message: "ssh: gone", hint: "ssh" }]]);
   });
 
@@ -239,6 +243,7 @@ describe("broken", () => {
   test("released before the exit: the tree is stopped", () => {
     const r = runner(BROKEN);
     r.send({ type: "release" });
+    assert.equal(r.done(), true);
     assert.deepEqual(r.effects, [["stopProcess"]]);
   });
 });
@@ -316,5 +321,17 @@ describe("the definition", () => {
     actor.start();
     actor.send({ type: "launch.done" });
     assert.match(String(error), /`spawnProcess` action must be provided \(actors\/runner\/runner\.ts\)/);
+  });
+
+  test("each effect names itself when unprovided", () => {
+    const actions = runnerLifecycle.implementations.actions as Record<string, (...a: unknown[]) => unknown>;
+    const effects = ["spawnProcess", "reportReady", "reportFailure", "reportExit", "signalGroup", "askShutdown"];
+    effects.push("stopProcess", "killAdopted", "handOver", "offerNoProcess");
+    for (const name of effects) {
+      assert.throws(
+        () => actions[name]!({}, {}),
+        new Error(`machines/runner-process.ts: the \`${name}\` action must be provided (actors/runner/runner.ts)`),
+      );
+    }
   });
 });
