@@ -108,6 +108,13 @@ export const GROUPS = {
     ],
     tests: ["test/actors/process/output-order.test.ts", "test/actors/runner/js-session.test.ts"],
   },
+  // The JavaScript runtime's cell semantics (runner side): the rewrite that keeps a cell's top-level declarations
+  // in its context and shows its last value, with its lexer and statement splitter. The rewrite's own file (~0.2 s)
+  // first, then the runner against real processes (~3 s) for the mutants it leaves.
+  "js-runtime": {
+    mutate: ["runtime-js/cell-rewrite.js", "runtime-js/statements.js", "runtime-js/lexer.js"],
+    tests: ["test/runtime-js/js-cell.test.ts", "test/runtime-js/js-runner.test.ts"],
+  },
 };
 
 const name = process.env.MUTATE_GROUP ?? "output";
