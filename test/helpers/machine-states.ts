@@ -56,12 +56,23 @@ export function reachableMachines(root: AnyStateMachine): Map<string, AnyStateMa
 export const sorted = (xs: Iterable<string>) => [...xs].sort();
 
 /** The guide's rule for every machine: each state node says what it means (`description`: a sentence, from its
- * capital to its full stop, so half of one is caught too). The tests also check each machine's own id: the
- * inspector and the recorded logs name machines by it. */
+ * capital to its full stop, so half of one is caught too), and so does each transition that has a description (the
+ * inspector shows it beside the arrow): those are listed as `<source>|<event>|<index>`. The tests also check each
+ * machine's own id: the inspector and the recorded logs name machines by it. */
 export function undescribedStates(machine: AnyStateMachine): string[] {
-  return stateNodes(machine)
-    .filter((n) => n !== machine.root && !(typeof n.description === "string" && /^[A-Z][^]*\.$/.test(n.description)))
-    .map((n) => n.id);
+  const sentence = (d: unknown) => typeof d === "string" && /^[A-Z][^]*\.$/.test(d);
+  const nodes = stateNodes(machine);
+  const states = nodes.filter((n) => n !== machine.root && !sentence(n.description)).map((n) => n.id);
+  const transitions: string[] = [];
+  for (const n of nodes) {
+    const lists: [string, { description?: unknown }[]][] = [...n.transitions, ["", n.always ?? []]];
+    for (const [event, list] of lists)
+      list.forEach((t, i) => {
+        if ("description" in t && t.description !== undefined && !sentence(t.description))
+          transitions.push(`${n.id}|${event}|${i}`);
+      });
+  }
+  return [...states, ...transitions];
 }
 
 /** Starts `machine` with none of its effects provided and returns the error it fails with: each placeholder actor

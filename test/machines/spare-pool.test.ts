@@ -88,6 +88,20 @@ describe("serving", () => {
     assert.deepEqual(pool(h)?.spares, { "spare:1": "ka", "spare:2": "kb" });
   });
 
+  test("a run with dependencies uses its installed environment: it neither takes the key's ready spare nor grows its pool", () => {
+    // The run installs first (an install that never ends: the run waits in it); the spare is chosen before.
+    const h = startSupervisor({ install: fromCallback(() => {}) });
+    freshRun(h, "r1");
+    h.runner.of("spare:1").ready();
+    h.start({ runId: "r2", spareKey: KEY, dependencies: ["rich"] });
+    assert.equal(h.ref("run:r2")?.getSnapshot().context.spare, undefined);
+    assert.equal(h.value("spare:1"), "ready", "the spare still waits for a run without dependencies");
+    assert.deepEqual(pool(h)?.spares, { "spare:1": KEY });
+    assert.deepEqual(pool(h)?.target, { [KEY]: 1 });
+    h.start({ runId: "r3", spareKey: KEY });
+    assert.equal(h.runner.of("run:r3").input.adopt, "spare:1");
+  });
+
   test("a spare that fails leaves its key's pool the size of what is left; only runs are announced", () => {
     const h = startSupervisor();
     for (const id of ["r1", "r2", "r3"]) h.start({ runId: id, spareKey: KEY });
