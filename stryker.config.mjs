@@ -109,11 +109,11 @@ export const GROUPS = {
     tests: ["test/actors/process/output-order.test.ts", "test/actors/runner/js-session.test.ts"],
   },
   // The JavaScript runtime's cell semantics (runner side): the rewrite that keeps a cell's top-level declarations
-  // in its context and shows its last value, with its lexer and statement splitter. The rewrite's own file (~0.2 s)
-  // first, then the runner against real processes (~3 s) for the mutants it leaves.
+  // in its context and shows its last value, with its lexer and statement splitter. The reading's and the rewrite's
+  // own files (~0.2 s) first, then the runner against real processes (~3 s) for the mutants they leave.
   "js-runtime": {
     mutate: ["runtime-js/cell-rewrite.js", "runtime-js/statements.js", "runtime-js/lexer.js"],
-    tests: ["test/runtime-js/js-cell.test.ts", "test/runtime-js/js-runner.test.ts"],
+    tests: ["test/runtime-js/js-lexer.test.ts", "test/runtime-js/js-cell.test.ts", "test/runtime-js/js-runner.test.ts"],
   },
 };
 

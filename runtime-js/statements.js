@@ -11,6 +11,8 @@ const CONTINUERS = new Set(["else", "catch", "finally", "in", "instanceof", "of"
 /** `name (` heads whose parenthesis is followed by the statement's body. */
 const HEADS = new Set(["if", "for", "while", "with", "switch", "catch", "function"]);
 const RESTRICTED = new Set(["return", "break", "continue", "throw", "yield"]);
+/** Words that start a statement that is no expression (declarations, classes, functions and imports have kinds
+ * of their own). */
 const NOT_EXPRESSION = new Set([
   "if",
   "for",
@@ -24,12 +26,6 @@ const NOT_EXPRESSION = new Set([
   "continue",
   "with",
   "debugger",
-  "var",
-  "let",
-  "const",
-  "class",
-  "function",
-  "import",
   "export",
   "else",
   "catch",
@@ -39,7 +35,7 @@ const NOT_EXPRESSION = new Set([
 ]);
 
 function endsExpression(t) {
-  if (t.type !== "punct") return t.type !== "name" || !EXPRESSION_KEYWORDS.has(t.value) || t.value === "this";
+  if (t.type !== "punct") return t.type !== "name" || !EXPRESSION_KEYWORDS.has(t.value);
   return t.value === ")" || t.value === "]" || t.value === "}" || t.value === "++" || t.value === "--";
 }
 
@@ -152,7 +148,8 @@ function describe(tokens, from, to) {
   const word = firstWord(tokens, from);
   let kind = "expression";
   if (t.type === "punct" && t.value === ";") kind = "empty";
-  else if (word === "import" && !(n && (n.value === "(" || n.value === "."))) kind = "import";
+  else if (word === "import")
+    kind = isImportDeclaration(tokens, from) ? "import" : "expression"; // or import(), import.meta
   else if (
     word === "const" ||
     word === "var" ||
