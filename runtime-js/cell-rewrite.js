@@ -176,14 +176,33 @@ function transform(code) {
   };
 }
 
-/** A top-level `return` (depth 0: outside every function body). */
+/** Words whose parenthesis is followed by a block, not a function's body (`for await (...)` included). */
+const BLOCK_HEADS = new Set(["if", "for", "while", "switch", "catch", "with", "await"]);
+
+/** A top-level `return`: outside every function body, though maybe inside blocks (`if (x) { return 1 }`). A `{` opens
+ * a function's body after `=>`, or after a `)` whose `(` follows no block head (a function's or method's parameters). */
 function topLevelReturn(tokens) {
-  let depth = 0;
-  for (const t of tokens) {
-    if (t.type === "punct") {
-      if (t.value === "(" || t.value === "[" || t.value === "{") depth++;
-      else if (t.value === ")" || t.value === "]" || t.value === "}") depth--;
-    } else if (depth === 0 && t.type === "name" && t.value === "return") return true;
+  const bodies = []; // per open bracket: whether it is a function's body
+  const parens = []; // token indexes of the open parentheses
+  let closedParen = -1; // the `(` of the last `)`
+  for (let k = 0; k < tokens.length; k++) {
+    const t = tokens[k];
+    if (t.type === "name") {
+      if (t.value === "return" && !bodies.includes(true)) return true;
+      continue;
+    }
+    if (t.type !== "punct") continue;
+    const v = t.value;
+    if (v === "(") parens.push(k);
+    if (v === "(" || v === "[") bodies.push(false);
+    else if (v === "{") {
+      const p = tokens[k - 1];
+      const head = p && p.value === ")" ? tokens[closedParen - 1] : undefined;
+      bodies.push(Boolean(p && (p.value === "=>" || (p.value === ")" && !(head && BLOCK_HEADS.has(head.value))))));
+    } else if (v === ")" || v === "]" || v === "}") {
+      bodies.pop();
+      if (v === ")") closedParen = parens.pop() ?? -1;
+    }
   }
   return false;
 }

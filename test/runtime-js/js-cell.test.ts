@@ -22,7 +22,11 @@ async function cells(...codes: string[]): Promise<unknown[]> {
   const out: unknown[] = [];
   for (const code of codes) {
     const plan = transform(code);
-    const script = new vm.Script(plan.source, { lineOffset: plan.lineOffset, filename: "cell.js" });
+    const script = new vm.Script(plan.source, {
+      lineOffset: plan.lineOffset,
+      filename: "cell.js",
+      importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+    });
     let value = script.runInContext(g);
     if (plan.wrapped) value = await value.call(g);
     else if (!plan.showsValue) value = undefined;
@@ -138,6 +142,119 @@ describe("imports", () => {
     const plan = transform(code);
     const lines = plan.source.split("\n").slice(1);
     assert.equal(lines[5], "throw new Error('here')");
+  });
+});
+
+describe("imports, form by form", () => {
+  const bodyOf = (code: string) => transform(code).source;
+
+  test("a default with a namespace, a namespace alone, strings as imported names, an empty list", () => {
+    assert.equal(
+      bodyOf("import def, * as ns from 'x'"),
+      "var ns, def; (async function () { \n;ns = await import('x'), def = ns.default;\n})",
+    );
+    assert.equal(bodyOf("import * as ns from 'x';"), "var ns; (async function () { \n;ns = await import('x');\n})");
+    assert.equal(
+      bodyOf(`import {"s t" as s, a as b, c} from 'x';`),
+      `var s, b, c; (async function () { \n;({ "s t": s, a: b, c } = await import('x'));\n})`,
+    );
+    assert.equal(bodyOf("import {} from 'x'"), "(async function () { \n;await import('x');\n})");
+    assert.equal(
+      bodyOf("import a from 'x' assert { type: 'json' }"),
+      "var a; (async function () { \n;({ default: a } = await import('x', { with: { type: 'json' } }));\n})",
+    );
+  });
+
+  test("an import it cannot read is left as written, for V8 to report", () => {
+    for (const code of [
+      "import * ns from 'x'",
+      "import * as 1 from 'x'",
+      "import {a b} from 'x'",
+      "import {a as 1} from 'x'",
+      "import def 'x'",
+      "import def, 'x'",
+      "import {a} 'x'",
+      "import 'x' junk",
+      "import x from y",
+    ]) {
+      const plan = transform(code);
+      assert.equal(plan.source, `(async function () { \n${code}\n})`, code);
+      assert.throws(() => new vm.Script(plan.source), SyntaxError, code);
+    }
+  });
+
+  test("imports run: a namespace, a default, named ones renamed", async () => {
+    const [, v] = await cells(
+      "import * as p from 'node:path'\nimport u, { format as f } from 'node:util'",
+      "[typeof p.join, typeof u.format, f('%d', 7)]",
+    );
+    assert.deepEqual(v, ["function", "function", "7"]);
+  });
+});
+
+describe("an async cell's declarations", () => {
+  test("let without a value is undefined, var without one keeps its value, a pattern binding nothing stays", async () => {
+    const [, , v] = await cells(
+      "var y = 1; var z = 2",
+      "await 1; let x; var y; const {} = {}; let [a] = [3], b\nb",
+      "[typeof x, y, a, typeof b]",
+    );
+    assert.deepEqual(v, ["undefined", 1, 3, "undefined"]);
+    const plan = transform("await 1; let x; var y; const {} = o; let [a] = [1], b\nb");
+    assert.equal(
+      plan.source,
+      "var x, y, a, b; (async function () { \nawait 1; ;(  x = undefined); ;(  y); const {} = o; ;(  [a] = [1], b = undefined);\nreturn (b)\n})",
+    );
+  });
+
+  test("generator and async functions are hoisted and kept; an anonymous class is not", async () => {
+    const [, v] = await cells(
+      "await 1; function* g() { yield 1 } async function* h() { yield 2 } async function k() { return 3 }",
+      "const out = [...g()]; for await (const x of h()) out.push(x); out.push(await k()); out",
+    );
+    assert.deepEqual(v, [1, 2, 3]);
+    assert.equal(
+      transform("await 1; class extends B {}").source,
+      "(async function () { \nawait 1; class extends B {}\n})",
+    );
+  });
+
+  test("a member named await does not make the cell async; a return inside a function does not either", () => {
+    assert.equal(transform("x.await; y?.await").wrapped, false);
+    for (const inside of [
+      "function f() { return 1 }",
+      "const g = (a) => { if (a) { return 1 } }",
+      "const o = { m(a) { return a }, get p() { return 2 } }",
+      "class C { m() { for (;;) { return 3 } } }",
+      "[1].map(function (x) { return x })",
+    ])
+      assert.equal(transform(inside).wrapped, false, inside);
+  });
+
+  test("a return inside the cell's own blocks ends the cell early", async () => {
+    const early = [
+      "if (true) { return 1 }\n2",
+      "for (const x of [3]) { return x }",
+      "while (true) { return 4 }",
+      "try { return 5 } finally {}",
+      "switch (1) { case 1: { return 6 } }",
+      "{ return 7 }",
+      "for await (const x of [8]) { return x }",
+      "do { return 9 } while (false)",
+      "if (false) {} else { return 10 }",
+    ];
+    for (const code of early) assert.equal(transform(code).wrapped, true, code);
+    assert.deepEqual(await cells(...early), [1, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+
+  test("a value ending in a semicolon is returned without it", () => {
+    assert.equal(transform("await 1\nx + 1;").source, "(async function () { \nawait 1\nreturn (x + 1);\n})");
+  });
+
+  test("line breaks a rewrite removes are put back, CRLF counted as one", () => {
+    const plan = transform("import {\r\n  a,\r\n  b\r\n} from 'x'\r\nthrow new Error('here')");
+    const lines = plan.source.split(/\r\n|\n/);
+    assert.equal(lines.indexOf("throw new Error('here')"), 5);
   });
 });
 
