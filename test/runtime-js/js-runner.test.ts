@@ -92,6 +92,8 @@ describe("cells", () => {
     assert.equal(later.stdout, "23\n");
     const ret = await runCell(d, "if (a > 1) return 'early'\n'late'");
     assert.equal(ret.stdout, "early\n");
+    const inBlock = await runCell(d, "for (const x of [1, 2]) {\n  if (x > 1) { return `early ${x}` }\n}\n'late'");
+    assert.equal(inBlock.stdout, "early 2\n");
     const bare = await runCell(d, "console.log('before'); return\nconsole.log('never')");
     ok(bare);
     assert.equal(bare.stdout, "before\n");
