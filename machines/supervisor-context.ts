@@ -94,8 +94,7 @@ export function factOfPrepared(r: RunStartEvent): PrepareFact {
 export const isQueued = (c: SupervisorContext, runId: string) => c.queue.some((r) => r.runId === runId);
 
 /** The key a fresh run's spare must match: runs with dependencies use an installed environment, not the key's. */
-export const spareKeyOf = (e: RunStartEvent) =>
-  e.spareKey !== undefined && !e.dependencies?.length ? e.spareKey : undefined;
+export const spareKeyOf = (e: RunStartEvent) => (e.dependencies?.length ? undefined : e.spareKey);
 
 /** JavaScript runs only in sessions (eval's js cells). */
 export const isFreshJs = (e: RunStartEvent) => e.language === "js" && e.session === undefined;
