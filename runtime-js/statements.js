@@ -56,12 +56,18 @@ function statements(tokens) {
   let headParen = -1;
   let bodyNext = false;
   let classHead = false;
+  /** A `do` whose body is one statement (`do x++; while (c)`): where that body ends, its `while` is still to come. */
+  let doWaits = false;
+  /** A `do`'s `while` came: the `)` of its condition ends the statement, whatever the next line holds. */
+  let doCondition = false;
   const close = (to) => {
-    if (to > from) out.push(describe(tokens, from, to));
-    from = to;
+    doCondition = false;
     bodyNext = false;
     classHead = false;
     headParen = -1;
+    if (doWaits) return;
+    if (to > from) out.push(describe(tokens, from, to));
+    from = to;
   };
   for (let k = 0; k < tokens.length; k++) {
     const t = tokens[k];
@@ -94,6 +100,11 @@ function statements(tokens) {
       }
       if (v === ")" || v === "]" || v === "}") {
         depth = Math.max(0, depth - 1);
+        if (depth === 0 && v === ")" && doCondition) {
+          // A `;` after it is the statement's own; otherwise a semicolon is inserted here, as V8 does.
+          if (!tokens[k + 1] || tokens[k + 1].value !== ";") close(k + 1);
+          continue;
+        }
         if (depth === 0 && v === ")" && headParen >= 0) {
           headParen = -1;
           bodyNext = true;
@@ -118,6 +129,11 @@ function statements(tokens) {
       if (depth === 0 && v === "=>") bodyNext = true;
     } else if (t.type === "name" && depth === 0) {
       if (t.value === "else" || t.value === "do" || t.value === "try" || t.value === "finally") bodyNext = true;
+      if (t.value === "do" && k === from) doWaits = tokens[k + 1] !== undefined && tokens[k + 1].value !== "{";
+      else if (t.value === "while" && k > from && firstWord(tokens, from) === "do") {
+        doWaits = false;
+        doCondition = true;
+      }
       if (t.value === "class" && (k === from || tokens[k - 1].value === "=" || tokens[k - 1].value === "("))
         classHead = true;
     }

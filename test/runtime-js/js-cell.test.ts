@@ -101,6 +101,7 @@ describe("the tokenizer reads JavaScript as V8 does", () => {
     ["object literal value", "({ a: 1 })", { a: 1 }],
     ["keyword-like properties", "const o = { await: 1, return: 2, class: 3 }\no.await + o.return + o.class", 6],
     ["do-while", "let i = 0\ndo { i++ } while (i < 3)\ni", 3],
+    ["do-while with a one-statement body, then a value in parentheses", "let n = 0\ndo n++; while (n < 4)\n(n)", 4],
     ["postfix then a new line", "let j = 1\nj++\nj", 2],
   ];
   for (const [name, code, expected] of samples) {

@@ -293,6 +293,20 @@ describe("statements", () => {
       ],
     ],
     [
+      "a do-while ends at its condition's ), its body a block or one statement",
+      "do x++; while (x < 3)\n(y)\ndo\nd()\nwhile (0)\nx\ndo {} while (a)\n(b)\ndo x++\nwhile (x < 3); y",
+      [
+        "statement[do x ++ ; while ( x < 3 )]",
+        "expression[( y )]",
+        "statement[do d ( ) while ( 0 )]",
+        "expression[x]",
+        "statement[do { } while ( a )]",
+        "expression[( b )]",
+        "statement[do x ++ while ( x < 3 ) ;]",
+        "expression[y]",
+      ],
+    ],
+    [
       "async function is a function",
       "async function f() {}\n(1)",
       ["function[async function f ( ) { }]", "expression[( 1 )]"],
