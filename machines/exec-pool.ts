@@ -135,7 +135,7 @@ export const execPoolMachine = setup({
       } satisfies ExecSessionCommand;
       enqueue.sendTo("wake", { type: "wake.stop" } satisfies WakeCommand);
       for (const r of Object.values(records(context, childOf(self)))) {
-        if (LIVE.includes(r.status) || r.status === "stopping") enqueue.sendTo(sessionId(r.id), stop);
+        if (LIVE.includes(r.status)) enqueue.sendTo(sessionId(r.id), stop);
       }
     }),
     running: emit((_, e: Extract<ExecSessionNotice, { type: "shell.running" }>) => ({

@@ -270,6 +270,26 @@ describe("serving: starts refused, answers without an entry", () => {
     assert.deepEqual([unknown.found, unknown.status, unknown.armed], [false, undefined, false]);
   });
 
+  test("an id leaves the registry once its exit is observed, listed, or its stop ended it: unknown, startable again", () => {
+    const h = startExec();
+    h.running(1);
+    h.closed(1, 0);
+    h.send({ type: "exec.forget", at: 0, id: 1 });
+    h.running(2);
+    h.send({ type: "exec.kill", at: 0, id: 2, signal: "SIGKILL" });
+    h.closed(2, null, "SIGKILL");
+    h.running(3);
+    h.closed(3, 0);
+    h.send({ type: "exec.listed", at: 0, ids: [3], callId: "l1" });
+    for (const id of [1, 2, 3]) {
+      assert.equal(h.setOnExit(id, "wake").found, false, `session ${id}`);
+      assert.equal(h.records()[String(id)], undefined, `session ${id}`);
+      h.start(id);
+      assert.equal(refusal(h, id), undefined, `session ${id} starts again`);
+      assert.equal(h.records()[String(id)]!.status, "starting", `session ${id}'s old record is gone`);
+    }
+  });
+
   test("list_sessions naming an id the registry no longer has leases nothing to its call", () => {
     const h = startExec();
     h.send({ type: "exec.listed", at: 0, ids: [5], callId: "l1" });
@@ -280,6 +300,15 @@ describe("serving: starts refused, answers without an entry", () => {
 });
 
 describe("stopping: records", () => {
+  test("a session killed while starting keeps its SIGKILL through Pi's shutdown (not softened to SIGTERM)", () => {
+    const h = startExec();
+    h.start(1);
+    h.send({ type: "exec.kill", at: 0, id: 1, signal: "SIGKILL" });
+    h.send({ type: "exec.shutdown", at: 0 });
+    h.spawned(1, 42);
+    assert.deepEqual(h.shells.get(1)!.signals, ["SIGKILL"]);
+  });
+
   test("a stop asked for while starting: the record stays stopping when the process appears", () => {
     const h = startExec();
     h.start(1);

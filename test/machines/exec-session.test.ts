@@ -40,6 +40,11 @@ describe("running", () => {
     h.shells.get(1)!.send({ type: "shell.process_exited", at: 5, code: 0, signal: null });
     assert.deepEqual(h.sessionState(1), { running: "held" });
     assert.equal(h.records()["1"].status, "held");
+    assert.deepEqual(
+      h.emitted.filter((e) => e.type === "exec.held"),
+      [{ type: "exec.held", id: 1 }],
+      "the pool tells the host the session is held",
+    );
     h.closed(1, 3);
     assert.equal(h.sessionState(1), undefined, "the finished actor is removed");
     assert.equal(
