@@ -83,6 +83,18 @@ describe("serving: LRU eviction", () => {
     assert.ok(!h.emitted.some((e) => e.type === "exec.evicting"));
   });
 
+  test("a refusal at the cap counts only the sessions still starting", () => {
+    const h = startExec({ maxSessions: 3, protectedCount: 2 });
+    h.start(1);
+    h.running(2);
+    h.running(3);
+    h.start(4);
+    assert.match(
+      (h.emitted.find((e) => e.type === "exec.refused" && e.id === 4) as { reason: string }).reason,
+      /\(1 still starting, the 2 most recently used are protected\)/,
+    );
+  });
+
   test("once the first ones run, a start at the cap evicts the least recently used of them instead", () => {
     const h = startExec({ maxSessions: 4, protectedCount: 1 });
     h.running(1);
@@ -339,6 +351,7 @@ describe("stopping: records", () => {
     );
     assert.deepEqual(pool.ended, {});
     assert.equal(h.records()["1"].status, "starting");
+    assert.ok(!("pid" in h.records()["1"]), "no pid before the process exists");
     h.spawned(1, 7);
     assert.deepEqual([h.records()["1"].status, h.records()["1"].pid], ["running", 7]);
     assert.deepEqual(h.sessionState(1), { running: "attached" });
