@@ -5,9 +5,11 @@
 const { EXPRESSION_KEYWORDS } = require("./lexer.js");
 
 /** Statements that end with a block: after its closing `}` a new statement starts (unless else/catch/...). */
-const BLOCK_STATEMENTS = new Set(["function", "class", "if", "for", "while", "try", "switch", "with", "do", "{"]);
+const BLOCK_STATEMENTS = new Set(["function", "class", "if", "for", "while", "try", "switch", "with", "{"]);
+/** Words after a block statement's `}` that go on with it (a `do`'s block is not one: its `while` always follows). */
+const GOES_ON = new Set(["else", "catch", "finally"]);
 /** Tokens that go on with the statement after a line break. */
-const CONTINUERS = new Set(["else", "catch", "finally", "in", "instanceof", "of"]);
+const CONTINUERS = new Set(["else", "catch", "finally", "in", "instanceof"]);
 /** `name (` heads whose parenthesis is followed by the statement's body. */
 const HEADS = new Set(["if", "for", "while", "with", "switch", "catch", "function"]);
 const RESTRICTED = new Set(["return", "break", "continue", "throw", "yield"]);
@@ -56,7 +58,7 @@ function statements(tokens) {
   let headParen = -1;
   let bodyNext = false;
   let classHead = false;
-  /** A `do` whose body is one statement (`do x++; while (c)`): where that body ends, its `while` is still to come. */
+  /** A `do` whose `while` has not come yet: where its body ends (`do x++; while (c)`, or a block), nothing does. */
   let doWaits = false;
   /** A `do`'s `while` came: the `)` of its condition ends the statement, whatever the next line holds. */
   let doCondition = false;
@@ -111,14 +113,7 @@ function statements(tokens) {
         }
         if (depth === 0 && v === "}" && t.brace === "block" && BLOCK_STATEMENTS.has(firstWord(tokens, from))) {
           const n = tokens[k + 1];
-          const goesOn =
-            n &&
-            n.type === "name" &&
-            (n.value === "else" ||
-              n.value === "catch" ||
-              n.value === "finally" ||
-              (n.value === "while" && firstWord(tokens, from) === "do"));
-          if (!goesOn) close(k + 1);
+          if (!n || !GOES_ON.has(n.value)) close(k + 1);
         }
         continue;
       }
@@ -129,8 +124,8 @@ function statements(tokens) {
       if (depth === 0 && v === "=>") bodyNext = true;
     } else if (t.type === "name" && depth === 0) {
       if (t.value === "else" || t.value === "do" || t.value === "try" || t.value === "finally") bodyNext = true;
-      if (t.value === "do" && k === from) doWaits = tokens[k + 1] !== undefined && tokens[k + 1].value !== "{";
-      else if (t.value === "while" && k > from && firstWord(tokens, from) === "do") {
+      if (t.value === "do" && k === from) doWaits = true;
+      else if (t.value === "while" && doWaits) {
         doWaits = false;
         doCondition = true;
       }

@@ -37,6 +37,10 @@ async function cells(...codes: string[]): Promise<unknown[]> {
 }
 
 describe("declarations last and may be repeated", () => {
+  test("a let without a value in a plain cell is declared, undefined", async () => {
+    assert.deepEqual(await cells("let q", "typeof q", "q = 1; let q\nq"), [undefined, "undefined", 1]);
+  });
+
   test("const, let, var, class and function, in plain and async cells", async () => {
     assert.deepEqual(
       await cells(
@@ -228,6 +232,7 @@ describe("an async cell's declarations", () => {
       "const o = { m(a) { return a }, get p() { return 2 } }",
       "class C { m() { for (;;) { return 3 } } }",
       "[1].map(function (x) { return x })",
+      "function h() { const a = [1]; return a }",
     ])
       assert.equal(transform(inside).wrapped, false, inside);
   });
@@ -243,9 +248,15 @@ describe("an async cell's declarations", () => {
       "for await (const x of [8]) { return x }",
       "do { return 9 } while (false)",
       "if (false) {} else { return 10 }",
+      "try { throw 1 } catch (e) { return 11 }",
+      "with ({ v: 12 }) { return v }",
     ];
     for (const code of early) assert.equal(transform(code).wrapped, true, code);
-    assert.deepEqual(await cells(...early), [1, 3, 4, 5, 6, 7, 8, 9, 10]);
+    assert.deepEqual(await cells(...early), [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+  });
+
+  test("a class rewritten in an async cell ends where it did: a next line in parentheses is not a call of it", async () => {
+    assert.deepEqual(await cells("await 1\nclass K {}\n(1)", "typeof K"), [1, "function"]);
   });
 
   test("a value ending in a semicolon is returned without it", () => {

@@ -224,19 +224,19 @@ describe("statements", () => {
       ["expression[a instanceof B]", "expression[c in d]", "statement[for ( const k of e ) { }]"],
     ],
     [
-      "return, break, continue, throw and yield end at a line break",
-      "return\n1\nbreak\nx\ncontinue\ny\nthrow\nz\nyield\nw",
+      "return, break, continue, throw and yield end at a line break, even before what could go on",
+      "return\n-1\nbreak\n(x)\ncontinue\n[y]\nthrow\n+z\nyield\n(w)",
       [
         "statement[return]",
-        "expression[1]",
+        "expression[- 1]",
         "statement[break]",
-        "expression[x]",
+        "expression[( x )]",
         "statement[continue]",
-        "expression[y]",
+        "expression[[ y ]]",
         "statement[throw]",
-        "expression[z]",
+        "expression[+ z]",
         "expression[yield]",
-        "expression[w]",
+        "expression[( w )]",
       ],
     ],
     [
@@ -293,8 +293,18 @@ describe("statements", () => {
       ],
     ],
     [
+      "catch and finally on lines of their own; a function expression's body on the next line",
+      "try {}\ncatch (e) {}\nfinally {}\nx\nconst f = function (a)\n{ return a }\ny",
+      [
+        "statement[try { } catch ( e ) { } finally { }]",
+        "expression[x]",
+        "declaration[const f = function ( a ) { return a }]",
+        "expression[y]",
+      ],
+    ],
+    [
       "a do-while ends at its condition's ), its body a block or one statement",
-      "do x++; while (x < 3)\n(y)\ndo\nd()\nwhile (0)\nx\ndo {} while (a)\n(b)\ndo x++\nwhile (x < 3); y",
+      "do x++; while (x < 3)\n(y)\ndo\nd()\nwhile (0)\nx\ndo {} while (a)\n(b)\ndo x++\nwhile (x < 3); y\ndo {}\nwhile (c)\nz",
       [
         "statement[do x ++ ; while ( x < 3 )]",
         "expression[( y )]",
@@ -304,6 +314,8 @@ describe("statements", () => {
         "expression[( b )]",
         "statement[do x ++ while ( x < 3 ) ;]",
         "expression[y]",
+        "statement[do { } while ( c )]",
+        "expression[z]",
       ],
     ],
     [
@@ -431,6 +443,14 @@ describe("the names a declaration's pattern binds", () => {
       "p",
     ]);
     assert.deepEqual(names("[{ q = [1, 2] }, [r = { s: 3 }]]"), ["q", "r"]);
+    assert.deepEqual(names("{ a = f(1, 2), b: [c] = [3, 4], d: { e } = { x: 1 }, ...g }"), ["a", "c", "e", "g"]);
+    assert.deepEqual(names("[h = { x: 1, y: 2 }, [i] = [[1, 2]], j = (1, 2)]"), ["h", "i", "j"]);
+    assert.deepEqual(names("{ k: l = 1, 'm': n }"), ["l", "n"]);
+  });
+
+  test("an unterminated pattern gives the names it has", () => {
+    assert.deepEqual(names("[a, b"), ["a", "b"]);
+    assert.deepEqual(names("{ c, d: [e"), ["c", "e"]);
   });
 
   test("what binds nothing", () => {
