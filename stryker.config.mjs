@@ -52,6 +52,18 @@ export const GROUPS = {
     mutate: ["machines/notebook-call.ts", "host/notebook-call.ts"],
     tests: ["test/machines/notebook-call.test.ts", "test/host/notebook-call-run.test.ts"],
   },
+  // The notebook tools' host-level cells through Pi (python and eval's py cells share python-cells.ts; eval's js cells
+  // go through js-backend.ts): the python tool's own file first (~2 s), then eval's, its JavaScript cells and the
+  // python batch (~8-14 s each) for the mutants it leaves.
+  "notebook-ext": {
+    mutate: ["extension/shared/notebook/python-cells.ts", "extension/eval/js-backend.ts"],
+    tests: [
+      "test/extension/python/notebook-python.test.ts",
+      "test/extension/eval/notebook-eval.test.ts",
+      "test/extension/eval/eval-js.test.ts",
+      "test/extension/python/notebook-batch.test.ts",
+    ],
+  },
   "tool-machines": {
     mutate: ["machines/tool-call.ts", "machines/tool-events.ts", "machines/tool-records.ts"],
     tests: [
