@@ -12,6 +12,8 @@ const GOES_ON = new Set(["else", "catch", "finally"]);
 const CONTINUERS = new Set(["else", "catch", "finally", "in", "instanceof"]);
 /** `name (` heads whose parenthesis is followed by the statement's body. */
 const HEADS = new Set(["if", "for", "while", "with", "switch", "catch", "function"]);
+/** What may follow an import's `}` or specifier on the next line and still belong to it. */
+const IMPORT_GOES_ON = new Set(["from", "with", "assert"]);
 const RESTRICTED = new Set(["return", "break", "continue", "throw", "yield"]);
 /** Words that start a statement that is no expression (declarations, classes, functions and imports have kinds
  * of their own). */
@@ -75,16 +77,11 @@ function statements(tokens) {
     const t = tokens[k];
     if (depth === 0 && k > from && t.nl && !bodyNext && !classHead) {
       const p = tokens[k - 1];
-      // An import declaration ends with its specifier (or attributes): whatever the next line holds starts anew.
-      const importEnd =
-        firstWord(tokens, from) === "import" &&
-        isImportDeclaration(tokens, from) &&
-        (p.type === "str" || p.value === "}") &&
-        t.value !== "with" &&
-        t.value !== "assert" &&
-        t.value !== "from";
-      if (importEnd || (p.type === "name" && RESTRICTED.has(p.value)) || (endsExpression(p) && startsStatement(t)))
-        close(k);
+      // An import declaration ends with its specifier (or attributes), and only there: whatever the next line
+      // holds then starts anew, and before it a line break ends nothing (`import { a }` / `from "x"`).
+      if (firstWord(tokens, from) === "import" && isImportDeclaration(tokens, from)) {
+        if ((p.type === "str" || p.value === "}") && !IMPORT_GOES_ON.has(t.value)) close(k);
+      } else if ((p.type === "name" && RESTRICTED.has(p.value)) || (endsExpression(p) && startsStatement(t))) close(k);
     }
     bodyNext = false;
     if (t.type === "punct") {
@@ -121,9 +118,9 @@ function statements(tokens) {
         close(k + 1);
         continue;
       }
-      if (depth === 0 && v === "=>") bodyNext = true;
     } else if (t.type === "name" && depth === 0) {
-      if (t.value === "else" || t.value === "do" || t.value === "try" || t.value === "finally") bodyNext = true;
+      // `else` and `do` need no mark: they take an expression after them, so no statement ends there anyway.
+      if (t.value === "try" || t.value === "finally") bodyNext = true;
       if (t.value === "do" && k === from) doWaits = true;
       else if (t.value === "while" && doWaits) {
         doWaits = false;

@@ -356,6 +356,34 @@ describe("statements", () => {
       ],
     ],
     [
+      "an import goes on over line breaks until its specifier or attributes",
+      'import g from "g"\nwith { type: "json" }\nh\nimport j from "j"\nassert { type: "json" }\nk\nimport {\n  l\n}\nfrom "l"\nm\n' +
+        'import n from "n" with { type: "json" }\n(p)\nimport q\nfrom "q"\n[r]',
+      [
+        'import[import g from "g" with { type : "json" }]',
+        "expression[h]",
+        'import[import j from "j" assert { type : "json" }]',
+        "expression[k]",
+        'import[import { l } from "l"]',
+        "expression[m]",
+        'import[import n from "n" with { type : "json" }]',
+        "expression[( p )]",
+        'import[import q from "q"]',
+        "expression[[ r ]]",
+      ],
+    ],
+    [
+      "line breaks inside a body, a block or an object end nothing at the top",
+      "function f() {\n  a()\n  return 1\n}\nif (x) {\n  b()\n  c()\n}\n{\n  d()\n  e()\n}\nconst o = {\n  k: 1,\n  m() { return 2 }\n}\ny",
+      [
+        "function[function f ( ) { a ( ) return 1 }]",
+        "statement[if ( x ) { b ( ) c ( ) }]",
+        "block[{ d ( ) e ( ) }]",
+        "declaration[const o = { k : 1 , m ( ) { return 2 } }]",
+        "expression[y]",
+      ],
+    ],
+    [
       "import() and import.meta are expressions",
       "import('x')\nimport.meta.url",
       ["expression[import ( 'x' )]", "expression[import . meta . url]"],
