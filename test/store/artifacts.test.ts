@@ -29,7 +29,7 @@ import {
   type OutputRef,
 } from "../../store/artifacts.ts";
 import { PAGE_BYTES } from "../../store/artifact-fs.ts";
-import { savesLanded } from "../../store/artifact-saves.ts";
+import { savesFailing, savesLanded } from "../../store/artifact-saves.ts";
 import { CodeArtifactCollisionError, loadSource, readSourcePage, saveSource, sourceIdOf } from "../../store/sources.ts";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../helpers/pi-session.ts";
 import { waitUntil } from "../helpers/procs.ts";
@@ -477,6 +477,8 @@ describe("code_execution output and sources in a Pi session", () => {
     // the next result waits for its save and says it could not be saved. Saves of the tests before this one land
     // first: one still in flight under load failed against the replaced folder, so `b` already waited for its own.
     await savesLanded();
+    // The premise: the saves so far all landed well (a failure would make the next result wait for its own save).
+    assert.equal(savesFailing(), false, "a save before the folder was replaced failed");
     const aside = `${outputDir()}.aside`;
     renameSync(outputDir(), aside);
     writeFileSync(outputDir(), "not a folder");
