@@ -15,7 +15,8 @@ import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { fail, ok, type Result } from "../../lib/result.ts";
 import type { VenvDiscovery } from "../../lib/setting-types.ts";
-import { collectChild, findProgram } from "../process/children.ts";
+import { collectChild } from "../process/children.ts";
+import { findProgram } from "../process/program-path.ts";
 import { localOperations, type ProcessOperations } from "../process/operations.ts";
 
 export type InterpreterSource = "tool" | "flag" | "PI_PYTHON" | "VIRTUAL_ENV" | "venv" | "PATH" | "remote";

@@ -13,7 +13,6 @@ import { adopt, signalTree, stopTracked } from "../registry/registry.ts";
 import { SHUTDOWN } from "../registry/shutdown.ts";
 import { spawnServed, type ServedChild } from "./spawner.ts";
 import { findProgram } from "./program-path.ts";
-export { findProgram };
 
 /** What a child is for: a backend may treat them differently (the sandbox lets an install write only `writable`). */
 export type ChildPurpose = "shell" | "probe" | "install";

@@ -2,7 +2,7 @@
 // entries of PATH only, so a binary planted in the working directory (or a relative PATH entry) cannot stand in.
 import { basename, isAbsolute } from "node:path";
 import { fail, ok, type Result } from "../../lib/result.ts";
-import { findProgram } from "../process/children.ts";
+import { findProgram } from "../process/program-path.ts";
 
 export const DEFAULT_SHELL = "bash";
 
