@@ -55,13 +55,21 @@ export const GROUPS = {
   // The notebook tools' host-level cells through Pi (python and eval's py cells share python-cells.ts; eval's js cells
   // go through js-backend.ts): the python tool's own file first (~2 s), then eval's, its JavaScript cells and the
   // python batch (~8-14 s each) for the mutants it leaves.
+  // The notebook tools' cells as runs, and how each ends in the model's words. Every test is a Pi session; the
+  // endings' own file (~11 s: killed runtimes, a blocked nested call, timeouts, a cancel, a backend that cannot start)
+  // first, the surfaces' files for the mutants it leaves (the options each run passes: batches with per-cell timeouts,
+  // pi-python's no-kill grace, live output, a cancel's signal).
   "notebook-ext": {
     mutate: ["extension/shared/notebook/python-cells.ts", "extension/eval/js-backend.ts"],
     tests: [
+      "test/extension/eval/cell-endings.test.ts",
       "test/extension/python/notebook-python.test.ts",
       "test/extension/eval/notebook-eval.test.ts",
       "test/extension/eval/eval-js.test.ts",
       "test/extension/python/notebook-batch.test.ts",
+      "test/extension/eval/eval-batch.test.ts",
+      "test/extension/python/python-compat.test.ts",
+      "test/extension/python/notebook-timeouts.test.ts",
     ],
   },
   "tool-machines": {

@@ -126,7 +126,7 @@ export function verdictOf(r: RunResult): CellVerdict {
     else if (o.message) error = o.message;
   }
   if (!ok && o.status === "policy_error" && r.exception)
-    error = `${r.exception}\n[a nested tool call was blocked by a policy]`;
+    error = `${r.exception.trimEnd()}\n[a nested tool call was blocked by a policy]`;
   return {
     ok,
     cancelled,
