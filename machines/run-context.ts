@@ -80,6 +80,8 @@ export interface RunContext extends RunInput {
   blocked?: number;
   /** A work budget (`budget: "work"`) is paused since this time: user code awaits a nested call. */
   pausedAt?: number;
+  /** The run was cancelled because its session is closing: it is stopped by force even under `Limits.noKill`. */
+  closing?: true;
 }
 
 /** `close`: the run's session is closing; a run that waits without a kill (`Limits.noKill`) is stopped by force. */

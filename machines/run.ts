@@ -51,7 +51,7 @@ const userCodeRuns = {
   "runner.done": { guard: "isMine", target: "finished", actions: "settleDone" },
   "runner.exited": { target: "finished", actions: "settleExited" },
   "runner.failed": { target: "finished", actions: "settleFailedAfterStart" },
-  "run.cancel": { target: "stopping", actions: { type: "stopFor", params: "cancelled" } },
+  "run.cancel": { target: "stopping", actions: [{ type: "stopFor", params: "cancelled" }, "noteClose"] },
   "runner.tool_call": { guard: "isMine", actions: "startCall" },
 } as const;
 
@@ -128,6 +128,11 @@ export const runMachine = setup({
     }),
     markKilled: assign({ killed: true }),
     stopFor: assign((_, reason: StopReason) => ({ stopReason: reason })),
+    /** A cancel from the run's session closing: no-kill limits stop holding, the run escalates to the kill. */
+    noteClose: assign(({ event }) => {
+      assertEvent(event, "run.cancel");
+      return event.close ? { closing: true as const } : {};
+    }),
     settleDone: assign(({ context, event }) => {
       assertEvent(event, "runner.done");
       return settled(finishedOutcome(context, event));
@@ -244,8 +249,9 @@ export const runMachine = setup({
       calls.hasOpenCalls(context) &&
       (event.type === "runner.exited" || event.type === "runner.failed"),
     policyViolated: ({ context }) => calls.policyViolated(context),
-    /** The limits ask for no automatic kill (pi-python's `interruptGraceMs: 0`). */
-    noKill: ({ context }) => context.limits.noKill === true,
+    /** The limits ask for no automatic kill (pi-python's `interruptGraceMs: 0`), and the run's session is not
+     * closing (a close that only interrupted would wait for ever on code that ignores the interrupt). */
+    noKill: ({ context }) => context.limits.noKill === true && context.closing !== true,
     /** The session closes while its run waits without a kill: nothing else would ever end it. */
     closingUnbounded: ({ context, event }) =>
       context.limits.noKill === true && event.type === "run.cancel" && event.close === true,
@@ -296,7 +302,11 @@ export const runMachine = setup({
         "runner.failed": { target: "finished", actions: "settleFailed" },
         "runner.exited": { target: "finished", actions: "settleExitedBeforeStart" },
         "run.cancel": [
-          { guard: "runnerReady", target: "stopping", actions: { type: "stopFor", params: "cancelled" } },
+          {
+            guard: "runnerReady",
+            target: "stopping",
+            actions: [{ type: "stopFor", params: "cancelled" }, "noteClose"],
+          },
           {
             description: "Nothing was sent to the interpreter yet: its process is stopped, the script never runs.",
             target: "stopping.killed",

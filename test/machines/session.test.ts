@@ -759,6 +759,40 @@ describe("running", () => {
     assertHealthy(h);
   });
 
+  test("limits.noKill: a session stopped while its run still runs escalates like any close (interrupt, grace, kill)", () => {
+    // Fixed: the run took the close's cancel as Pi's abort (one interrupt, then no kill), so a cell that ignored
+    // SIGINT kept the session in `running.closeRequested` for ever: /python-restart under pi-python's
+    // `interruptGraceMs: 0` never returned.
+    const h = startSupervisor({ limits: { ...TEST_LIMITS, noKill: true } });
+    const k = sessionRunning(h, "s", "s1");
+    h.advance(5);
+    h.stopSession("s");
+    assert.equal(h.value("run:s1"), "interrupted");
+    h.advance(interruptWindowMs);
+    assert.equal(h.value("run:s1"), "grace");
+    h.advance(graceMs);
+    assert.equal(h.value("run:s1"), "killed");
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate"]);
+    k.exited({ signal: "SIGTERM" });
+    assert.equal(h.outcome("s1").status, "cancelled");
+    assert.equal(h.outcome("s1").killed, true);
+    assert.equal(ctx(h).sessions.s?.status, "lost");
+    assertHealthy(h);
+  });
+
+  test("limits.noKill: Pi's abort of a session run interrupts it once and then waits, as for a timeout", () => {
+    const h = startSupervisor({ limits: { ...TEST_LIMITS, noKill: true } });
+    const k = sessionRunning(h, "s", "s1");
+    h.cancel("s1");
+    for (let i = 0; i < 5; i++) h.advance(interruptWindowMs + graceMs + killMs);
+    assert.equal(h.value("run:s1"), "interrupted");
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt"]);
+    k.done("s1", { exitCode: 130, error: "interrupt" });
+    assert.equal(h.outcome("s1").status, "cancelled");
+    assert.equal(h.value("session:s"), "idle");
+    assertHealthy(h);
+  });
+
   test("runner.failed while a session run is running still finishes the run, and the session is lost", () => {
     const h = startSupervisor();
     const k = sessionRunning(h, "s", "s1");

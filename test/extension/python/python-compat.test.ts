@@ -119,6 +119,27 @@ describe("pi-python's interruptGraceMs: 0 (no automatic kill)", () => {
     const [next] = await callAs(pi, [["python", { cells: [{ code: "'kept' in globals()" }] }]]);
     assert.equal(textOf(next), "── cell 1/1 ──\n=> False");
   });
+
+  test("interruptGraceMs 0: /python-restart during a cell that ignores SIGINT and has not timed out still returns", async () => {
+    // Fixed: the restart's close only interrupted a run under no-kill limits, so code that ignored SIGINT kept the
+    // restart (and the call) waiting for ever.
+    const marker = join(dir, "c.started");
+    const code = `import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nopen(${JSON.stringify(marker)}, 'w').close()\nwhile True: time.sleep(0.02)`;
+    const done = callAs(pi, [["python", { timeout: 600, cells: [{ code: "doomed = 1" }, { code }] }]]);
+    await fileAppears(marker, done);
+    const said = await printed(() => pi.session.prompt("/python-restart"));
+    assert.match(said, /The python kernel \(session "notebook"\) restarted: Python 3\.\d+\.\d+, pid \d+/);
+    const [r] = await done;
+    assert.equal(r.isError, true);
+    assert.equal(r.details.killed, true);
+    assert.equal(r.details.timedOut, false);
+    assert.match(
+      textOf(r),
+      /^\[cancelled\] \[killed\]\n[\s\S]*the kernel did not stop after the interrupts and was killed/,
+    );
+    const [next] = await callAs(pi, [["python", { cells: [{ code: "'doomed' in globals()" }] }]]);
+    assert.equal(textOf(next), "── cell 1/1 ──\n=> False");
+  });
 });
 
 describe("pi-python's settings files", () => {
