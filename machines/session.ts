@@ -191,8 +191,8 @@ export const sessionMachine = setup({
       else enqueue.sendParent(finished);
     }),
     cancelActiveRun: enqueueActions(({ context, event, enqueue }) => {
-      const at = "at" in event && typeof event.at === "number" ? event.at : 0;
-      const cancel = { type: "run.cancel", at, close: true } satisfies RunCancel;
+      assertEvent(event, "session.close");
+      const cancel = { type: "run.cancel", at: event.at, close: true } satisfies RunCancel;
       if (context.activeRunId) enqueue.sendTo(runActorId(context.activeRunId), cancel);
     }),
     /** The run's outcome (its output) goes to the supervisor, or to the host for a run that came straight here. */
@@ -321,7 +321,8 @@ export const sessionMachine = setup({
           on: { "xstate.done.actor.*": { target: "#session.closed", actions: releaseAndReport } },
         },
       },
-      on: { "runner.exited": { actions: "forwardToRun" }, "runner.failed": { actions: "forwardToRun" } },
+      // A later fact of the gone process is not passed on: the run settled on the first (every state of a run that
+      // takes process facts ends on either; one draining its calls takes neither).
     },
     lost: {
       type: "final",

@@ -7,7 +7,7 @@ import { SimulatedClock, createActor, fromCallback } from "xstate";
 import type { AnyMachineSnapshot, EventObject } from "xstate";
 import { getShortestPaths } from "xstate/graph";
 import type { InstallFact, InstallInput, RunOutcome, RunStartEvent } from "../../machines/events.ts";
-import { sessionMachine, type SessionInput } from "../../machines/session.ts";
+import { sessionMachine, sessionPhase, type SessionInput } from "../../machines/session.ts";
 import { missingEffectError, undescribedStates } from "../helpers/machine-states.ts";
 import { RUNNER_INFO, TEST_LIMITS, createFakeRunner, startSupervisor } from "../helpers/fake-runner.ts";
 import { TOOLS, startSystem } from "../helpers/fake-dispatch.ts";
@@ -391,6 +391,40 @@ describe("starting: what the process and each run are given", () => {
       [plain.notes, plain.surface, plain.chdir, plain.result, plain.budget, plain.backend, plain.limits],
       [undefined, undefined, undefined, undefined, undefined, undefined, TEST_LIMITS],
     );
+  });
+
+  test("a Python batch's further cells are named as the runs they stand for; the count goes on after them", () => {
+    const h = startSupervisor();
+    h.start({ runId: "s1", session: "s", code: "a = 1", cell: { index: 0, count: 3 }, batch: ["b = 1", "c = 1"] });
+    assert.equal(runInput(h, "s1").filename, "cell-1.py");
+    assert.deepEqual(runInput(h, "s1").batch, [
+      { code: "b = 1", filename: "cell-2.py" },
+      { code: "c = 1", filename: "cell-3.py" },
+    ]);
+    assert.equal("cellTimeoutsMs" in runInput(h, "s1"), false, "none asked, none given");
+    const k = h.runner.of("session:s");
+    k.ready();
+    k.started("s1");
+    k.done("s1");
+    const timed = another(h, "s", "s2", { cell: { index: 0, count: 2 }, batch: ["d = 1"], cellTimeoutsMs: [2500] });
+    assert.deepEqual(
+      [timed.filename, timed.batch, timed.cellTimeoutsMs],
+      ["cell-4.py", [{ code: "d = 1", filename: "cell-5.py" }], [2500]],
+    );
+    const next = another(h, "s", "s3", { cell: { index: 0, count: 1 } });
+    assert.equal(next.filename, "cell-6.py");
+    assert.equal("batch" in next, false);
+  });
+
+  test("a JavaScript session takes no batch: one cell a run, the count one a run", () => {
+    const h = startSupervisor();
+    h.start({ runId: "j1", session: "js", language: "js", code: "1", batch: ["2", "3"] });
+    assert.equal("batch" in runInput(h, "j1"), false);
+    const k = h.runner.of("session:js");
+    k.ready();
+    k.started("j1");
+    k.done("j1");
+    assert.equal(another(h, "js", "j2", { language: "js" }).filename, "cell-2.js");
   });
 
   test("a session started on a backend labels every run with it", () => {
@@ -793,6 +827,36 @@ describe("running", () => {
     assertHealthy(h);
   });
 
+  test("a batch's further cell started: the fact reaches the run, whose deadline starts again from it", () => {
+    const h = startSupervisor();
+    h.start({ runId: "s1", session: "s", code: "a = 1", batch: ["b = 1"], cellTimeoutsMs: [3000], timeoutMs: 1000 });
+    const k = h.runner.of("session:s");
+    k.ready();
+    k.started("s1");
+    h.advance(800);
+    k.send({ type: "runner.cell", at: h.now(), runId: "s1", cell: 1 });
+    h.advance(1500); // past the first cell's deadline
+    assert.equal(h.value("run:s1"), "running");
+    h.advance(1500); // past the second cell's own
+    assert.equal(h.value("run:s1"), "interrupted");
+    k.done("s1", { exitCode: 130, error: "interrupt" });
+    assert.equal(h.outcome("s1").status, "timeout");
+    assertHealthy(h);
+  });
+
+  test("limits.noKill: a second stop while the close waits for its run kills the run at once", () => {
+    const h = startSupervisor({ limits: { ...TEST_LIMITS, noKill: true } });
+    const k = sessionRunning(h, "s", "s1");
+    h.stopSession("s");
+    assert.equal(h.value("run:s1"), "interrupted");
+    h.ref("session:s")!.send({ type: "session.close", at: h.now() });
+    assert.equal(h.value("run:s1"), "killed");
+    assert.deepEqual(k.types(), ["runner.run", "runner.interrupt", "runner.terminate"]);
+    k.exited({ signal: "SIGTERM" });
+    assert.equal(h.outcome("s1").killed, true);
+    assertHealthy(h);
+  });
+
   test("runner.failed while a session run is running still finishes the run, and the session is lost", () => {
     const h = startSupervisor();
     const k = sessionRunning(h, "s", "s1");
@@ -894,6 +958,24 @@ describe("closing", () => {
     assertHealthy(h);
   });
 
+  test("a first run still installing when the session closes: cancelled at the close, reported; closed once the process exits", () => {
+    const install = fromCallback<EventObject, InstallInput>(() => {});
+    const h = startSupervisor({ install });
+    h.start({ runId: "s1", session: "s", dependencies: ["slow==1"] });
+    assert.equal(h.value("run:s1"), "installing");
+    h.advance(50);
+    h.stopSession("s");
+    assert.equal(h.outcome("s1").status, "cancelled");
+    assert.equal(h.outcome("s1").finishedAt, 50, "the close's time");
+    assert.equal(h.value("session:s"), "closing");
+    const k = h.runner.of("session:s");
+    assert.deepEqual(k.types(), ["runner.shutdown"]);
+    k.exited({ code: 0 });
+    assert.equal(ctx(h).sessions.s?.status, "closed");
+    assert.deepEqual(h.children(), []);
+    assertHealthy(h);
+  });
+
   test("run.start for a session that is closing is refused by the session (setup_error)", () => {
     const h = startSupervisor();
     const k = sessionRunning(h, "s", "s1");
@@ -948,6 +1030,31 @@ describe("lost", () => {
     k2.done("s3");
     assert.deepEqual(h.outcome("s3").session, sessionRef({ ordinal: 2, incarnation: 2, started: false }));
     assertHealthy(h);
+  });
+});
+
+describe("sessionPhase", () => {
+  test("a session's own state, its top state's name for a nested one", () => {
+    assert.equal(sessionPhase("idle", undefined), "idle");
+    assert.equal(sessionPhase({ running: "active" }, undefined), "running");
+    assert.equal(sessionPhase({ running: "closeRequested" }, "running"), "running");
+    assert.equal(sessionPhase({ ending: "closed" }, undefined), "closed");
+    assert.equal(sessionPhase("closing", null), "closing");
+  });
+
+  test("a run being stopped shows through while the session runs, starts, or ends lost, not while it closes", () => {
+    const stopping = (step: string) => ({ stopping: step });
+    assert.equal(sessionPhase({ running: "active" }, stopping("grace")), "grace");
+    assert.equal(sessionPhase("starting", stopping("killed")), "killed");
+    assert.equal(sessionPhase({ ending: "lost" }, stopping("killed")), "killed");
+    assert.equal(sessionPhase({ ending: "closed" }, stopping("killed")), "closed");
+    assert.equal(sessionPhase("closing", stopping("killed")), "closing");
+    assert.equal(sessionPhase("idle", stopping("interrupted")), "idle");
+  });
+
+  test("a value no session has is shown as it is", () => {
+    assert.equal(sessionPhase(null, undefined), "null");
+    assert.equal(sessionPhase(7, undefined), "7");
   });
 });
 
