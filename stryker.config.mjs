@@ -112,6 +112,17 @@ export const GROUPS = {
     mutate: ["host/exec.ts", "host/exec-reports.ts", "host/exec-events.ts"],
     tests: ["test/host/exec-door.test.ts", "test/actors/shell/exec-host.test.ts", "test/host/host-direct.test.ts"],
   },
+  // The exec tools' results and how Pi's terminal shows them: the envelope's own file (~0.5 s, every field of
+  // details, text and structured content) first, then the terminal rendering in a scripted UI (~6 s) and the tools
+  // through Pi (~36 s) for the mutants they leave.
+  "exec-ext": {
+    mutate: ["extension/shell/envelope.ts", "extension/shell/render.ts"],
+    tests: [
+      "test/extension/shell/exec-envelope.test.ts",
+      "test/extension/shell/exec-ui.test.ts",
+      "test/extension/shell/exec-pi.test.ts",
+    ],
+  },
   // The exec tools' pure pieces: parameters, the head+tail window, the model-visible text (~1 s).
   "exec-params": {
     mutate: ["extension/shell/params.ts", "extension/shell/text.ts", "actors/shell/window.ts"],
