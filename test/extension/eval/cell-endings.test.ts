@@ -4,7 +4,7 @@
 // answer, and a backend that cannot start anything. The texts are extension/shared/notebook/python-cells.ts's and
 // extension/eval/js-backend.ts's; each is what tells the model whether its state survived.
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
@@ -63,13 +63,33 @@ describe("a runtime killed by a signal", () => {
 });
 
 describe("a timeout", () => {
-  test("a Python cell that ignores the interrupts: killed at the grace's end, said so", async () => {
-    const code = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(60)";
+  test("a Python cell that ignores the interrupts: killed at the end of the grace the setting gives, said so", async () => {
+    // The cell notes when the interrupt lands and keeps a heartbeat until the kill, on its own clock: the gap is the
+    // escalation's (the setting's 600 ms grace, not eval's 5 s default), whatever Pi's turns cost around it.
+    const beats = join(tempDir("pcs-endings-"), "beats");
+    const code = [
+      "import signal, threading, time",
+      "landed = []",
+      "signal.signal(signal.SIGINT, lambda *_: landed.append(time.monotonic()))",
+      "def beat():",
+      "    while True:",
+      `        open(${JSON.stringify(beats)}, 'w').write(repr((landed[:1], time.monotonic())))`,
+      "        time.sleep(0.02)",
+      "threading.Thread(target=beat, daemon=True).start()",
+      "while True: time.sleep(0.02)",
+    ].join("\n");
     const r = await evalCells(py("kept = 1"), py(code, { timeout: 1 }));
     assert.equal(r.isError, true);
     assert.equal(
       r.details.cells[1].output,
       "the kernel did not stop after the interrupts and was killed; its namespace is gone\n[timed out after 1 s of work; the cell did not stop, so the Python kernel was killed and its state is gone]",
+    );
+    const m = /^\(\[([\d.]+)\], ([\d.]+)\)$/.exec(readFileSync(beats, "utf8"));
+    assert.ok(m, "the interrupt landed before the kill");
+    const gap = Number(m[2]) - Number(m[1]);
+    assert.ok(
+      gap >= 0.5 && gap < 2.8,
+      `the kill came ${gap} s after the interrupt (grace ${GRACE_MS} ms; eval's own 5 s)`,
     );
   });
 
