@@ -49,8 +49,8 @@ function runnerOf(context: RunContext, system: { get: (id: string) => AnyActorRe
 /** While user code runs (`running`, and `waiting` for a paused work budget): how it ends, and its nested calls. */
 const userCodeRuns = {
   "runner.done": { guard: "isMine", target: "finished", actions: "settleDone" },
-  "runner.exited": { target: "finished", actions: "settleExited" },
-  "runner.failed": { target: "finished", actions: "settleFailedAfterStart" },
+  "runner.exited": { target: "finished", actions: { type: "settleEnded", params: "after" } },
+  "runner.failed": { target: "finished", actions: { type: "settleEnded", params: "after" } },
   "run.cancel": { target: "stopping", actions: [{ type: "stopFor", params: "cancelled" }, "noteClose"] },
   "runner.tool_call": { guard: "isMine", actions: "startCall" },
 } as const;
@@ -85,23 +85,17 @@ export const runMachine = setup({
       const to = runnerOf(context, system);
       if (to && context.runnerReady) enqueue.sendTo(to, runCommand(context));
     }),
-    sendInterrupt: enqueueActions(({ context, enqueue, system }) => {
-      const to = runnerOf(context, system);
-      if (to) enqueue.sendTo(to, { type: "runner.interrupt", runId: context.runId } satisfies RunnerCommand);
-    }),
-    /** pi-python's escalation: a second SIGINT when the grace period starts (for code that swallowed the first). */
-    secondInterrupt: enqueueActions(({ context, enqueue, system }) => {
+    /** A KeyboardInterrupt for this run; the second, when the grace period starts, only where the limits ask for it
+     * (pi-python's escalation, for code that swallowed the first). */
+    sendInterrupt: enqueueActions(({ context, enqueue, system }, which: "first" | "second") => {
       const to = runnerOf(context, system);
       const interrupt = { type: "runner.interrupt", runId: context.runId } satisfies RunnerCommand;
-      if (to && context.limits.secondInterrupt) enqueue.sendTo(to, interrupt);
+      if (to && (which === "first" || context.limits.secondInterrupt)) enqueue.sendTo(to, interrupt);
     }),
-    terminate: enqueueActions(({ context, enqueue, system }) => {
+    /** The process group is stopped: SIGTERM, then SIGKILL once the kill bound has passed. */
+    signal: enqueueActions(({ context, enqueue, system }, type: "runner.terminate" | "runner.kill") => {
       const to = runnerOf(context, system);
-      if (to) enqueue.sendTo(to, { type: "runner.terminate" } satisfies RunnerCommand);
-    }),
-    kill: enqueueActions(({ context, enqueue, system }) => {
-      const to = runnerOf(context, system);
-      if (to) enqueue.sendTo(to, { type: "runner.kill" } satisfies RunnerCommand);
+      if (to) enqueue.sendTo(to, { type } satisfies RunnerCommand);
     }),
     noteReady: assign(({ event }) => {
       assertEvent(event, "runner.ready");
@@ -141,22 +135,14 @@ export const runMachine = setup({
       assertEvent(event, "runner.done");
       return settled(stoppedOutcome(context, event));
     }),
-    settleExited: assign(({ context, event }) => {
-      assertEvent(event, "runner.exited");
-      return settled(exitedOutcome(context, event));
-    }),
-    settleExitedBeforeStart: assign(({ context, event }) => {
-      assertEvent(event, "runner.exited");
-      return settled(exitedOutcome(context, event, false));
-    }),
-    settleFailed: assign(({ context, event }) => {
-      assertEvent(event, "runner.failed");
-      return settled(failedOutcome(context, event, false));
-    }),
-    /** The runner broke after user code started: for a session its state is gone with it. */
-    settleFailedAfterStart: assign(({ context, event }) => {
-      assertEvent(event, "runner.failed");
-      return settled(failedOutcome(context, event, true));
+    /** The runner's process exited or broke, before user code started or after (for a session, after means its
+     * state is gone with it). */
+    settleEnded: assign(({ context, event }, started: "before" | "after") => {
+      assertEvent(event, ["runner.exited", "runner.failed"]);
+      const after = started === "after";
+      return settled(
+        event.type === "runner.exited" ? exitedOutcome(context, event, after) : failedOutcome(context, event, after),
+      );
     }),
     /** Installation failed: the code never ran. */
     settleInstallFailed: assign(({ context, event }) => {
@@ -286,8 +272,8 @@ export const runMachine = setup({
         "install.done": { target: "starting", actions: ["noteInstalled", "spawnRunnerAfterInstall"] },
         "install.failed": { target: "finished", actions: "settleInstallFailed" },
         "runner.ready": { actions: "noteReady" },
-        "runner.failed": { target: "finished", actions: "settleFailed" },
-        "runner.exited": { target: "finished", actions: "settleExitedBeforeStart" },
+        "runner.failed": { target: "finished", actions: { type: "settleEnded", params: "before" } },
+        "runner.exited": { target: "finished", actions: { type: "settleEnded", params: "before" } },
         "run.cancel": { target: "finished", actions: { type: "settleInstallStopped", params: "cancelled" } },
       },
       after: { deadline: { target: "finished", actions: { type: "settleInstallStopped", params: "timeout" } } },
@@ -299,8 +285,8 @@ export const runMachine = setup({
         "runner.ready": { actions: ["noteReady", "sendRun"] },
         "runner.started": { guard: "isMine", target: "running", actions: "noteTime" },
         "runner.done": { guard: "isMine", target: "finished", actions: "settleDone" },
-        "runner.failed": { target: "finished", actions: "settleFailed" },
-        "runner.exited": { target: "finished", actions: "settleExitedBeforeStart" },
+        "runner.failed": { target: "finished", actions: { type: "settleEnded", params: "before" } },
+        "runner.exited": { target: "finished", actions: { type: "settleEnded", params: "before" } },
         "run.cancel": [
           {
             guard: "runnerReady",
@@ -344,8 +330,8 @@ export const runMachine = setup({
         "The deadline passed or the run was cancelled: one interrupt, a grace period, then the process tree is " +
         "stopped. Whichever step it is in, the process exiting or failing ends the run.",
       on: {
-        "runner.exited": { target: "finished", actions: "settleExited" },
-        "runner.failed": { target: "finished", actions: "settleFailedAfterStart" },
+        "runner.exited": { target: "finished", actions: { type: "settleEnded", params: "after" } },
+        "runner.failed": { target: "finished", actions: { type: "settleEnded", params: "after" } },
         "run.cancel": { guard: "closingUnbounded", target: ".killed" },
       },
       initial: "interrupted",
@@ -354,24 +340,23 @@ export const runMachine = setup({
           description:
             "One KeyboardInterrupt was sent to the main thread; an interruptible script ends now and keeps its state. " +
             "With no kill (pi-python's interruptGraceMs 0) the run waits here until the code ends or its session closes.",
-          entry: ["sendInterrupt", "cancelCalls"],
+          entry: [{ type: "sendInterrupt", params: "first" }, "cancelCalls"],
           on: { "runner.done": { guard: "isMine", target: "#run.finished", actions: "settleStopped" } },
-          // Without a kill (`Limits.noKill`) the run stays here until the code ends or its session is stopped.
           after: { interruptWindow: { guard: not("noKill"), target: "grace" } },
         },
         grace: {
           description:
             "Still running (cleanup, or the interrupt was caught). A grace period (with a second interrupt at its " +
             "start when the limits ask for one), then the process tree is stopped.",
-          entry: "secondInterrupt",
+          entry: { type: "sendInterrupt", params: "second" },
           on: { "runner.done": { guard: "isMine", target: "#run.finished", actions: "settleStopped" } },
           after: { grace: "killed" },
         },
         killed: {
           description:
             "SIGTERM to the process group, SIGKILL after a short bound; the run ends when the process is gone.",
-          entry: ["markKilled", "terminate"],
-          after: { killBound: { actions: "kill" } },
+          entry: ["markKilled", { type: "signal", params: "runner.terminate" }],
+          after: { killBound: { actions: { type: "signal", params: "runner.kill" } } },
         },
       },
     },
