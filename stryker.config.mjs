@@ -52,16 +52,18 @@ export const GROUPS = {
     mutate: ["machines/notebook-call.ts", "host/notebook-call.ts"],
     tests: ["test/machines/notebook-call.test.ts", "test/host/notebook-call-run.test.ts"],
   },
-  // The notebook tools' host-level cells through Pi (python and eval's py cells share python-cells.ts; eval's js cells
-  // go through js-backend.ts): the python tool's own file first (~2 s), then eval's, its JavaScript cells and the
-  // python batch (~8-14 s each) for the mutants it leaves.
-  // The notebook tools' cells as runs, and how each ends in the model's words. Every test is a Pi session; the
-  // endings' own file (~11 s: killed runtimes, a blocked nested call, timeouts, a cancel, a backend that cannot start)
-  // first, the surfaces' files for the mutants it leaves (the options each run passes: batches with per-cell timeouts,
-  // pi-python's no-kill grace, live output, a cancel's signal).
+  // The notebook tools' cells as runs, and how each ends in the model's words. The verdicts' own file first (~1 s:
+  // every outcome's words and every request's fields), then Pi sessions for the mutants it leaves: the endings' file
+  // (~11 s: killed runtimes, a blocked nested call, timeouts, a cancel, a backend that cannot start), then the
+  // surfaces' files (batches with per-cell timeouts, pi-python's no-kill grace, live output, a cancel's signal).
   "notebook-ext": {
-    mutate: ["extension/shared/notebook/python-cells.ts", "extension/eval/js-backend.ts"],
+    mutate: [
+      "extension/shared/notebook/python-cells.ts",
+      "extension/eval/js-backend.ts",
+      "extension/eval/python-backend.ts",
+    ],
     tests: [
+      "test/extension/shared/cell-verdicts.test.ts",
       "test/extension/eval/cell-endings.test.ts",
       "test/extension/python/notebook-python.test.ts",
       "test/extension/eval/notebook-eval.test.ts",

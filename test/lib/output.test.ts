@@ -3,7 +3,8 @@
 // however the writes are cut, and every count is exact.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { completeEnd, countNewlines, RunOutput, tailText, WINDOW_BYTES } from "../../lib/run-output.ts";
+import { createHash } from "node:crypto";
+import { completeEnd, countNewlines, retainedDigest, RunOutput, tailText, WINDOW_BYTES } from "../../lib/run-output.ts";
 
 const EURO = Buffer.from("€"); // e2 82 ac
 
@@ -221,6 +222,117 @@ describe("the retained windows", () => {
     out.collect();
     out.write("stdout", Buffer.from("c"));
     assert.equal(heard, 2);
+  });
+});
+
+describe("the retained output's digest", () => {
+  const sha = (...parts: (string | Buffer)[]) => {
+    const h = createHash("sha256");
+    for (const p of parts) h.update(p);
+    return h.digest("hex");
+  };
+  // Past 16 KiB of stdout the digest is kept up to date as chunks arrive; below it, and for stderr, it is computed
+  // when asked. Either way it is the digest of the retained bytes, whatever the chunks.
+  const sizes = [0, 1, 16 * 1024 - 1, 16 * 1024, 16 * 1024 + 1, 100 * 1024];
+
+  test("stdout, below and past the running digest's start, in one write or many: the SHA-256 of what was retained", () => {
+    for (const size of sizes)
+      for (const step of [size || 1, 997, 4096]) {
+        const bytes = Buffer.from(Array.from({ length: size }, (_, i) => (i * 7 + size) & 0xff));
+        const out = new RunOutput();
+        for (let at = 0; at < size; at += step) out.write("stdout", bytes.subarray(at, at + step));
+        const { capture } = out.collect();
+        assert.equal(retainedDigest(capture.stdout).digest("hex"), sha(bytes), `${size} bytes by ${step}`);
+      }
+  });
+
+  test("stderr (no running digest) and a capture built by hand are hashed from their chunks", () => {
+    const out = new RunOutput();
+    const big = Buffer.alloc(40 * 1024, "e");
+    out.write("stderr", big);
+    out.write("stderr", Buffer.from("!"));
+    assert.equal(retainedDigest(out.collect().capture.stderr).digest("hex"), sha(big, "!"));
+    const byHand = { ...out.collect().capture.stderr, chunks: [Buffer.from("a"), Buffer.from("b")] };
+    assert.equal(retainedDigest(byHand).digest("hex"), sha("ab"));
+  });
+
+  test("past the retention limit the digest covers the retained prefix only", () => {
+    const out = new RunOutput(20 * 1024);
+    const first = Buffer.alloc(18 * 1024, "a");
+    out.write("stdout", first);
+    out.write("stdout", Buffer.alloc(8 * 1024, "b"));
+    out.write("stdout", Buffer.alloc(8 * 1024, "c"));
+    const { capture } = out.collect();
+    assert.equal(retainedDigest(capture.stdout).digest("hex"), sha(first, Buffer.alloc(2 * 1024, "b")));
+  });
+
+  test("each call gives a fresh hash ready for more (the transcript goes on with stderr): asking twice, or after more output, is exact", () => {
+    const out = new RunOutput();
+    const a = Buffer.alloc(20 * 1024, "a");
+    out.write("stdout", a);
+    const capture = out.collect().capture.stdout;
+    const once = retainedDigest(capture).update("tail").digest("hex");
+    assert.equal(once, sha(a, "tail"));
+    assert.equal(retainedDigest(capture).digest("hex"), sha(a), "the first hash's update did not leak into the second");
+    // The capture shares the retained chunks: output written after it is covered too, each chunk exactly once.
+    out.write("stdout", Buffer.from("more"));
+    assert.equal(retainedDigest(capture).digest("hex"), sha(a, "more"));
+    assert.equal(retainedDigest(out.collect().capture.stdout).digest("hex"), sha(a, "more"));
+  });
+});
+
+describe("a batch's cell windows (mark, between, previewSince)", () => {
+  test("between two marks: exactly the bytes written in between, across chunk boundaries, per channel", () => {
+    const out = new RunOutput();
+    out.write("stdout", Buffer.from("cell1 "));
+    out.write("stderr", Buffer.from("e1 "));
+    const m1 = out.mark();
+    assert.deepEqual(m1, { stdout: 6, stderr: 3 });
+    out.write("stdout", Buffer.from("cell"));
+    out.write("stdout", Buffer.from("2a "));
+    out.write("stdout", Buffer.from("cell2b "));
+    out.write("stderr", Buffer.from("e2 "));
+    const m2 = out.mark();
+    out.write("stdout", Buffer.from("cell3"));
+    assert.equal(out.between("stdout", m1.stdout, m2.stdout), "cell2a cell2b ");
+    assert.equal(out.between("stderr", m1.stderr, m2.stderr), "e2 ");
+    assert.equal(out.between("stdout", m2.stdout), "cell3", "without an end: up to what is retained now");
+    assert.equal(out.between("stdout", 0, m1.stdout), "cell1 ");
+    assert.equal(out.between("stdout", 3, 8), "l1 ce", "a range inside and across chunks");
+    assert.equal(out.between("stdout", m2.stdout, m2.stdout), "", "an empty cell");
+    assert.equal(out.between("stderr", m2.stderr), "");
+  });
+
+  test("past the retention limit a mark stops moving and a later cell's window is empty", () => {
+    const out = new RunOutput(8);
+    out.write("stdout", Buffer.from("12345"));
+    const m = out.mark();
+    out.write("stdout", Buffer.from("6789ab"));
+    assert.deepEqual(out.mark(), { stdout: 8, stderr: 0 });
+    assert.equal(out.between("stdout", m.stdout), "678");
+    const full = out.mark();
+    out.write("stdout", Buffer.from("cd"));
+    assert.equal(out.between("stdout", full.stdout), "");
+  });
+
+  test("previewSince shows only the running cell's output, its newest bytes, on character boundaries", () => {
+    const out = new RunOutput();
+    out.write("stdout", Buffer.from("earlier cell\n"));
+    out.write("stderr", Buffer.from("earlier warning\n"));
+    const m = out.mark();
+    assert.deepEqual(out.previewSince(m), { stdout: "", stderr: "" });
+    out.write("stdout", Buffer.from("now\n"));
+    assert.deepEqual(out.previewSince(m), { stdout: "now\n", stderr: "" });
+    out.write("stdout", Buffer.concat([Buffer.from("x"), EURO, EURO, Buffer.from("y")]));
+    // 4 bytes: the newest whole characters that fit, never half a euro.
+    assert.equal(out.previewSince(m, 4).stdout, "€y");
+    assert.equal(out.previewSince(m, 5).stdout, "€y");
+    assert.equal(out.previewSince(m, 7).stdout, "€€y");
+    // The default window is 4 KiB of the cell's newest output.
+    const long = "z".repeat(5000);
+    out.write("stderr", Buffer.from(long));
+    assert.equal(out.previewSince(m).stderr, "z".repeat(4096));
+    assert.equal(out.previewSince(m).stdout, "now\nx€€y");
   });
 });
 
