@@ -115,12 +115,13 @@ export const GROUPS = {
     tests: ["test/host/exec-door.test.ts", "test/actors/shell/exec-host.test.ts", "test/host/host-direct.test.ts"],
   },
   // The exec tools' results and how Pi's terminal shows them: the envelope's own file (~0.5 s, every field of
-  // details, text and structured content) first, then the terminal rendering in a scripted UI (~6 s) and the tools
-  // through Pi (~36 s) for the mutants they leave.
+  // details, text and structured content) and the renderers' (~0.5 s, every banner, footer and colour) first, then
+  // the footer and widgets in a scripted UI (~6 s) and the tools through Pi (~36 s) for the mutants they leave.
   "exec-ext": {
     mutate: ["extension/shell/envelope.ts", "extension/shell/render.ts"],
     tests: [
       "test/extension/shell/exec-envelope.test.ts",
+      "test/extension/shell/exec-render.test.ts",
       "test/extension/shell/exec-ui.test.ts",
       "test/extension/shell/exec-pi.test.ts",
     ],
