@@ -10,6 +10,7 @@ export const WINDOW_BYTES = 20 * 1024;
 const LIVE_BYTES = 4096;
 /** Retained stdout past this is hashed as it arrives (the transcript's digest, store/artifacts.ts), so a long output's
  * digest is not computed on the result path; output below it never needs an artifact or costs too little to matter. */
+// Stryker disable next-line ArithmeticOperator: equivalent, where the running digest starts changes its speed only.
 const DIGEST_FROM = 16 * 1024;
 
 export type Channel = "stdout" | "stderr";
@@ -61,8 +62,12 @@ class ChannelBuffer {
   private readonly tail = new Ring(WINDOW_BYTES);
   private readonly digest: RunningDigest | undefined;
 
-  /** `digest`: hash the retained bytes as they arrive (stdout, which starts the transcript). */
+  /** `digest`: hash the retained bytes as they arrive (stdout, which starts the transcript). The running digest
+   * changes when hashing happens, never the digest (`retainedDigest` finishes or makes it): its mutants are equivalent
+   * (test/lib/output.test.ts checks the digest for every size around its start, in one write or many). */
+  // Stryker disable next-line BooleanLiteral,BlockStatement: equivalent (speed only, above).
   constructor(digest = false) {
+    // Stryker disable next-line ConditionalExpression: equivalent (speed only, above).
     if (digest) digests.set(this.chunks, (this.digest = { hash: undefined, count: 0 }));
   }
 
@@ -81,13 +86,16 @@ class ChannelBuffer {
     this.tail.write(chunk);
     const keep = Math.min(chunk.length, Math.max(0, room));
     if (keep > 0) {
+      // Stryker disable next-line ConditionalExpression: equivalent, a subarray of all of it holds the same bytes.
       const kept = keep === chunk.length ? chunk : chunk.subarray(0, keep);
       this.chunks.push(kept);
       this.retained += keep;
       this.retainedNewlines += kept === chunk ? newlines : countNewlines(kept);
       const d = this.digest;
+      // Stryker disable next-line EqualityOperator,BlockStatement: equivalent (speed only, the constructor's note).
       if (d && this.retained >= DIGEST_FROM) {
         d.hash ??= createHash("sha256");
+        // Stryker disable next-line EqualityOperator: equivalent, the hash is left with no chunk and finished later.
         while (d.count < this.chunks.length) d.hash.update(this.chunks[d.count++]!);
       }
     }
@@ -155,7 +163,7 @@ class Ring {
       this.full = true;
       return;
     }
-    // Stryker disable next-line ArithmeticOperator: equivalent, Buffer.copy stops at the target's end.
+    // Stryker disable next-line ArithmeticOperator,MethodExpression: equivalent, Buffer.copy stops at either end.
     const first = chunk.copy(buf, this.end, 0, Math.min(chunk.length, size - this.end));
     if (first < chunk.length) {
       this.end = chunk.copy(buf, 0, first);
@@ -180,6 +188,7 @@ class Ring {
     // Never cutting would be equivalent for every caller (the capture asks for the whole window; the preview cuts
     // its own 4 KiB); always cutting would not: a negative start counts from the end, so fewer than `n` bytes but
     // more than `n / 2` would lose their beginning (test/lib/output.test.ts, output shorter than the window).
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: never cutting is equivalent (above).
     return ordered.length > n ? ordered.subarray(ordered.length - n) : ordered;
   }
 }
@@ -191,8 +200,9 @@ export function countNewlines(bytes: Buffer): number {
   const dense = bytes.length >> 5;
   while (i !== -1) {
     n += 1;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, both ways count every 0x0a (speed only).
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: equivalent, both ways count every 0x0a (speed only).
     if (n > dense) {
+      // Stryker disable next-line EqualityOperator: equivalent, the byte past the end is undefined, never 0x0a.
       for (let j = i + 1; j < bytes.length; j++) if (bytes[j] === 0x0a) n += 1;
       return n;
     }
@@ -214,6 +224,7 @@ export interface CollectedOutput {
 }
 
 export class RunOutput {
+  // Stryker disable next-line BooleanLiteral: equivalent (speed only, ChannelBuffer's constructor).
   private readonly channels = { stdout: new ChannelBuffer(true), stderr: new ChannelBuffer() };
   private retained = 0;
   private listeners: (() => void)[] = [];
@@ -285,6 +296,8 @@ export class RunOutput {
 function liveWindow(bytes: Buffer, maxBytes: number): string {
   const text = tailText(bytes, maxBytes);
   const encoded = Buffer.from(text, "utf8");
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, cutting complete text within the
+  // window again gives it back whole.
   return encoded.length <= maxBytes ? text : tailText(encoded, maxBytes);
 }
 

@@ -194,6 +194,21 @@ describe("the retained windows", () => {
     assert.deepEqual([capture.stdout.retainedBytes, capture.stderr.retainedBytes], [5, 2]);
   });
 
+  test("line breaks in the retained prefix: a whole chunk's, and a cut chunk's up to the cut only", () => {
+    const out = new RunOutput(8);
+    out.write("stdout", Buffer.from("a\nb\n"));
+    out.write("stdout", Buffer.from("c\nd\ne\nf\n"));
+    out.write("stdout", Buffer.from("\n\n"));
+    const { capture } = out.collect();
+    assert.equal(capture.stdout.retainedBytes, 8);
+    assert.equal(capture.stdout.retainedNewlines, 4, "a\\nb\\nc\\nd\\n");
+    assert.equal(capture.stdout.emittedLines, 8);
+    const whole = new RunOutput();
+    whole.write("stderr", Buffer.from("x\ny\n"));
+    whole.write("stderr", Buffer.from("z"));
+    assert.equal(whole.collect().capture.stderr.retainedNewlines, 2);
+  });
+
   test("the default retention keeps 64 MiB: a few MiB are kept whole", () => {
     const out = new RunOutput();
     const mib = Buffer.alloc(1 << 20, "x");
