@@ -76,6 +76,8 @@ export function outcomeOf(r: RunResult, index: number, timeoutMs: number): EvalC
   return {
     index,
     status: ok ? "complete" : "error",
+    // Stryker disable next-line MethodExpression: equivalent, only the first part can be empty (a value or an
+    // exception is never ''), and trim() drops it.
     output: parts.filter(Boolean).join("\n").trim(),
     exitCode: ok ? 0 : (o.exitCode ?? 1) || 1,
     durationMs: o.durationMs,

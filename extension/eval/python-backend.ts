@@ -100,6 +100,7 @@ function cellOutcome(
   return {
     index: cell.index,
     status: v.ok ? "complete" : "error",
+    // Stryker disable next-line MethodExpression: equivalent, only the first part can be empty, and trim() drops it.
     output: parts.filter(Boolean).join("\n").trim(),
     exitCode: v.ok ? 0 : (run?.outcome.exitCode ?? 1) || 1,
     durationMs: part.durationMs,

@@ -13,6 +13,7 @@ export const EVAL_GRACE_MS = 5_000;
 
 /** The grace a surface uses: `interruptGraceMs` when someone set it (ours or pi-python's), else its own default. */
 export function graceFor(settings: ResolvedSettings, surfaceDefault: number): number {
+  // Stryker disable next-line OptionalChaining: equivalent, loadSettings gives every key its source.
   return settings.sources.interruptGraceMs?.source === "default" ? surfaceDefault : settings.values.interruptGraceMs;
 }
 
@@ -123,7 +124,7 @@ export function verdictOf(r: RunResult): CellVerdict {
         ? "the kernel did not stop after the interrupts and was killed; its namespace is gone"
         : `the kernel died (${o.signal ?? (o.exitCode !== undefined ? `exit code ${o.exitCode}` : (o.message ?? "unknown cause"))}); its namespace is gone`;
     else if (o.status === "policy_error") error = "a nested tool call was blocked by a policy";
-    else if (o.message) error = o.message;
+    else error = o.message;
   }
   if (!ok && o.status === "policy_error" && r.exception)
     error = `${r.exception.trimEnd()}\n[a nested tool call was blocked by a policy]`;

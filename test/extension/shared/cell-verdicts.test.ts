@@ -427,6 +427,16 @@ describe("outcomeOf (eval's JavaScript cells)", () => {
       "[timed out after 1.5 s of work (time spent awaiting tools and completion() not counted); its pending awaits were rejected with an AbortError; the JavaScript state is kept]",
     );
     assert.deepEqual([kept.timedOut, kept.lost, kept.cancelled, kept.status], [true, false, false, "error"]);
+    const thrown = of(
+      { status: "timeout", stopReason: "timeout", exitCode: 1 },
+      { exception: "  AbortError: late\n" },
+      1000,
+    );
+    assert.match(
+      thrown.output,
+      /^AbortError: late\n\[timed out after 1 s of work \(/,
+      "the error's end trimmed, not its start",
+    );
     const killed = of({ status: "timeout", stopReason: "timeout", killed: true, session: session(true) }, {}, 250);
     assert.equal(
       killed.output,
@@ -632,10 +642,10 @@ describe("eval's Python backend", () => {
         undefined,
       );
       assert.equal(found.resolved(), 1);
-      const missing = environment({}, () => ({ ok: false, error: "python3 was not found on PATH." }));
+      const missing = environment({}, () => ({ ok: false, error: "python3.12 was not found on PATH." }));
       assert.equal(
         await pythonBackend({ getHost: () => idle, environment: missing.environment }).unavailable("/c"),
-        "no Python interpreter: python3 was not found on PATH",
+        "no Python interpreter: python3.12 was not found on PATH",
       );
       const off = environment({ PI_CODE_EXECUTION_EVAL_PY: "0" });
       assert.match(
