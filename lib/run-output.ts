@@ -92,7 +92,8 @@ class ChannelBuffer {
       this.retained += keep;
       this.retainedNewlines += kept === chunk ? newlines : countNewlines(kept);
       const d = this.digest;
-      // Stryker disable next-line EqualityOperator,BlockStatement: equivalent (speed only, the constructor's note).
+      // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: equivalent (speed only, the
+      // constructor's note).
       if (d && this.retained >= DIGEST_FROM) {
         d.hash ??= createHash("sha256");
         // Stryker disable next-line EqualityOperator: equivalent, the hash is left with no chunk and finished later.
@@ -128,8 +129,11 @@ class ChannelBuffer {
     const parts: Buffer[] = [];
     let at = 0;
     for (const chunk of this.chunks) {
+      // Stryker disable next-line EqualityOperator: equivalent, a chunk starting at `to` adds no bytes (speed only).
       if (at >= to) break;
       const end = at + chunk.length;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, a chunk ending by `from` adds
+      // no bytes.
       if (end > from) parts.push(chunk.subarray(Math.max(0, from - at), Math.min(chunk.length, to - at)));
       at = end;
     }
