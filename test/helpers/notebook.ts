@@ -28,6 +28,16 @@ export async function callAs(
   return pi.toolResults().slice(before);
 }
 
+/** An eval cell of each language, as the model writes it. */
+export const jsCell = (code: string, extra: Record<string, unknown> = {}) => ({ language: "js", code, ...extra });
+export const pyCell = (code: string, extra: Record<string, unknown> = {}) => ({ language: "py", code, ...extra });
+
+/** One eval call of `cells`, from the scripted model: its result. */
+export async function evalCall(pi: PiHarness, ...cells: Record<string, unknown>[]): Promise<ToolResultMessage> {
+  const [r] = await callAs(pi, [["eval", { cells }]]);
+  return r!;
+}
+
 export interface JournalRunRow {
   status: string;
   images: number;

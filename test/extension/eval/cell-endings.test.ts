@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { EXTENSION_PATH, startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
-import { callAs } from "../../helpers/notebook.ts";
+import { callAs, jsCell as js, pyCell as py, evalCall } from "../../helpers/notebook.ts";
 import { waitUntil } from "../../helpers/procs.ts";
 import { tempDir } from "../../helpers/temp-dir.ts";
 import { PI_TOOLS } from "../../../scripts/record-fixtures.ts";
@@ -29,12 +29,7 @@ after(async () => {
   delete process.env.PI_CODE_EXECUTION_INTERRUPT_GRACE_MS;
 });
 
-const js = (code: string, extra: Record<string, unknown> = {}) => ({ language: "js", code, ...extra });
-const py = (code: string, extra: Record<string, unknown> = {}) => ({ language: "py", code, ...extra });
-async function evalCells(...cells: Record<string, unknown>[]) {
-  const [r] = await callAs(pi, [["eval", { cells }]]);
-  return r!;
-}
+const evalCells = (...cells: Record<string, unknown>[]) => evalCall(pi, ...cells);
 
 describe("a runtime killed by a signal", () => {
   test("a JavaScript runtime killed by SIGKILL: named, the state gone, the next cell in a fresh runtime", async () => {

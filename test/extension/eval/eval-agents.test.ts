@@ -8,10 +8,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxProvider, fauxToolCall } from "@earendil-works/pi-ai";
 import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
+import { jsCell as js, pyCell as py } from "../../helpers/notebook.ts";
 import { evalRenderers } from "../../../extension/shared/notebook/render.ts";
-
-const py = (code: string, extra: Record<string, unknown> = {}) => ({ language: "py", code, ...extra });
-const js = (code: string, extra: Record<string, unknown> = {}) => ({ language: "js", code, ...extra });
 
 /** What a model call saw: its system prompt, the last user or tool-result text, its tools and its options. */
 interface Seen {

@@ -7,14 +7,12 @@ import { before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { waitUntil } from "../../helpers/procs.ts";
-import { callAs, journalRuns, piWithJournal } from "../../helpers/notebook.ts";
+import { callAs, journalRuns, piWithJournal, pyCell as py } from "../../helpers/notebook.ts";
 
 const session = piWithJournal("eval");
 let pi: PiHarness;
 let journal: string;
 before(async () => ({ pi, journal } = await session));
-
-const py = (code: string, extra: Record<string, unknown> = {}) => ({ language: "py", code, ...extra });
 
 describe("an eval call's Python cells in one run", () => {
   test("each cell keeps its output, value, display and status events; the three cells are one run", async () => {

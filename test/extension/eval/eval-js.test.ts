@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import { EXTENSION_PATH, startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
-import { callAs } from "../../helpers/notebook.ts";
+import { callAs, jsCell as js, evalCall } from "../../helpers/notebook.ts";
 import { pidAlive, waitUntil } from "../../helpers/procs.ts";
 import { PI_TOOLS } from "../../../scripts/record-fixtures.ts";
 
@@ -24,11 +24,7 @@ after(async () => {
   delete process.env.PI_CODE_EXECUTION_INTERRUPT_GRACE_MS;
 });
 
-const js = (code: string, extra: Record<string, unknown> = {}) => ({ language: "js", code, ...extra });
-async function evalCells(...cells: Record<string, unknown>[]) {
-  const [r] = await callAs(pi, [["eval", { cells }]]);
-  return r;
-}
+const evalCells = (...cells: Record<string, unknown>[]) => evalCall(pi, ...cells);
 /** The pid of the JavaScript runtime, from /code-sessions' listing. */
 async function runtimePid(): Promise<number | undefined> {
   const printed = await commandOutput("/code-sessions");

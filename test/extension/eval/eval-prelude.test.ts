@@ -9,9 +9,9 @@ import { after, before, describe, test } from "node:test";
 import { initTheme } from "@earendil-works/pi-coding-agent";
 import { stripTerminalSequences } from "@earendil-works/pi-tui";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
-import { startPi, textOf, type PiHarness, type ToolResultMessage } from "../../helpers/pi-session.ts";
+import { startPi, textOf, type PiHarness } from "../../helpers/pi-session.ts";
 import { waitUntil } from "../../helpers/procs.ts";
-import { callAs } from "../../helpers/notebook.ts";
+import { callAs, jsCell as js, pyCell as py, evalCall } from "../../helpers/notebook.ts";
 import { evalRenderers } from "../../../extension/shared/notebook/render.ts";
 
 let pi: PiHarness;
@@ -27,12 +27,7 @@ after(async () => {
   delete process.env.PI_CODE_EXECUTION_TOOLS;
 });
 
-const py = (code: string, extra: Record<string, unknown> = {}) => ({ language: "py", code, ...extra });
-const js = (code: string, extra: Record<string, unknown> = {}) => ({ language: "js", code, ...extra });
-async function evalCells(...cells: Record<string, unknown>[]): Promise<ToolResultMessage> {
-  const [r] = await callAs(pi, [["eval", { cells }]]);
-  return r;
-}
+const evalCells = (...cells: Record<string, unknown>[]) => evalCall(pi, ...cells);
 const sessionDir = () => join(pi.agentDir, "code-execution-eval", pi.session.sessionManager.getSessionId());
 
 describe("eval's Python prelude", () => {
