@@ -1217,6 +1217,51 @@ describe("stopping.grace", () => {
     assert.equal(h.outcome("s1").stopReason, "timeout");
     assertHealthy(h);
   });
+
+  test("limits.noKill: a session stopped while its run still runs escalates like any close (interrupt, grace, kill)", () => {
+    const h = startSupervisor({ limits: { ...TEST_LIMITS, noKill: true } });
+    const k = sessionRunning(h, "s", "s1");
+    h.advance(100); // inside its timeout
+    h.stopSession("s");
+    assert.equal(h.value("run:s1"), "interrupted");
+    h.advance(interruptWindowMs);
+    assert.equal(h.value("run:s1"), "grace", "the no-kill wait does not hold for a closing session");
+    h.advance(graceMs);
+    assert.equal(h.value("run:s1"), "killed");
+    assert.deepEqual(k.types().slice(-2), ["runner.interrupt", "runner.terminate"]);
+    k.exited({ signal: "SIGTERM" });
+    assert.deepEqual([h.outcome("s1").stopReason, h.outcome("s1").killed], ["cancelled", true]);
+    assertHealthy(h);
+  });
+
+  test("with a kill (no noKill), a session stopped during the escalation keeps its steps: no kill before the grace ends", () => {
+    const h = startSupervisor();
+    const k = sessionRunning(h, "s", "s1");
+    h.advance(980); // the timeout's interrupt
+    assert.equal(h.value("run:s1"), "interrupted");
+    h.stopSession("s");
+    assert.equal(h.value("run:s1"), "interrupted");
+    assert.equal(k.types().includes("runner.terminate"), false);
+    h.advance(interruptWindowMs);
+    assert.equal(h.value("run:s1"), "grace");
+    h.advance(graceMs);
+    assert.equal(h.value("run:s1"), "killed");
+    assertHealthy(h);
+  });
+
+  test("limits.noKill: a second abort of Pi's (not a close) leaves the waiting run waiting", () => {
+    const h = startSupervisor({ limits: { ...TEST_LIMITS, noKill: true } });
+    const k = sessionRunning(h, "s", "s1");
+    h.cancel("s1");
+    h.advance(interruptWindowMs + graceMs + killMs);
+    h.cancel("s1");
+    h.advance(interruptWindowMs + graceMs + killMs);
+    assert.equal(h.value("run:s1"), "interrupted");
+    assert.equal(k.types().includes("runner.terminate"), false);
+    k.done("s1", { exitCode: 0, error: null });
+    assert.equal(h.outcome("s1").stopReason, "cancelled");
+    assertHealthy(h);
+  });
 });
 
 describe("stopping.killed", () => {
