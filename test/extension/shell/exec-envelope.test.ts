@@ -210,6 +210,24 @@ describe("processText", () => {
     );
   });
 
+  test("a session ended by a signal alone has no exit code; one without on_exit has no on_exit line", () => {
+    const d = processDetails("exec_command", exited({ code: null, signal: "SIGKILL" }), {}, NOW);
+    assert.equal("exit_code" in d, false);
+    assert.equal(d.signal, "SIGKILL");
+    const text = processText(d);
+    assert.match(text, /^\[exited\]\nsignal: SIGKILL\ntool_time_utc: /);
+    assert.doesNotMatch(text, /exit_code|on_exit/);
+  });
+
+  test("the held note, word for word (it tells the model how to detach a job)", () => {
+    assert.equal(
+      HELD_NOTE,
+      "the shell has exited, but a background process it started still holds the output open, so the session stays " +
+        "open until that process exits. To detach such a job, redirect it: `(cd dir && cmd >log 2>&1 </dev/null) &` or " +
+        "`setsid cmd >log 2>&1 </dev/null &`; or end the session with kill_session.",
+    );
+  });
+
   test("an exited session's code, signal, failure and direct delivery; no output is said so", () => {
     const d = processDetails(
       "write_stdin",
@@ -423,6 +441,12 @@ describe("kill_session", () => {
     assert.match(killText(d), /^\[kill failed\]\n[\s\S]*\nrunning: true\nescalated: true\nfailure: the process/);
     const plain = killDetails(7, "SIGINT", kill({ killed: false, running: true }), NOW);
     assert.match(plain.failure_message ?? "", /^the process is still running after SIGINT: it did not exit; /);
+  });
+
+  test("a session whose pid was never known has no pid field", () => {
+    const { pid: _p, ...noPid } = kill({ pid: 99 });
+    assert.equal(killDetails(7, "SIGTERM", kill({ pid: 99 }), NOW).pid, 99);
+    assert.equal("pid" in killDetails(7, "SIGTERM", noPid as KillReport, NOW), false);
   });
 
   test("a killed session's envelope leaves out what it lacks", () => {

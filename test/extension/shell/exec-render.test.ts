@@ -258,16 +258,24 @@ describe("exec_command", () => {
       render(execRenderers.exec_command.renderCall({ cmd: "ls", yield_time_ms: 250 }, tagged, ctx())),
       "<toolTitle>*$*</> <toolOutput>ls</><muted> (yield 0.3s)</>",
     );
-    const started = ctx();
-    execRenderers.exec_command.renderCall({ cmd: "ls" }, theme, started);
-    assert.equal(typeof started.state.startedAt, "number", "the call starts the elapsed counter");
-    clearInterval(started.state.interval);
+    for (const draw of [
+      (c: RenderContext) => execRenderers.exec_command.renderCall({ cmd: "ls" }, theme, c),
+      (c: RenderContext) => execRenderers.write_stdin.renderCall({ session_id: 1 }, theme, c),
+    ]) {
+      const started = ctx();
+      draw(started);
+      assert.equal(typeof started.state.startedAt, "number", "the call starts the elapsed counter");
+      assert.ok(started.state.interval, "which redraws every second until the result");
+      assert.equal(started.state.endedAt, undefined);
+      clearInterval(started.state.interval);
+    }
   });
 
   test("output: none shows nothing above the footer; up to five lines whole; more behind a count, one or many", () => {
     const lines = (n: number) => Array.from({ length: n }, (_, i) => `l${i + 1}`).join("\n");
     assert.equal(execResult({ output: "", exit_code: 0 }), "  exit_code=0");
     assert.equal(execResult({ output: "\n\n", exit_code: 0 }), "  exit_code=0");
+    assert.equal(execResult({ output: "\nafter a blank line\n", exit_code: 0 }), "\nafter a blank line\n  exit_code=0");
     assert.equal(execResult({ output: lines(5) + "\n\n", exit_code: 0 }), "l1\nl2\nl3\nl4\nl5\n  exit_code=0");
     assert.equal(
       execResult({ output: lines(6), exit_code: 0 }),
@@ -357,6 +365,11 @@ describe("exec_command", () => {
     const final = execResult({ running: false, exit_code: 0, wall_time_seconds: 99 }, done, c);
     assert.equal(final, "  took 99.0s · exit_code=0", "once done the result's own time");
     assert.equal(c.state.interval, undefined, "and the counter stopped");
+    assert.equal(
+      execResult({ running: true }, { expanded: false, isPartial: true }, ctx({ executionStarted: false })),
+      "",
+      "no time known: none said",
+    );
     const unstarted = ctx({ executionStarted: false });
     assert.equal(
       execResult({ running: true, wall_time_seconds: 1 }, { expanded: false, isPartial: true }, unstarted),
@@ -374,6 +387,23 @@ describe("exec_command", () => {
     const fresh = execRenderers.exec_command.renderResult(result({}), done, theme, ctx({ lastComponent: other }));
     assert.ok(fresh instanceof Text);
     assert.notEqual(fresh, other);
+  });
+});
+
+describe("a call drawn before its arguments arrived", () => {
+  test("each banner shows placeholders for what it does not have yet, never an error", () => {
+    const none = undefined as never;
+    assert.equal(render(execRenderers.exec_command.renderCall(none, theme, ctx())), "$ …");
+    assert.equal(
+      render(execRenderers.write_stdin.renderCall(none, theme, ctx())),
+      "⟳ poll → session_id=? (yield 5.0s)",
+    );
+    assert.equal(
+      render(execRenderers.kill_session.renderCall(none, theme, ctx())),
+      "kill_session session_id=? signal=SIGTERM",
+    );
+    assert.equal(render(execRenderers.set_on_exit.renderCall(none, theme, ctx())), "set_on_exit session_id=? → ?");
+    assert.equal(render(execRenderers.list_sessions.renderCall(none, theme, ctx())), "list_sessions");
   });
 });
 
