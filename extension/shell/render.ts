@@ -44,7 +44,6 @@ function outputLines(text: string, expanded: boolean, theme: RenderTheme, ctx: R
 }
 
 function text(component: Component | undefined, content: string): Component {
-  // Stryker disable next-line StringLiteral: equivalent, the text is set on the next line.
   const t = component instanceof Text ? component : new Text("", 0, 0);
   t.setText(content);
   return t;
