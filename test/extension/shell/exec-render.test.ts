@@ -23,6 +23,17 @@ const render = (c: { render(w: number): readonly string[] }) =>
     .map((l) => l.trimEnd())
     .join("\n");
 
+/** Each colour as `<colour>text</>`, bold as `*text*`. */
+const tagged = { fg: (c: string, t: string) => `<${c}>${t}</>`, bold: (t: string) => `*${t}*` } as never;
+const done = { expanded: false, isPartial: false };
+const expanded = { expanded: true, isPartial: false };
+const partial = { expanded: false, isPartial: true };
+const result = (details: unknown, content: { type: string; text?: string }[] = []) => ({ content, details });
+const execResult = (details: unknown, opts = done, c = ctx(), th = theme) =>
+  render(execRenderers.exec_command.renderResult(result(details), opts, th, c));
+const stdinCall = (args: Record<string, unknown>, th = theme) =>
+  render(execRenderers.write_stdin.renderCall(args, th, ctx()));
+
 describe("renderers", () => {
   test("exec_command: banner, five-line tail with the expand hint, footer", () => {
     const call = execRenderers.exec_command.renderCall(
@@ -33,93 +44,43 @@ describe("renderers", () => {
     assert.equal(render(call), "$ npm test (yield 2.5s · [wake])");
     const output = Array.from({ length: 12 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
     const details = { running: false, exit_code: 0, output, log_path: "/l/x.log", wall_time_seconds: 4.2 };
-    const collapsed = render(
-      execRenderers.exec_command.renderResult(
-        { content: [], details },
-        { expanded: false, isPartial: false },
-        theme,
-        ctx(),
-      ),
-    );
+    const collapsed = execResult(details);
     const lines = collapsed.split("\n");
     assert.equal(lines[0], "… (7 earlier lines, ctrl+o to expand)");
     assert.deepEqual(lines.slice(1, 1 + PREVIEW_LINES), ["line 8", "line 9", "line 10", "line 11", "line 12"]);
     assert.match(lines.at(-1)!, /^ {2}took \d+\.\ds · exit_code=0 · log: \/l\/x\.log$/);
-    const expanded = render(
-      execRenderers.exec_command.renderResult(
-        { content: [], details },
-        { expanded: true, isPartial: false },
-        theme,
-        ctx(),
-      ),
-    );
-    assert.ok(expanded.startsWith("line 1\nline 2"));
+    assert.ok(execResult(details, expanded).startsWith("line 1\nline 2"));
   });
 
   test("while attached: live elapsed counter; yielded: session id and [wake]", () => {
     const c = ctx();
     c.state.startedAt = Date.now() - 1300;
-    const live = render(
-      execRenderers.exec_command.renderResult(
-        { content: [], details: { running: true, session_id: 2, output: "round 2\n" } },
-        { expanded: false, isPartial: true },
-        theme,
-        c,
-      ),
-    );
+    const live = execResult({ running: true, session_id: 2, output: "round 2\n" }, partial, c);
     assert.match(live, /round 2\n {2}elapsed 1\.\ds · session_id=2/);
     clearInterval(c.state.interval);
-    const done = render(
-      execRenderers.exec_command.renderResult(
-        {
-          content: [],
-          details: {
-            running: true,
-            session_id: 2,
-            completion_notification: "armed",
-            output: "",
-            wall_time_seconds: 2.5,
-          },
-        },
-        { expanded: false, isPartial: false },
-        theme,
-        ctx(),
-      ),
-    );
-    assert.match(done, /yielded .* · session_id=2 · \[wake\]/);
+    const yielded = execResult({
+      running: true,
+      session_id: 2,
+      completion_notification: "armed",
+      output: "",
+      wall_time_seconds: 2.5,
+    });
+    assert.match(yielded, /yielded .* · session_id=2 · \[wake\]/);
   });
 
   test("write_stdin banners: poll, input with control bytes, base64", () => {
+    assert.equal(stdinCall({ session_id: 2, yield_time_ms: 5000 }), "⟳ poll → session_id=2 (yield 5.0s)");
+    assert.equal(stdinCall({ session_id: 1, chars: "\\x03" }), "» ^C → session_id=1 (until it answers)");
     assert.equal(
-      render(execRenderers.write_stdin.renderCall({ session_id: 2, yield_time_ms: 5000 }, theme, ctx())),
-      "⟳ poll → session_id=2 (yield 5.0s)",
-    );
-    assert.equal(
-      render(execRenderers.write_stdin.renderCall({ session_id: 1, chars: "\\x03" }, theme, ctx())),
-      "» ^C → session_id=1 (until it answers)",
-    );
-    assert.equal(
-      render(
-        execRenderers.write_stdin.renderCall(
-          { session_id: 1, chars: "print(7*6)\\r", yield_time_ms: 1000 },
-          theme,
-          ctx(),
-        ),
-      ),
+      stdinCall({ session_id: 1, chars: "print(7*6)\\r", yield_time_ms: 1000 }),
       "» print(7*6)\\r → session_id=1 (yield 1.0s)",
     );
     assert.equal(
-      render(execRenderers.write_stdin.renderCall({ session_id: 1, chars_b64: "G3s6wgo=" }, theme, ctx())),
+      stdinCall({ session_id: 1, chars_b64: "G3s6wgo=" }),
       "» (base64, 5 bytes) → session_id=1 (until it answers)",
     );
     assert.match(
-      render(
-        execRenderers.write_stdin.renderCall(
-          { session_id: 2, yield_until: new Date(Date.now() + 9_660_000).toISOString() },
-          theme,
-          ctx(),
-        ),
-      ),
+      stdinCall({ session_id: 2, yield_until: new Date(Date.now() + 9_660_000).toISOString() }),
       /⟳ poll → session_id=2 \(2h4\dm later\)/,
     );
   });
@@ -131,19 +92,16 @@ describe("renderers", () => {
     );
     const killed = render(
       execRenderers.kill_session.renderResult(
-        {
-          content: [],
-          details: {
-            found: true,
-            killed: true,
-            session_id: 2,
-            signal: "SIGTERM",
-            wall_time_seconds: 0.3,
-            output: "bye\n",
-            log_path: "/l",
-          },
-        },
-        { expanded: false, isPartial: false },
+        result({
+          found: true,
+          killed: true,
+          session_id: 2,
+          signal: "SIGTERM",
+          wall_time_seconds: 0.3,
+          output: "bye\n",
+          log_path: "/l",
+        }),
+        done,
         theme,
         ctx(),
       ),
@@ -157,14 +115,7 @@ describe("renderers", () => {
       command: `job ${i + 1}`,
       elapsed_ms: 2000,
     }));
-    const list = render(
-      execRenderers.list_sessions.renderResult(
-        { content: [], details: { sessions } },
-        { expanded: false, isPartial: false },
-        theme,
-        ctx(),
-      ),
-    );
+    const list = render(execRenderers.list_sessions.renderResult(result({ sessions }), done, theme, ctx()));
     assert.match(list, /^ {2}#1 running 2\.0s \[wake\] job 1/);
     assert.match(list, /… 2 more \(ctrl\+o to expand\)$/);
     assert.equal(
@@ -174,8 +125,8 @@ describe("renderers", () => {
     assert.equal(
       render(
         execRenderers.set_on_exit.renderResult(
-          { content: [], details: { found: true, status: "disarmed", wake_armed: false } },
-          { expanded: false, isPartial: false },
+          result({ found: true, status: "disarmed", wake_armed: false }),
+          done,
           theme,
           ctx(),
         ),
@@ -188,7 +139,7 @@ describe("renderers", () => {
     const r = render(
       execRenderers.exec_command.renderResult(
         { content: [{ type: "text", text: "\x1b]52;c;Zm9v\x07x\x1b[2J" }] },
-        { expanded: false, isPartial: false },
+        done,
         theme,
         ctx(),
       ),
@@ -196,13 +147,6 @@ describe("renderers", () => {
     assert.doesNotMatch(r, /\x1b/);
   });
 });
-
-/** Each colour as `<colour>text</>`, bold as `*text*`. */
-const tagged = { fg: (c: string, t: string) => `<${c}>${t}</>`, bold: (t: string) => `*${t}*` } as never;
-const done = { expanded: false, isPartial: false };
-const result = (details: unknown, content: { type: string; text?: string }[] = []) => ({ content, details });
-const execResult = (details: unknown, opts = done, c = ctx(), th = theme) =>
-  render(execRenderers.exec_command.renderResult(result(details), opts, th, c));
 
 describe("time labels", () => {
   // A list's age column, and the live counter, use them (a finished call's "took" is the result's own seconds).
@@ -219,16 +163,16 @@ describe("time labels", () => {
         ctx(),
       ),
     );
-  const took = (seconds: number) => age(seconds * 1000).replace(/^  #1 running (.*) c$/, "$1");
+  const label = (seconds: number) => age(seconds * 1000).replace(/^  #1 running (.*) c$/, "$1");
 
   test("seconds with a tenth under a minute, then minutes and seconds, then hours and minutes", () => {
-    assert.equal(took(0), "0.0s");
-    assert.equal(took(59.94), "59.9s");
-    assert.equal(took(60), "1m0s");
-    assert.equal(took(61.7), "1m1s");
-    assert.equal(took(3599), "59m59s");
-    assert.equal(took(3600), "1h0m");
-    assert.equal(took(9_660), "2h41m");
+    assert.equal(label(0), "0.0s");
+    assert.equal(label(59.94), "59.9s");
+    assert.equal(label(60), "1m0s");
+    assert.equal(label(61.7), "1m1s");
+    assert.equal(label(3599), "59m59s");
+    assert.equal(label(3600), "1h0m");
+    assert.equal(label(9_660), "2h41m");
   });
 
   test("what is left of an absolute wait, or that its deadline passed", () => {
@@ -289,7 +233,7 @@ describe("exec_command", () => {
         "<muted>  </>",
       ].join("\n"),
     );
-    assert.equal(execResult({ output: lines(6) }, { expanded: true, isPartial: false }).split("\n").length, 7);
+    assert.equal(execResult({ output: lines(6) }, expanded).split("\n").length, 7);
   });
 
   test("without details.output the content's text is shown, made inert", () => {
@@ -355,26 +299,19 @@ describe("exec_command", () => {
     const c = ctx();
     c.state.startedAt = Date.now() - 2_500;
     const until = new Date(Date.now() + 65_000).toISOString();
-    const live = execResult(
-      { running: true, session_id: 1, wall_time_seconds: 99, yield_until: until },
-      { expanded: false, isPartial: true },
-      c,
-    );
+    const live = execResult({ running: true, session_id: 1, wall_time_seconds: 99, yield_until: until }, partial, c);
     assert.match(live, /^ {2}elapsed 2\.\ds · 1m[45]s later · session_id=1$/);
     assert.ok(c.state.interval, "the counter redraws every second while partial");
     const final = execResult({ running: false, exit_code: 0, wall_time_seconds: 99 }, done, c);
     assert.equal(final, "  took 99.0s · exit_code=0", "once done the result's own time");
     assert.equal(c.state.interval, undefined, "and the counter stopped");
     assert.equal(
-      execResult({ running: true }, { expanded: false, isPartial: true }, ctx({ executionStarted: false })),
+      execResult({ running: true }, partial, ctx({ executionStarted: false })),
       "",
       "no time known: none said",
     );
     const unstarted = ctx({ executionStarted: false });
-    assert.equal(
-      execResult({ running: true, wall_time_seconds: 1 }, { expanded: false, isPartial: true }, unstarted),
-      "  elapsed 1.0s",
-    );
+    assert.equal(execResult({ running: true, wall_time_seconds: 1 }, partial, unstarted), "  elapsed 1.0s");
   });
 
   test("the component drawn last time is reused; anything else is replaced by a new text", () => {
@@ -408,8 +345,7 @@ describe("a call drawn before its arguments arrived", () => {
 });
 
 describe("write_stdin", () => {
-  const call = (args: Record<string, unknown>, th = theme) =>
-    render(execRenderers.write_stdin.renderCall(args, th, ctx()));
+  const call = stdinCall;
 
   test("input: control bytes named, written or escaped; long input cut at 60 characters; on one line", () => {
     assert.equal(call({ session_id: 1, chars: "\x03\x04\x1b" }), "» ^C^D^[ → session_id=1 (until it answers)");
@@ -531,12 +467,7 @@ describe("kill_session", () => {
       killResult({ found: true, killed: true, session_id: 1, output }).split("\n")[0],
       "… (2 earlier lines, ctrl+o to expand)",
     );
-    assert.equal(
-      killResult({ found: true, killed: true, session_id: 1, output }, { expanded: true, isPartial: false }).split(
-        "\n",
-      )[0],
-      "o0",
-    );
+    assert.equal(killResult({ found: true, killed: true, session_id: 1, output }, expanded).split("\n")[0], "o0");
     assert.equal(killResult(undefined), "  session_id=undefined had already exited");
   });
 });
@@ -590,10 +521,10 @@ describe("list_sessions", () => {
     assert.equal(collapsed.length, 6);
     assert.equal(collapsed[5], "<muted>  … 1 more (</>ctrl+o to expand<muted>)</>");
     assert.doesNotMatch(collapsed.join("\n"), /log:/);
-    const all = list(many, { expanded: true, isPartial: false }, tagged).split("\n");
+    const all = list(many, expanded, tagged).split("\n");
     assert.equal(all.length, 12);
     assert.equal(all[1], "      <dim>log: /l/1.log</>");
-    assert.equal(list([session()], { expanded: true, isPartial: false }).split("\n").length, 1, "no log, no line");
+    assert.equal(list([session()], expanded).split("\n").length, 1, "no log, no line");
   });
 });
 
