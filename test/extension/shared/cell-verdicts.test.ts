@@ -217,11 +217,7 @@ describe("batchEnd", () => {
 });
 
 describe("graceFor", () => {
-  const settings = (env: NodeJS.ProcessEnv = {}) => {
-    const agent = join(tempDir("pcs-grace-"), "agent");
-    process.env.PI_CODING_AGENT_DIR = agent;
-    return loadSettings(undefined, { PI_CODING_AGENT_DIR: agent, ...env });
-  };
+  const settings = freshSettings;
 
   test("nobody set interruptGraceMs: the surface's own default (pi-python's 30 s, oh-my-pi's 5 s)", () => {
     assert.equal(graceFor(settings(), PYTHON_GRACE_MS), 30_000);
@@ -235,6 +231,33 @@ describe("graceFor", () => {
     assert.equal(graceFor(s, EVAL_GRACE_MS), 750);
   });
 });
+
+/** Settings as loaded with no settings file (a fresh agent directory) and `env`. */
+function freshSettings(env: NodeJS.ProcessEnv = {}) {
+  const agent = join(tempDir("pcs-cell-verdicts-"), "agent");
+  process.env.PI_CODING_AGENT_DIR = agent;
+  return loadSettings(undefined, { PI_CODING_AGENT_DIR: agent, ...env });
+}
+
+/** The extension's environment with `env`'s settings, and an interpreter lookup that answers `resolve` (counted). */
+function environmentWith(env: NodeJS.ProcessEnv = {}, resolve: () => unknown = () => ({ ok: true })) {
+  const settings = freshSettings(env);
+  let resolved = 0;
+  const environment = {
+    settings: () => settings,
+    interpreter: {
+      resolve: async () => {
+        resolved += 1;
+        return resolve();
+      },
+    },
+  } as unknown as CodeEnvironment;
+  return { environment, resolved: () => resolved };
+}
+
+/** What an eval call gives its backends, in Pi's working directory `/pi/cwd`. */
+const evalCallContext = (over: Partial<EvalCallContext> = {}) =>
+  ({ ctx: { cwd: "/pi/cwd" }, toolCallId: "t1", display: {}, ...over }) as unknown as EvalCallContext;
 
 /** A host that records the request and callbacks each cell became, and answers with `answer`. */
 function recordingHost(answer: RunResult) {
@@ -317,14 +340,8 @@ describe("runPyCell: the run each Python cell becomes", () => {
 });
 
 describe("the JavaScript backend", () => {
-  const environment = (env: NodeJS.ProcessEnv = {}) => {
-    const agent = join(tempDir("pcs-js-backend-"), "agent");
-    process.env.PI_CODING_AGENT_DIR = agent;
-    const s = loadSettings(undefined, { PI_CODING_AGENT_DIR: agent, ...env });
-    return { settings: () => s } as unknown as CodeEnvironment;
-  };
-  const call = (over: Partial<EvalCallContext> = {}) =>
-    ({ ctx: { cwd: "/pi/cwd" }, toolCallId: "t1", display: {}, ...over }) as unknown as EvalCallContext;
+  const environment = (env: NodeJS.ProcessEnv = {}) => environmentWith(env).environment;
+  const call = evalCallContext;
   const jsCell = { index: 2, count: 4, code: "1 + 1", title: "sum", timeoutMs: 1500.4, reset: true };
 
   test("one cell a run, in the `js` session: its code, the work budget, eval's 5 s grace unless one is set", async () => {
@@ -473,22 +490,7 @@ describe("outcomeOf (eval's JavaScript cells)", () => {
 });
 
 describe("eval's Python backend", () => {
-  const environment = (env: NodeJS.ProcessEnv = {}, resolve: () => unknown = () => ({ ok: true })) => {
-    const agent = join(tempDir("pcs-py-backend-"), "agent");
-    process.env.PI_CODING_AGENT_DIR = agent;
-    const s = loadSettings(undefined, { PI_CODING_AGENT_DIR: agent, ...env });
-    let resolved = 0;
-    const environment = {
-      settings: () => s,
-      interpreter: {
-        resolve: async () => {
-          resolved += 1;
-          return resolve();
-        },
-      },
-    } as unknown as CodeEnvironment;
-    return { environment, resolved: () => resolved };
-  };
+  const environment = environmentWith;
   const cells = (...codes: string[]) =>
     codes.map((code, i) => ({
       index: i + 1,
@@ -497,8 +499,7 @@ describe("eval's Python backend", () => {
       timeoutMs: 1000 * (i + 1),
       reset: i === 0,
     }));
-  const call = (over: Partial<EvalCallContext> = {}) =>
-    ({ ctx: { cwd: "/pi/cwd" }, toolCallId: "t1", display: {}, ...over }) as unknown as EvalCallContext;
+  const call = evalCallContext;
   const part = (stdout: string, value?: string) => ({
     stdout,
     stderr: "",
@@ -511,7 +512,8 @@ describe("eval's Python backend", () => {
   // A Python cell's parts keep the newline they end with and are joined by one more: printed output and the value or
   // error after it are a blank line apart (what eval-batch.test.ts and cell-endings.test.ts read through Pi).
   test("one cell: the notebook session, eval's surface, the work budget, one interrupt then the kill after 5 s", async () => {
-    const { host, seen } = recordingHost(result({ durationMs: 9 }, { stdout: "hi\n", value: "3" }));
+    const answer = result({ durationMs: 9 }, { stdout: "hi\n", value: "3" });
+    const { host, seen } = recordingHost(answer);
     const { environment: env } = environment();
     const backend = pythonBackend({ getHost: () => host, environment: env });
     assert.equal(backend.batches, true);
@@ -538,7 +540,7 @@ describe("eval's Python backend", () => {
       cancelled: false,
       timedOut: false,
       lost: false,
-      runs: [(await host.run({} as RunRequestInput)) as RunResult],
+      runs: [answer],
     });
     const none = pythonBackend({
       getHost: () => recordingHost(result({}, { stdout: "x", value: "None" })).host,
