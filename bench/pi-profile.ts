@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startPi } from "../test/helpers/pi-session.ts";
-import { noopExtension, spans, spansFresh } from "./pi-spans.ts";
+import { noopExtension, spans, spansFresh, warmCalls } from "./pi-spans.ts";
 import { stats } from "./run.ts";
 
 const [kind = "session", count = "400", gap = "0"] = process.argv.slice(2);
@@ -44,21 +44,7 @@ try {
       "ts = sorted(ts[20:])",
       "print(json.dumps([len(ts), ts[len(ts) // 2], ts[len(ts) * 9 // 10]]))",
     ].join("\n");
-  const cases: Record<string, [string, Record<string, unknown>]> = {
-    session: ["code_execution", { code: "x = 1", session: "p" }],
-    fresh: ["code_execution", { code: "pass" }],
-    mib: [
-      "code_execution",
-      { code: "import sys\nsys.stdout.buffer.write(b'x' * (1 << 20))\nsys.stdout.flush()", session: "p" },
-    ],
-    interrupt: ["code_execution", { code: "while True: pass", session: "p", timeout: 1 }],
-    python: ["python", { cells: [{ code: "x = 1" }] }],
-    evalpy: ["eval", { cells: [{ language: "py", code: "x = 1" }] }],
-    python3: ["python", { cells: [{ code: "x = 1" }, { code: "x = 1" }, { code: "x = 1" }] }],
-    evalpy3: ["eval", { cells: [1, 2, 3].map(() => ({ language: "py", code: "x = 1" })) }],
-    evaljs: ["eval", { cells: [{ language: "js", code: "x = 1" }] }],
-    exec: ["exec_command", { cmd: "true" }],
-  };
+  const cases: Record<string, [string, Record<string, unknown>]> = { ...warmCalls };
   if (kind === "nested") {
     await spans(pi, [["code_execution", { code: nested(50), session: "p" }]]);
     const cpu0 = process.cpuUsage();

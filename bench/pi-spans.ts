@@ -88,3 +88,20 @@ export function noopExtension(pi: ExtensionAPI): void {
     },
   });
 }
+
+/** One call of each kind the profiling benches time (bench/pi-profile.ts, bench/pi-marks.ts), by name. */
+export const warmCalls: Record<string, [string, Record<string, unknown>]> = {
+  session: ["code_execution", { code: "x = 1", session: "p" }],
+  fresh: ["code_execution", { code: "pass" }],
+  mib: [
+    "code_execution",
+    { code: "import sys\nsys.stdout.buffer.write(b'x' * (1 << 20))\nsys.stdout.flush()", session: "p" },
+  ],
+  interrupt: ["code_execution", { code: "while True: pass", session: "p", timeout: 1 }],
+  python: ["python", { cells: [{ code: "x = 1" }] }],
+  evalpy: ["eval", { cells: [{ language: "py", code: "x = 1" }] }],
+  python3: ["python", { cells: [{ code: "x = 1" }, { code: "x = 1" }, { code: "x = 1" }] }],
+  evalpy3: ["eval", { cells: [1, 2, 3].map(() => ({ language: "py", code: "x = 1" })) }],
+  evaljs: ["eval", { cells: [{ language: "js", code: "x = 1" }] }],
+  exec: ["exec_command", { cmd: "true" }],
+};

@@ -39,6 +39,7 @@ import { ExecHost, execLogDir } from "./exec.ts";
 import type { HostOptions, RunCallbacks, RunRequestInput, RunResult, SessionsListener } from "./requests.ts";
 import { agentDir } from "../store/agent-dir.ts";
 import { preciseClock } from "../lib/precise-timer.ts";
+import { mark } from "../lib/marks.ts";
 
 export type { SessionInfo } from "./selectors.ts";
 export type { HostOptions, RunCallbacks, RunRequestInput, RunResult, SessionsListener } from "./requests.ts";
@@ -151,6 +152,7 @@ export class SupervisorHost {
       if (pending) pending.nestedCalls[record.seq - 1] = record;
     });
     this.actor.on("run.finished", ({ outcome }) => {
+      mark("run.finished");
       this.runs.get(outcome.runId)?.resolve(outcome);
     });
     // An unhandled root error must never crash Pi; the registry still stops every process on shutdown.
@@ -160,6 +162,7 @@ export class SupervisorHost {
 
   /** Runs code and resolves with its outcome and output. Never rejects: failures are outcomes. */
   run(request: RunRequestInput, callbacks: RunCallbacks = {}): Promise<RunResult> {
+    mark("host.run");
     const runId = nanoid(12);
     const requestedAt = this.now();
     // Refused at the door: nothing starts, and the result says why.
@@ -225,10 +228,12 @@ export class SupervisorHost {
     // `PI_CODE_EXECUTION_DIRECT=off`: every request through the supervisor (the escape hatch, and bench/direct.ts's
     // baseline), read at each run.
     const session = process.env[DIRECT_ENV] === "off" ? undefined : directSession(this.actor.getSnapshot(), settled);
+    mark("host.send");
     if (session) this.sendDirect(session, settled);
     else this.actor.send(settled);
     if (signal?.aborted) cancel();
     return finished.then((outcome) => {
+      mark("host.outcome");
       signal?.removeEventListener("abort", cancel);
       const pending = this.runs.get(runId);
       const nestedCalls = (pending?.nestedCalls ?? []).filter(Boolean);
@@ -241,6 +246,7 @@ export class SupervisorHost {
       if (pending?.value !== undefined) result.value = pending.value;
       if (pending?.exception !== undefined) result.exception = pending.exception;
       if (pending?.cells) result.cells = pending.cells.all(outcome, pending.value, pending.exception);
+      mark("host.result");
       return result;
     });
   }
@@ -253,6 +259,7 @@ export class SupervisorHost {
     if (!this.listening.has(session)) {
       this.listening.add(session);
       session.on("run.finished", ({ outcome }: RunFinishedEvent) => {
+        mark("run.finished");
         this.runs.get(outcome.runId)?.resolve(outcome);
         if (this.direct.delete(outcome.runId)) this.pokeSessions();
       });

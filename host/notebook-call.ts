@@ -11,6 +11,7 @@ import {
   type NotebookCallInput,
   type NotebookCallOutput,
 } from "../machines/notebook-call.ts";
+import { mark } from "../lib/marks.ts";
 
 export interface NotebookCallSpec extends NotebookCallInput {
   /** Runs cell `index` (0-based) and says how it ended. A rejection ends the call with that error. It may run the
@@ -39,12 +40,14 @@ const notebookCall = notebookCallMachine.provide({
 });
 
 export function runNotebookCall(spec: NotebookCallSpec): Promise<NotebookCallResult> {
+  mark("notebook.start");
   const input: NotebookCallInput = { cells: spec.cells, budget: spec.budget, deadlineAt: spec.deadlineAt };
   return new Promise((resolve, reject) => {
     const actor = createActor(notebookCall, { input });
     const continued = (index: number, end: CellEnd) =>
       actor.send({ type: "cell.ended", at: Date.now(), index, ...end, continued: true });
     starters.set(actor, (index) => {
+      mark("notebook.cell");
       // A cell that throws at once ends the call as one that rejects.
       new Promise<CellEnd & { index?: number }>((ran) => ran(spec.runCell(index, continued))).then(
         (end) => actor.send({ type: "cell.ended", at: Date.now(), ...end, index: end.index ?? index }),
@@ -58,8 +61,9 @@ export function runNotebookCall(spec: NotebookCallSpec): Promise<NotebookCallRes
     actor.subscribe({
       next: (snapshot) => {
         spec.onStatuses?.(snapshot.context.statuses);
-        if (snapshot.status === "done")
-          resolve({ ending: snapshot.value as NotebookCallEnding, ...(snapshot.output as NotebookCallOutput) });
+        if (snapshot.status !== "done") return;
+        mark("notebook.end");
+        resolve({ ending: snapshot.value as NotebookCallEnding, ...(snapshot.output as NotebookCallOutput) });
       },
       error: reject,
     });

@@ -10,6 +10,7 @@ import { fail, ok, type Result } from "../../lib/result.ts";
 import { signalGroup as signalTracked, stopTracked, track } from "../registry/registry.ts";
 import { SHUTDOWN } from "../registry/shutdown.ts";
 import { forkRunner } from "./fork-server.ts";
+import { mark } from "../../lib/marks.ts";
 import { spawnLocalChild, type ChildHandle, type ChildSpec } from "./children.ts";
 
 export interface RunnerSpec {
@@ -267,7 +268,11 @@ function wrap(
     newer.push({ channel: 1, chunk: c });
     schedule();
   });
-  control.on("data", (c: Buffer) => decoder.push(c));
+  control.on("data", (c: Buffer) => {
+    mark("runner.read");
+    decoder.push(c);
+    mark("runner.handled");
+  });
   control.on("error", () => {});
   stdout.on("error", () => {});
   stderr.on("error", () => {});
@@ -329,7 +334,9 @@ function wrap(
     send(frame) {
       if (exit || control.destroyed) return fail("runner is not running");
       try {
+        mark("runner.write");
         control.write(encodeFrame(frame));
+        mark("runner.written");
         return ok(undefined);
       } catch (e) {
         return fail((e as Error).message);

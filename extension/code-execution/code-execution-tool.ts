@@ -13,6 +13,7 @@ import { resolveLegacySource } from "./legacy-refs.ts";
 import { createRunTools, outerUsage } from "../shared/calls.ts";
 import { DisplayCollector, type DisplayLimits } from "../shared/display/collector.ts";
 import { withCompletion, type CompletionModels } from "../shared/completion.ts";
+import { mark } from "../../lib/marks.ts";
 
 const DESCRIPTION = [
   "Run Python code and get its output.",
@@ -63,6 +64,7 @@ export function registerCodeExecutionTool(
     parameters: codeExecutionSchema(maxTimeout, defaultTimeout),
     executionMode: "sequential",
     async execute(toolCallId, params, signal, onUpdate, ctx) {
+      mark("tool.execute");
       return journal.record("code_execution", toolCallId, journalArguments(params), ctx, async (note) => {
         const checked = checkParams(params, maxTimeout, defaultTimeout);
         if (!checked.ok) throw new Error(checked.error);

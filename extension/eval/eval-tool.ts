@@ -19,6 +19,7 @@ import { StatusEvents } from "./status.ts";
 import { preludeDirs, withPrelude } from "./prelude.ts";
 import { truncateEvalText, type EvalOutputMeta } from "./truncation.ts";
 import type { CellEnd, CellStatus } from "../../machines/notebook-call.ts";
+import { mark } from "../../lib/marks.ts";
 
 export const DEFAULT_EVAL_TIMEOUT_S = 30;
 export const MAX_EVAL_TIMEOUT_S = 3600;
@@ -117,6 +118,7 @@ export function registerEvalTool(pi: ExtensionAPI, links: EvalToolLinks): void {
     ),
     executionMode: "sequential",
     async execute(toolCallId, params, signal, onUpdate, ctx) {
+      mark("tool.execute");
       const summary = {
         cells: params.cells.map((c) => ({ language: c.language, codeBytes: Buffer.byteLength(c.code) })),
       };

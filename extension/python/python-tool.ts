@@ -30,6 +30,7 @@ import { DisplayCollector } from "../shared/display/collector.ts";
 import { pythonRenderers } from "../shared/notebook/render.ts";
 import { throttled } from "../shared/notebook/updates.ts";
 import type { CellEnd } from "../../machines/notebook-call.ts";
+import { mark } from "../../lib/marks.ts";
 
 export const DEFAULT_PYTHON_TIMEOUT_S = 120;
 
@@ -92,6 +93,7 @@ export function registerPythonTool(pi: ExtensionAPI, links: PythonToolLinks): vo
     ),
     executionMode: "sequential",
     async execute(toolCallId, params, signal, onUpdate, ctx) {
+      mark("tool.execute");
       const args = { cells: params.cells.length, ...(params.timeout !== undefined ? { timeout: params.timeout } : {}) };
       return links.journal.record(
         "python",
