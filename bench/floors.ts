@@ -1,23 +1,28 @@
 // Writes the floor extension's variants (bench/floor/index.ts) as Pi packages under DIR, to load with `--peer`:
 // `node bench/floors.ts DIR [actors:events ...]` (default 0:0 1:2 3:6) prints one directory per variant, e.g.
 // `node bench/pi.ts --peer /tmp/peers/pi-python $(node bench/floors.ts /tmp/floors) --quick --only-peers`.
-// The interpreter is the one PI_PY or `python3` resolves to, found once (the pyenv shim costs ~0.5 s a start).
-import { execFileSync } from "node:child_process";
+// The interpreter is the one PI_PYTHON or `python3` resolves to, as bench/pi.ts finds it (the project's one probe),
+// written into each variant once (the pyenv shim costs ~0.5 s a start).
 import { copyFileSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { validateInterpreter } from "../actors/interpreter/interpreter.ts";
 
 const [dir, ...specs] = process.argv.slice(2);
 if (!dir) throw new Error("usage: node bench/floors.ts DIR [actors:events ...]");
-const python =
-  process.env.PI_PY ||
-  execFileSync("python3", ["-c", "import sys; print(sys.executable)"], { encoding: "utf8" }).trim();
+const found = await validateInterpreter(process.env.PI_PYTHON ?? "python3", process.cwd());
+if (!found.ok) throw new Error(`no Python for the floor's kernel: ${found.error}`);
+const python = found.value.executable;
 const here = import.meta.dirname;
+// Every variant is checked before anything is written.
+const variants = (specs.length ? specs : ["0:0", "1:2", "3:6"]).map((spec) => {
+  const m = /^(\d+):(\d+)$/.exec(spec);
+  if (!m) throw new Error(`${spec}: expected actors:events, two whole numbers`);
+  const [actors, events] = [Number(m[1]), Number(m[2])];
+  if (actors === 0 && events > 0) throw new Error(`${spec}: events need an actor to go to`);
+  return { actors, events, name: actors ? `floor-${actors}-actors-${events}-events` : "floor-bare" };
+});
 const out: string[] = [];
-for (const spec of specs.length ? specs : ["0:0", "1:2", "3:6"]) {
-  const [actors, events] = spec.split(":").map(Number);
-  if (!Number.isInteger(actors) || !Number.isInteger(events) || actors! < 0 || events! < 0)
-    throw new Error(`${spec}: expected actors:events, two whole numbers`);
-  const name = actors ? `floor-${actors}-actors-${events}-events` : "floor-bare";
+for (const { actors, events, name } of variants) {
   const d = resolve(dir, name);
   rmSync(d, { recursive: true, force: true });
   mkdirSync(d, { recursive: true });

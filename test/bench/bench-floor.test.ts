@@ -3,7 +3,7 @@
 // here is timed.
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { after, describe, test } from "node:test";
 import { listenToMarks, mark } from "../../lib/marks.ts";
@@ -42,10 +42,18 @@ describe("floor extension", () => {
 
   test("a variant that is not actors:events is refused, and nothing is written", () => {
     const dir = tempDir();
-    const r = floors(dir, "1:2", "two:3");
-    assert.notEqual(r.status, 0);
-    assert.match(r.stderr, /two:3: expected actors:events, two whole numbers/);
-    assert.equal(floors(dir, "-1:2").status === 0, false);
+    for (const [spec, why] of [
+      ["two:3", "expected actors:events, two whole numbers"],
+      ["1:", "expected actors:events, two whole numbers"],
+      ["1:2:3", "expected actors:events, two whole numbers"],
+      ["-1:2", "expected actors:events, two whole numbers"],
+      ["0:4", "events need an actor to go to"],
+    ]) {
+      const r = floors(dir, "1:2", spec!);
+      assert.notEqual(r.status, 0, spec);
+      assert.ok(r.stderr.includes(`${spec}: ${why}`), r.stderr);
+    }
+    assert.deepEqual(readdirSync(dir), []);
   });
 
   test("through Pi, a variant's python tool runs cells in one process, with its actors, and reports a cell's error", async () => {

@@ -4,6 +4,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { runNotebookCall } from "../../host/notebook-call.ts";
+import { listenToMarks } from "../../lib/marks.ts";
 import type { CellEnd, CellStatus } from "../../machines/notebook-call.ts";
 
 const OK: CellEnd = { ok: true, cancelled: false, timedOut: false, lost: false };
@@ -32,6 +33,35 @@ describe("runNotebookCall", () => {
       ["running", "not_run", "not_run"],
       ["ok", "running", "not_run"],
       ["ok", "error", "not_run"],
+    ]);
+  });
+
+  test("it names its start, each cell's start and its end for bench/pi-marks.ts, and nothing after the end", async () => {
+    const heard: string[] = [];
+    listenToMarks((name) => heard.push(name));
+    try {
+      await runNotebookCall({
+        cells: 2,
+        budget: "cell",
+        runCell: async () => {
+          heard.push("(cell)");
+          return OK;
+        },
+        onStatuses: (s) => heard.push(s.join(",")),
+      });
+    } finally {
+      listenToMarks(undefined);
+    }
+    assert.deepEqual(heard, [
+      "notebook.start",
+      "notebook.cell",
+      "(cell)",
+      "running,not_run",
+      "notebook.cell",
+      "(cell)",
+      "ok,running",
+      "ok,ok",
+      "notebook.end",
     ]);
   });
 

@@ -7,6 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { SupervisorHost, type RunRequestInput, type RunCallbacks } from "../../../host/host.ts";
 import type { RunTools } from "../../../actors/calls/dispatch.ts";
 import { fail, ok } from "../../../lib/result.ts";
+import { listenToMarks } from "../../../lib/marks.ts";
 import { sandboxOperations } from "../../../actors/process/sandbox.ts";
 import { JS_RUNNER_PATH, RUNNER_PATH, jsKind } from "../../../actors/runner/kinds.ts";
 import type { ProcessOperations } from "../../../actors/process/operations.ts";
@@ -49,6 +50,24 @@ function bridge(blocked: Set<string> = new Set()): RunTools {
 }
 
 describe("a JavaScript session", () => {
+  test("a warm run's frames are named where they are written and read (bench/pi-marks.ts), the run's end after them", async () => {
+    await js("1");
+    const heard: string[] = [];
+    listenToMarks((name) => heard.push(name));
+    try {
+      assert.equal((await js("2")).outcome.status, "success");
+    } finally {
+      listenToMarks(undefined);
+    }
+    const frames = heard.filter((n) => n.startsWith("runner."));
+    assert.deepEqual(frames.slice(0, 2), ["runner.write", "runner.written"]);
+    // The runtime's `started` and `done` come in one read or two, each handled before the next read.
+    assert.match(frames.slice(2).join(" "), /^runner\.read runner\.handled( runner\.read runner\.handled)*$/);
+    // Its end comes after the read that brought its `done` (the runtime's output order may hold it a turn).
+    assert.ok(heard.indexOf("run.finished") > heard.lastIndexOf("runner.read"), heard.join(" "));
+    assert.deepEqual(heard.slice(-2), ["host.outcome", "host.result"]);
+  });
+
   test("keeps its state across runs, its output precedes its value, and says it runs Node", async () => {
     const first = await js("const n = 41\nconsole.log('printed')\nn + 1");
     assert.equal(first.outcome.status, "success");
