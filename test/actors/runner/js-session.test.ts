@@ -51,11 +51,12 @@ function bridge(blocked: Set<string> = new Set()): RunTools {
 
 describe("a JavaScript session", () => {
   test("a warm run's frames are named where they are written and read (bench/pi-marks.ts), the run's end after them", async () => {
-    await js("1");
+    // A session of its own: the tests after this one start the `js` session.
+    await js("1", { session: "js-marks" });
     const heard: string[] = [];
     listenToMarks((name) => heard.push(name));
     try {
-      assert.equal((await js("2")).outcome.status, "success");
+      assert.equal((await js("2", { session: "js-marks" })).outcome.status, "success");
     } finally {
       listenToMarks(undefined);
     }
