@@ -3,17 +3,27 @@
 // failed is reported by the read with its reason, so a result never names an output that silently is not there.
 import { ArtifactUnavailableError } from "./artifact-fs.ts";
 
-/** Saves in flight, and failed ones (kept so a later read can say why), by `<root>\0<outputId>`. */
-const saves = new Map<string, Promise<string | undefined>>();
+/** The process's saves. Pi loads the extension with its own module loader and no module cache, so one process can
+ * hold several copies of this module (the extension after a reload or a session switch, and whatever imports it
+ * directly: a test, a bench, another extension through `pi-code-supervisor/host`); the saves in flight are the
+ * process's, so every copy keeps them in this one place (a registered symbol on globalThis). */
+interface Saves {
+  /** Saves in flight, and failed ones (kept so a later read can say why), by `<root>\0<outputId>`. */
+  saves: Map<string, Promise<string | undefined>>;
+  /** Failed saves' keys, oldest first. */
+  failed: string[];
+  /** Whether the last save that ended failed: then the next result waits for its save, so it can say why. */
+  lastFailed: boolean;
+}
+const SLOT = Symbol.for("pi-code-supervisor.artifact-saves");
+const state: Saves = ((globalThis as { [SLOT]?: Saves })[SLOT] ??= { saves: new Map(), failed: [], lastFailed: false });
+const { saves } = state;
 /** Failed saves remembered at most (oldest forgotten first: a read then finds no file and says so). */
 const MAX_FAILED = 100;
-let failed: string[] = [];
 
 const keyOf = (root: string, outputId: string) => `${root}\0${outputId}`;
 
-/** Whether the last save that ended failed: then the next result waits for its save, so it can say why. */
-let lastFailed = false;
-export const savesFailing = (): boolean => lastFailed;
+export const savesFailing = (): boolean => state.lastFailed;
 
 /** Starts `write` and remembers it until it lands; its failure stays known to reads. Resolves with the failure's
  * reason, or undefined once saved. */
@@ -23,7 +33,7 @@ export function saveInBackground(
   write: () => Promise<unknown>,
 ): Promise<string | undefined> {
   const key = keyOf(root, outputId);
-  failed = failed.filter((k) => k !== key);
+  state.failed = state.failed.filter((k) => k !== key);
   const previous = saves.get(key);
   const done = (previous ?? Promise.resolve(undefined)).then(() =>
     write().then(
@@ -33,12 +43,12 @@ export function saveInBackground(
   );
   saves.set(key, done);
   return done.then((error) => {
-    lastFailed = error !== undefined;
+    state.lastFailed = error !== undefined;
     if (saves.get(key) !== done) return error;
     if (error === undefined) saves.delete(key);
     else {
-      failed = [...failed.filter((k) => k !== key), key];
-      while (failed.length > MAX_FAILED) saves.delete(failed.shift()!);
+      state.failed = [...state.failed.filter((k) => k !== key), key];
+      while (state.failed.length > MAX_FAILED) saves.delete(state.failed.shift()!);
     }
     return error;
   });

@@ -467,6 +467,24 @@ describe("code_execution output and sources in a Pi session", () => {
     assert.match(textOf(missing), /missing/);
   });
 
+  test("the saves of the extension Pi loaded (its own copy of these modules) are this process's: savesLanded waits for them", async () => {
+    // Pi imports the extension without a module cache, so its store/artifact-saves.ts is not this file's copy. The
+    // save is held until Pi is done with the result, so at tool_execution_end it has not been written yet.
+    let landed: Promise<[boolean, boolean]> | undefined;
+    const off = pi.session.subscribe((e: any) => {
+      if (e.type !== "tool_execution_end" || landed) return;
+      const file = join(outputDir(), `${e.result.details.output.outputId}.json`);
+      const before = existsSync(file);
+      landed = savesLanded().then(() => [before, existsSync(file)]);
+    });
+    try {
+      await pi.callTools([{ code: `print('${Date.now()}' * 5000)` }]);
+    } finally {
+      off();
+    }
+    assert.deepEqual(await landed, [false, true]);
+  });
+
   test("an output saved after its result: read at once it waits for the write; a failed write is said, then results say it", async () => {
     const code = (c: string) => `print('${c}' * 30000)`;
     const [first] = await pi.callTools([{ code: code("a") }]);
