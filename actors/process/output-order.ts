@@ -23,6 +23,8 @@ export class OutputOrder {
   private readonly pending: [Buffer[], Buffer[]] = [[], []];
   private frames: Frame[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** The give-up after the wait, run after one poll of the sockets (see `flush`). */
+  private giveUp: ReturnType<typeof setImmediate> | undefined;
 
   /** `deliver`: output in its place among the frames (before the frames that count it, after those that do not). */
   constructor(
@@ -75,7 +77,8 @@ export class OutputOrder {
 
   private flush(force: boolean): void {
     if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    if (this.giveUp) clearImmediate(this.giveUp);
+    this.timer = this.giveUp = undefined;
     while (this.frames.length) {
       const head = this.frames[0]!;
       // A frame that names no output keeps the order things were read in: what was read before it goes first.
@@ -90,7 +93,13 @@ export class OutputOrder {
     if (this.frames.length === 0) {
       this.pour(0, Infinity);
       this.pour(1, Infinity);
-    } else this.timer = setTimeout(() => this.flush(true), this.waitMs);
+    } else
+      this.timer = setTimeout(() => {
+        // A loop that stalled past the wait (a starved process) runs this timer before the poll that reads what
+        // arrived meanwhile, the awaited output among it: one poll first, then what is still missing is given up on.
+        this.timer = undefined;
+        this.giveUp = setImmediate(() => this.flush(true));
+      }, this.waitMs);
   }
 }
 

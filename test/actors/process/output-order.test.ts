@@ -8,6 +8,8 @@ import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { connect, createServer, type AddressInfo, type Socket } from "node:net";
+import { performance } from "node:perf_hooks";
 import { localOperations, type RunnerHandle } from "../../../actors/process/operations.ts";
 import { OUTPUT_WAIT_MS, OutputOrder } from "../../../actors/process/output-order.ts";
 import type { Frame } from "../../../actors/process/framing.ts";
@@ -435,6 +437,41 @@ describe("the ordering itself, fed by hand", () => {
     order.output(0, Buffer.from("abc"));
     assert.deepEqual(seen, ["0:abc", "frame:done", "1:late"]);
     order.release();
+  });
+
+  test("a loop stalled past the wait reads what arrived meanwhile before it gives up on it (a starved process)", async () => {
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    const accepted = new Promise<Socket>((r) => server.once("connection", r));
+    const reader = connect((server.address() as AddressInfo).port, "127.0.0.1");
+    const writer = await accepted;
+    const seen: string[] = [];
+    const order = new OutputOrder(
+      (f) => seen.push(`frame:${String(f.type)}`),
+      (channel, chunk) => seen.push(`${channel}:${chunk.toString()}`),
+      20,
+    );
+    reader.on("data", (c: Buffer) => order.output(0, c));
+    try {
+      // From the check phase, so the loop's next phases are the timers (the wait, run out) and then the poll that
+      // reads the bytes: the awaited output sits in the socket while the loop is blocked past the wait.
+      await new Promise<void>((r) =>
+        setImmediate(() => {
+          order.frame({ type: "done", id: "r", out: [3, 0] });
+          writer.write("abc");
+          const until = performance.now() + 100;
+          while (performance.now() < until);
+          r();
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(seen, ["0:abc", "frame:done"]);
+    } finally {
+      order.release();
+      reader.destroy();
+      writer.destroy();
+      server.close();
+    }
   });
 
   test("release sends the frames still waiting for output that never came, at once and in order", () => {
