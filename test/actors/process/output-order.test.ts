@@ -451,13 +451,20 @@ describe("the ordering itself, fed by hand", () => {
       (channel, chunk) => seen.push(`${channel}:${chunk.toString()}`),
       20,
     );
-    reader.on("data", (c: Buffer) => order.output(0, c));
+    // What has gone out by the end of the turn that read the bytes: the frame behind, whose bytes are not written, still
+    // waits (a new wait of its own, not the give-up the first frame's timer had set).
+    let afterRead: string[] | undefined;
+    reader.on("data", (c: Buffer) => {
+      order.output(0, c);
+      setImmediate(() => (afterRead ??= [...seen]));
+    });
     try {
       // From the check phase, so the loop's next phases are the timers (the wait, run out) and then the poll that
       // reads the bytes: the awaited output sits in the socket while the loop is blocked past the wait.
       await new Promise<void>((r) =>
         setImmediate(() => {
-          order.frame({ type: "done", id: "r", out: [3, 0] });
+          order.frame({ type: "display", id: "r", out: [3, 0] });
+          order.frame({ type: "done", id: "r", out: [6, 0] });
           writer.write("abc");
           const until = performance.now() + 100;
           while (performance.now() < until);
@@ -465,7 +472,9 @@ describe("the ordering itself, fed by hand", () => {
         }),
       );
       await new Promise((r) => setTimeout(r, 100));
-      assert.deepEqual(seen, ["0:abc", "frame:done"]);
+      assert.deepEqual(afterRead, ["0:abc", "frame:display"]);
+      // Its bytes never came: given up on after its own wait.
+      assert.deepEqual(seen, ["0:abc", "frame:display", "frame:done"]);
     } finally {
       order.release();
       reader.destroy();
