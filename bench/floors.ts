@@ -19,6 +19,8 @@ const variants = (specs.length ? specs : ["0:0", "1:2", "3:6"]).map((spec) => {
   if (!m) throw new Error(`${spec}: expected actors:events, two whole numbers`);
   const [actors, events] = [Number(m[1]), Number(m[2])];
   if (actors === 0 && events > 0) throw new Error(`${spec}: events need an actor to go to`);
+  // An actor's events include the `go` that starts it and the `done` that ends it.
+  if (actors > 0 && events < 2) throw new Error(`${spec}: an actor's events are at least its go and done (2)`);
   return { actors, events, name: actors ? `floor-${actors}-actors-${events}-events` : "floor-bare" };
 });
 const out: string[] = [];

@@ -1,8 +1,9 @@
 // A floor for issue 26's warm-cell goal: a Pi extension whose `python` tool does the least a kernel-backed tool can
 // do, one NDJSON line to an idle Python process and one back (as pi-python does, without its display, capture and
 // settings), and, as its variant says, `actors` XState actors per call, each created from a 3-state machine, started
-// and sent `events` events. bench/floors.ts writes its variants as Pi packages; `node bench/pi.ts --peer` loads them
-// beside pi-python, so the cost of one actor inside a Pi tool call is read in the same run as the peer's whole cell.
+// and sent `events` events (its `go` and `done` among them). bench/floors.ts writes its variants as Pi packages;
+// `node bench/pi.ts --peer` loads them beside pi-python, so the cost of one actor inside a Pi tool call is read in the
+// same run as the peer's whole cell.
 import { spawn, type ChildProcessByStdio } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import { readFileSync } from "node:fs";

@@ -48,6 +48,7 @@ describe("floor extension", () => {
       ["1:2:3", "expected actors:events, two whole numbers"],
       ["-1:2", "expected actors:events, two whole numbers"],
       ["0:4", "events need an actor to go to"],
+      ["2:1", "an actor's events are at least its go and done (2)"],
     ]) {
       const r = floors(dir, "1:2", spec!);
       assert.notEqual(r.status, 0, spec);
